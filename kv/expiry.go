@@ -1,0 +1,65 @@
+package kv
+
+// expiryItem says that the entry stored under key at some point was due to
+// expire at at. The entry may since have been overwritten or deleted; the
+// sweeper re-checks the map before removing anything.
+type expiryItem struct {
+	at  int64
+	key string
+}
+
+// expiryHeap is a binary min-heap on at. It is written out rather than
+// built on container/heap to avoid boxing every item in an interface.
+type expiryHeap []expiryItem
+
+func (h *expiryHeap) push(it expiryItem) {
+	*h = append(*h, it)
+	h.up(len(*h) - 1)
+}
+
+func (h *expiryHeap) pop() expiryItem {
+	old := *h
+	top := old[0]
+	last := len(old) - 1
+	old[0] = old[last]
+	old[last] = expiryItem{} // drop the key reference
+	*h = old[:last]
+	if last > 0 {
+		h.down(0)
+	}
+	return top
+}
+
+func (h expiryHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h expiryHeap) up(i int) {
+	for i > 0 {
+		parent := (i - 1) / 2
+		if h[parent].at <= h[i].at {
+			return
+		}
+		h[parent], h[i] = h[i], h[parent]
+		i = parent
+	}
+}
+
+func (h expiryHeap) down(i int) {
+	for {
+		least := i
+		if l := 2*i + 1; l < len(h) && h[l].at < h[least].at {
+			least = l
+		}
+		if r := 2*i + 2; r < len(h) && h[r].at < h[least].at {
+			least = r
+		}
+		if least == i {
+			return
+		}
+		h[i], h[least] = h[least], h[i]
+		i = least
+	}
+}
