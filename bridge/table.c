@@ -1,0 +1,111 @@
+/*
+ * The ops table of this provider, and its fork guard.
+ *
+ * Each member is a C wrapper that refuses to enter Go in a forked child and
+ * rejects NULL pointers, then crosses into Go (the ephpmGo* functions of
+ * exports.go). It lives in its own file because cgo forbids C definitions
+ * next to //export.
+ */
+#include <pthread.h>
+#include <signal.h>
+
+#include "ephpm_kv.h"
+#include "_cgo_export.h"
+
+/* Set in the child of every fork(): the Go runtime's threads did not come
+ * along, so entering Go there would hang at the first GC or goroutine. */
+static volatile sig_atomic_t ephpm_forked_child;
+
+static void ephpm_mark_forked_child(void)
+{
+    ephpm_forked_child = 1;
+}
+
+/* Runs when the provider is loaded (or, in a Go host, when it starts). */
+__attribute__((constructor)) static void ephpm_install_fork_guard(void)
+{
+    pthread_atfork(NULL, NULL, ephpm_mark_forked_child);
+}
+
+/* A buffer may be NULL only when it is empty. */
+#define EPHPM_BAD_BUF(p, n) ((p) == NULL && (n) != 0)
+
+/* Crosses into Go: ephpmGoGet. */
+static int ephpm_op_get(const char *key, size_t key_len,
+                        char *buf, size_t buf_cap, size_t *value_len)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len) || EPHPM_BAD_BUF(buf, buf_cap) || value_len == NULL) {
+        return EPHPM_KV_E_INVALID;
+    }
+    return ephpmGoGet((char *)key, key_len, buf, buf_cap, value_len);
+}
+
+/* Crosses into Go: ephpmGoSet. */
+static int ephpm_op_set(const char *key, size_t key_len,
+                        const char *value, size_t value_len, int64_t ttl_ms)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len) || EPHPM_BAD_BUF(value, value_len)) {
+        return EPHPM_KV_E_INVALID;
+    }
+    return ephpmGoSet((char *)key, key_len, (char *)value, value_len, ttl_ms);
+}
+
+/* Crosses into Go: ephpmGoSetNX. */
+static int ephpm_op_set_nx(const char *key, size_t key_len,
+                           const char *value, size_t value_len, int64_t ttl_ms)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len) || EPHPM_BAD_BUF(value, value_len)) {
+        return EPHPM_KV_E_INVALID;
+    }
+    return ephpmGoSetNX((char *)key, key_len, (char *)value, value_len, ttl_ms);
+}
+
+/* Crosses into Go: ephpmGoDel. */
+static int ephpm_op_del(const char *key, size_t key_len)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len)) {
+        return EPHPM_KV_E_INVALID;
+    }
+    return ephpmGoDel((char *)key, key_len);
+}
+
+/* Crosses into Go: ephpmGoDelIfEq. */
+static int ephpm_op_del_if_eq(const char *key, size_t key_len,
+                              const char *token, size_t token_len)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len) || EPHPM_BAD_BUF(token, token_len)) {
+        return EPHPM_KV_E_INVALID;
+    }
+    return ephpmGoDelIfEq((char *)key, key_len, (char *)token, token_len);
+}
+
+static const ephpm_kv_ops ephpm_ops = {
+    .abi_version = EPHPM_KV_ABI_VERSION,
+    .struct_size = sizeof(ephpm_kv_ops),
+    .get = ephpm_op_get,
+    .set = ephpm_op_set,
+    .set_nx = ephpm_op_set_nx,
+    .del = ephpm_op_del,
+    .del_if_eq = ephpm_op_del_if_eq,
+};
+
+/* The provider's one exported symbol. */
+__attribute__((visibility("default"))) const ephpm_kv_ops *ephpm_kv_get_ops(void)
+{
+    return &ephpm_ops;
+}

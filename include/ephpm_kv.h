@@ -1,0 +1,164 @@
+/*
+ * ephpm_kv.h - the C ABI between a key-value provider and its consumers.
+ *
+ * This header is the contract, and the one place it is written down.
+ *
+ * A *provider* is whatever implements the store: the Go library libephpm.so
+ * (built with -buildmode=c-shared from ./bridge), or a Go program that links
+ * ./bridge into its own runtime and embeds PHP. A provider exports exactly one
+ * symbol, EPHPM_KV_GET_OPS_SYMBOL, which returns its operations table.
+ * A *consumer* (the PHP extension, the C tests) looks that symbol up, checks
+ * the table's version and size, and calls through the table.
+ *
+ * ABI rules (append-only):
+ *   1. Members are never reordered, removed, or changed in type or meaning.
+ *      A new operation is appended at the end of struct ephpm_kv_ops, and
+ *      struct_size grows with it. Return codes are never renumbered.
+ *   2. abi_version names this family of tables. It changes only if rule 1 is
+ *      ever broken, which it must not be; a consumer refuses a table whose
+ *      abi_version differs from the EPHPM_KV_ABI_VERSION it was built with.
+ *   3. A consumer refuses a table smaller than EPHPM_KV_OPS_V1_SIZE, and
+ *      before calling any member added later it checks
+ *      EPHPM_KV_OPS_HAS(ops, member): an older provider's table simply ends
+ *      before that member.
+ *   4. The table is immutable and lives as long as the process.
+ *
+ * Calling conventions, for every member:
+ *   - Keys and values cross as pointer + length. They are binary-safe (NUL
+ *     bytes allowed) and need no terminator. The provider copies what it
+ *     keeps; the caller's buffers are only read during the call.
+ *   - A key is 1..EPHPM_KV_MAX_KEY_LEN bytes, a value
+ *     0..EPHPM_KV_MAX_VALUE_LEN bytes, a TTL 0..EPHPM_KV_MAX_TTL_MS
+ *     milliseconds where 0 means "no expiry".
+ *   - The return value is an ephpm_kv_status. Non-negative codes are
+ *     definite outcomes; negative codes are failures, after which the store
+ *     is unchanged, or (EPHPM_KV_E_UNAVAILABLE) its state is unknown.
+ *   - Every member is safe to call from any number of threads at once.
+ *   - A provider loaded into a process that later forks answers every call
+ *     in the child with EPHPM_KV_E_FORKED without entering its runtime (a
+ *     Go runtime does not survive fork). The child must load its own.
+ *
+ * Expiry: an entry whose TTL has passed is absent from that instant on, for
+ * every member, whether or not it has been reclaimed yet.
+ */
+#ifndef EPHPM_KV_H
+#define EPHPM_KV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The table family this header describes. See ABI rule 2. */
+#define EPHPM_KV_ABI_VERSION 1u
+
+/* The name of the one symbol a provider exports: an ephpm_kv_get_ops_fn. */
+#define EPHPM_KV_GET_OPS_SYMBOL "ephpm_kv_get_ops"
+
+/* Limits every provider enforces (kv.MaxKeyLen, kv.MaxValueLen, kv.MaxTTL). */
+#define EPHPM_KV_MAX_KEY_LEN   4096u
+#define EPHPM_KV_MAX_VALUE_LEN (256u * 1024u * 1024u)
+#define EPHPM_KV_MAX_TTL_SECONDS INT64_C(2147483647)
+#define EPHPM_KV_MAX_TTL_MS    (EPHPM_KV_MAX_TTL_SECONDS * 1000)
+
+/* Return codes. Never renumbered; new codes take new numbers. */
+typedef enum ephpm_kv_status {
+    /* The operation happened: found, stored, deleted. */
+    EPHPM_KV_OK = 0,
+    /* The key holds no live entry (absent or expired), or, for a compare
+     * operation, its value differs from the one given. Nothing changed. */
+    EPHPM_KV_MISS = 1,
+    /* set_nx: a live entry already holds the key. Nothing changed. */
+    EPHPM_KV_EXISTS = 2,
+    /* get: the value does not fit the buffer; *value_len holds its length.
+     * Nothing was copied. Retry with a buffer of at least that size. */
+    EPHPM_KV_TOO_SMALL = 3,
+
+    /* The store has no room for the write. The old value, if any, is kept. */
+    EPHPM_KV_E_NOMEM = -1,
+    /* The outcome is unknown: the backend is unreachable, timed out, or its
+     * reply was lost. The operation may or may not have taken effect. Never
+     * read this as "absent" or "held". */
+    EPHPM_KV_E_UNAVAILABLE = -2,
+    /* An argument is outside the limits above, or a required pointer is
+     * NULL. Nothing changed. */
+    EPHPM_KV_E_INVALID = -3,
+    /* This process was forked after the provider was loaded; the provider
+     * cannot run in the child. Nothing changed. */
+    EPHPM_KV_E_FORKED = -4,
+    /* Consumer-side: no provider could be loaded. Never returned by a
+     * provider; defined here so every consumer reports it the same way. */
+    EPHPM_KV_E_NOT_LOADED = -5,
+    /* Consumer-side: the loaded provider's table lacks the member needed
+     * (EPHPM_KV_OPS_HAS was false). Never returned by a provider. */
+    EPHPM_KV_E_UNSUPPORTED = -6
+} ephpm_kv_status;
+
+typedef struct ephpm_kv_ops {
+    /* EPHPM_KV_ABI_VERSION of the provider. */
+    uint32_t abi_version;
+    /* sizeof(struct ephpm_kv_ops) as the provider was built: tells which
+     * members exist (EPHPM_KV_OPS_HAS). */
+    uint32_t struct_size;
+
+    /* get: look up key.
+     *   OK         the value was copied to buf[0..*value_len). buf may be
+     *              NULL when buf_cap is 0.
+     *   TOO_SMALL  *value_len is the value's length, larger than buf_cap;
+     *              nothing was copied. The value may change before a retry,
+     *              so a retry may answer TOO_SMALL again or MISS.
+     *   MISS       no live entry; *value_len is 0.
+     * value_len must not be NULL. */
+    int (*get)(const char *key, size_t key_len,
+               char *buf, size_t buf_cap, size_t *value_len);
+
+    /* set: store value under key, replacing any entry, with ttl_ms (0: no
+     * expiry, and any previous TTL is cleared). The replacement is atomic:
+     * no reader ever sees the key absent. OK or a failure; on E_NOMEM the
+     * old value stays. */
+    int (*set)(const char *key, size_t key_len,
+               const char *value, size_t value_len, int64_t ttl_ms);
+
+    /* set_nx: store value under key only if no live entry holds it, and
+     * apply ttl_ms in the same atomic step. Among any number of concurrent
+     * callers on a free key exactly one gets OK; the others get EXISTS.
+     * An expired entry counts as absent. */
+    int (*set_nx)(const char *key, size_t key_len,
+                  const char *value, size_t value_len, int64_t ttl_ms);
+
+    /* del: remove key. OK if a live entry was removed, MISS if there was
+     * none (an expired entry is removed too, and answers MISS). */
+    int (*del)(const char *key, size_t key_len);
+
+    /* del_if_eq: remove key only while it holds a live entry whose value
+     * equals token byte for byte. The compare and the delete are one atomic
+     * step where the decision is made; an expired entry never matches.
+     * OK if removed; MISS if absent, expired or different. */
+    int (*del_if_eq)(const char *key, size_t key_len,
+                     const char *token, size_t token_len);
+
+    /* Members appended by later versions go here, and only here. */
+} ephpm_kv_ops;
+
+/* The size of the first table (the five members above). A consumer refuses
+ * a table smaller than this (ABI rule 3). */
+#define EPHPM_KV_OPS_V1_SIZE \
+    (offsetof(ephpm_kv_ops, del_if_eq) + sizeof(((ephpm_kv_ops *)0)->del_if_eq))
+
+/* True if the provider's table has member (its struct_size reaches past it). */
+#define EPHPM_KV_OPS_HAS(ops, member) \
+    ((ops)->struct_size >= offsetof(ephpm_kv_ops, member) + sizeof((ops)->member) \
+     && (ops)->member != NULL)
+
+/* The exported getter. It never fails and may be called before the
+ * provider's runtime has finished starting (calls through the table wait). */
+typedef const ephpm_kv_ops *(*ephpm_kv_get_ops_fn)(void);
+const ephpm_kv_ops *ephpm_kv_get_ops(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EPHPM_KV_H */

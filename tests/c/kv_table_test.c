@@ -1,0 +1,202 @@
+/*
+ * Loads the provider library the way the PHP extension does (dlopen + the
+ * one exported getter) and checks the table from C: the calling conventions
+ * of every member, 32 pthreads racing set_nx on one key with exactly one
+ * winner in every round, and a forked child that gets EPHPM_KV_E_FORKED
+ * instead of hanging in a Go runtime that did not survive the fork.
+ *
+ * Usage: kv_table_test /path/to/libephpm.so
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ephpm_kv.h"
+
+static const ephpm_kv_ops *ops;
+static int passed, failed;
+
+#define CHECK(cond, ...)                                               \
+    do {                                                               \
+        if (cond) {                                                    \
+            passed++;                                                  \
+        } else {                                                       \
+            failed++;                                                  \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                              \
+            fputc('\n', stderr);                                       \
+        }                                                              \
+    } while (0)
+
+#define S(lit) (lit), (sizeof(lit) - 1)
+
+static void load(const char *path)
+{
+    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL) {
+        fprintf(stderr, "dlopen %s: %s\n", path, dlerror());
+        exit(2);
+    }
+    ephpm_kv_get_ops_fn get_ops = (ephpm_kv_get_ops_fn)dlsym(handle, EPHPM_KV_GET_OPS_SYMBOL);
+    if (get_ops == NULL) {
+        fprintf(stderr, "dlsym %s: %s\n", EPHPM_KV_GET_OPS_SYMBOL, dlerror());
+        exit(2);
+    }
+    ops = get_ops();
+    CHECK(ops->abi_version == EPHPM_KV_ABI_VERSION, "abi_version %u", ops->abi_version);
+    CHECK(ops->struct_size >= EPHPM_KV_OPS_V1_SIZE, "struct_size %u", ops->struct_size);
+    CHECK(EPHPM_KV_OPS_HAS(ops, del_if_eq), "v1 members present");
+}
+
+static void test_members(void)
+{
+    char buf[16];
+    size_t len = 99;
+
+    CHECK(ops->get(S("c:k"), buf, sizeof buf, &len) == EPHPM_KV_MISS, "miss");
+    CHECK(len == 0, "miss sets length 0, got %zu", len);
+
+    CHECK(ops->set(S("c:k"), S("hello"), 0) == EPHPM_KV_OK, "set");
+    CHECK(ops->get(S("c:k"), buf, sizeof buf, &len) == EPHPM_KV_OK, "hit");
+    CHECK(len == 5 && memcmp(buf, "hello", 5) == 0, "value %.*s", (int)len, buf);
+
+    /* Too small: the length comes back and nothing is copied. */
+    memset(buf, 'z', sizeof buf);
+    CHECK(ops->get(S("c:k"), buf, 2, &len) == EPHPM_KV_TOO_SMALL, "too small");
+    CHECK(len == 5 && buf[0] == 'z', "need 5, got %zu", len);
+    CHECK(ops->get(S("c:k"), NULL, 0, &len) == EPHPM_KV_TOO_SMALL && len == 5, "size probe");
+
+    /* Binary-safe keys: "b\0x" and "b\0y" are different keys. */
+    CHECK(ops->set(S("b\0x"), S("\0one\0"), 0) == EPHPM_KV_OK, "set binary");
+    CHECK(ops->set(S("b\0y"), S("two"), 0) == EPHPM_KV_OK, "set binary 2");
+    CHECK(ops->get(S("b\0x"), buf, sizeof buf, &len) == EPHPM_KV_OK, "get binary");
+    CHECK(len == 5 && memcmp(buf, "\0one\0", 5) == 0, "binary value");
+    CHECK(ops->get(S("b"), buf, sizeof buf, &len) == EPHPM_KV_MISS, "not cut at NUL");
+
+    /* set_nx and del_if_eq. */
+    CHECK(ops->set_nx(S("c:lock"), S("tokA"), 30000) == EPHPM_KV_OK, "set_nx wins");
+    CHECK(ops->set_nx(S("c:lock"), S("tokB"), 30000) == EPHPM_KV_EXISTS, "set_nx loses");
+    CHECK(ops->del_if_eq(S("c:lock"), S("tokB")) == EPHPM_KV_MISS, "wrong token");
+    CHECK(ops->del_if_eq(S("c:lock"), S("tokA")) == EPHPM_KV_OK, "right token");
+    CHECK(ops->del_if_eq(S("c:lock"), S("tokA")) == EPHPM_KV_MISS, "already gone");
+
+    CHECK(ops->del(S("c:k")) == EPHPM_KV_OK, "del");
+    CHECK(ops->del(S("c:k")) == EPHPM_KV_MISS, "del again");
+
+    /* Invalid arguments change nothing. */
+    CHECK(ops->set(S(""), S("v"), 0) == EPHPM_KV_E_INVALID, "empty key");
+    CHECK(ops->set(NULL, 3, S("v"), 0) == EPHPM_KV_E_INVALID, "NULL key");
+    CHECK(ops->set(S("c:k"), S("v"), -1) == EPHPM_KV_E_INVALID, "negative ttl");
+    CHECK(ops->set(S("c:k"), S("v"), EPHPM_KV_MAX_TTL_MS + 1) == EPHPM_KV_E_INVALID, "ttl over max");
+    CHECK(ops->set(S("c:k"), S("v"), INT64_MAX) == EPHPM_KV_E_INVALID, "ttl overflow");
+    CHECK(ops->get(S("c:k"), NULL, 4, &len) == EPHPM_KV_E_INVALID, "NULL buffer");
+    CHECK(ops->get(S("c:k"), buf, sizeof buf, NULL) == EPHPM_KV_E_INVALID, "NULL length");
+    char *big = calloc(1, EPHPM_KV_MAX_KEY_LEN + 1);
+    CHECK(ops->set(big, EPHPM_KV_MAX_KEY_LEN + 1, S("v"), 0) == EPHPM_KV_E_INVALID, "long key");
+    CHECK(ops->set(big, EPHPM_KV_MAX_KEY_LEN, S("v"), 0) == EPHPM_KV_OK, "max key");
+    free(big);
+    CHECK(ops->get(S("c:k"), buf, sizeof buf, &len) == EPHPM_KV_MISS, "store unchanged");
+}
+
+enum { RACERS = 32, ROUNDS = 300 };
+
+static pthread_barrier_t start_line, finish_line;
+static int race_round;
+static int race_rc[RACERS];
+
+static void *racer(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    char key[32], value[16];
+    for (int r = 0; r < ROUNDS; r++) {
+        pthread_barrier_wait(&start_line);
+        int klen = snprintf(key, sizeof key, "race:%d", race_round);
+        int vlen = snprintf(value, sizeof value, "%d", id);
+        race_rc[id] = ops->set_nx(key, (size_t)klen, value, (size_t)vlen, 60000);
+        pthread_barrier_wait(&finish_line);
+    }
+    return NULL;
+}
+
+static void test_set_nx_race(void)
+{
+    pthread_t threads[RACERS];
+    pthread_barrier_init(&start_line, NULL, RACERS + 1);
+    pthread_barrier_init(&finish_line, NULL, RACERS + 1);
+    for (int i = 0; i < RACERS; i++) {
+        pthread_create(&threads[i], NULL, racer, (void *)(intptr_t)i);
+    }
+    int bad_rounds = 0;
+    for (int r = 0; r < ROUNDS; r++) {
+        race_round = r;
+        pthread_barrier_wait(&start_line); /* release all racers together */
+        pthread_barrier_wait(&finish_line);
+        int winners = 0, winner = -1, others = 0;
+        for (int i = 0; i < RACERS; i++) {
+            if (race_rc[i] == EPHPM_KV_OK) {
+                winners++;
+                winner = i;
+            } else if (race_rc[i] == EPHPM_KV_EXISTS) {
+                others++;
+            }
+        }
+        char key[32], buf[16];
+        size_t len = 0;
+        int klen = snprintf(key, sizeof key, "race:%d", r);
+        ops->get(key, (size_t)klen, buf, sizeof buf, &len);
+        if (winners != 1 || others != RACERS - 1 || atoi((buf[len] = 0, buf)) != winner) {
+            bad_rounds++;
+            fprintf(stderr, "round %d: %d winners, %d losers, value %s\n", r, winners, others, buf);
+        }
+    }
+    for (int i = 0; i < RACERS; i++) {
+        pthread_join(threads[i], NULL);
+    }
+    CHECK(bad_rounds == 0, "%d of %d rounds without exactly one winner", bad_rounds, ROUNDS);
+}
+
+static void test_forked_child(void)
+{
+    CHECK(ops->set(S("fork:k"), S("parent"), 0) == EPHPM_KV_OK, "set before fork");
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(10); /* a hang in the child fails the test instead of blocking it */
+        char buf[16];
+        size_t len;
+        int ok = ops->set_nx(S("fork:child"), S("c"), 0) == EPHPM_KV_E_FORKED
+              && ops->get(S("fork:k"), buf, sizeof buf, &len) == EPHPM_KV_E_FORKED
+              && ops->set(S("fork:k"), S("child"), 0) == EPHPM_KV_E_FORKED
+              && ops->del(S("fork:k")) == EPHPM_KV_E_FORKED
+              && ops->del_if_eq(S("fork:k"), S("parent")) == EPHPM_KV_E_FORKED;
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "child status %#x (signal %d)", status, WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+
+    char buf[16];
+    size_t len = 0;
+    CHECK(ops->get(S("fork:k"), buf, sizeof buf, &len) == EPHPM_KV_OK
+          && len == 6 && memcmp(buf, "parent", 6) == 0, "parent unaffected");
+    CHECK(ops->set_nx(S("fork:after"), S("p"), 0) == EPHPM_KV_OK, "parent still works");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s /path/to/libephpm.so\n", argv[0]);
+        return 2;
+    }
+    load(argv[1]);
+    test_members();
+    test_set_nx_race();
+    test_forked_child();
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed == 0 ? 0 : 1;
+}
