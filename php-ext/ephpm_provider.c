@@ -1,0 +1,152 @@
+/* Loads the key-value provider: see ephpm_provider.h for the order. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* dladdr, Dl_info */
+#endif
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "php.h"
+#include "zend_exceptions.h"
+#include "php_ephpm.h"
+#include "ephpm_provider.h"
+
+#define EPHPM_LIBRARY_NAME "libephpm.so"
+
+/* Process-wide: the provider serves every thread of the process. Written
+ * once under the mutex, read without it after an acquire load. */
+static const ephpm_kv_ops *loaded_ops;
+static char loaded_origin[PATH_MAX + 32];
+static pid_t loaded_pid;
+static pthread_mutex_t load_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+/* Checks a table against this extension's ABI. Returns NULL if it is usable,
+ * else a reason for the error message. */
+static const char *ephpm_check_table(const ephpm_kv_ops *ops, char *why, size_t why_len)
+{
+    if (ops == NULL) {
+        return "its getter returned no table";
+    }
+    if (ops->abi_version != EPHPM_KV_ABI_VERSION) {
+        snprintf(why, why_len, "it provides ABI version %u, this extension needs version %u",
+                 ops->abi_version, EPHPM_KV_ABI_VERSION);
+        return why;
+    }
+    if (ops->struct_size < EPHPM_KV_OPS_V1_SIZE) {
+        snprintf(why, why_len, "its table is %u bytes, smaller than the %zu bytes of ABI version %u",
+                 ops->struct_size, (size_t)EPHPM_KV_OPS_V1_SIZE, EPHPM_KV_ABI_VERSION);
+        return why;
+    }
+    return NULL;
+}
+
+/* The directory of ephpm.so, with a trailing slash, or "" if unknown. */
+static void ephpm_own_dir(char *dir, size_t dir_len)
+{
+    Dl_info info;
+    dir[0] = '\0';
+    if (dladdr((void *)ephpm_own_dir, &info) && info.dli_fname && strchr(info.dli_fname, '/')) {
+        size_t n = (size_t)(strrchr(info.dli_fname, '/') - info.dli_fname) + 1;
+        if (n < dir_len) {
+            memcpy(dir, info.dli_fname, n);
+            dir[n] = '\0';
+        }
+    }
+}
+
+/* Tries the three places in order. Caller holds load_mutex. Returns the
+ * table, or NULL with an explanation in err. */
+static const ephpm_kv_ops *ephpm_load(char *err, size_t err_len)
+{
+    char why[160];
+    const char *bad;
+
+    /* 1. A host process that links the bridge into its own Go runtime. */
+    ephpm_kv_get_ops_fn get_ops = (ephpm_kv_get_ops_fn)dlsym(RTLD_DEFAULT, EPHPM_KV_GET_OPS_SYMBOL);
+    if (get_ops != NULL) {
+        const ephpm_kv_ops *ops = get_ops();
+        if ((bad = ephpm_check_table(ops, why, sizeof why)) != NULL) {
+            snprintf(err, err_len, "the host process provides %s, but %s", EPHPM_KV_GET_OPS_SYMBOL, bad);
+            return NULL;
+        }
+        snprintf(loaded_origin, sizeof loaded_origin, "(provided by the host process)");
+        return ops;
+    }
+
+    /* 2. ini ephpm.library, else 3. libephpm.so beside ephpm.so. */
+    char path[PATH_MAX];
+    const char *ini = EPHPM_G(library);
+    if (ini != NULL && ini[0] != '\0') {
+        snprintf(path, sizeof path, "%s", ini);
+    } else {
+        char dir[PATH_MAX];
+        ephpm_own_dir(dir, sizeof dir);
+        snprintf(path, sizeof path, "%s%s", dir, EPHPM_LIBRARY_NAME);
+    }
+
+    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL) {
+        const char *dl = dlerror();
+        snprintf(err, err_len, "cannot load the library %s (set ephpm.library to its path): %s",
+                 path, dl ? dl : "unknown error");
+        return NULL;
+    }
+    get_ops = (ephpm_kv_get_ops_fn)dlsym(handle, EPHPM_KV_GET_OPS_SYMBOL);
+    if (get_ops == NULL) {
+        snprintf(err, err_len, "the library %s does not export %s", path, EPHPM_KV_GET_OPS_SYMBOL);
+        return NULL;
+    }
+    const ephpm_kv_ops *ops = get_ops();
+    if ((bad = ephpm_check_table(ops, why, sizeof why)) != NULL) {
+        snprintf(err, err_len, "cannot use the library %s: %s", path, bad);
+        return NULL;
+    }
+    snprintf(loaded_origin, sizeof loaded_origin, "%s", path);
+    return ops;
+}
+
+const ephpm_kv_ops *ephpm_provider_loaded(void)
+{
+    return __atomic_load_n(&loaded_ops, __ATOMIC_ACQUIRE);
+}
+
+const ephpm_kv_ops *ephpm_provider_ops(void)
+{
+    const ephpm_kv_ops *ops = ephpm_provider_loaded();
+    if (EXPECTED(ops != NULL)) {
+        return ops;
+    }
+
+    char err[PATH_MAX + 256];
+    pthread_mutex_lock(&load_mutex);
+    ops = loaded_ops;
+    if (ops == NULL) {
+        ops = ephpm_load(err, sizeof err);
+        if (ops != NULL) {
+            loaded_pid = getpid();
+            __atomic_store_n(&loaded_ops, ops, __ATOMIC_RELEASE);
+        }
+    }
+    pthread_mutex_unlock(&load_mutex);
+
+    if (ops == NULL) {
+        zend_throw_exception_ex(ephpm_kv_exception_ce, -EPHPM_KV_E_NOT_LOADED, "ephpm: %s", err);
+    }
+    return ops;
+}
+
+const char *ephpm_provider_origin(void)
+{
+    return loaded_origin;
+}
+
+pid_t ephpm_provider_pid(void)
+{
+    return loaded_pid;
+}

@@ -1,0 +1,33 @@
+/*
+ * Finding and loading the key-value provider, lazily, once per process.
+ *
+ * Never at module startup: a Go runtime started in a process that later
+ * forks (the php-fpm master, php -S with workers) leaves every child hung.
+ * So the first call that needs the store, in each process, loads it:
+ *   1. a table the host process already provides (a Go program embedding
+ *      PHP), found with dlsym(RTLD_DEFAULT, ...);
+ *   2. else the library named by ini ephpm.library, if set;
+ *   3. else libephpm.so in the directory that holds ephpm.so.
+ * The library is never unloaded (a Go runtime cannot be).
+ */
+#ifndef EPHPM_PROVIDER_H
+#define EPHPM_PROVIDER_H
+
+#include <sys/types.h>
+
+#include "ephpm_kv.h"
+
+/* Returns the provider's table, loading it on first use. On failure it
+ * returns NULL with Ephpm\KvException (code NOT_LOADED) thrown. */
+const ephpm_kv_ops *ephpm_provider_ops(void);
+
+/* Returns the table only if already loaded in this process, else NULL.
+ * Never loads, never throws (phpinfo() uses it). */
+const ephpm_kv_ops *ephpm_provider_loaded(void);
+
+/* Where the loaded table came from (a path, or the host process), and the
+ * pid of the process that loaded it. Valid once ephpm_provider_loaded(). */
+const char *ephpm_provider_origin(void);
+pid_t ephpm_provider_pid(void);
+
+#endif /* EPHPM_PROVIDER_H */

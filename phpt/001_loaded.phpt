@@ -1,0 +1,41 @@
+--TEST--
+ephpm: extension loaded, functions and exception class registered, library loaded lazily
+--EXTENSIONS--
+ephpm
+--FILE--
+<?php
+foreach (['ephpm_kv_get', 'ephpm_kv_set', 'ephpm_kv_setnx', 'ephpm_kv_del', 'ephpm_kv_del_if_eq'] as $f) {
+    echo $f, ': ', function_exists($f) ? 'yes' : 'no', "\n";
+}
+$rc = new ReflectionClass(Ephpm\KvException::class);
+echo get_parent_class(Ephpm\KvException::class), "\n";
+var_dump($rc->getConstants());
+
+$threads = fn () => count(glob('/proc/self/task/*'));
+echo "threads before first use: ", $threads(), "\n";
+ephpm_kv_get('x');
+echo "threads after first use > 1: ", var_export($threads() > 1, true), "\n";
+?>
+--EXPECT--
+ephpm_kv_get: yes
+ephpm_kv_set: yes
+ephpm_kv_setnx: yes
+ephpm_kv_del: yes
+ephpm_kv_del_if_eq: yes
+RuntimeException
+array(6) {
+  ["OUT_OF_MEMORY"]=>
+  int(1)
+  ["UNAVAILABLE"]=>
+  int(2)
+  ["INVALID_ARGUMENT"]=>
+  int(3)
+  ["FORKED"]=>
+  int(4)
+  ["NOT_LOADED"]=>
+  int(5)
+  ["UNSUPPORTED"]=>
+  int(6)
+}
+threads before first use: 1
+threads after first use > 1: true

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# php-fpm loads the extension in its master, which then forks the workers.
+# The master must start no Go runtime (one thread, libephpm.so not even
+# mapped); each worker loads the library on its first ephpm call and works.
+#
+# Usage: fpm_lazy_load.sh /usr/sbin/php-fpm8.2 /path/to/ephpm.so
+set -euo pipefail
+fpm=$1 ext=$2
+dir=$(mktemp -d)
+pid=
+cleanup() {
+  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+
+cat > "$dir/fpm.conf" <<CONF
+[global]
+error_log = $dir/fpm.log
+daemonize = no
+[www]
+listen = $dir/fpm.sock
+pm = static
+pm.max_children = 2
+CONF
+cat > "$dir/worker.php" <<'PHP'
+<?php
+ephpm_kv_set('fpm:k', 'v' . getmypid());
+printf("%d %d %s", getmypid(), count(glob('/proc/self/task/*')), ephpm_kv_get('fpm:k'));
+PHP
+
+root_flag=()
+[ "$(id -u)" = 0 ] && root_flag=(-R)
+"$fpm" -n -F "${root_flag[@]}" -y "$dir/fpm.conf" -d "extension=$ext" &
+pid=$!
+for _ in $(seq 100); do [ -S "$dir/fpm.sock" ] && break; sleep 0.1; done
+[ -S "$dir/fpm.sock" ] || { cat "$dir/fpm.log"; echo "php-fpm did not start"; exit 1; }
+
+passed=0 failed=0
+check() { # check DESCRIPTION CONDITION (a shell expression)
+  if eval "$2"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $1"; fi
+}
+threads() { ls "/proc/$1/task" | wc -l; }
+maps_lib() { grep -q libephpm "/proc/$1/maps"; }
+
+check "master has one thread before any request" '[ "$(threads "$pid")" = 1 ]'
+check "master has not mapped libephpm.so" '! maps_lib "$pid"'
+
+request() {
+  SCRIPT_FILENAME="$dir/worker.php" REQUEST_METHOD=GET \
+    timeout 10 cgi-fcgi -bind -connect "$dir/fpm.sock" | sed -n '/^\r\?$/,$p' | tail -n +2
+}
+for i in 1 2 3 4; do
+  read -r wpid wthreads value < <(request) || true
+  check "request $i answered by a worker" '[ -n "${wpid:-}" ] && [ "$wpid" != "$pid" ]'
+  check "request $i: worker ${wpid:-?} runs Go (threads: ${wthreads:-?})" '[ "${wthreads:-0}" -gt 1 ]'
+  check "request $i: the worker's own store answered" '[ "${value:-}" = "v$wpid" ]'
+done
+
+check "master still has one thread" '[ "$(threads "$pid")" = 1 ]'
+check "master still has not mapped libephpm.so" '! maps_lib "$pid"'
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
