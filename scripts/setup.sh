@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=${1:-test}
 
-packages=(php8.2-cli php8.2-dev cmake gcc make)
+packages=(ca-certificates php8.2-cli php8.2-dev cmake gcc make)
 if [ "$profile" = test ]; then
   packages+=(php8.2-fpm libfcgi-bin)
 fi
