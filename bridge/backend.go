@@ -28,6 +28,11 @@ type Backend interface {
 	SetNX(key string, value []byte, ttl time.Duration) (kv.SetNXOutcome, error)
 	Del(key string) (bool, error)
 	DelIfEq(key string, token []byte) (bool, error)
+	// Wait blocks for at most timeout until key holds no live entry and
+	// reports whether it is free (see kv.Store.Wait).
+	Wait(key string, timeout time.Duration) (bool, error)
+	SetGuarded(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error)
+	Expire(key string, ttl time.Duration) (bool, error)
 }
 
 // memory adapts the in-process store, whose reads and deletes cannot fail.
@@ -42,6 +47,10 @@ func (m memory) Del(key string) (bool, error) { return m.Store.Del(key), nil }
 
 func (m memory) DelIfEq(key string, token []byte) (bool, error) {
 	return m.Store.DelIfEq(key, token), nil
+}
+
+func (m memory) Wait(key string, timeout time.Duration) (bool, error) {
+	return m.Store.Wait(key, timeout), nil
 }
 
 var (

@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/session"
 )
 
 // The functions below are the Go halves of the table's members; table.c
@@ -155,4 +156,73 @@ func ephpmGoDelIfEq(key *C.char, keyLen C.size_t, token *C.char, tokenLen C.size
 		return failure(err)
 	}
 	return answer(removed)
+}
+
+//export ephpmGoWait
+func ephpmGoWait(key *C.char, keyLen C.size_t, timeoutMs C.int64_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	k, okK := keyArg(key, keyLen)
+	timeout, okT := ttlArg(timeoutMs)
+	if !okK || !okT {
+		return C.EPHPM_KV_E_INVALID
+	}
+	free, err := current().Wait(k, timeout)
+	if err != nil {
+		return failure(err)
+	}
+	if free {
+		return C.EPHPM_KV_OK
+	}
+	return C.EPHPM_KV_EXISTS
+}
+
+//export ephpmGoSetNXWait
+func ephpmGoSetNXWait(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs, waitMs C.int64_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	k, v, ttl, ok := writeArgs(key, keyLen, value, valueLen, ttlMs)
+	budget, okW := ttlArg(waitMs)
+	if !ok || !okW {
+		return C.EPHPM_KV_E_INVALID
+	}
+	locker := session.Locker{Store: current()}
+	res, err := locker.Acquire(k, v, ttl, budget)
+	if err != nil {
+		return failure(err)
+	}
+	if res.Acquired {
+		return C.EPHPM_KV_OK
+	}
+	return C.EPHPM_KV_EXISTS
+}
+
+//export ephpmGoSetGuarded
+func ephpmGoSetGuarded(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs C.int64_t,
+	guardKey *C.char, guardKeyLen C.size_t, guardToken *C.char, guardTokenLen C.size_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	k, v, ttl, ok := writeArgs(key, keyLen, value, valueLen, ttlMs)
+	gk, okG := keyArg(guardKey, guardKeyLen)
+	gt, okT := bytesArg(guardToken, guardTokenLen)
+	if !ok || !okG || !okT {
+		return C.EPHPM_KV_E_INVALID
+	}
+	written, err := current().SetGuarded(k, v, ttl, gk, gt)
+	if err != nil {
+		return failure(err)
+	}
+	return answer(written)
+}
+
+//export ephpmGoExpire
+func ephpmGoExpire(key *C.char, keyLen C.size_t, ttlMs C.int64_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	k, okK := keyArg(key, keyLen)
+	ttl, okT := ttlArg(ttlMs)
+	if !okK || !okT {
+		return C.EPHPM_KV_E_INVALID
+	}
+	done, err := current().Expire(k, ttl)
+	if err != nil {
+		return failure(err)
+	}
+	return answer(done)
 }

@@ -94,6 +94,61 @@ static int ephpm_op_del_if_eq(const char *key, size_t key_len,
     return ephpmGoDelIfEq((char *)key, key_len, (char *)token, token_len);
 }
 
+/* Crosses into Go: ephpmGoWait. */
+static int ephpm_op_wait(const char *key, size_t key_len, int64_t timeout_ms)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len)) {
+        return EPHPM_KV_E_INVALID;
+    }
+    return ephpmGoWait((char *)key, key_len, timeout_ms);
+}
+
+/* Crosses into Go: ephpmGoSetNXWait. */
+static int ephpm_op_set_nx_wait(const char *key, size_t key_len,
+                                const char *value, size_t value_len,
+                                int64_t ttl_ms, int64_t wait_ms)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len) || EPHPM_BAD_BUF(value, value_len)) {
+        return EPHPM_KV_E_INVALID;
+    }
+    return ephpmGoSetNXWait((char *)key, key_len, (char *)value, value_len, ttl_ms, wait_ms);
+}
+
+/* Crosses into Go: ephpmGoSetGuarded. */
+static int ephpm_op_set_guarded(const char *key, size_t key_len,
+                                const char *value, size_t value_len, int64_t ttl_ms,
+                                const char *guard_key, size_t guard_key_len,
+                                const char *guard_token, size_t guard_token_len)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len) || EPHPM_BAD_BUF(value, value_len)
+        || EPHPM_BAD_BUF(guard_key, guard_key_len) || EPHPM_BAD_BUF(guard_token, guard_token_len)) {
+        return EPHPM_KV_E_INVALID;
+    }
+    return ephpmGoSetGuarded((char *)key, key_len, (char *)value, value_len, ttl_ms,
+                             (char *)guard_key, guard_key_len, (char *)guard_token, guard_token_len);
+}
+
+/* Crosses into Go: ephpmGoExpire. */
+static int ephpm_op_expire(const char *key, size_t key_len, int64_t ttl_ms)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len)) {
+        return EPHPM_KV_E_INVALID;
+    }
+    return ephpmGoExpire((char *)key, key_len, ttl_ms);
+}
+
 static const ephpm_kv_ops ephpm_ops = {
     .abi_version = EPHPM_KV_ABI_VERSION,
     .struct_size = sizeof(ephpm_kv_ops),
@@ -102,6 +157,10 @@ static const ephpm_kv_ops ephpm_ops = {
     .set_nx = ephpm_op_set_nx,
     .del = ephpm_op_del,
     .del_if_eq = ephpm_op_del_if_eq,
+    .wait = ephpm_op_wait,
+    .set_nx_wait = ephpm_op_set_nx_wait,
+    .set_guarded = ephpm_op_set_guarded,
+    .expire = ephpm_op_expire,
 };
 
 /* The provider's one exported symbol. */

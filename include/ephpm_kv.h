@@ -139,6 +139,43 @@ typedef struct ephpm_kv_ops {
     int (*del_if_eq)(const char *key, size_t key_len,
                      const char *token, size_t token_len);
 
+    /* ---- appended for the session handler ---- */
+
+    /* wait: block until key holds no live entry, for at most timeout_ms
+     * (0..EPHPM_KV_MAX_TTL_MS).
+     *   OK      the key is free (it was, or it was removed, or its TTL
+     *           passed, during the wait).
+     *   EXISTS  timeout_ms passed and the key is still held.
+     * A removal wakes waiters one at a time, oldest first: a woken caller is
+     * expected to try to take the key at once (set_nx), so that waiters are
+     * served roughly in arrival order. */
+    int (*wait)(const char *key, size_t key_len, int64_t timeout_ms);
+
+    /* set_nx_wait: set_nx, retried on contention until it succeeds or
+     * wait_ms (0..EPHPM_KV_MAX_TTL_MS) of wall-clock time has passed. Between
+     * attempts it waits 10 ms, doubling to a 100 ms cap, returning early
+     * when the key is released (as wait does). At least one attempt.
+     *   OK      this call inserted value, with ttl_ms, as set_nx does.
+     *   EXISTS  the key was held by others for the whole of wait_ms.
+     * A failure ends the call at once and is never reported as EXISTS. */
+    int (*set_nx_wait)(const char *key, size_t key_len,
+                       const char *value, size_t value_len,
+                       int64_t ttl_ms, int64_t wait_ms);
+
+    /* set_guarded: store value under key, as set does, only while guard_key
+     * holds a live entry equal to guard_token. The check and the write are
+     * one atomic step. OK if written; MISS if the guard did not hold (then
+     * nothing changed). Used to write a session only while its lock is
+     * still this request's. */
+    int (*set_guarded)(const char *key, size_t key_len,
+                       const char *value, size_t value_len, int64_t ttl_ms,
+                       const char *guard_key, size_t guard_key_len,
+                       const char *guard_token, size_t guard_token_len);
+
+    /* expire: give a live entry a new TTL of ttl_ms from now (0: no expiry)
+     * without touching its value. OK if done; MISS if no live entry. */
+    int (*expire)(const char *key, size_t key_len, int64_t ttl_ms);
+
     /* Members appended by later versions go here, and only here. */
 } ephpm_kv_ops;
 

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -91,7 +92,9 @@ type shard struct {
 	// of overwritten or deleted entries stay until they surface (see sweep).
 	expiries expiryHeap
 	volatile int // live map entries that have a TTL
-	_        [64]byte
+	// waiters queues, per key, the callers blocked in Wait, oldest first.
+	waiters map[string]*waitQueue
+	_       [64]byte
 }
 
 // entry is stored by value. Its value slice is never modified after the
@@ -131,13 +134,22 @@ func (s *Store) Close() {
 	s.sweeping.Wait()
 }
 
-func (s *Store) shard(key string) *shard {
-	return &s.shards[maphash.String(s.seed, key)&(numShards-1)]
+func (s *Store) shardIndex(key string) uint64 {
+	return maphash.String(s.seed, key) & (numShards - 1)
 }
+
+func (s *Store) shard(key string) *shard { return &s.shards[s.shardIndex(key)] }
 
 func checkKey(key string) error {
 	if len(key) == 0 || len(key) > MaxKeyLen {
 		return fmt.Errorf("%w: key length %d is outside 1..%d", ErrInvalidArgument, len(key), MaxKeyLen)
+	}
+	return nil
+}
+
+func checkTTL(ttl time.Duration) error {
+	if ttl < 0 || ttl > MaxTTL {
+		return fmt.Errorf("%w: ttl %v is outside 0..%v", ErrInvalidArgument, ttl, MaxTTL)
 	}
 	return nil
 }
@@ -149,10 +161,7 @@ func checkWrite(key string, value []byte, ttl time.Duration) error {
 	if len(value) > MaxValueLen {
 		return fmt.Errorf("%w: value length %d exceeds %d", ErrInvalidArgument, len(value), MaxValueLen)
 	}
-	if ttl < 0 || ttl > MaxTTL {
-		return fmt.Errorf("%w: ttl %v is outside 0..%v", ErrInvalidArgument, ttl, MaxTTL)
-	}
-	return nil
+	return checkTTL(ttl)
 }
 
 // ownedCopy copies key and value into one allocation the store owns. The
@@ -266,6 +275,69 @@ func (s *Store) DelIfEq(key string, token []byte) bool {
 	return true
 }
 
+// SetGuarded stores value under key, with a TTL as Set does, only while
+// guardKey holds a live entry equal to guardToken, and reports whether it
+// did. The check and the write are one atomic step (both shards are locked,
+// in index order), so a writer whose lock expired and was taken by another
+// cannot overwrite what the new holder protects. It fails only on an
+// invalid argument, changing nothing.
+func (s *Store) SetGuarded(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
+	if err := checkWrite(key, value, ttl); err != nil {
+		return false, err
+	}
+	if err := checkKey(guardKey); err != nil {
+		return false, err
+	}
+	ki, gi := s.shardIndex(key), s.shardIndex(guardKey)
+	sh, gsh := &s.shards[ki], &s.shards[gi]
+	first, second := sh, gsh
+	if gi < ki {
+		first, second = gsh, sh
+	}
+	first.mu.Lock()
+	defer first.mu.Unlock()
+	if second != first {
+		second.mu.Lock()
+		defer second.mu.Unlock()
+	}
+	now := s.now()
+	if g, ok := gsh.m[guardKey]; !ok || g.expiredAt(now) || !bytes.Equal(g.value, guardToken) {
+		return false, nil
+	}
+	k, v := ownedCopy(key, value)
+	exp := int64(0)
+	if ttl != 0 {
+		exp = now + int64(ttl)
+	}
+	sh.put(k, entry{value: v, expireAt: exp})
+	return true, nil
+}
+
+// Expire gives a live entry a new TTL counted from now (0: no expiry)
+// without touching its value, and reports whether there was one.
+func (s *Store) Expire(key string, ttl time.Duration) (bool, error) {
+	if err := checkKey(key); err != nil {
+		return false, err
+	}
+	if err := checkTTL(ttl); err != nil {
+		return false, err
+	}
+	sh := s.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	now := s.now()
+	e, ok := sh.m[key]
+	if !ok || e.expiredAt(now) {
+		return false, nil
+	}
+	e.expireAt = 0
+	if ttl != 0 {
+		e.expireAt = now + int64(ttl)
+	}
+	sh.put(strings.Clone(key), e) // the map must keep an owned key
+	return true, nil
+}
+
 // Len returns the number of stored entries, including expired ones that
 // have not been removed yet.
 func (s *Store) Len() int {
@@ -292,11 +364,15 @@ func (sh *shard) put(k string, e entry) {
 	}
 }
 
-// remove deletes the entry e found under key. Caller holds sh.mu for writing.
+// remove deletes the entry e found under key and wakes the oldest caller
+// waiting for key to be free. Caller holds sh.mu for writing.
 func (sh *shard) remove(key string, e entry) {
 	delete(sh.m, key)
 	if e.expireAt != 0 {
 		sh.volatile--
+	}
+	if len(sh.waiters) != 0 {
+		sh.wakeOne(key)
 	}
 }
 

@@ -4,6 +4,8 @@
  * of every member, 32 pthreads racing set_nx on one key with exactly one
  * winner in every round, and a forked child that gets EPHPM_KV_E_FORKED
  * instead of hanging in a Go runtime that did not survive the fork.
+ * Then the session members: wait, set_nx_wait, set_guarded, expire, and 100
+ * threads playing "request" on one session through the real backoff.
  *
  * Usage: kv_table_test /path/to/libephpm.so
  */
@@ -13,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ephpm_kv.h"
@@ -187,6 +191,151 @@ static void test_forked_child(void)
     CHECK(ops->set_nx(S("fork:after"), S("p"), 0) == EPHPM_KV_OK, "parent still works");
 }
 
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void *delete_after_50ms(void *key)
+{
+    usleep(50000);
+    ops->del((const char *)key, strlen((const char *)key));
+    return NULL;
+}
+
+static void test_session_members(void)
+{
+    CHECK(EPHPM_KV_OPS_HAS(ops, expire), "session members present (size %u)", ops->struct_size);
+
+    /* wait */
+    CHECK(ops->wait(S("w:free"), 1000) == EPHPM_KV_OK, "wait on a free key");
+    CHECK(ops->set(S("w:held"), S("x"), 0) == EPHPM_KV_OK, "hold");
+    double t0 = now_ms();
+    CHECK(ops->wait(S("w:held"), 30) == EPHPM_KV_EXISTS, "wait times out");
+    CHECK(now_ms() - t0 >= 29, "waited %.1f ms", now_ms() - t0);
+    pthread_t deleter;
+    pthread_create(&deleter, NULL, delete_after_50ms, "w:held");
+    t0 = now_ms();
+    CHECK(ops->wait(S("w:held"), 10000) == EPHPM_KV_OK, "wait wakes on delete");
+    CHECK(now_ms() - t0 < 5000, "woke after %.1f ms", now_ms() - t0);
+    pthread_join(deleter, NULL);
+    CHECK(ops->wait(S("w:held"), -1) == EPHPM_KV_E_INVALID, "negative timeout");
+
+    /* set_nx_wait */
+    CHECK(ops->set_nx(S("w:lock"), S("old"), 200) == EPHPM_KV_OK, "lock with 200 ms TTL");
+    CHECK(ops->set_nx_wait(S("w:lock"), S("new"), 30000, 20) == EPHPM_KV_EXISTS, "budget too short");
+    t0 = now_ms();
+    CHECK(ops->set_nx_wait(S("w:lock"), S("new"), 30000, 5000) == EPHPM_KV_OK, "acquired when the TTL passed");
+    CHECK(now_ms() - t0 < 1000, "after %.1f ms", now_ms() - t0);
+    CHECK(ops->del_if_eq(S("w:lock"), S("new")) == EPHPM_KV_OK, "holds the new token");
+    CHECK(ops->set_nx_wait(S("w:lock"), S("v"), 0, -1) == EPHPM_KV_E_INVALID, "negative budget");
+
+    /* set_guarded */
+    CHECK(ops->set_guarded(S("w:data"), S("v1"), 0, S("w:g"), S("tok")) == EPHPM_KV_MISS, "no guard");
+    CHECK(ops->set_nx(S("w:g"), S("tok"), 0) == EPHPM_KV_OK, "guard");
+    CHECK(ops->set_guarded(S("w:data"), S("v1"), 0, S("w:g"), S("bad")) == EPHPM_KV_MISS, "wrong token");
+    CHECK(ops->set_guarded(S("w:data"), S("v1"), 0, S("w:g"), S("tok")) == EPHPM_KV_OK, "guarded write");
+    char buf[8];
+    size_t len = 0;
+    CHECK(ops->get(S("w:data"), buf, sizeof buf, &len) == EPHPM_KV_OK && len == 2, "written");
+    CHECK(ops->set_guarded(S("w:data"), S("v"), 0, NULL, 2, S("tok")) == EPHPM_KV_E_INVALID, "NULL guard");
+
+    /* expire */
+    CHECK(ops->expire(S("w:none"), 1000) == EPHPM_KV_MISS, "expire absent");
+    CHECK(ops->expire(S("w:data"), 100) == EPHPM_KV_OK, "expire");
+    usleep(150000);
+    CHECK(ops->get(S("w:data"), buf, sizeof buf, &len) == EPHPM_KV_MISS, "expired");
+}
+
+/* 100 threads play "request" on one session: lock with a fresh random
+ * token through set_nx_wait (the real backoff), read the counter, hold the
+ * lock a moment, write counter+1 guarded by the lock, release. */
+enum { REQUESTS = 100, SESSION_ROUNDS = 5 };
+
+static pthread_barrier_t request_start;
+static char session_data_key[64], session_lock_key[64];
+static int seen_counter[REQUESTS];
+static int request_failures;
+
+static void *request(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    unsigned char raw[16];
+    char token[33];
+    if (getrandom(raw, sizeof raw, 0) != sizeof raw) {
+        __atomic_add_fetch(&request_failures, 1, __ATOMIC_RELAXED);
+        return NULL;
+    }
+    for (int i = 0; i < 16; i++) {
+        snprintf(token + 2 * i, 3, "%02x", raw[i]);
+    }
+    size_t dlen = strlen(session_data_key), llen = strlen(session_lock_key);
+    pthread_barrier_wait(&request_start);
+
+    if (ops->set_nx_wait(session_lock_key, llen, token, 32, 30000, 60000) != EPHPM_KV_OK) {
+        __atomic_add_fetch(&request_failures, 1, __ATOMIC_RELAXED);
+        return NULL;
+    }
+    char buf[32];
+    size_t len = 0;
+    int counter = 0;
+    if (ops->get(session_data_key, dlen, buf, sizeof buf - 1, &len) == EPHPM_KV_OK) {
+        buf[len] = '\0';
+        counter = atoi(buf);
+    }
+    seen_counter[id] = counter;
+    usleep(200); /* the request's work, under the lock */
+    int n = snprintf(buf, sizeof buf, "%d", counter + 1);
+    if (ops->set_guarded(session_data_key, dlen, buf, (size_t)n, 60000,
+                         session_lock_key, llen, token, 32) != EPHPM_KV_OK
+        || ops->del_if_eq(session_lock_key, llen, token, 32) != EPHPM_KV_OK) {
+        __atomic_add_fetch(&request_failures, 1, __ATOMIC_RELAXED);
+    }
+    return NULL;
+}
+
+static void test_session_requests(void)
+{
+    for (int round = 0; round < SESSION_ROUNDS; round++) {
+        snprintf(session_data_key, sizeof session_data_key, "session:c-round-%d", round);
+        snprintf(session_lock_key, sizeof session_lock_key, "session_lock:c-round-%d", round);
+        memset(seen_counter, -1, sizeof seen_counter);
+        request_failures = 0;
+        pthread_barrier_init(&request_start, NULL, REQUESTS);
+        pthread_t threads[REQUESTS];
+        double t0 = now_ms();
+        for (int i = 0; i < REQUESTS; i++) {
+            pthread_create(&threads[i], NULL, request, (void *)(intptr_t)i);
+        }
+        for (int i = 0; i < REQUESTS; i++) {
+            pthread_join(threads[i], NULL);
+        }
+        double took = now_ms() - t0;
+        pthread_barrier_destroy(&request_start);
+
+        char buf[32];
+        size_t len = 0;
+        int final = -1;
+        if (ops->get(session_data_key, strlen(session_data_key), buf, sizeof buf - 1, &len) == EPHPM_KV_OK) {
+            buf[len] = '\0';
+            final = atoi(buf);
+        }
+        int distinct = 1;
+        char seen[REQUESTS] = {0};
+        for (int i = 0; i < REQUESTS; i++) {
+            if (seen_counter[i] < 0 || seen_counter[i] >= REQUESTS || seen[seen_counter[i]]++) {
+                distinct = 0;
+            }
+        }
+        CHECK(request_failures == 0, "round %d: %d requests failed", round, request_failures);
+        CHECK(final == REQUESTS, "round %d: counter %d, want %d", round, final, REQUESTS);
+        CHECK(distinct, "round %d: every request saw a distinct counter", round);
+        printf("session round %d: %d requests in %.1f ms\n", round, REQUESTS, took);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -197,6 +346,8 @@ int main(int argc, char **argv)
     test_members();
     test_set_nx_race();
     test_forked_child();
+    test_session_members();
+    test_session_requests();
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

@@ -1,0 +1,103 @@
+package kv
+
+import (
+	"strings"
+	"time"
+)
+
+// waiter is one caller blocked in Wait. Its channel has room for one wake-up,
+// sent under the shard lock by whoever removes the key.
+type waiter struct{ woken chan struct{} }
+
+// waitQueue holds a key's waiters, oldest first. The shard's map holds it by
+// pointer so it can change without storing the key again: a map assignment
+// would replace the map's owned key with the caller's, which may be C memory.
+type waitQueue struct{ list []*waiter }
+
+// Wait blocks until key holds no live entry or timeout passes, whichever
+// comes first, and reports whether the key is free when it returns.
+//
+// It returns early when the entry is removed (Del, DelIfEq, expiry) or when
+// its TTL passes. Removals wake waiters one at a time, oldest first, so that
+// callers who wait in order to take the key (a lock) are served roughly in
+// arrival order instead of all racing for it; a woken caller is expected to
+// try to take the key at once. Callers waiting when the TTL passes all wake.
+func (s *Store) Wait(key string, timeout time.Duration) bool {
+	sh := s.shard(key)
+	sh.mu.Lock()
+	now := s.now()
+	e, ok := sh.m[key]
+	if !ok || e.expiredAt(now) {
+		sh.mu.Unlock()
+		return true
+	}
+	if timeout <= 0 {
+		sh.mu.Unlock()
+		return false
+	}
+	if e.expireAt != 0 && time.Duration(e.expireAt-now) < timeout {
+		timeout = time.Duration(e.expireAt - now)
+	}
+	w := &waiter{woken: make(chan struct{}, 1)}
+	q := sh.waiters[key]
+	if q == nil {
+		if sh.waiters == nil {
+			sh.waiters = make(map[string]*waitQueue)
+		}
+		q = &waitQueue{}
+		sh.waiters[strings.Clone(key)] = q
+	}
+	q.list = append(q.list, w)
+	sh.mu.Unlock()
+
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-w.woken:
+		return true
+	case <-timer.C:
+	}
+
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.dropWaiter(key, w)
+	select {
+	case <-w.woken: // woken between the timer and the lock: it is our turn
+		return true
+	default:
+	}
+	e, ok = sh.m[key]
+	return !ok || e.expiredAt(s.now())
+}
+
+// wakeOne wakes the oldest waiter on key. Caller holds sh.mu for writing.
+func (sh *shard) wakeOne(key string) {
+	q := sh.waiters[key]
+	if q == nil {
+		return
+	}
+	q.list[0].woken <- struct{}{}
+	q.list[0] = nil
+	q.list = q.list[1:]
+	if len(q.list) == 0 {
+		delete(sh.waiters, key)
+	}
+}
+
+// dropWaiter removes w from key's queue if it is still there. Caller holds
+// sh.mu for writing.
+func (sh *shard) dropWaiter(key string, w *waiter) {
+	q := sh.waiters[key]
+	if q == nil {
+		return
+	}
+	for i, x := range q.list {
+		if x == w {
+			q.list = append(q.list[:i], q.list[i+1:]...)
+			break
+		}
+	}
+	if len(q.list) == 0 {
+		delete(sh.waiters, key)
+	}
+}

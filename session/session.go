@@ -1,0 +1,149 @@
+// Package session is the session lock protocol: where a session's data and
+// lock live, what a lock token is, and how a lock is acquired — set-if-absent
+// with a TTL, retried on contention with a backoff of 10 ms doubling to a
+// 100 ms cap until a wait budget, counted in wall-clock time, runs out.
+//
+// The PHP session handler reaches Acquire through the ops table's
+// set_nx_wait member (see bridge); Go programs call it directly.
+package session
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+
+	"github.com/ephpm/ephpm/kv"
+)
+
+// Key prefixes, as include/ephpm_session.h defines them for C.
+const (
+	DataPrefix = "session:"
+	LockPrefix = "session_lock:"
+	TokenBytes = 16
+)
+
+// DataKey is the key of session sid's data.
+func DataKey(sid string) string { return DataPrefix + sid }
+
+// LockKey is the key of session sid's lock.
+func LockKey(sid string) string { return LockPrefix + sid }
+
+// NewToken returns a fresh lock token: TokenBytes from the CSPRNG, hex.
+func NewToken() (string, error) {
+	b := make([]byte, TokenBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// Backoff is the retry schedule: the first wait is Initial, each next one
+// doubles, capped at Max.
+type Backoff struct{ Initial, Max time.Duration }
+
+// DefaultBackoff is the schedule of the session handler: 10 ms doubling to
+// a 100 ms cap.
+var DefaultBackoff = Backoff{Initial: 10 * time.Millisecond, Max: 100 * time.Millisecond}
+
+// Next returns the step after step.
+func (b Backoff) Next(step time.Duration) time.Duration {
+	if step >= b.Max/2 {
+		return b.Max
+	}
+	return 2 * step
+}
+
+// Store is what Acquire needs of a key-value store.
+type Store interface {
+	SetNX(key string, value []byte, ttl time.Duration) (kv.SetNXOutcome, error)
+}
+
+// Waiter is what a store offers if it can wait for a key to become free.
+// Wait blocks for at most timeout and returns early (true) once key holds
+// no live entry. Acquire uses it instead of sleeping, so that a released
+// lock passes to a waiter within microseconds rather than a backoff step.
+type Waiter interface {
+	Wait(key string, timeout time.Duration) (bool, error)
+}
+
+// Clock is the time source of Acquire; tests substitute a fake one.
+type Clock interface {
+	Now() time.Time
+	Sleep(time.Duration)
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time        { return time.Now() }
+func (systemClock) Sleep(d time.Duration) { time.Sleep(d) }
+
+// SystemClock is the real clock.
+var SystemClock Clock = systemClock{}
+
+// Locker acquires locks in a Store. The zero Backoff and a nil Clock mean
+// DefaultBackoff and SystemClock.
+type Locker struct {
+	Store   Store
+	Clock   Clock
+	Backoff Backoff
+}
+
+// Result says how an acquisition went.
+type Result struct {
+	Acquired bool          // the lock is ours
+	Attempts int           // SetNX calls made
+	Waited   time.Duration // wall-clock time from the first attempt to the answer
+}
+
+// Acquire takes the lock key with token and ttl: SetNX, and on contention
+// a wait of the current backoff step (Waiter.Wait if the store has it, else
+// a sleep) before the next attempt, until budget has passed on the wall
+// clock. It makes at least one attempt, and never waits past the budget.
+//
+// A store error ends the acquisition at once and is returned: an unknown
+// outcome or a full store is never mistaken for contention. Note that after
+// an error from SetNX the lock may have been granted anyway; the caller
+// should still release it with its token.
+func (l *Locker) Acquire(key string, token []byte, ttl, budget time.Duration) (Result, error) {
+	clock, backoff := l.Clock, l.Backoff
+	if clock == nil {
+		clock = SystemClock
+	}
+	if backoff == (Backoff{}) {
+		backoff = DefaultBackoff
+	}
+	waiter, canWait := l.Store.(Waiter)
+
+	start := clock.Now()
+	deadline := start.Add(budget)
+	step := backoff.Initial
+	var res Result
+	for {
+		res.Attempts++
+		out, err := l.Store.SetNX(key, token, ttl)
+		if err != nil {
+			res.Waited = clock.Now().Sub(start)
+			return res, err
+		}
+		now := clock.Now()
+		res.Waited = now.Sub(start)
+		if out == kv.Inserted {
+			res.Acquired = true
+			return res, nil
+		}
+		remaining := deadline.Sub(now)
+		if remaining <= 0 {
+			return res, nil
+		}
+		pause := min(step, remaining)
+		if canWait {
+			if _, err := waiter.Wait(key, pause); err != nil {
+				res.Waited = clock.Now().Sub(start)
+				return res, err
+			}
+		} else {
+			clock.Sleep(pause)
+		}
+		step = backoff.Next(step)
+	}
+}

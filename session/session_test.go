@@ -1,0 +1,256 @@
+package session
+
+import (
+	"errors"
+	"os"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ephpm/ephpm/kv"
+)
+
+// The C handler and this package must name keys alike: read the header.
+func TestKeyPrefixesMatchTheCHeader(t *testing.T) {
+	header, err := os.ReadFile("../include/ephpm_session.h")
+	require.NoError(t, err)
+	define := func(name string) string {
+		m := regexp.MustCompile(`#define\s+` + name + `\s+("[^"]*"|\d+)`).FindSubmatch(header)
+		require.NotNil(t, m, "%s not defined in the header", name)
+		return string(m[1])
+	}
+	assert.Equal(t, `"`+DataPrefix+`"`, define("EPHPM_SESSION_DATA_PREFIX"))
+	assert.Equal(t, `"`+LockPrefix+`"`, define("EPHPM_SESSION_LOCK_PREFIX"))
+	assert.Equal(t, "16", define("EPHPM_SESSION_TOKEN_BYTES"))
+	assert.Equal(t, 16, TokenBytes)
+	assert.Equal(t, "session:abc", DataKey("abc"))
+	assert.Equal(t, "session_lock:abc", LockKey("abc"))
+}
+
+func TestNewTokenIsFreshAnd128Bits(t *testing.T) {
+	seen := map[string]bool{}
+	for i := 0; i < 1000; i++ {
+		tok, err := NewToken()
+		require.NoError(t, err)
+		require.Regexp(t, `^[0-9a-f]{32}$`, tok)
+		require.False(t, seen[tok])
+		seen[tok] = true
+	}
+}
+
+func TestBackoffSchedule(t *testing.T) {
+	var got []time.Duration
+	step := DefaultBackoff.Initial
+	for i := 0; i < 7; i++ {
+		got = append(got, step)
+		step = DefaultBackoff.Next(step)
+	}
+	ms := time.Millisecond
+	assert.Equal(t, []time.Duration{10 * ms, 20 * ms, 40 * ms, 80 * ms, 100 * ms, 100 * ms, 100 * ms}, got)
+}
+
+// fakeClock advances only when something sleeps on it, or when the test
+// says (to model time spent inside store calls).
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	sleeps []time.Duration
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Sleep(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sleeps = append(c.sleeps, d)
+	c.now = c.now.Add(d)
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// scripted is a Store whose SetNX answers from a script and can cost time.
+type scripted struct {
+	clock   *fakeClock
+	cost    time.Duration // clock time each SetNX takes
+	answers []kv.SetNXOutcome
+	err     error
+	calls   int
+}
+
+func (s *scripted) SetNX(string, []byte, time.Duration) (kv.SetNXOutcome, error) {
+	s.calls++
+	s.clock.advance(s.cost)
+	if s.err != nil {
+		return 0, s.err
+	}
+	if s.calls <= len(s.answers) {
+		return s.answers[s.calls-1], nil
+	}
+	return kv.Exists, nil
+}
+
+func TestAcquireFirstTry(t *testing.T) {
+	clk := &fakeClock{}
+	st := &scripted{clock: clk, answers: []kv.SetNXOutcome{kv.Inserted}}
+	res, err := (&Locker{Store: st, Clock: clk}).Acquire("l", []byte("t"), time.Second, time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, Result{Acquired: true, Attempts: 1}, res)
+	assert.Empty(t, clk.sleeps)
+}
+
+func TestAcquireBacksOffUntilItWins(t *testing.T) {
+	clk := &fakeClock{}
+	st := &scripted{clock: clk, answers: []kv.SetNXOutcome{kv.Exists, kv.Exists, kv.Exists, kv.Inserted}}
+	res, err := (&Locker{Store: st, Clock: clk}).Acquire("l", []byte("t"), time.Second, time.Second)
+	require.NoError(t, err)
+	ms := time.Millisecond
+	assert.Equal(t, []time.Duration{10 * ms, 20 * ms, 40 * ms}, clk.sleeps)
+	assert.Equal(t, Result{Acquired: true, Attempts: 4, Waited: 70 * ms}, res)
+}
+
+func TestAcquireBudgetIsWallClockNotSummedSleeps(t *testing.T) {
+	// Each SetNX costs 30 ms (a slow backend): a budget of 200 ms must end
+	// after 200 ms of clock time, although the sleeps alone sum to less.
+	clk := &fakeClock{}
+	st := &scripted{clock: clk, cost: 30 * time.Millisecond}
+	res, err := (&Locker{Store: st, Clock: clk}).Acquire("l", []byte("t"), time.Second, 200*time.Millisecond)
+	require.NoError(t, err)
+	assert.False(t, res.Acquired)
+	var slept time.Duration
+	for _, d := range clk.sleeps {
+		slept += d
+	}
+	assert.Less(t, slept, 200*time.Millisecond)
+	assert.GreaterOrEqual(t, res.Waited, 200*time.Millisecond)
+	assert.Less(t, res.Waited, 200*time.Millisecond+st.cost+1, "no wait beyond the budget")
+}
+
+func TestAcquireNeverSleepsPastTheBudget(t *testing.T) {
+	clk := &fakeClock{}
+	st := &scripted{clock: clk}
+	res, err := (&Locker{Store: st, Clock: clk}).Acquire("l", []byte("t"), time.Second, 25*time.Millisecond)
+	require.NoError(t, err)
+	assert.False(t, res.Acquired)
+	ms := time.Millisecond
+	assert.Equal(t, []time.Duration{10 * ms, 15 * ms}, clk.sleeps, "the last pause is cut to the budget")
+	assert.Equal(t, 25*ms, res.Waited)
+	assert.Equal(t, 3, res.Attempts)
+}
+
+func TestAcquireZeroBudgetTriesOnce(t *testing.T) {
+	clk := &fakeClock{}
+	st := &scripted{clock: clk}
+	res, err := (&Locker{Store: st, Clock: clk}).Acquire("l", []byte("t"), time.Second, 0)
+	require.NoError(t, err)
+	assert.Equal(t, Result{Attempts: 1}, res)
+}
+
+func TestAcquireErrorIsNotContention(t *testing.T) {
+	clk := &fakeClock{}
+	boom := errors.New("backend unreachable")
+	st := &scripted{clock: clk, err: boom}
+	res, err := (&Locker{Store: st, Clock: clk}).Acquire("l", []byte("t"), time.Second, 30*time.Second)
+	assert.ErrorIs(t, err, boom)
+	assert.False(t, res.Acquired)
+	assert.Equal(t, 1, res.Attempts, "no retry on an error")
+	assert.Empty(t, clk.sleeps)
+}
+
+// memStore exposes kv.Store as a Store, with or without its Wait.
+type memStore struct{ *kv.Store }
+
+func (m memStore) SetNX(k string, v []byte, ttl time.Duration) (kv.SetNXOutcome, error) {
+	return m.Store.SetNX(k, v, ttl)
+}
+
+type waitingStore struct{ memStore }
+
+func (w waitingStore) Wait(k string, d time.Duration) (bool, error) { return w.Store.Wait(k, d), nil }
+
+func TestAcquireWithWaitGetsTheLockRightAfterRelease(t *testing.T) {
+	s := kv.New(kv.Options{})
+	defer s.Close()
+	_, err := s.SetNX("l", []byte("holder"), time.Minute)
+	require.NoError(t, err)
+
+	l := &Locker{Store: waitingStore{memStore{s}}}
+	done := make(chan Result)
+	go func() {
+		res, err := l.Acquire("l", []byte("waiter"), time.Minute, 10*time.Second)
+		assert.NoError(t, err)
+		done <- res
+	}()
+	time.Sleep(150 * time.Millisecond) // let it reach the 100 ms steps
+	released := time.Now()
+	require.True(t, s.DelIfEq("l", []byte("holder")))
+	res := <-done
+	require.True(t, res.Acquired)
+	// Without Wait the waiter could sleep up to a whole 100 ms step.
+	assert.Less(t, time.Since(released), 50*time.Millisecond)
+	v, _ := s.Get("l")
+	assert.Equal(t, "waiter", string(v))
+}
+
+// 100 "requests" on one session, each lock / read / modify / guarded write /
+// release, released together at a barrier: no update is lost.
+func TestConcurrentRequestsLoseNoUpdate(t *testing.T) {
+	for _, store := range []struct {
+		name string
+		st   func(*kv.Store) Store
+	}{
+		{"wait", func(s *kv.Store) Store { return waitingStore{memStore{s}} }},
+		{"sleep", func(s *kv.Store) Store { return memStore{s} }},
+	} {
+		t.Run(store.name, func(t *testing.T) {
+			s := kv.New(kv.Options{})
+			defer s.Close()
+			l := &Locker{Store: store.st(s)}
+			const n = 100
+			seen := make([]int, n)
+			var ready, done sync.WaitGroup
+			start := make(chan struct{})
+			ready.Add(n)
+			done.Add(n)
+			for i := 0; i < n; i++ {
+				go func(i int) {
+					defer done.Done()
+					tok, _ := NewToken()
+					ready.Done()
+					<-start
+					res, err := l.Acquire(LockKey("s"), []byte(tok), time.Minute, time.Minute)
+					if !assert.NoError(t, err) || !assert.True(t, res.Acquired) {
+						return
+					}
+					v, _ := s.Get(DataKey("s"))
+					seen[i] = len(v)
+					ok, err := s.SetGuarded(DataKey("s"), append(append([]byte{}, v...), 'x'), time.Minute, LockKey("s"), []byte(tok))
+					assert.NoError(t, err)
+					assert.True(t, ok)
+					assert.True(t, s.DelIfEq(LockKey("s"), []byte(tok)))
+				}(i)
+			}
+			ready.Wait()
+			close(start)
+			done.Wait()
+			v, _ := s.Get(DataKey("s"))
+			assert.Len(t, v, n)
+			distinct := map[int]bool{}
+			for _, x := range seen {
+				distinct[x] = true
+			}
+			assert.Len(t, distinct, n, "every request saw a different counter")
+		})
+	}
+}
