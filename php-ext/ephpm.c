@@ -20,6 +20,7 @@
 
 #include "php_ephpm.h"
 #include "ephpm_provider.h"
+#include "ephpm_session_handler.h"
 #include "ephpm_arginfo.h"
 
 ZEND_DECLARE_MODULE_GLOBALS(ephpm)
@@ -29,24 +30,42 @@ zend_class_entry *ephpm_kv_exception_ce;
 PHP_INI_BEGIN()
     STD_PHP_INI_ENTRY("ephpm.library", "", PHP_INI_SYSTEM, OnUpdateString,
                       library, zend_ephpm_globals, ephpm_globals)
+    STD_PHP_INI_BOOLEAN("ephpm.session_locking", "1", PHP_INI_ALL, OnUpdateBool,
+                        session_locking, zend_ephpm_globals, ephpm_globals)
+    PHP_INI_ENTRY("ephpm.session_lock_ttl", "30", PHP_INI_ALL, OnUpdateEphpmLockTtl)
+    PHP_INI_ENTRY("ephpm.session_lock_wait", "30", PHP_INI_ALL, OnUpdateEphpmLockWait)
+    PHP_INI_ENTRY("ephpm.session_lock_timeout_action", "proceed", PHP_INI_ALL, OnUpdateEphpmLockAction)
 PHP_INI_END()
 
-/* Throws Ephpm\KvException for a failure status of the named function. */
+const char *ephpm_status_cause(int rc)
+{
+    switch (rc) {
+    case EPHPM_KV_E_NOMEM:
+        return "the store is out of memory; nothing was written";
+    case EPHPM_KV_E_UNAVAILABLE:
+        return "the store is unavailable; the outcome is unknown";
+    case EPHPM_KV_E_INVALID:
+        return "the store rejected an argument";
+    case EPHPM_KV_E_FORKED:
+        return "this process was forked after the ephpm library was loaded";
+    case EPHPM_KV_E_NOT_LOADED:
+        return "the ephpm library is not loaded";
+    case EPHPM_KV_E_UNSUPPORTED:
+        return "not supported by the loaded ephpm library";
+    default:
+        return "the library answered with an unknown status";
+    }
+}
+
+/* Throws Ephpm\KvException for a failure status of the running function. */
 static ZEND_COLD void ephpm_throw_status(int rc)
 {
     const char *func = get_active_function_name();
     switch (rc) {
     case EPHPM_KV_E_NOMEM:
-        zend_throw_exception_ex(ephpm_kv_exception_ce, -rc,
-            "%s(): the store is out of memory; nothing was written", func);
-        break;
     case EPHPM_KV_E_UNAVAILABLE:
-        zend_throw_exception_ex(ephpm_kv_exception_ce, -rc,
-            "%s(): the store is unavailable; the outcome is unknown", func);
-        break;
     case EPHPM_KV_E_INVALID:
-        zend_throw_exception_ex(ephpm_kv_exception_ce, -rc,
-            "%s(): the store rejected an argument", func);
+        zend_throw_exception_ex(ephpm_kv_exception_ce, -rc, "%s(): %s", func, ephpm_status_cause(rc));
         break;
     case EPHPM_KV_E_FORKED:
         zend_throw_exception_ex(ephpm_kv_exception_ce, -rc,
@@ -105,10 +124,35 @@ static bool ephpm_ttl_ms(zend_long ttl, uint32_t arg_num, int64_t *ttl_ms)
  * second call into a zend_string of exactly the reported size. */
 #define EPHPM_GET_STACK_BUF 8192
 
+int ephpm_kv_fetch(const ephpm_kv_ops *ops, const char *key, size_t key_len, zend_string **value)
+{
+    char stack[EPHPM_GET_STACK_BUF];
+    size_t len = 0;
+    int rc = ops->get(key, key_len, stack, sizeof stack, &len);
+    if (EXPECTED(rc == EPHPM_KV_OK)) {
+        *value = len <= 1 ? (len ? ZSTR_CHAR((zend_uchar)stack[0]) : ZSTR_EMPTY_ALLOC())
+                          : zend_string_init(stack, len, 0);
+        return rc;
+    }
+    /* The value may grow between calls: retry into its newest size. */
+    while (rc == EPHPM_KV_TOO_SMALL) {
+        zend_string *str = zend_string_alloc(len, 0);
+        rc = ops->get(key, key_len, ZSTR_VAL(str), ZSTR_LEN(str), &len);
+        if (rc == EPHPM_KV_OK) {
+            ZSTR_LEN(str) = len;
+            ZSTR_VAL(str)[len] = '\0';
+            *value = str;
+            return rc;
+        }
+        zend_string_efree(str);
+    }
+    return rc;
+}
+
 /* {{{ ephpm_kv_get(string $key): ?string. Crosses into Go. */
 ZEND_FUNCTION(ephpm_kv_get)
 {
-    zend_string *key;
+    zend_string *key, *value;
 
     ZEND_PARSE_PARAMETERS_START(1, 1)
         Z_PARAM_STR(key)
@@ -121,24 +165,9 @@ ZEND_FUNCTION(ephpm_kv_get)
     if (ops == NULL) {
         RETURN_THROWS();
     }
-
-    char stack[EPHPM_GET_STACK_BUF];
-    size_t len = 0;
-    int rc = ops->get(ZSTR_VAL(key), ZSTR_LEN(key), stack, sizeof stack, &len);
+    int rc = ephpm_kv_fetch(ops, ZSTR_VAL(key), ZSTR_LEN(key), &value);
     if (EXPECTED(rc == EPHPM_KV_OK)) {
-        RETURN_STRINGL_FAST(stack, len);
-    }
-    /* The value may grow between calls: retry into its newest size. */
-    while (rc == EPHPM_KV_TOO_SMALL) {
-        zend_string *value = zend_string_alloc(len, 0);
-        size_t need = len;
-        rc = ops->get(ZSTR_VAL(key), ZSTR_LEN(key), ZSTR_VAL(value), need, &len);
-        if (rc == EPHPM_KV_OK) {
-            ZSTR_LEN(value) = len;
-            ZSTR_VAL(value)[len] = '\0';
-            RETURN_NEW_STR(value);
-        }
-        zend_string_efree(value);
+        RETURN_STR(value);
     }
     if (rc == EPHPM_KV_MISS) {
         RETURN_NULL();
@@ -252,7 +281,10 @@ static PHP_GINIT_FUNCTION(ephpm)
 #if defined(COMPILE_DL_EPHPM) && defined(ZTS)
     ZEND_TSRMLS_CACHE_UPDATE();
 #endif
-    ephpm_globals->library = NULL;
+    memset(ephpm_globals, 0, sizeof *ephpm_globals);
+    ephpm_globals->session_locking = true;
+    ephpm_globals->session_lock_ttl = 30;
+    ephpm_globals->session_lock_wait = 30;
 }
 
 /* Loads no library: see ephpm_provider.h for why. */
@@ -260,6 +292,15 @@ static PHP_MINIT_FUNCTION(ephpm)
 {
     REGISTER_INI_ENTRIES();
     ephpm_kv_exception_ce = register_class_Ephpm_KvException(spl_ce_RuntimeException);
+    ephpm_session_register();
+    return SUCCESS;
+}
+
+/* After every module's RSHUTDOWN, including the session extension's final
+ * write and close: release a session lock the request still holds. */
+static ZEND_MODULE_POST_ZEND_DEACTIVATE_D(ephpm)
+{
+    ephpm_session_request_end();
     return SUCCESS;
 }
 
@@ -292,8 +333,15 @@ static PHP_MINFO_FUNCTION(ephpm)
     DISPLAY_INI_ENTRIES();
 }
 
+static const zend_module_dep ephpm_deps[] = {
+    ZEND_MOD_REQUIRED("session")
+    ZEND_MOD_END
+};
+
 zend_module_entry ephpm_module_entry = {
-    STANDARD_MODULE_HEADER,
+    STANDARD_MODULE_HEADER_EX,
+    NULL,
+    ephpm_deps,
     "ephpm",
     ext_functions,
     PHP_MINIT(ephpm),
@@ -305,7 +353,7 @@ zend_module_entry ephpm_module_entry = {
     PHP_MODULE_GLOBALS(ephpm),
     PHP_GINIT(ephpm),
     NULL, /* GSHUTDOWN */
-    NULL, /* post deactivate */
+    ZEND_MODULE_POST_ZEND_DEACTIVATE_N(ephpm),
     STANDARD_MODULE_PROPERTIES_EX
 };
 

@@ -116,25 +116,33 @@ const ephpm_kv_ops *ephpm_provider_loaded(void)
     return __atomic_load_n(&loaded_ops, __ATOMIC_ACQUIRE);
 }
 
-const ephpm_kv_ops *ephpm_provider_ops(void)
+const ephpm_kv_ops *ephpm_provider_get(char *err, size_t err_len)
 {
     const ephpm_kv_ops *ops = ephpm_provider_loaded();
     if (EXPECTED(ops != NULL)) {
         return ops;
     }
-
-    char err[PATH_MAX + 256];
     pthread_mutex_lock(&load_mutex);
     ops = loaded_ops;
     if (ops == NULL) {
-        ops = ephpm_load(err, sizeof err);
+        ops = ephpm_load(err, err_len);
         if (ops != NULL) {
             loaded_pid = getpid();
             __atomic_store_n(&loaded_ops, ops, __ATOMIC_RELEASE);
         }
     }
     pthread_mutex_unlock(&load_mutex);
+    return ops;
+}
 
+const ephpm_kv_ops *ephpm_provider_ops(void)
+{
+    const ephpm_kv_ops *ops = ephpm_provider_loaded();
+    if (EXPECTED(ops != NULL)) {
+        return ops;
+    }
+    char err[PATH_MAX + 256];
+    ops = ephpm_provider_get(err, sizeof err);
     if (ops == NULL) {
         zend_throw_exception_ex(ephpm_kv_exception_ce, -EPHPM_KV_E_NOT_LOADED, "ephpm: %s", err);
     }

@@ -21,6 +21,10 @@
  * returns NULL with Ephpm\KvException (code NOT_LOADED) thrown. */
 const ephpm_kv_ops *ephpm_provider_ops(void);
 
+/* The same without throwing: on failure it returns NULL and writes why
+ * into err (for the session handler, which must warn, not throw). */
+const ephpm_kv_ops *ephpm_provider_get(char *err, size_t err_len);
+
 /* Returns the table only if already loaded in this process, else NULL.
  * Never loads, never throws (phpinfo() uses it). */
 const ephpm_kv_ops *ephpm_provider_loaded(void);

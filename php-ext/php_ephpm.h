@@ -3,14 +3,37 @@
 #define PHP_EPHPM_H
 
 #include "php.h"
+#include "ephpm_kv.h"
+#include "ephpm_session.h"
 
 extern zend_module_entry ephpm_module_entry;
 #define phpext_ephpm_ptr &ephpm_module_entry
 
 #define PHP_EPHPM_VERSION "0.1.0"
 
+/* What ephpm.session_lock_timeout_action says to do without the lock. */
+typedef enum {
+    EPHPM_LOCK_ACTION_PROCEED = 0,  /* read and write without the lock */
+    EPHPM_LOCK_ACTION_FAIL = 1,     /* session_start() fails */
+    EPHPM_LOCK_ACTION_READONLY = 2  /* read, but refuse the write */
+} ephpm_lock_action;
+
 ZEND_BEGIN_MODULE_GLOBALS(ephpm)
     char *library; /* ini ephpm.library: path of the provider library, or "" */
+
+    /* ini settings of the session handler */
+    bool session_locking;
+    zend_long session_lock_ttl;        /* seconds */
+    double session_lock_wait;          /* seconds */
+    zend_long session_lock_timeout_action; /* ephpm_lock_action */
+
+    /* The session lock of the current request. lock_key is set from the
+     * moment a lock may have been granted (even if the outcome is unknown)
+     * until it is released; lock_held only once the grant is confirmed. */
+    zend_string *session_lock_key;
+    char session_lock_token[EPHPM_SESSION_TOKEN_BYTES * 2 + 1];
+    bool session_lock_held;
+    bool session_readonly; /* the lock was not had and the action is readonly */
 ZEND_END_MODULE_GLOBALS(ephpm)
 
 ZEND_EXTERN_MODULE_GLOBALS(ephpm)
@@ -22,5 +45,13 @@ ZEND_TSRMLS_CACHE_EXTERN()
 
 /* Ephpm\KvException, thrown for every runtime failure of the store. */
 extern zend_class_entry *ephpm_kv_exception_ce;
+
+/* Reads key into a new zend_string. Returns EPHPM_KV_OK with *value set,
+ * EPHPM_KV_MISS, or a failure status. Crosses into Go once for a value up
+ * to 8 KiB, twice for a larger one. */
+int ephpm_kv_fetch(const ephpm_kv_ops *ops, const char *key, size_t key_len, zend_string **value);
+
+/* A short English cause for a failure status, for messages. */
+const char *ephpm_status_cause(int rc);
 
 #endif /* PHP_EPHPM_H */

@@ -1,0 +1,452 @@
+/*
+ * The session save handler "ephpm": PHP's session module glue over the ops
+ * table. Data lives under session:<sid>, the lock under session_lock:<sid>
+ * (include/ephpm_session.h).
+ *
+ *   read    takes the lock (set_nx_wait: a fresh 128-bit CSPRNG token, the
+ *           lock TTL, and a wait budget with backoff, run in Go), then reads.
+ *   write   writes with TTL session.gc_maxlifetime, and only while the lock is
+ *           still this request's (set_guarded: check and write in one step).
+ *   close   releases the lock with del_if_eq and the token.
+ *
+ * Handlers warn (E_WARNING) and return FAILURE; they never throw. Every
+ * function here that calls through the table crosses into Go.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <time.h>
+
+#include "php.h"
+#include "ext/session/php_session.h"
+#include "ext/random/php_random.h"
+#include "SAPI.h"
+
+#include "php_ephpm.h"
+#include "ephpm_provider.h"
+#include "ephpm_session_handler.h"
+
+PS_FUNCS_UPDATE_TIMESTAMP(ephpm);
+
+static const ps_module ps_mod_ephpm = {
+    PS_MOD_UPDATE_TIMESTAMP(ephpm)
+};
+
+/* Room for the longest key: the prefix plus a session id of any length
+ * PHP allows (session.sid_length is at most 256). */
+#define EPHPM_SESSION_KEY_MAX EPHPM_KV_MAX_KEY_LEN
+
+typedef struct {
+    char buf[EPHPM_SESSION_KEY_MAX];
+    size_t len;
+} ephpm_session_key;
+
+/* Builds prefix + sid into key. False (with a warning) if it is too long. */
+static bool ephpm_session_make_key(ephpm_session_key *key, const char *prefix, const zend_string *sid)
+{
+    size_t plen = strlen(prefix);
+    if (ZSTR_LEN(sid) == 0 || plen + ZSTR_LEN(sid) > sizeof key->buf) {
+        php_error_docref(NULL, E_WARNING, "ephpm: session id of %zu bytes is empty or too long",
+                         ZSTR_LEN(sid));
+        return false;
+    }
+    memcpy(key->buf, prefix, plen);
+    memcpy(key->buf + plen, ZSTR_VAL(sid), ZSTR_LEN(sid));
+    key->len = plen + ZSTR_LEN(sid);
+    return true;
+}
+
+#define DATA_KEY(k, sid) ephpm_session_make_key((k), EPHPM_SESSION_DATA_PREFIX, (sid))
+#define LOCK_KEY(k, sid) ephpm_session_make_key((k), EPHPM_SESSION_LOCK_PREFIX, (sid))
+
+static double ephpm_monotonic_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A session TTL in ms from gc_maxlifetime, kept inside what the store takes. */
+static int64_t ephpm_session_ttl_ms(zend_long maxlifetime)
+{
+    if (maxlifetime < 1) {
+        maxlifetime = 1;
+    }
+    if ((int64_t)maxlifetime > EPHPM_KV_MAX_TTL_SECONDS) {
+        maxlifetime = (zend_long)EPHPM_KV_MAX_TTL_SECONDS;
+    }
+    return (int64_t)maxlifetime * 1000;
+}
+
+static const char *ephpm_lock_action_text(void)
+{
+    switch (EPHPM_G(session_lock_timeout_action)) {
+    case EPHPM_LOCK_ACTION_FAIL:
+        return "the session is not started (ephpm.session_lock_timeout_action=fail)";
+    case EPHPM_LOCK_ACTION_READONLY:
+        return "the session is read-only for this request (ephpm.session_lock_timeout_action=readonly)";
+    default:
+        return "continuing without the lock (ephpm.session_lock_timeout_action=proceed)";
+    }
+}
+
+/* Forgets the request's lock without releasing it. */
+static void ephpm_session_forget_lock(void)
+{
+    if (EPHPM_G(session_lock_key) != NULL) {
+        zend_string_release(EPHPM_G(session_lock_key));
+        EPHPM_G(session_lock_key) = NULL;
+    }
+    EPHPM_G(session_lock_held) = false;
+    memset(EPHPM_G(session_lock_token), 0, sizeof EPHPM_G(session_lock_token));
+}
+
+/* Releases the request's lock, if it has (or may have) one, with its token.
+ * Crosses into Go. */
+static void ephpm_session_release(const ephpm_kv_ops *ops)
+{
+    zend_string *key = EPHPM_G(session_lock_key);
+    if (key == NULL) {
+        return;
+    }
+    if (ops != NULL) {
+        int rc = ops->del_if_eq(ZSTR_VAL(key), ZSTR_LEN(key), EPHPM_G(session_lock_token),
+                                strlen(EPHPM_G(session_lock_token)));
+        if (rc < 0) {
+            php_error_docref(NULL, E_WARNING,
+                "ephpm: releasing the session lock %s failed: %s; it expires by its TTL",
+                ZSTR_VAL(key), ephpm_status_cause(rc));
+        }
+    }
+    ephpm_session_forget_lock();
+}
+
+/* The wait budget in ms. Where max_execution_time counts wall-clock time
+ * (ZTS builds), the wait stays below the request's remaining time. */
+static int64_t ephpm_session_wait_ms(void)
+{
+    double wait = EPHPM_G(session_lock_wait);
+#ifdef ZTS
+    if (EG(timeout_seconds) > 0) {
+        double remaining = (double)EG(timeout_seconds) - (php_time() - sapi_get_request_time()) - 1.0;
+        if (remaining < wait) {
+            wait = remaining > 0 ? remaining : 0;
+        }
+    }
+#endif
+    return (int64_t)(wait * 1000.0);
+}
+
+/* Takes the lock of session sid for this request. True if it is held;
+ * false after a warning that names the cause and the configured action.
+ * Crosses into Go. */
+static bool ephpm_session_lock(const ephpm_kv_ops *ops, const zend_string *sid)
+{
+    ephpm_session_key lock;
+    unsigned char raw[EPHPM_SESSION_TOKEN_BYTES];
+    static const char hex[] = "0123456789abcdef";
+
+    if (!LOCK_KEY(&lock, sid)) {
+        return false;
+    }
+    if (php_random_bytes_silent(raw, sizeof raw) == FAILURE) {
+        php_error_docref(NULL, E_WARNING, "ephpm: session %s: no random bytes for a lock token; %s",
+                         ZSTR_VAL(sid), ephpm_lock_action_text());
+        return false;
+    }
+    char *token = EPHPM_G(session_lock_token);
+    for (size_t i = 0; i < sizeof raw; i++) {
+        token[2 * i] = hex[raw[i] >> 4];
+        token[2 * i + 1] = hex[raw[i] & 15];
+    }
+    token[2 * sizeof raw] = '\0';
+
+    double start = ephpm_monotonic_seconds();
+    int rc = ops->set_nx_wait(lock.buf, lock.len, token, 2 * sizeof raw,
+                              (int64_t)EPHPM_G(session_lock_ttl) * 1000, ephpm_session_wait_ms());
+    double waited = ephpm_monotonic_seconds() - start;
+
+    if (rc == EPHPM_KV_OK || rc == EPHPM_KV_E_UNAVAILABLE) {
+        /* Granted, or maybe granted: either way close must release it. */
+        EPHPM_G(session_lock_key) = zend_string_init(lock.buf, lock.len, 0);
+        EPHPM_G(session_lock_held) = rc == EPHPM_KV_OK;
+    }
+    if (rc == EPHPM_KV_OK) {
+        return true;
+    }
+    if (rc == EPHPM_KV_EXISTS) {
+        php_error_docref(NULL, E_WARNING,
+            "ephpm: session %s: lock not acquired after waiting %.3f s, another request holds it; %s",
+            ZSTR_VAL(sid), waited, ephpm_lock_action_text());
+    } else {
+        php_error_docref(NULL, E_WARNING, "ephpm: session %s: lock not acquired: %s; %s",
+                         ZSTR_VAL(sid), ephpm_status_cause(rc), ephpm_lock_action_text());
+    }
+    return false;
+}
+
+/* Whether session sid has data: 1 yes, 0 no, -1 unknown (after a warning).
+ * Crosses into Go. */
+static int ephpm_session_exists(const ephpm_kv_ops *ops, const zend_string *sid)
+{
+    ephpm_session_key data;
+    size_t len = 0;
+    if (!DATA_KEY(&data, sid)) {
+        return -1;
+    }
+    int rc = ops->get(data.buf, data.len, NULL, 0, &len);
+    if (rc == EPHPM_KV_OK || rc == EPHPM_KV_TOO_SMALL) {
+        return 1;
+    }
+    if (rc == EPHPM_KV_MISS) {
+        return 0;
+    }
+    php_error_docref(NULL, E_WARNING, "ephpm: session %s: cannot tell whether it exists: %s",
+                     ZSTR_VAL(sid), ephpm_status_cause(rc));
+    return -1;
+}
+
+PS_OPEN_FUNC(ephpm)
+{
+    char err[512];
+    const ephpm_kv_ops *ops = ephpm_provider_get(err, sizeof err);
+    if (ops == NULL) {
+        php_error_docref(NULL, E_WARNING, "ephpm: session handler: %s", err);
+        return FAILURE;
+    }
+    if (!EPHPM_KV_OPS_HAS(ops, expire)) {
+        php_error_docref(NULL, E_WARNING,
+            "ephpm: session handler: the loaded library %s is too old (table of %u bytes has no "
+            "session members)", ephpm_provider_origin(), ops->struct_size);
+        return FAILURE;
+    }
+    PS_SET_MOD_DATA((void *)ops);
+    EPHPM_G(session_readonly) = false;
+    return SUCCESS;
+}
+
+PS_CLOSE_FUNC(ephpm)
+{
+    ephpm_session_release(PS_GET_MOD_DATA());
+    EPHPM_G(session_readonly) = false;
+    PS_SET_MOD_DATA(NULL);
+    return SUCCESS;
+}
+
+PS_READ_FUNC(ephpm)
+{
+    const ephpm_kv_ops *ops = PS_GET_MOD_DATA();
+    ephpm_session_key data;
+
+    if (!DATA_KEY(&data, key)) {
+        return FAILURE;
+    }
+    EPHPM_G(session_readonly) = false;
+    if (EPHPM_G(session_locking)) {
+        /* One session lock per request: drop any left over first. */
+        ephpm_session_release(ops);
+        if (!ephpm_session_lock(ops, key)) {
+            switch (EPHPM_G(session_lock_timeout_action)) {
+            case EPHPM_LOCK_ACTION_FAIL:
+                ephpm_session_release(ops); /* a lock whose grant is unknown */
+                return FAILURE;
+            case EPHPM_LOCK_ACTION_READONLY:
+                EPHPM_G(session_readonly) = true;
+                break;
+            }
+        }
+    }
+
+    int rc = ephpm_kv_fetch(ops, data.buf, data.len, val);
+    if (rc == EPHPM_KV_MISS) {
+        *val = ZSTR_EMPTY_ALLOC();
+        return SUCCESS;
+    }
+    if (rc != EPHPM_KV_OK) {
+        php_error_docref(NULL, E_WARNING, "ephpm: session %s: reading its data failed: %s",
+                         ZSTR_VAL(key), ephpm_status_cause(rc));
+        return FAILURE;
+    }
+    return SUCCESS;
+}
+
+PS_WRITE_FUNC(ephpm)
+{
+    const ephpm_kv_ops *ops = PS_GET_MOD_DATA();
+    ephpm_session_key data, lock;
+    int rc;
+
+    if (EPHPM_G(session_readonly)) {
+        php_error_docref(NULL, E_WARNING,
+            "ephpm: session %s: not written, this request did not get the session lock "
+            "(ephpm.session_lock_timeout_action=readonly)", ZSTR_VAL(key));
+        return FAILURE;
+    }
+    if (!DATA_KEY(&data, key) || !LOCK_KEY(&lock, key)) {
+        return FAILURE;
+    }
+    int64_t ttl_ms = ephpm_session_ttl_ms(maxlifetime);
+    zend_string *held = EPHPM_G(session_lock_key);
+    if (EPHPM_G(session_lock_held) && held != NULL
+        && zend_binary_strcmp(ZSTR_VAL(held), ZSTR_LEN(held), lock.buf, lock.len) == 0) {
+        const char *token = EPHPM_G(session_lock_token);
+        rc = ops->set_guarded(data.buf, data.len, ZSTR_VAL(val), ZSTR_LEN(val), ttl_ms,
+                              lock.buf, lock.len, token, strlen(token));
+        if (rc == EPHPM_KV_MISS) {
+            php_error_docref(NULL, E_WARNING,
+                "ephpm: session %s: not written, this request no longer holds the session lock "
+                "(it expired after ephpm.session_lock_ttl=" ZEND_LONG_FMT " s and another request "
+                "may hold it); the stored session is left as it is",
+                ZSTR_VAL(key), EPHPM_G(session_lock_ttl));
+            return FAILURE;
+        }
+    } else {
+        rc = ops->set(data.buf, data.len, ZSTR_VAL(val), ZSTR_LEN(val), ttl_ms);
+    }
+    if (rc != EPHPM_KV_OK) {
+        php_error_docref(NULL, E_WARNING, "ephpm: session %s: not written: %s",
+                         ZSTR_VAL(key), ephpm_status_cause(rc));
+        return FAILURE;
+    }
+    return SUCCESS;
+}
+
+PS_DESTROY_FUNC(ephpm)
+{
+    const ephpm_kv_ops *ops = PS_GET_MOD_DATA();
+    ephpm_session_key data, lock;
+
+    if (!DATA_KEY(&data, key) || !LOCK_KEY(&lock, key)) {
+        return FAILURE;
+    }
+    int rc = ops->del(data.buf, data.len);
+    zend_string *held = EPHPM_G(session_lock_key);
+    if (held != NULL && zend_binary_strcmp(ZSTR_VAL(held), ZSTR_LEN(held), lock.buf, lock.len) == 0) {
+        ephpm_session_release(ops);
+    }
+    if (rc < 0) {
+        php_error_docref(NULL, E_WARNING, "ephpm: session %s: not destroyed: %s",
+                         ZSTR_VAL(key), ephpm_status_cause(rc));
+        return FAILURE;
+    }
+    return SUCCESS;
+}
+
+/* Every entry carries its TTL: the store expires sessions by itself. */
+PS_GC_FUNC(ephpm)
+{
+    *nrdels = 0;
+    return SUCCESS;
+}
+
+/* A new id that no session uses yet. */
+PS_CREATE_SID_FUNC(ephpm)
+{
+    const ephpm_kv_ops *ops = PS_GET_MOD_DATA();
+    for (int attempt = 0; attempt < 3; attempt++) {
+        zend_string *sid = php_session_create_id(mod_data);
+        if (sid == NULL || ops == NULL) {
+            return sid;
+        }
+        int exists = ephpm_session_exists(ops, sid);
+        if (exists <= 0) {
+            /* Free, or unknown after a warning: 128+ random bits make a
+             * collision far less likely than the store failing again. */
+            return sid;
+        }
+        zend_string_release_ex(sid, 0);
+    }
+    php_error_docref(NULL, E_WARNING, "ephpm: no unused session id after 3 attempts");
+    return NULL;
+}
+
+/* session.use_strict_mode: only ids of existing sessions are accepted. */
+PS_VALIDATE_SID_FUNC(ephpm)
+{
+    const ephpm_kv_ops *ops = PS_GET_MOD_DATA();
+    return ephpm_session_exists(ops, key) == 1 ? SUCCESS : FAILURE;
+}
+
+/* session.lazy_write with unchanged data: refresh the TTL, keep the value. */
+PS_UPDATE_TIMESTAMP_FUNC(ephpm)
+{
+    const ephpm_kv_ops *ops = PS_GET_MOD_DATA();
+    ephpm_session_key data;
+
+    if (!DATA_KEY(&data, key)) {
+        return FAILURE;
+    }
+    int rc = ops->expire(data.buf, data.len, ephpm_session_ttl_ms(maxlifetime));
+    if (rc == EPHPM_KV_MISS && !EPHPM_G(session_readonly)) {
+        /* The data expired during the request: write it back. */
+        return ps_write_ephpm(mod_data, key, val, maxlifetime);
+    }
+    if (rc < 0) {
+        php_error_docref(NULL, E_WARNING, "ephpm: session %s: TTL not refreshed: %s",
+                         ZSTR_VAL(key), ephpm_status_cause(rc));
+        return FAILURE;
+    }
+    return SUCCESS;
+}
+
+void ephpm_session_register(void)
+{
+    php_session_register_module(&ps_mod_ephpm);
+}
+
+void ephpm_session_request_end(void)
+{
+    ephpm_session_release(ephpm_provider_loaded());
+    EPHPM_G(session_readonly) = false;
+}
+
+/* ---- ini ---------------------------------------------------------------- */
+
+ZEND_INI_MH(OnUpdateEphpmLockTtl)
+{
+    zend_long ttl = ZEND_STRTOL(ZSTR_VAL(new_value), NULL, 10);
+    if (ttl < 1 || (int64_t)ttl > EPHPM_KV_MAX_TTL_SECONDS) {
+        php_error_docref(NULL, E_WARNING,
+            "ephpm.session_lock_ttl must be between 1 and %" PRId64 " seconds, \"%s\" given",
+            (int64_t)EPHPM_KV_MAX_TTL_SECONDS, ZSTR_VAL(new_value));
+        return FAILURE;
+    }
+    EPHPM_G(session_lock_ttl) = ttl;
+    return SUCCESS;
+}
+
+ZEND_INI_MH(OnUpdateEphpmLockWait)
+{
+    double wait = zend_strtod(ZSTR_VAL(new_value), NULL);
+    if (!(wait >= 0 && wait <= (double)EPHPM_KV_MAX_TTL_SECONDS)) {
+        php_error_docref(NULL, E_WARNING,
+            "ephpm.session_lock_wait must be between 0 and %" PRId64 " seconds, \"%s\" given",
+            (int64_t)EPHPM_KV_MAX_TTL_SECONDS, ZSTR_VAL(new_value));
+        return FAILURE;
+    }
+    EPHPM_G(session_lock_wait) = wait;
+    return SUCCESS;
+}
+
+ZEND_INI_MH(OnUpdateEphpmLockAction)
+{
+    static const struct {
+        const char *name;
+        ephpm_lock_action action;
+    } actions[] = {
+        {"proceed", EPHPM_LOCK_ACTION_PROCEED},
+        {"fail", EPHPM_LOCK_ACTION_FAIL},
+        {"readonly", EPHPM_LOCK_ACTION_READONLY},
+    };
+    for (size_t i = 0; i < sizeof actions / sizeof actions[0]; i++) {
+        if (strcasecmp(ZSTR_VAL(new_value), actions[i].name) == 0) {
+            EPHPM_G(session_lock_timeout_action) = actions[i].action;
+            return SUCCESS;
+        }
+    }
+    php_error_docref(NULL, E_WARNING,
+        "ephpm.session_lock_timeout_action must be proceed, fail or readonly, \"%s\" given",
+        ZSTR_VAL(new_value));
+    return FAILURE;
+}

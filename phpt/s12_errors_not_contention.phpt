@@ -1,0 +1,32 @@
+--TEST--
+session handler: a store failure (forked child) is never taken for contention: no wait, a warning naming the cause
+--EXTENSIONS--
+ephpm
+session
+--SKIPIF--
+<?php if (!function_exists('pcntl_fork')) die('skip pcntl not available'); ?>
+--INI--
+session.save_handler=ephpm
+session.use_cookies=0
+session.cache_limiter=
+ephpm.session_lock_wait=30
+--FILE--
+<?php
+ephpm_kv_get('load-the-library');
+$pid = pcntl_fork();
+if ($pid === 0) {
+    session_id('s12');
+    $t = hrtime(true);
+    $msg = '';
+    set_error_handler(function ($no, $str) use (&$msg) { $msg .= $str . "\n"; return true; });
+    $ok = session_start();
+    $waited = (hrtime(true) - $t) / 1e9;
+    $good = $waited < 1.0 && str_contains($msg, 'lock not acquired: this process was forked');
+    if (!$good) { fwrite(STDERR, "waited $waited: $msg\n"); }
+    exit($good ? 0 : 1);
+}
+pcntl_waitpid($pid, $status);
+var_dump(pcntl_wexitstatus($status));
+?>
+--EXPECT--
+int(0)

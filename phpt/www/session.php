@@ -1,0 +1,30 @@
+<?php
+// Session scenarios for the phpt suite, run under `php -S` (see inc/server.inc).
+// The session id comes from ?sid=, so no cookies are needed.
+session_id($_GET['sid']);
+$lockKey = 'session_lock:' . $_GET['sid'];
+
+switch ($_GET['do']) {
+    case 'token':       // report this request's lock token
+        session_start();
+        echo ephpm_kv_get($lockKey);
+        break;
+    case 'exit':        // leave with exit() while holding the lock
+        session_start();
+        $_SESSION['by'] = 'exit';
+        echo 'held:', ephpm_kv_get($lockKey) !== null ? 'yes' : 'no';
+        exit(0);
+    case 'throw':       // leave with an uncaught exception
+        session_start();
+        $_SESSION['by'] = 'throw';
+        throw new RuntimeException('boom');
+    case 'fatal':       // leave with a fatal error (memory exhausted)
+        session_start();
+        ini_set('memory_limit', '8M');
+        $s = str_repeat('x', 32 << 20);
+        break;
+    case 'inspect':     // what the store holds for the session, without starting it
+        header('Content-Type: application/json');
+        echo json_encode(['lock' => ephpm_kv_get($lockKey), 'data' => ephpm_kv_get('session:' . $_GET['sid'])]);
+        break;
+}
