@@ -234,12 +234,7 @@ func (s *Store) SetNX(key string, value []byte, ttl time.Duration) (SetNXOutcome
 	if e, ok := sh.m[key]; ok && !e.expiredAt(now) {
 		return Exists, nil
 	}
-	k, v := ownedCopy(key, value)
-	exp := int64(0)
-	if ttl != 0 {
-		exp = now + int64(ttl)
-	}
-	sh.put(k, entry{value: v, expireAt: exp})
+	sh.putCopy(key, value, ttl, now)
 	return Inserted, nil
 }
 
@@ -304,12 +299,7 @@ func (s *Store) SetGuarded(key string, value []byte, ttl time.Duration, guardKey
 	if g, ok := gsh.m[guardKey]; !ok || g.expiredAt(now) || !bytes.Equal(g.value, guardToken) {
 		return false, nil
 	}
-	k, v := ownedCopy(key, value)
-	exp := int64(0)
-	if ttl != 0 {
-		exp = now + int64(ttl)
-	}
-	sh.put(k, entry{value: v, expireAt: exp})
+	sh.putCopy(key, value, ttl, now)
 	return true, nil
 }
 
@@ -362,6 +352,17 @@ func (sh *shard) put(k string, e entry) {
 		sh.expiries.push(expiryItem{at: e.expireAt, key: k})
 		sh.compactExpiries()
 	}
+}
+
+// putCopy stores a copy of key and value with ttl (0: none) counted from
+// now. Caller holds sh.mu for writing.
+func (sh *shard) putCopy(key string, value []byte, ttl time.Duration, now int64) {
+	k, v := ownedCopy(key, value)
+	exp := int64(0)
+	if ttl != 0 {
+		exp = now + int64(ttl)
+	}
+	sh.put(k, entry{value: v, expireAt: exp})
 }
 
 // remove deletes the entry e found under key and wakes the oldest caller
