@@ -1,11 +1,11 @@
 package kv
 
-// expiryItem says that the entry stored under key at some point was due to
-// expire at at. The entry may since have been overwritten or deleted; the
-// sweeper re-checks the map before removing anything.
+// expiryItem says that block b was due to expire at at. The block may since
+// have been replaced, deleted or given another TTL; the sweeper re-checks
+// the table before removing anything.
 type expiryItem struct {
-	at  int64
-	key string
+	at int64
+	b  block
 }
 
 // expiryHeap is a binary min-heap on at. It is written out rather than
@@ -22,7 +22,7 @@ func (h *expiryHeap) pop() expiryItem {
 	top := old[0]
 	last := len(old) - 1
 	old[0] = old[last]
-	old[last] = expiryItem{} // drop the key reference
+	old[last] = expiryItem{} // drop the block reference
 	*h = old[:last]
 	if last > 0 {
 		h.down(0)

@@ -1,6 +1,7 @@
-// Package kv is ephpm's in-process key-value store: a sharded map with
-// per-key TTLs on a monotonic clock and the two primitives that make locks
-// correct, SetNX and DelIfEq.
+// Package kv is ephpm's in-process key-value store: a sharded hash table
+// with per-key TTLs on a monotonic clock, a memory limit with eviction, lz4
+// compression, and the primitives that make locks correct: SetNX, DelIfEq,
+// ExpireIfEq, SetGuarded and Wait.
 //
 // Keys and values are binary-safe. Every operation on one key is atomic: it
 // runs entirely under the lock of the key's shard, so a decision (is the key
@@ -12,17 +13,24 @@
 // operation meets the expired entry, and actively, by a sweeper goroutine.
 // Both remove an entry only if it is still expired at the moment of removal,
 // so a fresh value written in between always survives.
+//
+// A write that would take the store past its memory limit evicts entries if
+// the policy allows, or fails with ErrNoMemory and leaves the old value in
+// place. Locks (entries made by SetNX) and keys under a pinned prefix are
+// never evicted.
 package kv
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"hash/maphash"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/google/uuid"
 )
 
 // Limits on what the store accepts. They are part of the C ABI too
@@ -33,9 +41,18 @@ const (
 	MaxTTL      = (1<<31 - 1) * time.Second // longest TTL; 0 means no expiry
 )
 
-// ErrInvalidArgument is wrapped by every error that rejects an argument (key
-// length, value length, TTL range). Such a call changes nothing.
-var ErrInvalidArgument = errors.New("kv: invalid argument")
+var (
+	// ErrInvalidArgument is wrapped by every error that rejects an argument
+	// (key length, value length, TTL range). Such a call changes nothing.
+	ErrInvalidArgument = errors.New("kv: invalid argument")
+	// ErrNoMemory: the write does not fit under the memory limit and the
+	// eviction policy could not make room. Nothing changed.
+	ErrNoMemory = errors.New("kv: out of memory")
+	// ErrNotInteger: IncrBy met a value that is not a decimal int64.
+	ErrNotInteger = errors.New("kv: value is not an integer")
+	// ErrOverflow: IncrBy would leave the int64 range.
+	ErrOverflow = errors.New("kv: increment would overflow")
+)
 
 // SetNXOutcome says what SetNX did.
 type SetNXOutcome int
@@ -57,15 +74,22 @@ func (o SetNXOutcome) String() string {
 	return fmt.Sprintf("SetNXOutcome(%d)", int(o))
 }
 
-// Options configure a Store. The zero value is the production setting.
+// Options configure a Store. The zero value is the production setting
+// without a memory limit.
 type Options struct {
 	// Now returns a monotonic time in nanoseconds from any fixed origin.
 	// Tests substitute a fake clock; nil means the process's monotonic clock.
 	Now func() int64
-	// SweepInterval is how often the sweeper removes expired entries.
-	// 0 means DefaultSweepInterval; a negative value disables the sweeper
-	// (expired entries are then removed only lazily or by Sweep).
+	// SweepInterval is how often the sweeper removes expired entries and
+	// advances the LRU clock. 0 means DefaultSweepInterval; a negative
+	// value disables the sweeper (expired entries are then removed only
+	// lazily or by Sweep).
 	SweepInterval time.Duration
+	// Memory sets the initial memory limit, eviction policy and compression
+	// (all can be changed later with Configure).
+	Memory MemoryConfig
+	// PinnedPrefixes lists key prefixes whose entries are never evicted.
+	PinnedPrefixes []string
 }
 
 // DefaultSweepInterval is the sweeper's period when Options leave it 0.
@@ -78,6 +102,14 @@ const numShards = 256 // a power of two: the shard is hash & (numShards-1)
 type Store struct {
 	seed   maphash.Seed
 	now    func() int64
+	origin int64
+	pinned []string
+	id     string
+
+	mem      memory
+	counters counters
+	lru      atomic.Uint32 // LRU clock: ms since New, advanced by the sweeper
+
 	shards [numShards]shard
 
 	stop      chan struct{}
@@ -86,35 +118,32 @@ type Store struct {
 }
 
 type shard struct {
-	mu sync.RWMutex
-	m  map[string]entry
-	// expiries holds a heap item for every entry written with a TTL; items
-	// of overwritten or deleted entries stay until they surface (see sweep).
+	// mu guards the shard. A plain mutex, not an RWMutex: reads hold it for
+	// a few nanoseconds, and an RWMutex costs two more atomics per write.
+	mu sync.Mutex
+	t  table
+	// expiries holds a heap item for every block written with a TTL; items
+	// of replaced or deleted blocks stay until they surface (see sweep).
 	expiries expiryHeap
-	volatile int // live map entries that have a TTL
+	volatile int // live table entries that have a TTL
 	// waiters queues, per key, the callers blocked in Wait, oldest first.
 	waiters map[string]*waitQueue
-	_       [64]byte
+	// hits and misses are read by Stats without the lock, hence atomic.
+	hits, misses atomic.Uint64
+	_            [64]byte
 }
-
-// entry is stored by value. Its value slice is never modified after the
-// entry is stored, so readers may use it after dropping the shard lock.
-type entry struct {
-	value    []byte
-	expireAt int64 // monotonic ns; 0 means no expiry
-}
-
-func (e entry) expiredAt(now int64) bool { return e.expireAt != 0 && e.expireAt <= now }
 
 // New returns an empty store and starts its sweeper (unless disabled).
 func New(opts Options) *Store {
-	s := &Store{seed: maphash.MakeSeed(), now: opts.Now, stop: make(chan struct{})}
+	s := &Store{seed: maphash.MakeSeed(), now: opts.Now, stop: make(chan struct{}), id: uuid.NewString()}
 	if s.now == nil {
 		origin := time.Now()
 		s.now = func() int64 { return int64(time.Since(origin)) }
 	}
-	for i := range s.shards {
-		s.shards[i].m = make(map[string]entry)
+	s.origin = s.now()
+	s.pinned = append([]string(nil), opts.PinnedPrefixes...)
+	if err := s.Configure(opts.Memory); err != nil {
+		panic(err)
 	}
 	interval := opts.SweepInterval
 	if interval == 0 {
@@ -134,11 +163,18 @@ func (s *Store) Close() {
 	s.sweeping.Wait()
 }
 
-func (s *Store) shardIndex(key string) uint64 {
-	return maphash.String(s.seed, key) & (numShards - 1)
-}
+// InstanceID is a UUID drawn when the store was made: two processes (two
+// php-fpm workers) with different ids have different stores.
+func (s *Store) InstanceID() string { return s.id }
 
-func (s *Store) shard(key string) *shard { return &s.shards[s.shardIndex(key)] }
+func (s *Store) locate(key string) (*shard, uint32) {
+	h := maphash.String(s.seed, key)
+	th := uint32(h >> 32)
+	if th == 0 {
+		th = 1 // 0 marks an empty slot
+	}
+	return &s.shards[h&(numShards-1)], th
+}
 
 func checkKey(key string) error {
 	if len(key) == 0 || len(key) > MaxKeyLen {
@@ -164,118 +200,324 @@ func checkWrite(key string, value []byte, ttl time.Duration) error {
 	return checkTTL(ttl)
 }
 
-// ownedCopy copies key and value into one allocation the store owns. The
-// caller's key may point into memory the store must not keep (C buffers).
-func ownedCopy(key string, value []byte) (string, []byte) {
-	buf := make([]byte, len(key)+len(value))
-	copy(buf, key)
-	copy(buf[len(key):], value)
-	return unsafe.String(&buf[0], len(key)), buf[len(key):len(buf):len(buf)]
+// clock reads the store's clock at most once, and only if asked: a clock
+// read costs about as much as a whole lookup, and entries without a TTL
+// never need one.
+type clock struct {
+	s   *Store
+	t   int64
+	set bool
 }
 
-func (s *Store) expiry(ttl time.Duration) int64 {
+func (c *clock) now() int64 {
+	if !c.set {
+		c.t, c.set = c.s.now(), true
+	}
+	return c.t
+}
+
+// expired reports whether b has a TTL that has passed.
+func (c *clock) expired(b block) bool {
+	at := blockExpireAt(b)
+	return at != 0 && at <= c.now()
+}
+
+func expiryAt(now int64, ttl time.Duration) int64 {
 	if ttl == 0 {
 		return 0
 	}
-	return s.now() + int64(ttl)
+	return now + int64(ttl)
 }
 
-// Get returns the value of a live entry. The returned slice is the store's
-// own, shared with other readers: it never changes, and the caller must not
-// modify it. An expired entry is reported absent and removed.
-func (s *Store) Get(key string) ([]byte, bool) {
-	sh := s.shard(key)
-	sh.mu.RLock()
-	e, ok := sh.m[key]
-	sh.mu.RUnlock()
-	if !ok {
-		return nil, false
-	}
-	if e.expireAt != 0 {
-		if now := s.now(); e.expiredAt(now) {
-			sh.mu.Lock()
-			sh.removeIfExpired(key, now)
-			sh.mu.Unlock()
-			return nil, false
+func (s *Store) isPinnedKey(key string) bool {
+	for _, p := range s.pinned {
+		if strings.HasPrefix(key, p) {
+			return true
 		}
 	}
-	return e.value, true
+	return false
+}
+
+// live returns key's block and slot if it is there and not expired; an
+// expired block is removed. Caller holds sh.mu for writing.
+func (s *Store) live(sh *shard, h uint32, key string, c *clock) (block, int) {
+	i := sh.t.find(h, key)
+	if i < 0 {
+		return nil, -1
+	}
+	b := sh.t.blocks[i]
+	if c.expired(b) {
+		s.removeAt(sh, i, true)
+		return nil, -1
+	}
+	return b, i
+}
+
+// lookup is the read path: key's live block, with the LRU touched, or nil
+// (an expired block is removed). The block's key and value may be used
+// after the call; its header may not (Expire rewrites the expiry in place).
+func (s *Store) lookup(key string) block {
+	sh, h := s.locate(key)
+	sh.mu.Lock()
+	b, _ := s.live(sh, h, key, &clock{s: s})
+	if b != nil {
+		touch(b, s.lru.Load())
+	}
+	sh.mu.Unlock()
+	if b == nil {
+		sh.misses.Add(1)
+	} else {
+		sh.hits.Add(1)
+	}
+	return b
+}
+
+// Get returns the value of a live entry. The slice is read-only for the
+// caller: it is the store's own bytes (or a fresh decompressed copy).
+func (s *Store) Get(key string) ([]byte, bool) {
+	b := s.lookup(key)
+	if b == nil {
+		return nil, false
+	}
+	v, err := logicalValue(b)
+	if err != nil {
+		return nil, false // a block we wrote cannot be corrupt; see logicalValue
+	}
+	return v, true
+}
+
+// GetInto copies the value of a live entry into dst if it fits, and
+// returns its length either way: n > len(dst) means nothing was copied.
+// A compressed value is decompressed straight into dst.
+func (s *Store) GetInto(key string, dst []byte) (n int, found bool) {
+	b := s.lookup(key)
+	if b == nil {
+		return 0, false
+	}
+	n = logicalLen(b)
+	if n <= len(dst) {
+		readInto(b, dst[:n])
+	}
+	return n, true
+}
+
+// Exists reports whether key holds a live entry. It does not count as a
+// hit or a miss, and does not touch the LRU.
+func (s *Store) Exists(key string) bool {
+	sh, h := s.locate(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	b := sh.t.get(h, key)
+	return b != nil && !(&clock{s: s}).expired(b)
+}
+
+// PTTL returns the remaining TTL of a live entry (-1 if it has none).
+func (s *Store) PTTL(key string) (time.Duration, bool) {
+	sh, h := s.locate(key)
+	sh.mu.Lock()
+	b := sh.t.get(h, key)
+	var at int64
+	if b != nil {
+		at = blockExpireAt(b)
+	}
+	sh.mu.Unlock()
+	if b == nil {
+		return 0, false
+	}
+	if at == 0 {
+		return -1, true
+	}
+	left := time.Duration(at - s.now())
+	if left <= 0 {
+		return 0, false
+	}
+	return left, true
+}
+
+// writeReq is one write for install: the block to store and the condition
+// it is stored under.
+type writeReq struct {
+	key  string
+	b    block
+	mode writeMode
+	// ttl of a conditional write, counted from the moment the condition
+	// is decided (under the lock), not from when the block was built.
+	ttl time.Duration
+	// modeGuarded: the entry that must hold guardToken.
+	guardKey   string
+	guardToken []byte
+}
+
+// writeMode says under which condition install stores the block.
+type writeMode int
+
+const (
+	modeSet     writeMode = iota // always
+	modeSetNX                    // only if key holds no live entry
+	modeGuarded                  // only while guardKey holds guardToken
+)
+
+// install puts r.b under r.key if r's condition holds, and reports whether
+// it did. It reserves the memory the block needs beyond what the entry it
+// replaces frees (evicting, if the policy allows, with no lock held) and
+// only then swaps the blocks, so a write that does not fit changes nothing.
+// For modeGuarded both shards are held, locked in address order so that two
+// writers can never deadlock.
+func (s *Store) install(r *writeReq) (bool, error) {
+	sh, h := s.locate(r.key)
+	var gsh *shard
+	var gh uint32
+	first, second := sh, (*shard)(nil)
+	if r.mode == modeGuarded {
+		gsh, gh = s.locate(r.guardKey)
+		if gsh != sh {
+			first, second = sh, gsh
+			if uintptr(unsafe.Pointer(gsh)) < uintptr(unsafe.Pointer(sh)) {
+				first, second = gsh, sh
+			}
+		}
+	}
+	size := int64(blockSize(r.b)) + entryOverhead
+	for attempt := 0; ; attempt++ {
+		first.mu.Lock()
+		if second != nil {
+			second.mu.Lock()
+		}
+		c := clock{s: s}
+		i := sh.t.find(h, r.key)
+		var old block
+		if i >= 0 {
+			old = sh.t.blocks[i]
+		}
+		ok := true
+		switch r.mode {
+		case modeSetNX:
+			ok = old == nil || c.expired(old)
+		case modeGuarded:
+			g := gsh.t.get(gh, r.guardKey)
+			ok = g != nil && !c.expired(g) && valueEquals(g, r.guardToken)
+		}
+		delta := size
+		if old != nil {
+			delta -= int64(blockSize(old)) + entryOverhead
+		}
+		reserved := ok && s.mem.reserve(delta)
+		if reserved {
+			if r.mode != modeSet && r.ttl != 0 {
+				setBlockExpireAt(r.b, c.now()+int64(r.ttl))
+			}
+			if old != nil {
+				if c.expired(old) {
+					s.counters.expirations.Add(1)
+				}
+				sh.t.blocks[i] = r.b
+				sh.noteExpiry(old, false)
+			} else {
+				sh.t.add(h, r.b)
+				s.counters.keys.Add(1)
+			}
+			sh.noteExpiry(r.b, true)
+		}
+		if second != nil {
+			second.mu.Unlock()
+		}
+		first.mu.Unlock()
+		if !ok || reserved {
+			return ok, nil
+		}
+		if attempt == 3 || !s.evict(delta, r.key) {
+			return false, ErrNoMemory
+		}
+	}
+}
+
+// noteExpiry keeps the volatile count and the expiry heap in step when b
+// enters (added) or leaves the table. Caller holds sh.mu for writing.
+func (sh *shard) noteExpiry(b block, added bool) {
+	at := blockExpireAt(b)
+	if at == 0 {
+		return
+	}
+	if !added {
+		sh.volatile--
+		return
+	}
+	sh.volatile++
+	sh.expiries.push(expiryItem{at: at, b: b})
+	sh.compactExpiries()
+}
+
+// removeAt deletes the entry in slot i and wakes the oldest caller waiting
+// for its key. Caller holds sh.mu for writing.
+func (s *Store) removeAt(sh *shard, i int, expired bool) {
+	b := sh.t.blocks[i]
+	sh.t.removeAt(i)
+	sh.noteExpiry(b, false)
+	s.mem.release(int64(blockSize(b)) + entryOverhead)
+	s.counters.keys.Add(-1)
+	if expired {
+		s.counters.expirations.Add(1)
+	}
+	if len(sh.waiters) != 0 {
+		sh.wakeOne(blockKey(b))
+	}
+}
+
+func (s *Store) pinFlag(key string) uint32 {
+	if s.isPinnedKey(key) {
+		return flagPinned
+	}
+	return 0
 }
 
 // Set stores value under key, replacing any entry, with a TTL (0: none).
 // The replacement is atomic: readers see the old value or the new one, never
-// an absent key. It fails only on an invalid argument, changing nothing.
+// an absent key. It fails on an invalid argument or with ErrNoMemory, and
+// then changes nothing.
 func (s *Store) Set(key string, value []byte, ttl time.Duration) error {
 	if err := checkWrite(key, value, ttl); err != nil {
 		return err
 	}
-	k, v := ownedCopy(key, value)
-	exp := s.expiry(ttl)
-	sh := s.shard(key)
-	sh.mu.Lock()
-	sh.put(k, entry{value: v, expireAt: exp})
-	sh.mu.Unlock()
+	var at int64
+	if ttl != 0 {
+		at = s.now() + int64(ttl)
+	}
+	r := writeReq{key: key, b: s.build(key, value, s.pinFlag(key), at)}
+	if _, err := s.install(&r); err != nil {
+		return err
+	}
+	s.counters.sets.Add(1)
 	return nil
 }
 
 // SetNX stores value under key only if no live entry is there, and applies
 // the TTL (0: none) in the same step. Among any number of concurrent callers
 // on a free key exactly one gets Inserted. An expired entry counts as absent
-// and is replaced. On an invalid argument it returns an error and changes
-// nothing.
+// and is replaced. The entry is a lock: it is never evicted. On an error
+// nothing changed.
 func (s *Store) SetNX(key string, value []byte, ttl time.Duration) (SetNXOutcome, error) {
 	if err := checkWrite(key, value, ttl); err != nil {
 		return 0, err
 	}
-	sh := s.shard(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	now := s.now()
-	if e, ok := sh.m[key]; ok && !e.expiredAt(now) {
+	r := writeReq{key: key, b: s.build(key, value, flagPinned, 0), mode: modeSetNX, ttl: ttl}
+	ok, err := s.install(&r)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		s.counters.setNXLosses.Add(1)
 		return Exists, nil
 	}
-	sh.putCopy(key, value, ttl, now)
+	s.counters.setNXWins.Add(1)
 	return Inserted, nil
-}
-
-// Del removes key and reports whether a live entry was removed. An expired
-// entry is removed too but reported as absent.
-func (s *Store) Del(key string) bool {
-	sh := s.shard(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	e, ok := sh.m[key]
-	if !ok {
-		return false
-	}
-	sh.remove(key, e)
-	return e.expireAt == 0 || !e.expiredAt(s.now())
-}
-
-// DelIfEq removes key only if it holds a live entry whose value equals token
-// byte for byte, and reports whether it did. The compare and the delete are
-// one step under the shard lock; an expired entry never matches.
-func (s *Store) DelIfEq(key string, token []byte) bool {
-	sh := s.shard(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	e, ok := sh.m[key]
-	if !ok || !bytes.Equal(e.value, token) {
-		return false
-	}
-	if e.expireAt != 0 && e.expiredAt(s.now()) {
-		return false
-	}
-	sh.remove(key, e)
-	return true
 }
 
 // SetGuarded stores value under key, with a TTL as Set does, only while
 // guardKey holds a live entry equal to guardToken, and reports whether it
-// did. The check and the write are one atomic step (both shards are locked,
-// in index order), so a writer whose lock expired and was taken by another
-// cannot overwrite what the new holder protects. It fails only on an
-// invalid argument, changing nothing.
+// did. The check and the write are one atomic step (both shards are held),
+// so a writer whose lock expired and was taken by another cannot overwrite
+// what the new holder protects. On an error (invalid argument, ErrNoMemory)
+// nothing changed.
 func (s *Store) SetGuarded(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
 	if err := checkWrite(key, value, ttl); err != nil {
 		return false, err
@@ -283,122 +525,125 @@ func (s *Store) SetGuarded(key string, value []byte, ttl time.Duration, guardKey
 	if err := checkKey(guardKey); err != nil {
 		return false, err
 	}
-	ki, gi := s.shardIndex(key), s.shardIndex(guardKey)
-	sh, gsh := &s.shards[ki], &s.shards[gi]
-	first, second := sh, gsh
-	if gi < ki {
-		first, second = gsh, sh
+	r := writeReq{key: key, b: s.build(key, value, s.pinFlag(key), 0), mode: modeGuarded, ttl: ttl,
+		guardKey: guardKey, guardToken: guardToken}
+	ok, err := s.install(&r)
+	if ok {
+		s.counters.sets.Add(1)
 	}
-	first.mu.Lock()
-	defer first.mu.Unlock()
-	if second != first {
-		second.mu.Lock()
-		defer second.mu.Unlock()
+	return ok, err
+}
+
+// Del removes key and reports whether a live entry was removed. An expired
+// entry is removed too but reported as absent.
+func (s *Store) Del(key string) bool {
+	sh, h := s.locate(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	i := sh.t.find(h, key)
+	if i < 0 {
+		return false
 	}
-	now := s.now()
-	if g, ok := gsh.m[guardKey]; !ok || g.expiredAt(now) || !bytes.Equal(g.value, guardToken) {
-		return false, nil
+	c := clock{s: s}
+	expired := c.expired(sh.t.blocks[i])
+	s.removeAt(sh, i, expired)
+	return !expired
+}
+
+// DelIfEq removes key only if it holds a live entry whose value equals token
+// byte for byte, and reports whether it did. The compare (against the
+// decompressed value) and the delete are one step under the shard lock; an
+// expired entry never matches.
+func (s *Store) DelIfEq(key string, token []byte) bool {
+	sh, h := s.locate(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	b, i := s.live(sh, h, key, &clock{s: s})
+	if b == nil || !valueEquals(b, token) {
+		s.counters.delIfEqMismatches.Add(1)
+		return false
 	}
-	sh.putCopy(key, value, ttl, now)
-	return true, nil
+	s.removeAt(sh, i, false)
+	s.counters.delIfEqMatches.Add(1)
+	return true
 }
 
 // Expire gives a live entry a new TTL counted from now (0: no expiry)
 // without touching its value, and reports whether there was one.
 func (s *Store) Expire(key string, ttl time.Duration) (bool, error) {
+	return s.expireIf(key, nil, ttl)
+}
+
+// ExpireIfEq is Expire only while key holds a live entry equal to token:
+// the token-guarded refresh of a lock, for long work under it.
+func (s *Store) ExpireIfEq(key string, token []byte, ttl time.Duration) (bool, error) {
+	if token == nil {
+		token = []byte{}
+	}
+	return s.expireIf(key, token, ttl)
+}
+
+func (s *Store) expireIf(key string, token []byte, ttl time.Duration) (bool, error) {
 	if err := checkKey(key); err != nil {
 		return false, err
 	}
 	if err := checkTTL(ttl); err != nil {
 		return false, err
 	}
-	sh := s.shard(key)
+	sh, h := s.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	now := s.now()
-	e, ok := sh.m[key]
-	if !ok || e.expiredAt(now) {
+	c := clock{s: s}
+	b, _ := s.live(sh, h, key, &c)
+	if b == nil || (token != nil && !valueEquals(b, token)) {
 		return false, nil
 	}
-	e.expireAt = 0
-	if ttl != 0 {
-		e.expireAt = now + int64(ttl)
-	}
-	sh.put(strings.Clone(key), e) // the map must keep an owned key
+	sh.noteExpiry(b, false)
+	setBlockExpireAt(b, expiryAt(c.now(), ttl))
+	sh.noteExpiry(b, true)
 	return true, nil
 }
 
 // Len returns the number of stored entries, including expired ones that
 // have not been removed yet.
-func (s *Store) Len() int {
-	n := 0
+func (s *Store) Len() int { return int(s.counters.keys.Load()) }
+
+// Flush removes every entry. Callers waiting on a key are woken.
+func (s *Store) Flush() {
 	for i := range s.shards {
 		sh := &s.shards[i]
-		sh.mu.RLock()
-		n += len(sh.m)
-		sh.mu.RUnlock()
-	}
-	return n
-}
-
-// put stores e under k. Caller holds sh.mu for writing.
-func (sh *shard) put(k string, e entry) {
-	if old, ok := sh.m[k]; ok && old.expireAt != 0 {
-		sh.volatile--
-	}
-	sh.m[k] = e
-	if e.expireAt != 0 {
-		sh.volatile++
-		sh.expiries.push(expiryItem{at: e.expireAt, key: k})
-		sh.compactExpiries()
-	}
-}
-
-// putCopy stores a copy of key and value with ttl (0: none) counted from
-// now. Caller holds sh.mu for writing.
-func (sh *shard) putCopy(key string, value []byte, ttl time.Duration, now int64) {
-	k, v := ownedCopy(key, value)
-	exp := int64(0)
-	if ttl != 0 {
-		exp = now + int64(ttl)
-	}
-	sh.put(k, entry{value: v, expireAt: exp})
-}
-
-// remove deletes the entry e found under key and wakes the oldest caller
-// waiting for key to be free. Caller holds sh.mu for writing.
-func (sh *shard) remove(key string, e entry) {
-	delete(sh.m, key)
-	if e.expireAt != 0 {
-		sh.volatile--
-	}
-	if len(sh.waiters) != 0 {
-		sh.wakeOne(key)
+		sh.mu.Lock()
+		var freed int64
+		for _, b := range sh.t.blocks {
+			if b != nil {
+				freed += int64(blockSize(b)) + entryOverhead
+			}
+		}
+		s.counters.keys.Add(-int64(sh.t.n))
+		s.mem.release(freed)
+		sh.t.reset()
+		sh.expiries = nil
+		sh.volatile = 0
+		for key := range sh.waiters {
+			for sh.waiters[key] != nil {
+				sh.wakeOne(key)
+			}
+		}
+		sh.mu.Unlock()
 	}
 }
 
-// removeIfExpired deletes key if its entry is expired at now, re-checked
-// under the write lock. Caller holds sh.mu for writing.
-func (sh *shard) removeIfExpired(key string, now int64) bool {
-	e, ok := sh.m[key]
-	if !ok || !e.expiredAt(now) {
-		return false
-	}
-	sh.remove(key, e)
-	return true
-}
-
-// compactExpiries rebuilds the heap from the map once stale items (of
-// overwritten or deleted entries) outnumber live ones, which bounds the
-// heap at about twice the number of entries with a TTL.
+// compactExpiries rebuilds the heap from the table once stale items (of
+// replaced or deleted blocks) outnumber live ones, which bounds the heap at
+// about twice the number of entries with a TTL.
 func (sh *shard) compactExpiries() {
 	if len(sh.expiries) <= 2*sh.volatile+64 {
 		return
 	}
 	sh.expiries = sh.expiries[:0]
-	for k, e := range sh.m {
-		if e.expireAt != 0 {
-			sh.expiries = append(sh.expiries, expiryItem{at: e.expireAt, key: k})
+	for _, b := range sh.t.blocks {
+		if b != nil && blockExpireAt(b) != 0 {
+			sh.expiries = append(sh.expiries, expiryItem{at: blockExpireAt(b), b: b})
 		}
 	}
 	sh.expiries.init()
@@ -411,20 +656,28 @@ const sweepBatch = 128 // heap items handled per shard lock hold
 func (s *Store) Sweep() int {
 	removed := 0
 	for i := range s.shards {
-		removed += s.shards[i].sweep(s.now)
+		removed += s.sweepShard(&s.shards[i])
 	}
 	return removed
 }
 
-func (sh *shard) sweep(now func() int64) int {
+func (s *Store) sweepShard(sh *shard) int {
 	removed := 0
 	for {
 		sh.mu.Lock()
-		t := now()
+		now := s.now()
 		n := 0
-		for ; n < sweepBatch && len(sh.expiries) > 0 && sh.expiries[0].at <= t; n++ {
+		for ; n < sweepBatch && len(sh.expiries) > 0 && sh.expiries[0].at <= now; n++ {
 			item := sh.expiries.pop()
-			if sh.removeIfExpired(item.key, t) {
+			// The item may be stale: act only if its block is still the
+			// key's, and still expired now.
+			key := blockKey(item.b)
+			sh2, h := s.locate(key)
+			if sh2 != sh {
+				continue
+			}
+			if i := sh.t.find(h, key); i >= 0 && sh.t.blocks[i] == item.b && blockExpired(item.b, now) {
+				s.removeAt(sh, i, true)
 				removed++
 			}
 		}
@@ -444,6 +697,7 @@ func (s *Store) sweepLoop(interval time.Duration) {
 		case <-s.stop:
 			return
 		case <-t.C:
+			s.lru.Store(uint32((s.now() - s.origin) / int64(time.Millisecond)))
 			s.Sweep()
 		}
 	}

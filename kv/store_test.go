@@ -241,7 +241,7 @@ func TestExpiryHeapStaysBounded(t *testing.T) {
 	for i := 0; i < 100_000; i++ {
 		require.NoError(t, s.Set("hot", []byte("v"), time.Hour))
 	}
-	sh := s.shard("hot")
+	sh := s.shardFor("hot")
 	assert.LessOrEqual(t, len(sh.expiries), 2*sh.volatile+64+1)
 	assert.Equal(t, 1, sh.volatile)
 }
@@ -335,4 +335,9 @@ func TestFreshValueSurvivesConcurrentExpiry(t *testing.T) {
 		require.True(t, ok, "round %d", r)
 		require.Equal(t, "fresh", string(v))
 	}
+}
+
+func (s *Store) shardFor(key string) *shard {
+	sh, _ := s.locate(key)
+	return sh
 }

@@ -23,11 +23,11 @@ type waitQueue struct{ list []*waiter }
 // arrival order instead of all racing for it; a woken caller is expected to
 // try to take the key at once. Callers waiting when the TTL passes all wake.
 func (s *Store) Wait(key string, timeout time.Duration) bool {
-	sh := s.shard(key)
+	sh, h := s.locate(key)
 	sh.mu.Lock()
-	now := s.now()
-	e, ok := sh.m[key]
-	if !ok || e.expiredAt(now) {
+	c := clock{s: s}
+	b, _ := s.live(sh, h, key, &c)
+	if b == nil {
 		sh.mu.Unlock()
 		return true
 	}
@@ -35,8 +35,8 @@ func (s *Store) Wait(key string, timeout time.Duration) bool {
 		sh.mu.Unlock()
 		return false
 	}
-	if e.expireAt != 0 && time.Duration(e.expireAt-now) < timeout {
-		timeout = time.Duration(e.expireAt - now)
+	if at := blockExpireAt(b); at != 0 && time.Duration(at-c.now()) < timeout {
+		timeout = time.Duration(at - c.now())
 	}
 	w := &waiter{woken: make(chan struct{}, 1)}
 	q := sh.waiters[key]
@@ -66,8 +66,8 @@ func (s *Store) Wait(key string, timeout time.Duration) bool {
 		return true
 	default:
 	}
-	e, ok = sh.m[key]
-	return !ok || e.expiredAt(s.now())
+	b, _ = s.live(sh, h, key, &clock{s: s})
+	return b == nil
 }
 
 // wakeOne wakes the oldest waiter on key. Caller holds sh.mu for writing.

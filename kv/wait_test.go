@@ -24,7 +24,7 @@ func TestWaitTimesOutWhileHeld(t *testing.T) {
 	start := time.Now()
 	assert.False(t, s.Wait("k", 20*time.Millisecond))
 	assert.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond)
-	assert.Empty(t, s.shard("k").waiters, "a timed-out waiter leaves no trace")
+	assert.Empty(t, s.shardFor("k").waiters, "a timed-out waiter leaves no trace")
 }
 
 // Each removal wakes the oldest waiter, and only it.
@@ -46,7 +46,7 @@ func TestRemovalWakesWaitersOneAtATimeOldestFirst(t *testing.T) {
 		}(i)
 		// Queue them in a known order: wait until waiter i is registered.
 		require.Eventually(t, func() bool {
-			sh := s.shard("lock")
+			sh := s.shardFor("lock")
 			sh.mu.Lock()
 			defer sh.mu.Unlock()
 			return sh.waiters["lock"] != nil && len(sh.waiters["lock"].list) == i+1
@@ -86,7 +86,7 @@ func TestDelIfEqAndExpiryWakeWaiters(t *testing.T) {
 	done := make(chan bool)
 	go func() { done <- s.Wait("lock", 10*time.Second) }()
 	require.Eventually(t, func() bool {
-		sh := s.shard("lock")
+		sh := s.shardFor("lock")
 		sh.mu.Lock()
 		defer sh.mu.Unlock()
 		return sh.waiters["lock"] != nil

@@ -1,0 +1,70 @@
+package kv
+
+import (
+	"sync/atomic"
+	"unsafe"
+)
+
+// A block is one entry in one allocation, which holds no pointers (so the
+// garbage collector never scans it):
+//
+//	[0:8)    expireAt  int64   monotonic ns; 0 = no expiry (written under the shard's write lock)
+//	[8:12)   access    uint32  LRU clock at the last read (atomic: the evictor may read it while a reader writes it)
+//	[12:16)  meta      uint32  stored value length (low 29 bits) | flagCompressed | flagPinned
+//	[16:18)  keyLen    uint16
+//	[18:...) key, then the stored value
+//
+// A stored value is the value itself, or with flagCompressed a 4-byte
+// little-endian length of the value followed by its lz4 block. The key and
+// the value never change once the block is built, so a reader may keep
+// using them after dropping the shard lock.
+type block = unsafe.Pointer
+
+const (
+	blockHeader    = 18
+	metaLenMask    = 1<<29 - 1
+	flagCompressed = 1 << 29
+	flagPinned     = 1 << 30 // never evicted: a lock (SetNX) or a pinned prefix
+)
+
+// newBlock allocates a block for key and a stored value of storedLen bytes
+// and returns it with the slice to write the stored value into.
+func newBlock(key string, storedLen int, flags uint32, expireAt int64) (block, []byte) {
+	buf := make([]byte, blockHeader+len(key)+storedLen)
+	b := block(unsafe.Pointer(&buf[0]))
+	*(*int64)(b) = expireAt
+	*(*uint32)(unsafe.Add(b, 12)) = uint32(storedLen) | flags
+	*(*uint16)(unsafe.Add(b, 16)) = uint16(len(key))
+	copy(buf[blockHeader:], key)
+	return b, buf[blockHeader+len(key):]
+}
+
+func blockExpireAt(b block) int64          { return *(*int64)(b) }
+func setBlockExpireAt(b block, at int64)   { *(*int64)(b) = at }
+func blockAccess(b block) *uint32          { return (*uint32)(unsafe.Add(b, 8)) }
+func blockMeta(b block) uint32             { return *(*uint32)(unsafe.Add(b, 12)) }
+func blockKeyLen(b block) int              { return int(*(*uint16)(unsafe.Add(b, 16))) }
+func blockFlags(b block, f uint32) bool    { return blockMeta(b)&f != 0 }
+func blockExpired(b block, now int64) bool { at := blockExpireAt(b); return at != 0 && at <= now }
+func blockStoredLen(b block) int           { return int(blockMeta(b) & metaLenMask) }
+func blockSize(b block) int                { return blockHeader + blockKeyLen(b) + blockStoredLen(b) }
+func blockKey(b block) string {
+	return unsafe.String((*byte)(unsafe.Add(b, blockHeader)), blockKeyLen(b))
+}
+
+// blockStored returns the stored value (possibly compressed).
+func blockStored(b block) []byte {
+	n := blockStoredLen(b)
+	if n == 0 {
+		return []byte{}
+	}
+	return unsafe.Slice((*byte)(unsafe.Add(b, blockHeader+blockKeyLen(b))), n)
+}
+
+// touch records a read for the LRU, writing only when the clock moved so
+// that hot keys read from many cores do not bounce a cache line needlessly.
+func touch(b block, clock uint32) {
+	if p := blockAccess(b); atomic.LoadUint32(p) != clock {
+		atomic.StoreUint32(p, clock)
+	}
+}

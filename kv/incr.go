@@ -1,0 +1,78 @@
+package kv
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// IncrBy adds delta to the decimal integer stored under key and returns the
+// result, atomically. A missing key is created holding delta, with
+// ttlOnCreate (0: none); an existing entry keeps its TTL. It fails with
+// ErrNotInteger if the value is not a decimal int64, ErrOverflow if the
+// sum leaves the int64 range, or ErrNoMemory; then nothing changed.
+func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int64, error) {
+	if err := checkKey(key); err != nil {
+		return 0, err
+	}
+	if err := checkTTL(ttlOnCreate); err != nil {
+		return 0, err
+	}
+	sh, h := s.locate(key)
+	for attempt := 0; ; attempt++ {
+		sh.mu.Lock()
+		c := clock{s: s}
+		old, i := s.live(sh, h, key, &c)
+		result, flags, at := delta, uint32(0), int64(0)
+		if ttlOnCreate != 0 {
+			at = c.now() + int64(ttlOnCreate)
+		}
+		if old != nil {
+			v, _ := logicalValue(old)
+			n, err := strconv.ParseInt(string(v), 10, 64)
+			if err != nil || len(v) == 0 || v[0] == '+' {
+				sh.mu.Unlock()
+				return 0, fmt.Errorf("%w: %q", ErrNotInteger, truncate(v))
+			}
+			if (delta > 0 && n > maxInt64-delta) || (delta < 0 && n < minInt64-delta) {
+				sh.mu.Unlock()
+				return 0, ErrOverflow
+			}
+			result, flags, at = n+delta, blockMeta(old)&flagPinned, blockExpireAt(old)
+		}
+		b, dst := newBlock(key, len(strconv.AppendInt(nil, result, 10)), flags, at)
+		strconv.AppendInt(dst[:0], result, 10)
+		delta2 := int64(blockSize(b)) + entryOverhead
+		if old != nil {
+			delta2 -= int64(blockSize(old)) + entryOverhead
+		}
+		if s.mem.reserve(delta2) {
+			if old != nil {
+				sh.t.blocks[i] = b
+				sh.noteExpiry(old, false)
+			} else {
+				sh.t.add(h, b)
+				s.counters.keys.Add(1)
+			}
+			sh.noteExpiry(b, true)
+			sh.mu.Unlock()
+			return result, nil
+		}
+		sh.mu.Unlock()
+		if attempt == 3 || !s.evict(delta2, key) {
+			return 0, ErrNoMemory
+		}
+	}
+}
+
+const (
+	maxInt64 = 1<<63 - 1
+	minInt64 = -1 << 63
+)
+
+func truncate(v []byte) []byte {
+	if len(v) > 32 {
+		return v[:32]
+	}
+	return v
+}

@@ -1,0 +1,210 @@
+package kv
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+)
+
+// entryOverhead is what each entry is charged beyond its block (18-byte
+// header, key and stored value): its table slot and allocation rounding.
+// BenchmarkMemoryPerEntry measures the real figure.
+const entryOverhead = 32
+
+// Policy says what a write does when it does not fit under the limit.
+type Policy int32
+
+const (
+	// NoEviction: the write fails with ErrNoMemory.
+	NoEviction Policy = iota
+	// VolatileLRU: evict the least recently used entries that have a TTL.
+	VolatileLRU
+	// AllKeysLRU: evict the least recently used entries, TTL or not.
+	AllKeysLRU
+)
+
+var policyNames = [...]string{NoEviction: "noeviction", VolatileLRU: "volatile-lru", AllKeysLRU: "allkeys-lru"}
+
+func (p Policy) String() string {
+	if p >= 0 && int(p) < len(policyNames) {
+		return policyNames[p]
+	}
+	return fmt.Sprintf("Policy(%d)", int32(p))
+}
+
+// ParsePolicy reads noeviction, volatile-lru or allkeys-lru.
+func ParsePolicy(name string) (Policy, error) {
+	for p, n := range policyNames {
+		if n == name {
+			return Policy(p), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: eviction policy %q is not noeviction, volatile-lru or allkeys-lru", ErrInvalidArgument, name)
+}
+
+// MemoryConfig is the store's memory setting. Locks and pinned prefixes
+// are never evicted whatever the policy.
+type MemoryConfig struct {
+	Limit              int64 // bytes; 0 means no limit
+	Policy             Policy
+	Compression        bool // lz4 for values of at least CompressionMinSize bytes
+	CompressionMinSize int
+}
+
+type compressionConfig struct {
+	on      bool
+	minSize int
+}
+
+type memory struct {
+	used   atomic.Int64
+	limit  atomic.Int64
+	policy atomic.Int32
+	comp   atomic.Pointer[compressionConfig]
+}
+
+func (m *memory) compression() compressionConfig { return *m.comp.Load() }
+
+// reserve accounts delta more bytes if they fit under the limit.
+func (m *memory) reserve(delta int64) bool {
+	if delta <= 0 {
+		m.used.Add(delta)
+		return true
+	}
+	for {
+		used, limit := m.used.Load(), m.limit.Load()
+		if limit > 0 && used+delta > limit {
+			return false
+		}
+		if m.used.CompareAndSwap(used, used+delta) {
+			return true
+		}
+	}
+}
+
+func (m *memory) release(n int64) { m.used.Add(-n) }
+
+func (m *memory) fits(n int64) bool {
+	limit := m.limit.Load()
+	return limit == 0 || m.used.Load()+n <= limit
+}
+
+// Configure changes the memory setting. It applies to writes from now on:
+// entries already stored stay as they are (a compressed entry stays
+// readable with compression off), and a limit lowered below the memory in
+// use makes later writes evict or fail, not the store shrink at once.
+func (s *Store) Configure(cfg MemoryConfig) error {
+	if cfg.Limit < 0 {
+		return fmt.Errorf("%w: memory limit %d is negative", ErrInvalidArgument, cfg.Limit)
+	}
+	if cfg.Policy < NoEviction || cfg.Policy > AllKeysLRU {
+		return fmt.Errorf("%w: unknown eviction policy %d", ErrInvalidArgument, cfg.Policy)
+	}
+	if cfg.CompressionMinSize < 0 {
+		return fmt.Errorf("%w: compression minimum size %d is negative", ErrInvalidArgument, cfg.CompressionMinSize)
+	}
+	s.mem.limit.Store(cfg.Limit)
+	s.mem.policy.Store(int32(cfg.Policy))
+	s.mem.comp.Store(&compressionConfig{on: cfg.Compression, minSize: cfg.CompressionMinSize})
+	return nil
+}
+
+// MemoryConfig returns the current memory setting.
+func (s *Store) MemoryConfig() MemoryConfig {
+	c := s.mem.compression()
+	return MemoryConfig{
+		Limit:              s.mem.limit.Load(),
+		Policy:             Policy(s.mem.policy.Load()),
+		Compression:        c.on,
+		CompressionMinSize: c.minSize,
+	}
+}
+
+const (
+	evictShards   = 8  // shards sampled per eviction
+	evictSamples  = 5  // candidates taken from each sampled shard
+	evictScanSpan = 32 // slots scanned per sampled shard
+	evictMisses   = 16 // samplings in a row that found no candidate before a full scan
+)
+
+// evict makes room for need more bytes and reports whether they fit. It
+// first removes every expired entry, then evicts the least recently used
+// entries the policy allows. It never evicts protect (the key being
+// written: its old value must survive a write that fails), and holds one
+// shard lock at a time; the caller holds none.
+func (s *Store) evict(need int64, protect string) bool {
+	if s.mem.fits(need) {
+		return true
+	}
+	s.Sweep()
+	policy := Policy(s.mem.policy.Load())
+	if policy == NoEviction {
+		return s.mem.fits(need)
+	}
+	for misses := 0; !s.mem.fits(need); {
+		if misses < evictMisses {
+			if s.evictOne(policy, protect, evictShards, evictScanSpan) {
+				misses = 0
+			} else {
+				misses++
+			}
+			continue
+		}
+		// Candidates are rare: look at every slot of every shard.
+		if !s.evictOne(policy, protect, numShards, 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// evictOne looks at shards shards (numShards: all of them, in order; fewer:
+// at random), takes up to evictSamples eligible entries from each within
+// span slots (0: the whole table), and evicts the least recently used of
+// them. It reports whether it found a candidate.
+func (s *Store) evictOne(policy Policy, protect string, shards, span int) bool {
+	var victim block
+	var victimShard *shard
+	var oldest uint32
+	clock := s.lru.Load()
+	for k := 0; k < shards; k++ {
+		sh := &s.shards[k]
+		if shards < numShards {
+			sh = &s.shards[rand.IntN(numShards)]
+		}
+		sh.mu.Lock()
+		if size := len(sh.t.hashes); sh.t.n > 0 {
+			first, found, limit := rand.IntN(size), 0, size
+			if span > 0 {
+				limit = min(size, span)
+			}
+			for j := 0; j < limit && found < evictSamples; j++ {
+				b := sh.t.blocks[(first+j)%size]
+				if b == nil || blockFlags(b, flagPinned) || (policy == VolatileLRU && blockExpireAt(b) == 0) || blockKey(b) == protect {
+					continue
+				}
+				found++
+				if age := clock - atomic.LoadUint32(blockAccess(b)); victim == nil || age > oldest {
+					victim, victimShard, oldest = b, sh, age
+				}
+			}
+		}
+		sh.mu.Unlock()
+	}
+	if victim == nil {
+		return false
+	}
+	sh := victimShard
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	key := blockKey(victim)
+	if _, h := s.locate(key); true {
+		// Evict it only if it is still the same entry: it may have been
+		// replaced or removed since it was sampled.
+		if i := sh.t.find(h, key); i >= 0 && sh.t.blocks[i] == victim {
+			s.removeAt(sh, i, false)
+			s.counters.evictions.Add(1)
+		}
+	}
+	return true
+}
