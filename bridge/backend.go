@@ -14,16 +14,18 @@ import (
 	"time"
 
 	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/session"
 )
 
-// Backend is what the table's members call. Every method is safe for
-// concurrent use and must state its outcome or fail: an error means the
-// outcome is unknown unless it wraps kv.ErrInvalidArgument, in which case
-// nothing changed.
+// Backend is what the table's members call; each method is the member of
+// the same name in include/ephpm_kv.h. Every method is safe for concurrent
+// use and states its outcome or fails. An error wrapping
+// kv.ErrInvalidArgument, kv.ErrNoMemory, kv.ErrNotInteger or kv.ErrOverflow
+// means nothing changed; any other error means the outcome is unknown.
 type Backend interface {
-	// Get returns the value of a live entry. The slice is read-only for
-	// the caller and may be shared.
-	Get(key string) ([]byte, bool, error)
+	// GetInto copies a live entry's value into dst if it fits and returns
+	// its length either way (n > len(dst): nothing copied).
+	GetInto(key string, dst []byte) (n int, found bool, err error)
 	Set(key string, value []byte, ttl time.Duration) error
 	SetNX(key string, value []byte, ttl time.Duration) (kv.SetNXOutcome, error)
 	Del(key string) (bool, error)
@@ -33,32 +35,31 @@ type Backend interface {
 	Wait(key string, timeout time.Duration) (bool, error)
 	SetGuarded(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error)
 	Expire(key string, ttl time.Duration) (bool, error)
-}
-
-// memory adapts the in-process store, whose reads and deletes cannot fail.
-type memory struct{ *kv.Store }
-
-func (m memory) Get(key string) ([]byte, bool, error) {
-	v, ok := m.Store.Get(key)
-	return v, ok, nil
-}
-
-func (m memory) Del(key string) (bool, error) { return m.Store.Del(key), nil }
-
-func (m memory) DelIfEq(key string, token []byte) (bool, error) {
-	return m.Store.DelIfEq(key, token), nil
-}
-
-func (m memory) Wait(key string, timeout time.Duration) (bool, error) {
-	return m.Store.Wait(key, timeout), nil
+	Exists(key string) (bool, error)
+	// PTTL returns the remaining TTL, -1 for none; found is false if there
+	// is no live entry.
+	PTTL(key string) (ttl time.Duration, found bool, err error)
+	ExpireIfEq(key string, token []byte, ttl time.Duration) (bool, error)
+	IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int64, error)
+	Flush() error
+	Stats() (kv.Stats, error)
+	// Configure sets one setting by name (see the configure member).
+	Configure(name, value string) error
+	// Name is the backend's kind, as stats report it ("memory").
+	Name() string
 }
 
 var (
-	store   = kv.New(kv.Options{})
+	store = kv.New(kv.Options{
+		// Session data and locks must never be evicted to make room.
+		PinnedPrefixes: []string{session.DataPrefix, session.LockPrefix},
+	})
 	backend atomic.Pointer[Backend]
+	// lockTimeouts counts set_nx_wait calls that ran out of time.
+	lockTimeouts atomic.Uint64
 )
 
-func init() { SetBackend(memory{store}) }
+func init() { SetBackend(Memory{store}) }
 
 // Store returns this process's in-process store: the one the table serves
 // unless SetBackend chose another. A Go program that embeds PHP reads and

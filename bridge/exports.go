@@ -46,8 +46,15 @@ func ttlArg(ms C.int64_t) (time.Duration, bool) {
 
 // failure maps an error to its status code.
 func failure(err error) C.int {
-	if errors.Is(err, kv.ErrInvalidArgument) {
+	switch {
+	case errors.Is(err, kv.ErrInvalidArgument):
 		return C.EPHPM_KV_E_INVALID
+	case errors.Is(err, kv.ErrNoMemory):
+		return C.EPHPM_KV_E_NOMEM
+	case errors.Is(err, kv.ErrNotInteger):
+		return C.EPHPM_KV_E_NOT_INTEGER
+	case errors.Is(err, kv.ErrOverflow):
+		return C.EPHPM_KV_E_OVERFLOW
 	}
 	return C.EPHPM_KV_E_UNAVAILABLE
 }
@@ -75,19 +82,20 @@ func ephpmGoGet(key *C.char, keyLen C.size_t, buf *C.char, bufCap C.size_t, valu
 	if !ok {
 		return C.EPHPM_KV_E_INVALID
 	}
-	v, found, err := current().Get(k)
+	var dst []byte
+	if bufCap > 0 {
+		dst = unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(bufCap))
+	}
+	n, found, err := current().GetInto(k, dst)
 	if err != nil {
 		return failure(err)
 	}
 	if !found {
 		return C.EPHPM_KV_MISS
 	}
-	*valueLen = C.size_t(len(v))
-	if len(v) > int(bufCap) {
+	*valueLen = C.size_t(n)
+	if n > int(bufCap) {
 		return C.EPHPM_KV_TOO_SMALL
-	}
-	if len(v) > 0 {
-		copy(unsafe.Slice((*byte)(unsafe.Pointer(buf)), len(v)), v)
 	}
 	return C.EPHPM_KV_OK
 }
@@ -192,6 +200,7 @@ func ephpmGoSetNXWait(key *C.char, keyLen C.size_t, value *C.char, valueLen C.si
 	if res.Acquired {
 		return C.EPHPM_KV_OK
 	}
+	lockTimeouts.Add(1)
 	return C.EPHPM_KV_EXISTS
 }
 
@@ -225,4 +234,138 @@ func ephpmGoExpire(key *C.char, keyLen C.size_t, ttlMs C.int64_t) (rc C.int) {
 		return failure(err)
 	}
 	return answer(done)
+}
+
+//export ephpmGoExists
+func ephpmGoExists(key *C.char, keyLen C.size_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	k, ok := keyArg(key, keyLen)
+	if !ok {
+		return C.EPHPM_KV_E_INVALID
+	}
+	found, err := current().Exists(k)
+	if err != nil {
+		return failure(err)
+	}
+	return answer(found)
+}
+
+//export ephpmGoPTTL
+func ephpmGoPTTL(key *C.char, keyLen C.size_t, ttlMs *C.int64_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	k, ok := keyArg(key, keyLen)
+	if !ok {
+		return C.EPHPM_KV_E_INVALID
+	}
+	ttl, found, err := current().PTTL(k)
+	if err != nil {
+		return failure(err)
+	}
+	if !found {
+		return C.EPHPM_KV_MISS
+	}
+	if ttl < 0 {
+		*ttlMs = -1
+	} else {
+		// Round up: an entry with 0.4 ms left is still there.
+		*ttlMs = C.int64_t((ttl + time.Millisecond - 1) / time.Millisecond)
+	}
+	return C.EPHPM_KV_OK
+}
+
+//export ephpmGoExpireIfEq
+func ephpmGoExpireIfEq(key *C.char, keyLen C.size_t, token *C.char, tokenLen C.size_t, ttlMs C.int64_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	k, okK := keyArg(key, keyLen)
+	t, okT := bytesArg(token, tokenLen)
+	ttl, okTTL := ttlArg(ttlMs)
+	if !okK || !okT || !okTTL {
+		return C.EPHPM_KV_E_INVALID
+	}
+	done, err := current().ExpireIfEq(k, t, ttl)
+	if err != nil {
+		return failure(err)
+	}
+	return answer(done)
+}
+
+//export ephpmGoIncrBy
+func ephpmGoIncrBy(key *C.char, keyLen C.size_t, delta C.int64_t, ttlMs C.int64_t, result *C.int64_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	k, okK := keyArg(key, keyLen)
+	ttl, okT := ttlArg(ttlMs)
+	if !okK || !okT {
+		return C.EPHPM_KV_E_INVALID
+	}
+	n, err := current().IncrBy(k, int64(delta), ttl)
+	if err != nil {
+		return failure(err)
+	}
+	*result = C.int64_t(n)
+	return C.EPHPM_KV_OK
+}
+
+//export ephpmGoFlush
+func ephpmGoFlush() (rc C.int) {
+	defer recoverStatus(&rc)
+	if err := current().Flush(); err != nil {
+		return failure(err)
+	}
+	return C.EPHPM_KV_OK
+}
+
+// setText copies s into a fixed C char array, NUL-terminated, cut to fit.
+func setText(dst []C.char, s string) {
+	n := min(len(s), len(dst)-1)
+	for i := 0; i < n; i++ {
+		dst[i] = C.char(s[i])
+	}
+	dst[n] = 0
+}
+
+//export ephpmGoStats
+func ephpmGoStats(out *C.ephpm_kv_stats) (rc C.int) {
+	defer recoverStatus(&rc)
+	b := current()
+	st, err := b.Stats()
+	if err != nil {
+		return failure(err)
+	}
+	var full C.ephpm_kv_stats
+	full.struct_size = out.struct_size
+	setText(full.instance_id[:], st.InstanceID)
+	setText(full.backend[:], b.Name())
+	setText(full.eviction[:], st.Policy.String())
+	compression := "none"
+	if st.Compression {
+		compression = "lz4"
+	}
+	setText(full.compression[:], compression)
+	full.keys = C.int64_t(st.Keys)
+	full.bytes_used = C.int64_t(st.BytesUsed)
+	full.memory_limit = C.int64_t(st.MemoryLimit)
+	full.hits, full.misses, full.sets = C.uint64_t(st.Hits), C.uint64_t(st.Misses), C.uint64_t(st.Sets)
+	full.evictions, full.expirations = C.uint64_t(st.Evictions), C.uint64_t(st.Expirations)
+	full.set_nx_wins, full.set_nx_losses = C.uint64_t(st.SetNXWins), C.uint64_t(st.SetNXLosses)
+	full.del_if_eq_matches = C.uint64_t(st.DelIfEqMatches)
+	full.del_if_eq_mismatches = C.uint64_t(st.DelIfEqMismatches)
+	full.lock_timeouts = C.uint64_t(lockTimeouts.Load())
+	// Fill only what the caller's struct has room for.
+	n := min(uintptr(out.struct_size), unsafe.Sizeof(full))
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(out)), n), unsafe.Slice((*byte)(unsafe.Pointer(&full)), n))
+	return C.EPHPM_KV_OK
+}
+
+//export ephpmGoConfigure
+func ephpmGoConfigure(name *C.char, nameLen C.size_t, value *C.char, valueLen C.size_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	n, okN := bytesArg(name, nameLen)
+	v, okV := bytesArg(value, valueLen)
+	if !okN || !okV {
+		return C.EPHPM_KV_E_INVALID
+	}
+	if err := current().Configure(string(n), string(v)); err != nil {
+		return failure(err)
+	}
+	return C.EPHPM_KV_OK
 }

@@ -149,6 +149,89 @@ static int ephpm_op_expire(const char *key, size_t key_len, int64_t ttl_ms)
     return ephpmGoExpire((char *)key, key_len, ttl_ms);
 }
 
+/* Crosses into Go: ephpmGoExists. */
+static int ephpm_op_exists(const char *key, size_t key_len)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len)) {
+        return EPHPM_KV_E_INVALID;
+    }
+    return ephpmGoExists((char *)key, key_len);
+}
+
+/* Crosses into Go: ephpmGoPTTL. */
+static int ephpm_op_pttl(const char *key, size_t key_len, int64_t *ttl_ms)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len) || ttl_ms == NULL) {
+        return EPHPM_KV_E_INVALID;
+    }
+    return ephpmGoPTTL((char *)key, key_len, ttl_ms);
+}
+
+/* Crosses into Go: ephpmGoExpireIfEq. */
+static int ephpm_op_expire_if_eq(const char *key, size_t key_len,
+                                 const char *token, size_t token_len, int64_t ttl_ms)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len) || EPHPM_BAD_BUF(token, token_len)) {
+        return EPHPM_KV_E_INVALID;
+    }
+    return ephpmGoExpireIfEq((char *)key, key_len, (char *)token, token_len, ttl_ms);
+}
+
+/* Crosses into Go: ephpmGoIncrBy. */
+static int ephpm_op_incr_by(const char *key, size_t key_len, int64_t delta,
+                            int64_t ttl_ms, int64_t *result)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len) || result == NULL) {
+        return EPHPM_KV_E_INVALID;
+    }
+    return ephpmGoIncrBy((char *)key, key_len, delta, ttl_ms, result);
+}
+
+/* Crosses into Go: ephpmGoFlush. */
+static int ephpm_op_flush(void)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    return ephpmGoFlush();
+}
+
+/* Crosses into Go: ephpmGoStats. */
+static int ephpm_op_stats(ephpm_kv_stats *out)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (out == NULL || out->struct_size < sizeof(uint32_t)) {
+        return EPHPM_KV_E_INVALID;
+    }
+    return ephpmGoStats(out);
+}
+
+/* Crosses into Go: ephpmGoConfigure. */
+static int ephpm_op_configure(const char *name, size_t name_len, const char *value, size_t value_len)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(name, name_len) || EPHPM_BAD_BUF(value, value_len)) {
+        return EPHPM_KV_E_INVALID;
+    }
+    return ephpmGoConfigure((char *)name, name_len, (char *)value, value_len);
+}
+
 static const ephpm_kv_ops ephpm_ops = {
     .abi_version = EPHPM_KV_ABI_VERSION,
     .struct_size = sizeof(ephpm_kv_ops),
@@ -161,6 +244,13 @@ static const ephpm_kv_ops ephpm_ops = {
     .set_nx_wait = ephpm_op_set_nx_wait,
     .set_guarded = ephpm_op_set_guarded,
     .expire = ephpm_op_expire,
+    .exists = ephpm_op_exists,
+    .pttl = ephpm_op_pttl,
+    .expire_if_eq = ephpm_op_expire_if_eq,
+    .incr_by = ephpm_op_incr_by,
+    .flush = ephpm_op_flush,
+    .stats = ephpm_op_stats,
+    .configure = ephpm_op_configure,
 };
 
 /* The provider's one exported symbol. */

@@ -93,8 +93,36 @@ typedef enum ephpm_kv_status {
     EPHPM_KV_E_NOT_LOADED = -5,
     /* Consumer-side: the loaded provider's table lacks the member needed
      * (EPHPM_KV_OPS_HAS was false). Never returned by a provider. */
-    EPHPM_KV_E_UNSUPPORTED = -6
+    EPHPM_KV_E_UNSUPPORTED = -6,
+    /* incr_by: the stored value is not a decimal 64-bit integer. Nothing
+     * changed. */
+    EPHPM_KV_E_NOT_INTEGER = -7,
+    /* incr_by: the result would leave the 64-bit range. Nothing changed. */
+    EPHPM_KV_E_OVERFLOW = -8
 } ephpm_kv_status;
+
+/* Filled by the stats member. The caller sets struct_size to the size of
+ * its own struct; the provider fills only the fields that lie within it, so
+ * fields appended later never overrun an older caller's struct. Text fields
+ * are NUL-terminated. */
+typedef struct ephpm_kv_stats {
+    uint32_t struct_size;
+    uint32_t reserved;
+    char instance_id[40];  /* a UUID drawn when the store was made */
+    char backend[16];      /* "memory" */
+    char eviction[16];     /* "noeviction", "volatile-lru" or "allkeys-lru" */
+    char compression[8];   /* "none" or "lz4" */
+    int64_t keys;          /* entries, counting expired ones not yet reclaimed */
+    int64_t bytes_used;    /* memory charged to entries */
+    int64_t memory_limit;  /* 0: none */
+    uint64_t hits, misses; /* get */
+    uint64_t sets;         /* set, and set_guarded that wrote */
+    uint64_t evictions;    /* entries removed to make room */
+    uint64_t expirations;  /* expired entries reclaimed */
+    uint64_t set_nx_wins, set_nx_losses;
+    uint64_t del_if_eq_matches, del_if_eq_mismatches;
+    uint64_t lock_timeouts; /* set_nx_wait calls that ran out of time */
+} ephpm_kv_stats;
 
 typedef struct ephpm_kv_ops {
     /* EPHPM_KV_ABI_VERSION of the provider. */
@@ -175,6 +203,44 @@ typedef struct ephpm_kv_ops {
     /* expire: give a live entry a new TTL of ttl_ms from now (0: no expiry)
      * without touching its value. OK if done; MISS if no live entry. */
     int (*expire)(const char *key, size_t key_len, int64_t ttl_ms);
+
+    /* ---- appended for the full key API ---- */
+
+    /* exists: OK if key holds a live entry, MISS if not. */
+    int (*exists)(const char *key, size_t key_len);
+
+    /* pttl: OK with *ttl_ms the remaining TTL in milliseconds, or -1 if the
+     * entry has no expiry; MISS if no live entry. ttl_ms must not be NULL. */
+    int (*pttl)(const char *key, size_t key_len, int64_t *ttl_ms);
+
+    /* expire_if_eq: expire, only while key holds a live entry equal to
+     * token (the token-guarded refresh of a lock). OK if done; MISS if
+     * absent, expired or different. */
+    int (*expire_if_eq)(const char *key, size_t key_len,
+                        const char *token, size_t token_len, int64_t ttl_ms);
+
+    /* incr_by: add delta to the decimal integer stored under key, atomically,
+     * and put the sum in *result. A missing key is created holding delta
+     * with ttl_ms (0: none); an existing entry keeps its TTL. OK, or
+     * E_NOT_INTEGER, E_OVERFLOW, E_NOMEM with nothing changed. */
+    int (*incr_by)(const char *key, size_t key_len, int64_t delta,
+                   int64_t ttl_ms, int64_t *result);
+
+    /* flush: remove every entry. OK. */
+    int (*flush)(void);
+
+    /* stats: fill *out (see ephpm_kv_stats; set out->struct_size first). */
+    int (*stats)(ephpm_kv_stats *out);
+
+    /* configure: set one setting of the store, by name, as text:
+     *   "memory_limit"          bytes, decimal; "0" means no limit
+     *   "eviction"              "noeviction" | "volatile-lru" | "allkeys-lru"
+     *   "compression"           "none" | "lz4"
+     *   "compression_min_size"  bytes, decimal
+     * OK, or E_INVALID for an unknown name or a bad value (nothing changed).
+     * Settings apply to writes from then on. */
+    int (*configure)(const char *name, size_t name_len,
+                     const char *value, size_t value_len);
 
     /* Members appended by later versions go here, and only here. */
 } ephpm_kv_ops;

@@ -33,4 +33,4 @@ Extension version => 0.1.0
 ABI version (extension) => 1
 Library loaded => yes
 Library => [path]/libephpm.so
-ABI version (library) => 1 (table of 80 bytes)
+ABI version (library) => 1 (table of 136 bytes)

@@ -336,6 +336,63 @@ static void test_session_requests(void)
     }
 }
 
+static void test_key_api_members(void)
+{
+    CHECK(EPHPM_KV_OPS_HAS(ops, configure), "key API members present (size %u)", ops->struct_size);
+    int64_t n = 0;
+
+    CHECK(ops->exists(S("k:none")) == EPHPM_KV_MISS, "exists: absent");
+    CHECK(ops->set(S("k:e"), S("v"), 0) == EPHPM_KV_OK && ops->exists(S("k:e")) == EPHPM_KV_OK, "exists");
+    CHECK(ops->pttl(S("k:e"), &n) == EPHPM_KV_OK && n == -1, "pttl: no expiry (%lld)", (long long)n);
+    CHECK(ops->pttl(S("k:none"), &n) == EPHPM_KV_MISS, "pttl: absent");
+    CHECK(ops->pttl(S("k:e"), NULL) == EPHPM_KV_E_INVALID, "pttl: NULL out");
+    CHECK(ops->set_nx(S("k:lock"), S("tok"), 1000) == EPHPM_KV_OK, "lock");
+    CHECK(ops->pttl(S("k:lock"), &n) == EPHPM_KV_OK && n > 900 && n <= 1000, "pttl %lld", (long long)n);
+    CHECK(ops->expire_if_eq(S("k:lock"), S("bad"), 60000) == EPHPM_KV_MISS, "expire_if_eq: wrong token");
+    CHECK(ops->expire_if_eq(S("k:lock"), S("tok"), 60000) == EPHPM_KV_OK, "expire_if_eq");
+    CHECK(ops->pttl(S("k:lock"), &n) == EPHPM_KV_OK && n > 59000, "refreshed to %lld", (long long)n);
+
+    CHECK(ops->incr_by(S("k:n"), 5, 0, &n) == EPHPM_KV_OK && n == 5, "incr_by creates");
+    CHECK(ops->incr_by(S("k:n"), -7, 0, &n) == EPHPM_KV_OK && n == -2, "incr_by");
+    CHECK(ops->incr_by(S("k:e"), 1, 0, &n) == EPHPM_KV_E_NOT_INTEGER, "not an integer");
+    CHECK(ops->set(S("k:max"), S("9223372036854775807"), 0) == EPHPM_KV_OK, "max");
+    CHECK(ops->incr_by(S("k:max"), 1, 0, &n) == EPHPM_KV_E_OVERFLOW, "overflow");
+
+    /* stats: an older caller's smaller struct is filled only as far as it goes. */
+    ephpm_kv_stats st;
+    memset(&st, 0x5a, sizeof st);
+    st.struct_size = sizeof st;
+    CHECK(ops->stats(&st) == EPHPM_KV_OK, "stats");
+    CHECK(strcmp(st.backend, "memory") == 0 && strlen(st.instance_id) == 36, "backend %s id %s", st.backend, st.instance_id);
+    CHECK(st.keys > 0 && st.set_nx_wins > 0 && st.bytes_used > 0, "figures");
+    memset(&st, 0x5a, sizeof st);
+    st.struct_size = offsetof(ephpm_kv_stats, keys);
+    CHECK(ops->stats(&st) == EPHPM_KV_OK && st.keys == (int64_t)0x5a5a5a5a5a5a5a5a, "older struct not overrun");
+    CHECK(ops->stats(NULL) == EPHPM_KV_E_INVALID, "NULL stats");
+
+    /* configure: a small limit, a write that does not fit, the old value kept. */
+    CHECK(ops->configure(S("bogus"), S("1")) == EPHPM_KV_E_INVALID, "unknown setting");
+    CHECK(ops->configure(S("eviction"), S("sometimes")) == EPHPM_KV_E_INVALID, "bad policy");
+    CHECK(ops->flush() == EPHPM_KV_OK && ops->exists(S("k:e")) == EPHPM_KV_MISS, "flush");
+    CHECK(ops->set(S("k:big"), S("small"), 0) == EPHPM_KV_OK, "before limit");
+    CHECK(ops->configure(S("memory_limit"), S("200")) == EPHPM_KV_OK, "limit");
+    static char big[300];
+    memset(big, 'x', sizeof big);
+    CHECK(ops->set(S("k:big"), big, sizeof big, 0) == EPHPM_KV_E_NOMEM, "does not fit");
+    char buf[16];
+    size_t len = 0;
+    CHECK(ops->get(S("k:big"), buf, sizeof buf, &len) == EPHPM_KV_OK && len == 5, "old value kept");
+    CHECK(ops->configure(S("memory_limit"), S("0")) == EPHPM_KV_OK, "no limit");
+    CHECK(ops->configure(S("compression"), S("lz4")) == EPHPM_KV_OK
+          && ops->configure(S("compression_min_size"), S("64")) == EPHPM_KV_OK, "compression on");
+    CHECK(ops->set(S("k:big"), big, sizeof big, 0) == EPHPM_KV_OK, "compressed write");
+    static char back[300];
+    CHECK(ops->get(S("k:big"), back, sizeof back, &len) == EPHPM_KV_OK && len == sizeof big
+          && memcmp(back, big, sizeof big) == 0, "decompressed read");
+    CHECK(ops->del_if_eq(S("k:big"), big, sizeof big) == EPHPM_KV_OK, "compare on the logical value");
+    CHECK(ops->configure(S("compression"), S("none")) == EPHPM_KV_OK, "compression off");
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -348,6 +405,7 @@ int main(int argc, char **argv)
     test_forked_child();
     test_session_members();
     test_session_requests();
+    test_key_api_members();
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

@@ -1,0 +1,79 @@
+package bridge
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/ephpm/ephpm/kv"
+)
+
+// Memory serves a kv.Store as a Backend. The store's reads and deletes
+// cannot fail; its writes fail only with the errors kv documents.
+type Memory struct{ *kv.Store }
+
+func (m Memory) Name() string { return "memory" }
+
+func (m Memory) GetInto(key string, dst []byte) (int, bool, error) {
+	n, found := m.Store.GetInto(key, dst)
+	return n, found, nil
+}
+
+func (m Memory) Del(key string) (bool, error) { return m.Store.Del(key), nil }
+
+func (m Memory) DelIfEq(key string, token []byte) (bool, error) {
+	return m.Store.DelIfEq(key, token), nil
+}
+
+func (m Memory) Wait(key string, timeout time.Duration) (bool, error) {
+	return m.Store.Wait(key, timeout), nil
+}
+
+func (m Memory) Exists(key string) (bool, error) { return m.Store.Exists(key), nil }
+
+func (m Memory) PTTL(key string) (time.Duration, bool, error) {
+	ttl, found := m.Store.PTTL(key)
+	return ttl, found, nil
+}
+
+func (m Memory) Flush() error { m.Store.Flush(); return nil }
+
+func (m Memory) Stats() (kv.Stats, error) { return m.Store.Stats(), nil }
+
+// Configure applies one setting of the configure member to the store.
+func (m Memory) Configure(name, value string) error {
+	cfg := m.Store.MemoryConfig()
+	bad := func() error {
+		return fmt.Errorf("%w: %s=%q", kv.ErrInvalidArgument, name, value)
+	}
+	switch name {
+	case "memory_limit", "compression_min_size":
+		n, err := strconv.ParseInt(value, 10, 64)
+		if err != nil || n < 0 || (name == "compression_min_size" && n > kv.MaxValueLen) {
+			return bad()
+		}
+		if name == "memory_limit" {
+			cfg.Limit = n
+		} else {
+			cfg.CompressionMinSize = int(n)
+		}
+	case "eviction":
+		p, err := kv.ParsePolicy(value)
+		if err != nil {
+			return bad()
+		}
+		cfg.Policy = p
+	case "compression":
+		switch value {
+		case "none":
+			cfg.Compression = false
+		case "lz4":
+			cfg.Compression = true
+		default:
+			return bad()
+		}
+	default:
+		return fmt.Errorf("%w: unknown setting %q", kv.ErrInvalidArgument, name)
+	}
+	return m.Store.Configure(cfg)
+}
