@@ -13,6 +13,6 @@ if test "$PHP_EPHPM" != "no"; then
   PHP_ADD_LIBRARY([dl], [1], [EPHPM_SHARED_LIBADD])
   PHP_ADD_LIBRARY([pthread], [1], [EPHPM_SHARED_LIBADD])
   PHP_SUBST([EPHPM_SHARED_LIBADD])
-  PHP_NEW_EXTENSION([ephpm], [ephpm.c ephpm_provider.c ephpm_session_handler.c], [$ext_shared],, [-DZEND_ENABLE_STATIC_TSRMLS_CACHE=1])
+  PHP_NEW_EXTENSION([ephpm], [ephpm.c ephpm_functions.c ephpm_provider.c ephpm_session_handler.c], [$ext_shared],, [-DZEND_ENABLE_STATIC_TSRMLS_CACHE=1])
   PHP_ADD_EXTENSION_DEP([ephpm], [session])
 fi

@@ -1,10 +1,8 @@
 /*
- * ephpm: PHP functions over the ephpm key-value provider.
- *
- * This file parses and checks arguments, makes exactly one call through the
- * provider's ops table per PHP call (two for a value larger than the stack
- * buffer of ephpm_kv_get), and turns status codes into return values or
- * exceptions. The store's logic lives in Go, behind the table.
+ * ephpm: the module. Its ini settings, the exception class, phpinfo(), and
+ * the mapping of the table's failure codes to messages and exceptions. The
+ * PHP functions are in ephpm_functions.c, the session handler in
+ * ephpm_session_handler.c; the store's logic lives in Go, behind the table.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -27,9 +25,68 @@ ZEND_DECLARE_MODULE_GLOBALS(ephpm)
 
 zend_class_entry *ephpm_kv_exception_ce;
 
+/* ephpm.kv_memory_limit: a size with PHP's suffixes (64M), at least 0. */
+static ZEND_INI_MH(OnUpdateEphpmMemoryLimit)
+{
+    zend_long bytes = zend_ini_parse_quantity_warn(new_value, entry->name);
+    if (bytes < 0) {
+        php_error_docref(NULL, E_WARNING, "ephpm.kv_memory_limit must not be negative, \"%s\" given",
+                         ZSTR_VAL(new_value));
+        return FAILURE;
+    }
+    EPHPM_G(kv_memory_limit) = bytes;
+    return SUCCESS;
+}
+
+static ZEND_INI_MH(OnUpdateEphpmCompressionMinSize)
+{
+    zend_long bytes = zend_ini_parse_quantity_warn(new_value, entry->name);
+    if (bytes < 0 || bytes > (zend_long)EPHPM_KV_MAX_VALUE_LEN) {
+        php_error_docref(NULL, E_WARNING,
+            "ephpm.kv_compression_min_size must be between 0 and %u bytes, \"%s\" given",
+            EPHPM_KV_MAX_VALUE_LEN, ZSTR_VAL(new_value));
+        return FAILURE;
+    }
+    EPHPM_G(kv_compression_min_size) = bytes;
+    return SUCCESS;
+}
+
+/* A string setting that must be one of a list of words. */
+static zend_result ephpm_ini_one_of(zend_string *new_value, const char *setting,
+                                    const char *const *words, char **target)
+{
+    for (const char *const *w = words; *w != NULL; w++) {
+        if (strcmp(ZSTR_VAL(new_value), *w) == 0) {
+            *target = (char *)*w;
+            return SUCCESS;
+        }
+    }
+    php_error_docref(NULL, E_WARNING, "%s must be one of %s%s%s%s%s, \"%s\" given", setting,
+                     words[0], words[1] ? ", " : "", words[1] ? words[1] : "",
+                     words[1] && words[2] ? ", " : "", words[1] && words[2] ? words[2] : "",
+                     ZSTR_VAL(new_value));
+    return FAILURE;
+}
+
+static ZEND_INI_MH(OnUpdateEphpmEviction)
+{
+    static const char *const words[] = {"noeviction", "volatile-lru", "allkeys-lru", NULL};
+    return ephpm_ini_one_of(new_value, "ephpm.kv_eviction", words, &EPHPM_G(kv_eviction));
+}
+
+static ZEND_INI_MH(OnUpdateEphpmCompression)
+{
+    static const char *const words[] = {"none", "lz4", NULL};
+    return ephpm_ini_one_of(new_value, "ephpm.kv_compression", words, &EPHPM_G(kv_compression));
+}
+
 PHP_INI_BEGIN()
     STD_PHP_INI_ENTRY("ephpm.library", "", PHP_INI_SYSTEM, OnUpdateString,
                       library, zend_ephpm_globals, ephpm_globals)
+    PHP_INI_ENTRY("ephpm.kv_memory_limit", "64M", PHP_INI_SYSTEM, OnUpdateEphpmMemoryLimit)
+    PHP_INI_ENTRY("ephpm.kv_eviction", "noeviction", PHP_INI_SYSTEM, OnUpdateEphpmEviction)
+    PHP_INI_ENTRY("ephpm.kv_compression", "none", PHP_INI_SYSTEM, OnUpdateEphpmCompression)
+    PHP_INI_ENTRY("ephpm.kv_compression_min_size", "1024", PHP_INI_SYSTEM, OnUpdateEphpmCompressionMinSize)
     STD_PHP_INI_BOOLEAN("ephpm.session_locking", "1", PHP_INI_ALL, OnUpdateBool,
                         session_locking, zend_ephpm_globals, ephpm_globals)
     PHP_INI_ENTRY("ephpm.session_lock_ttl", "30", PHP_INI_ALL, OnUpdateEphpmLockTtl)
@@ -52,19 +109,24 @@ const char *ephpm_status_cause(int rc)
         return "the ephpm library is not loaded";
     case EPHPM_KV_E_UNSUPPORTED:
         return "not supported by the loaded ephpm library";
+    case EPHPM_KV_E_NOT_INTEGER:
+        return "the stored value is not an integer";
+    case EPHPM_KV_E_OVERFLOW:
+        return "the result would overflow a 64-bit integer";
     default:
         return "the library answered with an unknown status";
     }
 }
 
-/* Throws Ephpm\KvException for a failure status of the running function. */
-static ZEND_COLD void ephpm_throw_status(int rc)
+ZEND_COLD void ephpm_throw_status(int rc)
 {
     const char *func = get_active_function_name();
     switch (rc) {
     case EPHPM_KV_E_NOMEM:
     case EPHPM_KV_E_UNAVAILABLE:
     case EPHPM_KV_E_INVALID:
+    case EPHPM_KV_E_NOT_INTEGER:
+    case EPHPM_KV_E_OVERFLOW:
         zend_throw_exception_ex(ephpm_kv_exception_ce, -rc, "%s(): %s", func, ephpm_status_cause(rc));
         break;
     case EPHPM_KV_E_FORKED:
@@ -74,10 +136,14 @@ static ZEND_COLD void ephpm_throw_status(int rc)
             "pid %ld, or fork before the first ephpm call so the child loads its own",
             func, (long)getpid(), (long)ephpm_provider_pid(), (long)ephpm_provider_pid());
         break;
-    case EPHPM_KV_E_UNSUPPORTED:
+    case EPHPM_KV_E_UNSUPPORTED: {
+        const ephpm_kv_ops *ops = ephpm_provider_loaded();
         zend_throw_exception_ex(ephpm_kv_exception_ce, -rc,
-            "%s(): not supported by the loaded library %s", func, ephpm_provider_origin());
+            "%s(): not supported by the loaded library %s: its table (%u bytes) is older than "
+            "this extension's (%zu bytes); install the library built with this extension",
+            func, ephpm_provider_origin(), ops ? ops->struct_size : 0, sizeof(ephpm_kv_ops));
         break;
+    }
     default:
         zend_throw_exception_ex(ephpm_kv_exception_ce, -EPHPM_KV_E_UNAVAILABLE,
             "%s(): the library answered with the unknown status %d", func, rc);
@@ -85,196 +151,29 @@ static ZEND_COLD void ephpm_throw_status(int rc)
     }
 }
 
-/* Argument checks. Each throws ValueError and returns false on a bad value,
- * so a rejected call changes nothing. */
-static bool ephpm_check_key(const zend_string *key, uint32_t arg_num)
+void ephpm_stats_to_array(const ephpm_kv_stats *st, zval *arr)
 {
-    if (UNEXPECTED(ZSTR_LEN(key) == 0)) {
-        zend_argument_value_error(arg_num, "must not be empty");
-        return false;
-    }
-    if (UNEXPECTED(ZSTR_LEN(key) > EPHPM_KV_MAX_KEY_LEN)) {
-        zend_argument_value_error(arg_num, "must not be longer than %u bytes", EPHPM_KV_MAX_KEY_LEN);
-        return false;
-    }
-    return true;
+    array_init(arr);
+    add_assoc_string(arr, "instance_id", st->instance_id);
+    add_assoc_string(arr, "backend", st->backend);
+    add_assoc_string(arr, "library", ephpm_provider_origin());
+    add_assoc_long(arr, "pid", (zend_long)ephpm_provider_pid());
+    add_assoc_string(arr, "eviction", st->eviction);
+    add_assoc_string(arr, "compression", st->compression);
+    add_assoc_long(arr, "keys", (zend_long)st->keys);
+    add_assoc_long(arr, "bytes_used", (zend_long)st->bytes_used);
+    add_assoc_long(arr, "memory_limit", (zend_long)st->memory_limit);
+    add_assoc_long(arr, "hits", (zend_long)st->hits);
+    add_assoc_long(arr, "misses", (zend_long)st->misses);
+    add_assoc_long(arr, "sets", (zend_long)st->sets);
+    add_assoc_long(arr, "evictions", (zend_long)st->evictions);
+    add_assoc_long(arr, "expirations", (zend_long)st->expirations);
+    add_assoc_long(arr, "set_nx_wins", (zend_long)st->set_nx_wins);
+    add_assoc_long(arr, "set_nx_losses", (zend_long)st->set_nx_losses);
+    add_assoc_long(arr, "del_if_eq_matches", (zend_long)st->del_if_eq_matches);
+    add_assoc_long(arr, "del_if_eq_mismatches", (zend_long)st->del_if_eq_mismatches);
+    add_assoc_long(arr, "lock_timeouts", (zend_long)st->lock_timeouts);
 }
-
-static bool ephpm_check_value(const zend_string *value, uint32_t arg_num)
-{
-    if (UNEXPECTED(ZSTR_LEN(value) > EPHPM_KV_MAX_VALUE_LEN)) {
-        zend_argument_value_error(arg_num, "must not be longer than %u bytes", EPHPM_KV_MAX_VALUE_LEN);
-        return false;
-    }
-    return true;
-}
-
-static bool ephpm_ttl_ms(zend_long ttl, uint32_t arg_num, int64_t *ttl_ms)
-{
-    if (UNEXPECTED(ttl < 0 || (int64_t)ttl > EPHPM_KV_MAX_TTL_SECONDS)) {
-        zend_argument_value_error(arg_num, "must be between 0 and %" PRId64 " seconds",
-                                  (int64_t)EPHPM_KV_MAX_TTL_SECONDS);
-        return false;
-    }
-    *ttl_ms = (int64_t)ttl * 1000;
-    return true;
-}
-
-/* Values up to this size come back in one crossing; larger ones take a
- * second call into a zend_string of exactly the reported size. */
-#define EPHPM_GET_STACK_BUF 8192
-
-int ephpm_kv_fetch(const ephpm_kv_ops *ops, const char *key, size_t key_len, zend_string **value)
-{
-    char stack[EPHPM_GET_STACK_BUF];
-    size_t len = 0;
-    int rc = ops->get(key, key_len, stack, sizeof stack, &len);
-    if (EXPECTED(rc == EPHPM_KV_OK)) {
-        *value = len <= 1 ? (len ? ZSTR_CHAR((zend_uchar)stack[0]) : ZSTR_EMPTY_ALLOC())
-                          : zend_string_init(stack, len, 0);
-        return rc;
-    }
-    /* The value may grow between calls: retry into its newest size. */
-    while (rc == EPHPM_KV_TOO_SMALL) {
-        zend_string *str = zend_string_alloc(len, 0);
-        rc = ops->get(key, key_len, ZSTR_VAL(str), ZSTR_LEN(str), &len);
-        if (rc == EPHPM_KV_OK) {
-            ZSTR_LEN(str) = len;
-            ZSTR_VAL(str)[len] = '\0';
-            *value = str;
-            return rc;
-        }
-        zend_string_efree(str);
-    }
-    return rc;
-}
-
-/* {{{ ephpm_kv_get(string $key): ?string. Crosses into Go. */
-ZEND_FUNCTION(ephpm_kv_get)
-{
-    zend_string *key, *value;
-
-    ZEND_PARSE_PARAMETERS_START(1, 1)
-        Z_PARAM_STR(key)
-    ZEND_PARSE_PARAMETERS_END();
-
-    if (!ephpm_check_key(key, 1)) {
-        RETURN_THROWS();
-    }
-    const ephpm_kv_ops *ops = ephpm_provider_ops();
-    if (ops == NULL) {
-        RETURN_THROWS();
-    }
-    int rc = ephpm_kv_fetch(ops, ZSTR_VAL(key), ZSTR_LEN(key), &value);
-    if (EXPECTED(rc == EPHPM_KV_OK)) {
-        RETURN_STR(value);
-    }
-    if (rc == EPHPM_KV_MISS) {
-        RETURN_NULL();
-    }
-    ephpm_throw_status(rc);
-    RETURN_THROWS();
-}
-/* }}} */
-
-/* Shared body of ephpm_kv_set and ephpm_kv_setnx. Crosses into Go once.
- * Returns the status, or 1 after throwing for a bad argument. */
-static void ephpm_write(INTERNAL_FUNCTION_PARAMETERS, bool only_if_absent)
-{
-    zend_string *key, *value;
-    zend_long ttl = 0;
-    int64_t ttl_ms;
-
-    ZEND_PARSE_PARAMETERS_START(2, 3)
-        Z_PARAM_STR(key)
-        Z_PARAM_STR(value)
-        Z_PARAM_OPTIONAL
-        Z_PARAM_LONG(ttl)
-    ZEND_PARSE_PARAMETERS_END();
-
-    if (!ephpm_check_key(key, 1) || !ephpm_check_value(value, 2) || !ephpm_ttl_ms(ttl, 3, &ttl_ms)) {
-        RETURN_THROWS();
-    }
-    const ephpm_kv_ops *ops = ephpm_provider_ops();
-    if (ops == NULL) {
-        RETURN_THROWS();
-    }
-    int (*write)(const char *, size_t, const char *, size_t, int64_t) = only_if_absent ? ops->set_nx : ops->set;
-    int rc = write(ZSTR_VAL(key), ZSTR_LEN(key), ZSTR_VAL(value), ZSTR_LEN(value), ttl_ms);
-    if (EXPECTED(rc == EPHPM_KV_OK)) {
-        RETURN_TRUE;
-    }
-    if (only_if_absent && rc == EPHPM_KV_EXISTS) {
-        RETURN_FALSE;
-    }
-    ephpm_throw_status(rc);
-    RETURN_THROWS();
-}
-
-/* {{{ ephpm_kv_set(string $key, string $value, int $ttl = 0): bool */
-ZEND_FUNCTION(ephpm_kv_set)
-{
-    ephpm_write(INTERNAL_FUNCTION_PARAM_PASSTHRU, false);
-}
-/* }}} */
-
-/* {{{ ephpm_kv_setnx(string $key, string $value, int $ttl = 0): bool */
-ZEND_FUNCTION(ephpm_kv_setnx)
-{
-    ephpm_write(INTERNAL_FUNCTION_PARAM_PASSTHRU, true);
-}
-/* }}} */
-
-/* {{{ ephpm_kv_del(string $key): int. Crosses into Go. */
-ZEND_FUNCTION(ephpm_kv_del)
-{
-    zend_string *key;
-
-    ZEND_PARSE_PARAMETERS_START(1, 1)
-        Z_PARAM_STR(key)
-    ZEND_PARSE_PARAMETERS_END();
-
-    if (!ephpm_check_key(key, 1)) {
-        RETURN_THROWS();
-    }
-    const ephpm_kv_ops *ops = ephpm_provider_ops();
-    if (ops == NULL) {
-        RETURN_THROWS();
-    }
-    int rc = ops->del(ZSTR_VAL(key), ZSTR_LEN(key));
-    if (rc == EPHPM_KV_OK || rc == EPHPM_KV_MISS) {
-        RETURN_LONG(rc == EPHPM_KV_OK ? 1 : 0);
-    }
-    ephpm_throw_status(rc);
-    RETURN_THROWS();
-}
-/* }}} */
-
-/* {{{ ephpm_kv_del_if_eq(string $key, string $token): bool. Crosses into Go. */
-ZEND_FUNCTION(ephpm_kv_del_if_eq)
-{
-    zend_string *key, *token;
-
-    ZEND_PARSE_PARAMETERS_START(2, 2)
-        Z_PARAM_STR(key)
-        Z_PARAM_STR(token)
-    ZEND_PARSE_PARAMETERS_END();
-
-    if (!ephpm_check_key(key, 1) || !ephpm_check_value(token, 2)) {
-        RETURN_THROWS();
-    }
-    const ephpm_kv_ops *ops = ephpm_provider_ops();
-    if (ops == NULL) {
-        RETURN_THROWS();
-    }
-    int rc = ops->del_if_eq(ZSTR_VAL(key), ZSTR_LEN(key), ZSTR_VAL(token), ZSTR_LEN(token));
-    if (rc == EPHPM_KV_OK || rc == EPHPM_KV_MISS) {
-        RETURN_BOOL(rc == EPHPM_KV_OK);
-    }
-    ephpm_throw_status(rc);
-    RETURN_THROWS();
-}
-/* }}} */
 
 static PHP_GINIT_FUNCTION(ephpm)
 {
@@ -285,6 +184,10 @@ static PHP_GINIT_FUNCTION(ephpm)
     ephpm_globals->session_locking = true;
     ephpm_globals->session_lock_ttl = 30;
     ephpm_globals->session_lock_wait = 30;
+    ephpm_globals->kv_memory_limit = 64 * 1024 * 1024;
+    ephpm_globals->kv_eviction = "noeviction";
+    ephpm_globals->kv_compression = "none";
+    ephpm_globals->kv_compression_min_size = 1024;
 }
 
 /* Loads no library: see ephpm_provider.h for why. */
@@ -325,6 +228,24 @@ static PHP_MINFO_FUNCTION(ephpm)
         php_info_print_table_row(2, "Library", ephpm_provider_origin());
         snprintf(abi, sizeof abi, "%u (table of %u bytes)", ops->abi_version, ops->struct_size);
         php_info_print_table_row(2, "ABI version (library)", abi);
+        ephpm_kv_stats st;
+        memset(&st, 0, sizeof st);
+        st.struct_size = sizeof st;
+        if (EPHPM_KV_OPS_HAS(ops, stats) && ops->stats(&st) == EPHPM_KV_OK) {
+            /* The same figures as ephpm_kv_stats(). */
+            zval arr, *v;
+            zend_string *name;
+            ephpm_stats_to_array(&st, &arr);
+            ZEND_HASH_FOREACH_STR_KEY_VAL(Z_ARRVAL(arr), name, v) {
+                if (zend_string_equals_literal(name, "library")) {
+                    continue;
+                }
+                zend_string *text = zval_get_string(v);
+                php_info_print_table_row(2, ZSTR_VAL(name), ZSTR_VAL(text));
+                zend_string_release(text);
+            } ZEND_HASH_FOREACH_END();
+            zval_ptr_dtor(&arr);
+        }
     } else {
         php_info_print_table_row(2, "Library loaded", "no (loaded on first use in each process)");
     }

@@ -27,6 +27,46 @@ namespace {
 
     /** Removes the key only while it holds exactly $token; true if it did. */
     function ephpm_kv_del_if_eq(string $key, string $token): bool {}
+
+    /** Whether the key holds a live entry. */
+    function ephpm_kv_exists(string $key): bool {}
+
+    /** Seconds left (rounded), -1 if the entry has no expiry, -2 if there is none. */
+    function ephpm_kv_ttl(string $key): int {}
+
+    /** Milliseconds left, -1 if the entry has no expiry, -2 if there is none. */
+    function ephpm_kv_pttl(string $key): int {}
+
+    /** Gives a live entry a new TTL from now (0: no expiry); false if there is none. */
+    function ephpm_kv_expire(string $key, int $ttl): bool {}
+
+    /** ephpm_kv_expire() only while the key holds exactly $token: refreshes a held lock. */
+    function ephpm_kv_expire_if_eq(string $key, string $token, int $ttl): bool {}
+
+    /** Adds $by atomically and returns the sum; a missing key starts at 0 with $ttl. */
+    function ephpm_kv_incr(string $key, int $by = 1, int $ttl = 0): int {}
+
+    /** Subtracts $by atomically and returns the result. */
+    function ephpm_kv_decr(string $key, int $by = 1, int $ttl = 0): int {}
+
+    /** Adds $delta atomically and returns the sum. */
+    function ephpm_kv_incr_by(string $key, int $delta, int $ttl = 0): int {}
+
+    /** Removes every entry of the store. */
+    function ephpm_kv_flush_all(): bool {}
+
+    /** The store's figures: keys, memory, hits, evictions, lock outcomes, instance id. */
+    function ephpm_kv_stats(): array {}
+
+    /**
+     * Takes the lock $name for $ttl seconds (at least 1), waiting up to $wait
+     * seconds with backoff, and returns its token (a fresh UUIDv4), or false
+     * if another holder kept it for the whole wait.
+     */
+    function ephpm_kv_lock(string $name, int $ttl, float $wait = 0.0): string|false {}
+
+    /** Releases the lock only if it still holds $token; true if it did. */
+    function ephpm_kv_unlock(string $name, string $token): bool {}
 }
 
 namespace Ephpm {
@@ -45,5 +85,9 @@ namespace Ephpm {
         public const NOT_LOADED = 5;
         /** The loaded library is too old for this function. */
         public const UNSUPPORTED = 6;
+        /** The stored value is not an integer (ephpm_kv_incr and kin). */
+        public const NOT_INTEGER = 7;
+        /** The counter would overflow a 64-bit integer. */
+        public const OVERFLOW = 8;
     }
 }

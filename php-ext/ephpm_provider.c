@@ -111,6 +111,37 @@ static const ephpm_kv_ops *ephpm_load(char *err, size_t err_len)
     return ops;
 }
 
+/* Hands the store settings of php.ini to a freshly loaded table. Returns
+ * false with err filled if the library refuses one. A library too old to
+ * have configure gets none (phpinfo() shows what it runs with). */
+static bool ephpm_configure(const ephpm_kv_ops *ops, char *err, size_t err_len)
+{
+    if (!EPHPM_KV_OPS_HAS(ops, configure)) {
+        return true;
+    }
+    char limit[32], min_size[32];
+    snprintf(limit, sizeof limit, ZEND_LONG_FMT, EPHPM_G(kv_memory_limit));
+    snprintf(min_size, sizeof min_size, ZEND_LONG_FMT, EPHPM_G(kv_compression_min_size));
+    const struct {
+        const char *ini, *name, *value;
+    } settings[] = {
+        {"ephpm.kv_memory_limit", "memory_limit", limit},
+        {"ephpm.kv_eviction", "eviction", EPHPM_G(kv_eviction)},
+        {"ephpm.kv_compression", "compression", EPHPM_G(kv_compression)},
+        {"ephpm.kv_compression_min_size", "compression_min_size", min_size},
+    };
+    for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
+        int rc = ops->configure(settings[i].name, strlen(settings[i].name),
+                                settings[i].value, strlen(settings[i].value));
+        if (rc != EPHPM_KV_OK) {
+            snprintf(err, err_len, "the library %s refused %s=%s (status %d)",
+                     loaded_origin, settings[i].ini, settings[i].value, rc);
+            return false;
+        }
+    }
+    return true;
+}
+
 const ephpm_kv_ops *ephpm_provider_loaded(void)
 {
     return __atomic_load_n(&loaded_ops, __ATOMIC_ACQUIRE);
@@ -126,6 +157,9 @@ const ephpm_kv_ops *ephpm_provider_get(char *err, size_t err_len)
     ops = loaded_ops;
     if (ops == NULL) {
         ops = ephpm_load(err, err_len);
+        if (ops != NULL && !ephpm_configure(ops, err, err_len)) {
+            ops = NULL;
+        }
         if (ops != NULL) {
             loaded_pid = getpid();
             __atomic_store_n(&loaded_ops, ops, __ATOMIC_RELEASE);

@@ -21,6 +21,12 @@ typedef enum {
 ZEND_BEGIN_MODULE_GLOBALS(ephpm)
     char *library; /* ini ephpm.library: path of the provider library, or "" */
 
+    /* ini settings of the store, handed to the library when it is loaded */
+    zend_long kv_memory_limit;        /* bytes; 0: none */
+    char *kv_eviction;                /* noeviction | volatile-lru | allkeys-lru */
+    char *kv_compression;             /* none | lz4 */
+    zend_long kv_compression_min_size; /* bytes */
+
     /* ini settings of the session handler */
     bool session_locking;
     zend_long session_lock_ttl;        /* seconds */
@@ -53,5 +59,12 @@ int ephpm_kv_fetch(const ephpm_kv_ops *ops, const char *key, size_t key_len, zen
 
 /* A short English cause for a failure status, for messages. */
 const char *ephpm_status_cause(int rc);
+
+/* Throws Ephpm\KvException for a failure status of the running function. */
+ZEND_COLD void ephpm_throw_status(int rc);
+
+/* Fills arr (initialized here) with the figures of st, under the names
+ * ephpm_kv_stats() documents. */
+void ephpm_stats_to_array(const ephpm_kv_stats *st, zval *arr);
 
 #endif /* PHP_EPHPM_H */

@@ -1,5 +1,5 @@
 --TEST--
-ephpm: phpinfo() section shows the ABI version and whether the library is loaded
+ephpm: phpinfo() section shows the ABI version, whether the library is loaded, and the store's figures
 --EXTENSIONS--
 ephpm
 --INI--
@@ -16,8 +16,13 @@ function section(): string {
 echo section();
 ephpm_kv_get('t10:any');
 echo preg_replace('~^Library => /.*/libephpm\.so$~m', 'Library => [path]/libephpm.so', section());
+// The figures are ephpm_kv_stats()'s.
+$st = ephpm_kv_stats();
+foreach (['instance_id', 'keys', 'misses', 'memory_limit'] as $k) {
+    echo $k, ': ', str_contains(section(), "$k => {$st[$k]}\n") ? 'same' : 'DIFFERENT', "\n";
+}
 ?>
---EXPECT--
+--EXPECTF--
 ephpm
 
 ephpm support => enabled
@@ -34,3 +39,26 @@ ABI version (extension) => 1
 Library loaded => yes
 Library => [path]/libephpm.so
 ABI version (library) => 1 (table of 136 bytes)
+instance_id => %x-%x-%x-%x-%x
+backend => memory
+pid => %d
+eviction => noeviction
+compression => none
+keys => 0
+bytes_used => 0
+memory_limit => 67108864
+hits => 0
+misses => 1
+sets => 0
+evictions => 0
+expirations => 0
+set_nx_wins => 0
+set_nx_losses => 0
+del_if_eq_matches => 0
+del_if_eq_mismatches => 0
+lock_timeouts => 0
+
+instance_id: same
+keys: same
+misses: same
+memory_limit: same

@@ -1,0 +1,524 @@
+/*
+ * The ephpm_kv_* functions.
+ *
+ * Each parses and checks its arguments (ValueError or TypeError, store
+ * unchanged), makes exactly one call through the provider's ops table (two
+ * for a value larger than the stack buffer of ephpm_kv_get), and turns the
+ * status into a return value or an Ephpm\KvException. Every function here
+ * crosses into Go through the table.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <math.h>
+
+#include "php.h"
+#include "zend_exceptions.h"
+#include "ext/random/php_random.h"
+
+#include "php_ephpm.h"
+#include "ephpm_provider.h"
+
+/* ---- argument checks: each throws ValueError and returns false ---------- */
+
+static bool ephpm_check_key(const zend_string *key, uint32_t arg_num)
+{
+    if (UNEXPECTED(ZSTR_LEN(key) == 0)) {
+        zend_argument_value_error(arg_num, "must not be empty");
+        return false;
+    }
+    if (UNEXPECTED(ZSTR_LEN(key) > EPHPM_KV_MAX_KEY_LEN)) {
+        zend_argument_value_error(arg_num, "must not be longer than %u bytes", EPHPM_KV_MAX_KEY_LEN);
+        return false;
+    }
+    return true;
+}
+
+static bool ephpm_check_value(const zend_string *value, uint32_t arg_num)
+{
+    if (UNEXPECTED(ZSTR_LEN(value) > EPHPM_KV_MAX_VALUE_LEN)) {
+        zend_argument_value_error(arg_num, "must not be longer than %u bytes", EPHPM_KV_MAX_VALUE_LEN);
+        return false;
+    }
+    return true;
+}
+
+/* A TTL in whole seconds, min..EPHPM_KV_MAX_TTL_SECONDS, to milliseconds. */
+static bool ephpm_ttl_ms(zend_long ttl, zend_long min, uint32_t arg_num, int64_t *ttl_ms)
+{
+    if (UNEXPECTED(ttl < min || (int64_t)ttl > EPHPM_KV_MAX_TTL_SECONDS)) {
+        zend_argument_value_error(arg_num, "must be between " ZEND_LONG_FMT " and %" PRId64 " seconds",
+                                  min, (int64_t)EPHPM_KV_MAX_TTL_SECONDS);
+        return false;
+    }
+    *ttl_ms = (int64_t)ttl * 1000;
+    return true;
+}
+
+/* The provider's table if it has member; else NULL after throwing. */
+#define EPHPM_OPS_WITH(member) ephpm_ops_with(offsetof(ephpm_kv_ops, member) + sizeof(((ephpm_kv_ops *)0)->member))
+
+static const ephpm_kv_ops *ephpm_ops_with(size_t needed_size)
+{
+    const ephpm_kv_ops *ops = ephpm_provider_ops();
+    if (ops != NULL && UNEXPECTED(ops->struct_size < needed_size)) {
+        ephpm_throw_status(EPHPM_KV_E_UNSUPPORTED);
+        return NULL;
+    }
+    return ops;
+}
+
+/* ---- reads -------------------------------------------------------------- */
+
+/* Values up to this size come back in one crossing; larger ones take a
+ * second call into a zend_string of exactly the reported size. */
+#define EPHPM_GET_STACK_BUF 8192
+
+int ephpm_kv_fetch(const ephpm_kv_ops *ops, const char *key, size_t key_len, zend_string **value)
+{
+    char stack[EPHPM_GET_STACK_BUF];
+    size_t len = 0;
+    int rc = ops->get(key, key_len, stack, sizeof stack, &len);
+    if (EXPECTED(rc == EPHPM_KV_OK)) {
+        *value = len <= 1 ? (len ? ZSTR_CHAR((zend_uchar)stack[0]) : ZSTR_EMPTY_ALLOC())
+                          : zend_string_init(stack, len, 0);
+        return rc;
+    }
+    /* The value may grow between calls: retry into its newest size. */
+    while (rc == EPHPM_KV_TOO_SMALL) {
+        zend_string *str = zend_string_alloc(len, 0);
+        rc = ops->get(key, key_len, ZSTR_VAL(str), ZSTR_LEN(str), &len);
+        if (rc == EPHPM_KV_OK) {
+            ZSTR_LEN(str) = len;
+            ZSTR_VAL(str)[len] = '\0';
+            *value = str;
+            return rc;
+        }
+        zend_string_efree(str);
+    }
+    return rc;
+}
+
+/* {{{ ephpm_kv_get(string $key): ?string */
+ZEND_FUNCTION(ephpm_kv_get)
+{
+    zend_string *key, *value;
+
+    ZEND_PARSE_PARAMETERS_START(1, 1)
+        Z_PARAM_STR(key)
+    ZEND_PARSE_PARAMETERS_END();
+
+    if (!ephpm_check_key(key, 1)) {
+        RETURN_THROWS();
+    }
+    const ephpm_kv_ops *ops = ephpm_provider_ops();
+    if (ops == NULL) {
+        RETURN_THROWS();
+    }
+    int rc = ephpm_kv_fetch(ops, ZSTR_VAL(key), ZSTR_LEN(key), &value);
+    if (EXPECTED(rc == EPHPM_KV_OK)) {
+        RETURN_STR(value);
+    }
+    if (rc == EPHPM_KV_MISS) {
+        RETURN_NULL();
+    }
+    ephpm_throw_status(rc);
+    RETURN_THROWS();
+}
+/* }}} */
+
+/* {{{ ephpm_kv_exists(string $key): bool */
+ZEND_FUNCTION(ephpm_kv_exists)
+{
+    zend_string *key;
+
+    ZEND_PARSE_PARAMETERS_START(1, 1)
+        Z_PARAM_STR(key)
+    ZEND_PARSE_PARAMETERS_END();
+
+    if (!ephpm_check_key(key, 1)) {
+        RETURN_THROWS();
+    }
+    const ephpm_kv_ops *ops = EPHPM_OPS_WITH(exists);
+    if (ops == NULL) {
+        RETURN_THROWS();
+    }
+    int rc = ops->exists(ZSTR_VAL(key), ZSTR_LEN(key));
+    if (rc == EPHPM_KV_OK || rc == EPHPM_KV_MISS) {
+        RETURN_BOOL(rc == EPHPM_KV_OK);
+    }
+    ephpm_throw_status(rc);
+    RETURN_THROWS();
+}
+/* }}} */
+
+/* Shared body of ephpm_kv_ttl and ephpm_kv_pttl: -2 missing, -1 no expiry. */
+static void ephpm_ttl(INTERNAL_FUNCTION_PARAMETERS, bool in_ms)
+{
+    zend_string *key;
+    int64_t ms = 0;
+
+    ZEND_PARSE_PARAMETERS_START(1, 1)
+        Z_PARAM_STR(key)
+    ZEND_PARSE_PARAMETERS_END();
+
+    if (!ephpm_check_key(key, 1)) {
+        RETURN_THROWS();
+    }
+    const ephpm_kv_ops *ops = EPHPM_OPS_WITH(pttl);
+    if (ops == NULL) {
+        RETURN_THROWS();
+    }
+    int rc = ops->pttl(ZSTR_VAL(key), ZSTR_LEN(key), &ms);
+    if (rc == EPHPM_KV_MISS) {
+        RETURN_LONG(-2);
+    }
+    if (rc != EPHPM_KV_OK) {
+        ephpm_throw_status(rc);
+        RETURN_THROWS();
+    }
+    if (ms < 0) {
+        RETURN_LONG(-1);
+    }
+    /* Seconds round to the nearest, as Redis's TTL does. */
+    RETURN_LONG(in_ms ? (zend_long)ms : (zend_long)((ms + 500) / 1000));
+}
+
+/* {{{ ephpm_kv_ttl(string $key): int */
+ZEND_FUNCTION(ephpm_kv_ttl)
+{
+    ephpm_ttl(INTERNAL_FUNCTION_PARAM_PASSTHRU, false);
+}
+/* }}} */
+
+/* {{{ ephpm_kv_pttl(string $key): int */
+ZEND_FUNCTION(ephpm_kv_pttl)
+{
+    ephpm_ttl(INTERNAL_FUNCTION_PARAM_PASSTHRU, true);
+}
+/* }}} */
+
+/* ---- writes ------------------------------------------------------------- */
+
+/* Shared body of ephpm_kv_set and ephpm_kv_setnx. */
+static void ephpm_write(INTERNAL_FUNCTION_PARAMETERS, bool only_if_absent)
+{
+    zend_string *key, *value;
+    zend_long ttl = 0;
+    int64_t ttl_ms;
+
+    ZEND_PARSE_PARAMETERS_START(2, 3)
+        Z_PARAM_STR(key)
+        Z_PARAM_STR(value)
+        Z_PARAM_OPTIONAL
+        Z_PARAM_LONG(ttl)
+    ZEND_PARSE_PARAMETERS_END();
+
+    if (!ephpm_check_key(key, 1) || !ephpm_check_value(value, 2) || !ephpm_ttl_ms(ttl, 0, 3, &ttl_ms)) {
+        RETURN_THROWS();
+    }
+    const ephpm_kv_ops *ops = ephpm_provider_ops();
+    if (ops == NULL) {
+        RETURN_THROWS();
+    }
+    int (*write)(const char *, size_t, const char *, size_t, int64_t) = only_if_absent ? ops->set_nx : ops->set;
+    int rc = write(ZSTR_VAL(key), ZSTR_LEN(key), ZSTR_VAL(value), ZSTR_LEN(value), ttl_ms);
+    if (EXPECTED(rc == EPHPM_KV_OK)) {
+        RETURN_TRUE;
+    }
+    if (only_if_absent && rc == EPHPM_KV_EXISTS) {
+        RETURN_FALSE;
+    }
+    ephpm_throw_status(rc);
+    RETURN_THROWS();
+}
+
+/* {{{ ephpm_kv_set(string $key, string $value, int $ttl = 0): bool */
+ZEND_FUNCTION(ephpm_kv_set)
+{
+    ephpm_write(INTERNAL_FUNCTION_PARAM_PASSTHRU, false);
+}
+/* }}} */
+
+/* {{{ ephpm_kv_setnx(string $key, string $value, int $ttl = 0): bool */
+ZEND_FUNCTION(ephpm_kv_setnx)
+{
+    ephpm_write(INTERNAL_FUNCTION_PARAM_PASSTHRU, true);
+}
+/* }}} */
+
+/* {{{ ephpm_kv_del(string $key): int */
+ZEND_FUNCTION(ephpm_kv_del)
+{
+    zend_string *key;
+
+    ZEND_PARSE_PARAMETERS_START(1, 1)
+        Z_PARAM_STR(key)
+    ZEND_PARSE_PARAMETERS_END();
+
+    if (!ephpm_check_key(key, 1)) {
+        RETURN_THROWS();
+    }
+    const ephpm_kv_ops *ops = ephpm_provider_ops();
+    if (ops == NULL) {
+        RETURN_THROWS();
+    }
+    int rc = ops->del(ZSTR_VAL(key), ZSTR_LEN(key));
+    if (rc == EPHPM_KV_OK || rc == EPHPM_KV_MISS) {
+        RETURN_LONG(rc == EPHPM_KV_OK ? 1 : 0);
+    }
+    ephpm_throw_status(rc);
+    RETURN_THROWS();
+}
+/* }}} */
+
+/* Shared body of ephpm_kv_del_if_eq and ephpm_kv_unlock. */
+static void ephpm_del_if_eq(INTERNAL_FUNCTION_PARAMETERS)
+{
+    zend_string *key, *token;
+
+    ZEND_PARSE_PARAMETERS_START(2, 2)
+        Z_PARAM_STR(key)
+        Z_PARAM_STR(token)
+    ZEND_PARSE_PARAMETERS_END();
+
+    if (!ephpm_check_key(key, 1) || !ephpm_check_value(token, 2)) {
+        RETURN_THROWS();
+    }
+    const ephpm_kv_ops *ops = ephpm_provider_ops();
+    if (ops == NULL) {
+        RETURN_THROWS();
+    }
+    int rc = ops->del_if_eq(ZSTR_VAL(key), ZSTR_LEN(key), ZSTR_VAL(token), ZSTR_LEN(token));
+    if (rc == EPHPM_KV_OK || rc == EPHPM_KV_MISS) {
+        RETURN_BOOL(rc == EPHPM_KV_OK);
+    }
+    ephpm_throw_status(rc);
+    RETURN_THROWS();
+}
+
+/* {{{ ephpm_kv_del_if_eq(string $key, string $token): bool */
+ZEND_FUNCTION(ephpm_kv_del_if_eq)
+{
+    ephpm_del_if_eq(INTERNAL_FUNCTION_PARAM_PASSTHRU);
+}
+/* }}} */
+
+/* {{{ ephpm_kv_expire(string $key, int $ttl): bool */
+ZEND_FUNCTION(ephpm_kv_expire)
+{
+    zend_string *key;
+    zend_long ttl;
+    int64_t ttl_ms;
+
+    ZEND_PARSE_PARAMETERS_START(2, 2)
+        Z_PARAM_STR(key)
+        Z_PARAM_LONG(ttl)
+    ZEND_PARSE_PARAMETERS_END();
+
+    if (!ephpm_check_key(key, 1) || !ephpm_ttl_ms(ttl, 0, 2, &ttl_ms)) {
+        RETURN_THROWS();
+    }
+    const ephpm_kv_ops *ops = EPHPM_OPS_WITH(expire);
+    if (ops == NULL) {
+        RETURN_THROWS();
+    }
+    int rc = ops->expire(ZSTR_VAL(key), ZSTR_LEN(key), ttl_ms);
+    if (rc == EPHPM_KV_OK || rc == EPHPM_KV_MISS) {
+        RETURN_BOOL(rc == EPHPM_KV_OK);
+    }
+    ephpm_throw_status(rc);
+    RETURN_THROWS();
+}
+/* }}} */
+
+/* {{{ ephpm_kv_expire_if_eq(string $key, string $token, int $ttl): bool */
+ZEND_FUNCTION(ephpm_kv_expire_if_eq)
+{
+    zend_string *key, *token;
+    zend_long ttl;
+    int64_t ttl_ms;
+
+    ZEND_PARSE_PARAMETERS_START(3, 3)
+        Z_PARAM_STR(key)
+        Z_PARAM_STR(token)
+        Z_PARAM_LONG(ttl)
+    ZEND_PARSE_PARAMETERS_END();
+
+    if (!ephpm_check_key(key, 1) || !ephpm_check_value(token, 2) || !ephpm_ttl_ms(ttl, 0, 3, &ttl_ms)) {
+        RETURN_THROWS();
+    }
+    const ephpm_kv_ops *ops = EPHPM_OPS_WITH(expire_if_eq);
+    if (ops == NULL) {
+        RETURN_THROWS();
+    }
+    int rc = ops->expire_if_eq(ZSTR_VAL(key), ZSTR_LEN(key), ZSTR_VAL(token), ZSTR_LEN(token), ttl_ms);
+    if (rc == EPHPM_KV_OK || rc == EPHPM_KV_MISS) {
+        RETURN_BOOL(rc == EPHPM_KV_OK);
+    }
+    ephpm_throw_status(rc);
+    RETURN_THROWS();
+}
+/* }}} */
+
+/* Shared body of the counters: sign is +1 (incr, incr_by) or -1 (decr). */
+static void ephpm_incr(INTERNAL_FUNCTION_PARAMETERS, zend_long sign, bool delta_required)
+{
+    zend_string *key;
+    zend_long by = 1, ttl = 0;
+    int64_t ttl_ms, result = 0;
+
+    ZEND_PARSE_PARAMETERS_START(delta_required ? 2 : 1, 3)
+        Z_PARAM_STR(key)
+        Z_PARAM_OPTIONAL
+        Z_PARAM_LONG(by)
+        Z_PARAM_LONG(ttl)
+    ZEND_PARSE_PARAMETERS_END();
+
+    if (!ephpm_check_key(key, 1) || !ephpm_ttl_ms(ttl, 0, 3, &ttl_ms)) {
+        RETURN_THROWS();
+    }
+    if (sign < 0 && by == ZEND_LONG_MIN) {
+        zend_argument_value_error(2, "must be greater than " ZEND_LONG_FMT, ZEND_LONG_MIN);
+        RETURN_THROWS();
+    }
+    const ephpm_kv_ops *ops = EPHPM_OPS_WITH(incr_by);
+    if (ops == NULL) {
+        RETURN_THROWS();
+    }
+    int rc = ops->incr_by(ZSTR_VAL(key), ZSTR_LEN(key), (int64_t)(sign * by), ttl_ms, &result);
+    if (rc == EPHPM_KV_OK) {
+        RETURN_LONG((zend_long)result);
+    }
+    ephpm_throw_status(rc);
+    RETURN_THROWS();
+}
+
+/* {{{ ephpm_kv_incr(string $key, int $by = 1, int $ttl = 0): int */
+ZEND_FUNCTION(ephpm_kv_incr)
+{
+    ephpm_incr(INTERNAL_FUNCTION_PARAM_PASSTHRU, 1, false);
+}
+/* }}} */
+
+/* {{{ ephpm_kv_decr(string $key, int $by = 1, int $ttl = 0): int */
+ZEND_FUNCTION(ephpm_kv_decr)
+{
+    ephpm_incr(INTERNAL_FUNCTION_PARAM_PASSTHRU, -1, false);
+}
+/* }}} */
+
+/* {{{ ephpm_kv_incr_by(string $key, int $delta, int $ttl = 0): int */
+ZEND_FUNCTION(ephpm_kv_incr_by)
+{
+    ephpm_incr(INTERNAL_FUNCTION_PARAM_PASSTHRU, 1, true);
+}
+/* }}} */
+
+/* {{{ ephpm_kv_flush_all(): bool */
+ZEND_FUNCTION(ephpm_kv_flush_all)
+{
+    ZEND_PARSE_PARAMETERS_NONE();
+
+    const ephpm_kv_ops *ops = EPHPM_OPS_WITH(flush);
+    if (ops == NULL) {
+        RETURN_THROWS();
+    }
+    int rc = ops->flush();
+    if (rc == EPHPM_KV_OK) {
+        RETURN_TRUE;
+    }
+    ephpm_throw_status(rc);
+    RETURN_THROWS();
+}
+/* }}} */
+
+/* {{{ ephpm_kv_stats(): array */
+ZEND_FUNCTION(ephpm_kv_stats)
+{
+    ZEND_PARSE_PARAMETERS_NONE();
+
+    const ephpm_kv_ops *ops = EPHPM_OPS_WITH(stats);
+    if (ops == NULL) {
+        RETURN_THROWS();
+    }
+    ephpm_kv_stats st;
+    memset(&st, 0, sizeof st);
+    st.struct_size = sizeof st;
+    int rc = ops->stats(&st);
+    if (rc != EPHPM_KV_OK) {
+        ephpm_throw_status(rc);
+        RETURN_THROWS();
+    }
+    ephpm_stats_to_array(&st, return_value);
+}
+/* }}} */
+
+/* ---- locks -------------------------------------------------------------- */
+
+/* {{{ ephpm_kv_lock(string $name, int $ttl, float $wait = 0.0): string|false */
+ZEND_FUNCTION(ephpm_kv_lock)
+{
+    zend_string *name;
+    zend_long ttl;
+    double wait = 0.0;
+    int64_t ttl_ms;
+
+    ZEND_PARSE_PARAMETERS_START(2, 3)
+        Z_PARAM_STR(name)
+        Z_PARAM_LONG(ttl)
+        Z_PARAM_OPTIONAL
+        Z_PARAM_DOUBLE(wait)
+    ZEND_PARSE_PARAMETERS_END();
+
+    /* A lock without a TTL outlives a crashed holder forever: require one. */
+    if (!ephpm_check_key(name, 1) || !ephpm_ttl_ms(ttl, 1, 2, &ttl_ms)) {
+        RETURN_THROWS();
+    }
+    if (!(wait >= 0.0 && wait <= (double)EPHPM_KV_MAX_TTL_SECONDS)) {
+        zend_argument_value_error(3, "must be between 0 and %" PRId64 " seconds",
+                                  (int64_t)EPHPM_KV_MAX_TTL_SECONDS);
+        RETURN_THROWS();
+    }
+    const ephpm_kv_ops *ops = EPHPM_OPS_WITH(set_nx_wait);
+    if (ops == NULL) {
+        RETURN_THROWS();
+    }
+
+    /* The token: a fresh UUIDv4 from PHP's CSPRNG. */
+    unsigned char raw[16];
+    if (php_random_bytes_throw(raw, sizeof raw) == FAILURE) {
+        RETURN_THROWS();
+    }
+    raw[6] = (raw[6] & 0x0f) | 0x40;
+    raw[8] = (raw[8] & 0x3f) | 0x80;
+    zend_string *token = zend_strpprintf(36,
+        "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+        raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6], raw[7],
+        raw[8], raw[9], raw[10], raw[11], raw[12], raw[13], raw[14], raw[15]);
+
+    int rc = ops->set_nx_wait(ZSTR_VAL(name), ZSTR_LEN(name), ZSTR_VAL(token), ZSTR_LEN(token),
+                              ttl_ms, (int64_t)(wait * 1000.0));
+    if (rc == EPHPM_KV_OK) {
+        RETURN_NEW_STR(token);
+    }
+    if (rc == EPHPM_KV_E_UNAVAILABLE) {
+        /* The grant may have landed: release it before reporting. */
+        ops->del_if_eq(ZSTR_VAL(name), ZSTR_LEN(name), ZSTR_VAL(token), ZSTR_LEN(token));
+    }
+    zend_string_release(token);
+    if (rc == EPHPM_KV_EXISTS) {
+        RETURN_FALSE;
+    }
+    ephpm_throw_status(rc);
+    RETURN_THROWS();
+}
+/* }}} */
+
+/* {{{ ephpm_kv_unlock(string $name, string $token): bool */
+ZEND_FUNCTION(ephpm_kv_unlock)
+{
+    ephpm_del_if_eq(INTERNAL_FUNCTION_PARAM_PASSTHRU);
+}
+/* }}} */
