@@ -1,0 +1,22 @@
+--TEST--
+ephpm_kv_expire_if_eq refreshes a lock only for the holder of its token
+--EXTENSIONS--
+ephpm
+--FILE--
+<?php
+$token = ephpm_kv_lock('t14:lock', 1);
+var_dump(ephpm_kv_expire_if_eq('t14:lock', 'not-the-token', 60));
+var_dump(ephpm_kv_ttl('t14:lock'));
+var_dump(ephpm_kv_expire_if_eq('t14:lock', $token, 60));
+var_dump(ephpm_kv_ttl('t14:lock'));
+usleep(1_100_000);                       // past the first TTL: still held
+var_dump(ephpm_kv_get('t14:lock') === $token);
+var_dump(ephpm_kv_expire_if_eq('t14:none', $token, 60));
+?>
+--EXPECT--
+bool(false)
+int(1)
+bool(true)
+int(60)
+bool(true)
+bool(false)

@@ -1,0 +1,51 @@
+/*
+ * A stand-in provider for the compatibility tests: a table of the first ABI
+ * size (the five original members, an empty store), built with
+ * FAKE_ABI_VERSION 1 to act as an older library, or another version to act
+ * as an incompatible one. It has no Go in it.
+ */
+#include "ephpm_kv.h"
+
+#ifndef FAKE_ABI_VERSION
+#define FAKE_ABI_VERSION 1
+#endif
+
+static int fake_get(const char *key, size_t key_len, char *buf, size_t buf_cap, size_t *value_len)
+{
+    (void)key, (void)key_len, (void)buf, (void)buf_cap;
+    *value_len = 0;
+    return EPHPM_KV_MISS;
+}
+
+static int fake_set(const char *key, size_t key_len, const char *value, size_t value_len, int64_t ttl_ms)
+{
+    (void)key, (void)key_len, (void)value, (void)value_len, (void)ttl_ms;
+    return EPHPM_KV_OK;
+}
+
+static int fake_del(const char *key, size_t key_len)
+{
+    (void)key, (void)key_len;
+    return EPHPM_KV_MISS;
+}
+
+static int fake_del_if_eq(const char *key, size_t key_len, const char *token, size_t token_len)
+{
+    (void)key, (void)key_len, (void)token, (void)token_len;
+    return EPHPM_KV_MISS;
+}
+
+static const ephpm_kv_ops fake_ops = {
+    .abi_version = FAKE_ABI_VERSION,
+    .struct_size = EPHPM_KV_OPS_V1_SIZE,
+    .get = fake_get,
+    .set = fake_set,
+    .set_nx = fake_set,
+    .del = fake_del,
+    .del_if_eq = fake_del_if_eq,
+};
+
+__attribute__((visibility("default"))) const ephpm_kv_ops *ephpm_kv_get_ops(void)
+{
+    return &fake_ops;
+}
