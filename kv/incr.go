@@ -52,7 +52,7 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 				sh.noteExpiry(old, false)
 			} else {
 				sh.t.add(h, b)
-				s.counters.keys.Add(1)
+				sh.c.keys.Add(1)
 			}
 			sh.noteExpiry(b, true)
 			sh.mu.Unlock()

@@ -68,7 +68,9 @@ func (m *memory) compression() compressionConfig { return *m.comp.Load() }
 // reserve accounts delta more bytes if they fit under the limit.
 func (m *memory) reserve(delta int64) bool {
 	if delta <= 0 {
-		m.used.Add(delta)
+		if delta != 0 { // an atomic add of 0 still claims the cache line
+			m.used.Add(delta)
+		}
 		return true
 	}
 	for {
@@ -203,7 +205,7 @@ func (s *Store) evictOne(policy Policy, protect string, shards, span int) bool {
 		// replaced or removed since it was sampled.
 		if i := sh.t.find(h, key); i >= 0 && sh.t.blocks[i] == victim {
 			s.removeAt(sh, i, false)
-			s.counters.evictions.Add(1)
+			sh.c.evictions.Add(1)
 		}
 	}
 	return true

@@ -2,8 +2,11 @@ package kv
 
 import "sync/atomic"
 
+// counters are one shard's; Stats adds them up. They are atomic because
+// Stats reads them without the shard lock.
 type counters struct {
 	keys                              atomic.Int64
+	hits, misses                      atomic.Uint64
 	sets, evictions, expirations      atomic.Uint64
 	setNXWins, setNXLosses            atomic.Uint64
 	delIfEqMatches, delIfEqMismatches atomic.Uint64
@@ -31,23 +34,21 @@ type Stats struct {
 
 // Stats returns the store's figures now.
 func (s *Store) Stats() Stats {
-	st := Stats{
-		InstanceID:        s.id,
-		Keys:              s.counters.keys.Load(),
-		BytesUsed:         s.mem.used.Load(),
-		Sets:              s.counters.sets.Load(),
-		Evictions:         s.counters.evictions.Load(),
-		Expirations:       s.counters.expirations.Load(),
-		SetNXWins:         s.counters.setNXWins.Load(),
-		SetNXLosses:       s.counters.setNXLosses.Load(),
-		DelIfEqMatches:    s.counters.delIfEqMatches.Load(),
-		DelIfEqMismatches: s.counters.delIfEqMismatches.Load(),
-	}
+	st := Stats{InstanceID: s.id, BytesUsed: s.mem.used.Load()}
 	cfg := s.MemoryConfig()
 	st.MemoryLimit, st.Policy, st.Compression = cfg.Limit, cfg.Policy, cfg.Compression
 	for i := range s.shards {
-		st.Hits += s.shards[i].hits.Load()
-		st.Misses += s.shards[i].misses.Load()
+		c := &s.shards[i].c
+		st.Keys += c.keys.Load()
+		st.Hits += c.hits.Load()
+		st.Misses += c.misses.Load()
+		st.Sets += c.sets.Load()
+		st.Evictions += c.evictions.Load()
+		st.Expirations += c.expirations.Load()
+		st.SetNXWins += c.setNXWins.Load()
+		st.SetNXLosses += c.setNXLosses.Load()
+		st.DelIfEqMatches += c.delIfEqMatches.Load()
+		st.DelIfEqMismatches += c.delIfEqMismatches.Load()
 	}
 	return st
 }

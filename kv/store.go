@@ -106,9 +106,8 @@ type Store struct {
 	pinned []string
 	id     string
 
-	mem      memory
-	counters counters
-	lru      atomic.Uint32 // LRU clock: ms since New, advanced by the sweeper
+	mem memory
+	lru atomic.Uint32 // LRU clock: ms since New, advanced by the sweeper
 
 	shards [numShards]shard
 
@@ -128,9 +127,11 @@ type shard struct {
 	volatile int // live table entries that have a TTL
 	// waiters queues, per key, the callers blocked in Wait, oldest first.
 	waiters map[string]*waitQueue
-	// hits and misses are read by Stats without the lock, hence atomic.
-	hits, misses atomic.Uint64
-	_            [64]byte
+	// c counts what happened in this shard. Counters live per shard, not
+	// per store, so that cores working on different keys never write to
+	// the same cache line.
+	c counters
+	_ [64]byte
 }
 
 // New returns an empty store and starts its sweeper (unless disabled).
@@ -265,9 +266,9 @@ func (s *Store) lookup(key string) block {
 	}
 	sh.mu.Unlock()
 	if b == nil {
-		sh.misses.Add(1)
+		sh.c.misses.Add(1)
 	} else {
-		sh.hits.Add(1)
+		sh.c.hits.Add(1)
 	}
 	return b
 }
@@ -408,15 +409,23 @@ func (s *Store) install(r *writeReq) (bool, error) {
 			}
 			if old != nil {
 				if c.expired(old) {
-					s.counters.expirations.Add(1)
+					sh.c.expirations.Add(1)
 				}
 				sh.t.blocks[i] = r.b
 				sh.noteExpiry(old, false)
 			} else {
 				sh.t.add(h, r.b)
-				s.counters.keys.Add(1)
+				sh.c.keys.Add(1)
 			}
 			sh.noteExpiry(r.b, true)
+		}
+		switch {
+		case r.mode == modeSetNX && !ok:
+			sh.c.setNXLosses.Add(1)
+		case r.mode == modeSetNX && reserved:
+			sh.c.setNXWins.Add(1)
+		case reserved:
+			sh.c.sets.Add(1)
 		}
 		if second != nil {
 			second.mu.Unlock()
@@ -454,9 +463,9 @@ func (s *Store) removeAt(sh *shard, i int, expired bool) {
 	sh.t.removeAt(i)
 	sh.noteExpiry(b, false)
 	s.mem.release(int64(blockSize(b)) + entryOverhead)
-	s.counters.keys.Add(-1)
+	sh.c.keys.Add(-1)
 	if expired {
-		s.counters.expirations.Add(1)
+		sh.c.expirations.Add(1)
 	}
 	if len(sh.waiters) != 0 {
 		sh.wakeOne(blockKey(b))
@@ -483,11 +492,8 @@ func (s *Store) Set(key string, value []byte, ttl time.Duration) error {
 		at = s.now() + int64(ttl)
 	}
 	r := writeReq{key: key, b: s.build(key, value, s.pinFlag(key), at)}
-	if _, err := s.install(&r); err != nil {
-		return err
-	}
-	s.counters.sets.Add(1)
-	return nil
+	_, err := s.install(&r)
+	return err
 }
 
 // SetNX stores value under key only if no live entry is there, and applies
@@ -505,10 +511,8 @@ func (s *Store) SetNX(key string, value []byte, ttl time.Duration) (SetNXOutcome
 		return 0, err
 	}
 	if !ok {
-		s.counters.setNXLosses.Add(1)
 		return Exists, nil
 	}
-	s.counters.setNXWins.Add(1)
 	return Inserted, nil
 }
 
@@ -527,11 +531,7 @@ func (s *Store) SetGuarded(key string, value []byte, ttl time.Duration, guardKey
 	}
 	r := writeReq{key: key, b: s.build(key, value, s.pinFlag(key), 0), mode: modeGuarded, ttl: ttl,
 		guardKey: guardKey, guardToken: guardToken}
-	ok, err := s.install(&r)
-	if ok {
-		s.counters.sets.Add(1)
-	}
-	return ok, err
+	return s.install(&r)
 }
 
 // Del removes key and reports whether a live entry was removed. An expired
@@ -560,11 +560,11 @@ func (s *Store) DelIfEq(key string, token []byte) bool {
 	defer sh.mu.Unlock()
 	b, i := s.live(sh, h, key, &clock{s: s})
 	if b == nil || !valueEquals(b, token) {
-		s.counters.delIfEqMismatches.Add(1)
+		sh.c.delIfEqMismatches.Add(1)
 		return false
 	}
 	s.removeAt(sh, i, false)
-	s.counters.delIfEqMatches.Add(1)
+	sh.c.delIfEqMatches.Add(1)
 	return true
 }
 
@@ -606,7 +606,13 @@ func (s *Store) expireIf(key string, token []byte, ttl time.Duration) (bool, err
 
 // Len returns the number of stored entries, including expired ones that
 // have not been removed yet.
-func (s *Store) Len() int { return int(s.counters.keys.Load()) }
+func (s *Store) Len() int {
+	n := int64(0)
+	for i := range s.shards {
+		n += s.shards[i].c.keys.Load()
+	}
+	return int(n)
+}
 
 // Flush removes every entry. Callers waiting on a key are woken.
 func (s *Store) Flush() {
@@ -619,7 +625,7 @@ func (s *Store) Flush() {
 				freed += int64(blockSize(b)) + entryOverhead
 			}
 		}
-		s.counters.keys.Add(-int64(sh.t.n))
+		sh.c.keys.Add(-int64(sh.t.n))
 		s.mem.release(freed)
 		sh.t.reset()
 		sh.expiries = nil
