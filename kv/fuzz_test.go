@@ -24,7 +24,7 @@ type mEntry struct {
 }
 
 func (m *model) expired(e mEntry) bool { return e.exp != 0 && e.exp <= m.now }
-func mcost(k string, v []byte) int64   { return int64(blockHeader+len(k)+len(v)) + entryOverhead }
+func mcost(k string, v []byte) int64   { return int64(valueOffset(len(k))+len(v)) + entryOverhead }
 
 // live returns k's live entry, removing an expired one (as the store's
 // operations that look an entry up do).

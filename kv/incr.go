@@ -52,7 +52,7 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 				sh.noteExpiry(old, false)
 			} else {
 				sh.t.add(h, b)
-				sh.c.keys.Add(1)
+				bumpKeys(&sh.c.keys, 1)
 			}
 			sh.noteExpiry(b, true)
 			sh.mu.Unlock()

@@ -7,7 +7,8 @@ import (
 )
 
 // entryOverhead is what each entry is charged beyond its block (18-byte
-// header, key and stored value): its table slot and allocation rounding.
+// header, key, alignment and stored value): its table slot and allocation
+// rounding.
 // BenchmarkMemoryPerEntry measures the real figure.
 const entryOverhead = 32
 
@@ -205,7 +206,7 @@ func (s *Store) evictOne(policy Policy, protect string, shards, span int) bool {
 		// replaced or removed since it was sampled.
 		if i := sh.t.find(h, key); i >= 0 && sh.t.blocks[i] == victim {
 			s.removeAt(sh, i, false)
-			sh.c.evictions.Add(1)
+			bump(&sh.c.evictions, 1)
 		}
 	}
 	return true

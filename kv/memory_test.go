@@ -11,7 +11,7 @@ import (
 )
 
 func cost(key string, value []byte) int64 {
-	return int64(blockHeader+len(key)+len(value)) + entryOverhead
+	return int64(valueOffset(len(key))+len(value)) + entryOverhead
 }
 
 func TestMemoryAccounting(t *testing.T) {

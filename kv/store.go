@@ -263,13 +263,11 @@ func (s *Store) lookup(key string) block {
 	b, _ := s.live(sh, h, key, &clock{s: s})
 	if b != nil {
 		touch(b, s.lru.Load())
+		bump(&sh.c.hits, 1)
+	} else {
+		bump(&sh.c.misses, 1)
 	}
 	sh.mu.Unlock()
-	if b == nil {
-		sh.c.misses.Add(1)
-	} else {
-		sh.c.hits.Add(1)
-	}
 	return b
 }
 
@@ -409,23 +407,23 @@ func (s *Store) install(r *writeReq) (bool, error) {
 			}
 			if old != nil {
 				if c.expired(old) {
-					sh.c.expirations.Add(1)
+					bump(&sh.c.expirations, 1)
 				}
 				sh.t.blocks[i] = r.b
 				sh.noteExpiry(old, false)
 			} else {
 				sh.t.add(h, r.b)
-				sh.c.keys.Add(1)
+				bumpKeys(&sh.c.keys, 1)
 			}
 			sh.noteExpiry(r.b, true)
 		}
 		switch {
 		case r.mode == modeSetNX && !ok:
-			sh.c.setNXLosses.Add(1)
+			bump(&sh.c.setNXLosses, 1)
 		case r.mode == modeSetNX && reserved:
-			sh.c.setNXWins.Add(1)
+			bump(&sh.c.setNXWins, 1)
 		case reserved:
-			sh.c.sets.Add(1)
+			bump(&sh.c.sets, 1)
 		}
 		if second != nil {
 			second.mu.Unlock()
@@ -463,9 +461,9 @@ func (s *Store) removeAt(sh *shard, i int, expired bool) {
 	sh.t.removeAt(i)
 	sh.noteExpiry(b, false)
 	s.mem.release(int64(blockSize(b)) + entryOverhead)
-	sh.c.keys.Add(-1)
+	bumpKeys(&sh.c.keys, -1)
 	if expired {
-		sh.c.expirations.Add(1)
+		bump(&sh.c.expirations, 1)
 	}
 	if len(sh.waiters) != 0 {
 		sh.wakeOne(blockKey(b))
@@ -560,11 +558,11 @@ func (s *Store) DelIfEq(key string, token []byte) bool {
 	defer sh.mu.Unlock()
 	b, i := s.live(sh, h, key, &clock{s: s})
 	if b == nil || !valueEquals(b, token) {
-		sh.c.delIfEqMismatches.Add(1)
+		bump(&sh.c.delIfEqMismatches, 1)
 		return false
 	}
 	s.removeAt(sh, i, false)
-	sh.c.delIfEqMatches.Add(1)
+	bump(&sh.c.delIfEqMatches, 1)
 	return true
 }
 
@@ -625,7 +623,7 @@ func (s *Store) Flush() {
 				freed += int64(blockSize(b)) + entryOverhead
 			}
 		}
-		sh.c.keys.Add(-int64(sh.t.n))
+		bumpKeys(&sh.c.keys, -int64(sh.t.n))
 		s.mem.release(freed)
 		sh.t.reset()
 		sh.expiries = nil

@@ -1,0 +1,93 @@
+<?php
+/*
+ * ephpm against its peers, one run, side by side: ns per operation of
+ * get (hit), set, and a lock taken and released, for 64 B, 4 KiB and
+ * 64 KiB values. APCu is the in-process anchor; phpredis and memcached go
+ * over loopback, for scale. Run by bench/run.sh, which starts the servers.
+ *
+ * Usage: php kv_bench.php REDIS_PORT MEMCACHED_PORT
+ */
+declare(strict_types=1);
+
+[$_, $redisPort, $mcPort] = $argv + [null, 0, 0];
+
+$redis = null;
+if (class_exists(Redis::class) && $redisPort) {
+    $redis = new Redis();
+    $redis->connect('127.0.0.1', (int) $redisPort);
+}
+$mc = null;
+if (class_exists(Memcached::class) && $mcPort) {
+    $mc = new Memcached();
+    $mc->addServer('127.0.0.1', (int) $mcPort);
+    $mc->setOption(Memcached::OPT_COMPRESSION, false);
+}
+if (!function_exists('apcu_fetch') || !apcu_enabled()) {
+    fwrite(STDERR, "APCu is not enabled (apc.enable_cli=1)\n");
+    exit(1);
+}
+
+/* ns per call of $f, best of 3 runs of $n calls each. */
+function measure(callable $f, int $n): float
+{
+    $best = INF;
+    for ($r = 0; $r < 3; $r++) {
+        $t = hrtime(true);
+        for ($i = 0; $i < $n; $i++) {
+            $f();
+        }
+        $best = min($best, (hrtime(true) - $t) / $n);
+    }
+    return $best;
+}
+
+$token = bin2hex(random_bytes(16));
+$delIfEq = 'if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end';
+$rows = [];
+foreach ([64 => '64 B', 4096 => '4 KiB', 65536 => '64 KiB'] as $size => $label) {
+    $v = str_repeat('v', $size);
+    $n = $size >= 65536 ? 20_000 : 200_000;
+    $nNet = 5_000;
+    ephpm_kv_set('bench:k', $v);
+    apcu_store('bench:k', $v);
+    $redis?->set('bench:k', $v);
+    $mc?->set('bench:k', $v);
+
+    $ops = [
+        'get' => [
+            fn () => ephpm_kv_get('bench:k'),
+            fn () => apcu_fetch('bench:k'),
+            $redis ? fn () => $redis->get('bench:k') : null,
+            $mc ? fn () => $mc->get('bench:k') : null,
+        ],
+        'set' => [
+            fn () => ephpm_kv_set('bench:k', $v),
+            fn () => apcu_store('bench:k', $v),
+            $redis ? fn () => $redis->set('bench:k', $v) : null,
+            $mc ? fn () => $mc->set('bench:k', $v) : null,
+        ],
+    ];
+    if ($size === 64) {
+        // A lock taken with a TTL and released: the correct pattern where the
+        // peer has one (Redis: SET NX PX + a compare-and-delete script);
+        // APCu and memcached can only delete blindly.
+        $ops['lock pair'] = [
+            function () use ($token) { ephpm_kv_setnx('bench:l', $token, 30); ephpm_kv_del_if_eq('bench:l', $token); },
+            function () use ($token) { apcu_add('bench:l', $token, 30); apcu_delete('bench:l'); },
+            $redis ? function () use ($redis, $token, $delIfEq) { $redis->set('bench:l', $token, ['nx', 'px' => 30000]); $redis->eval($delIfEq, ['bench:l', $token], 1); } : null,
+            $mc ? function () use ($mc, $token) { $mc->add('bench:l', $token, 30); $mc->delete('bench:l'); } : null,
+        ];
+    }
+    foreach ($ops as $op => [$e, $a, $r, $m]) {
+        $te = measure($e, $n);
+        $ta = measure($a, $n);
+        $rows[] = [$op, $label, $te, $ta, $te / $ta, $r ? measure($r, $nNet) : null, $m ? measure($m, $nNet) : null];
+    }
+}
+
+$fmt = fn (?float $ns) => $ns === null ? 'n/a' : ($ns >= 10_000 ? sprintf('%.1f us', $ns / 1000) : sprintf('%.0f ns', $ns));
+printf("%-10s %-7s %10s %10s %8s %12s %12s\n", 'op', 'value', 'ephpm', 'APCu', 'ratio', 'phpredis', 'memcached');
+foreach ($rows as [$op, $label, $te, $ta, $ratio, $tr, $tm]) {
+    printf("%-10s %-7s %10s %10s %7.2fx %12s %12s\n", $op, $label, $fmt($te), $fmt($ta), $ratio, $fmt($tr), $fmt($tm));
+}
+printf("\nPHP %s, %s; ratio = ephpm / APCu (lower is better).\n", PHP_VERSION, php_uname('m'));

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Benchmarks, one command: builds, installs the peers (APCu, phpredis,
+# php-memcached, redis-server, memcached) if missing, starts the servers on
+# 127.0.0.1, runs the PHP-level comparison and the Go benchmarks, and stops
+# the servers by PID.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh demo
+export PATH=$PATH:/usr/local/go/bin
+
+peers=(php8.2-apcu php8.2-redis php8.2-memcached redis-server memcached)
+missing=()
+for p in "${peers[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=(); [ "$(id -u)" = 0 ] || sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+free_port() { php -r '$s = stream_socket_server("tcp://127.0.0.1:0"); echo substr(strrchr(stream_socket_get_name($s, false), ":"), 1);'; }
+pids=()
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
+redis_port=$(free_port)
+redis-server --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no >/dev/null &
+pids+=($!)
+mc_port=$(free_port)
+mc_user=(); [ "$(id -u)" = 0 ] && mc_user=(-u root)  # memcached refuses to run as root without -u
+memcached -l 127.0.0.1 -p "$mc_port" -U 0 "${mc_user[@]}" >/dev/null &
+pids+=($!)
+sleep 0.5
+
+echo "== PHP level (ns per call, best of 3)"
+php -d "extension=$PWD/build/modules/ephpm.so" -d apc.enable_cli=1 -d apc.shm_size=256M \
+    -d ephpm.kv_memory_limit=256M bench/php/kv_bench.php "$redis_port" "$mc_port"
+
+echo
+echo "== Lock hand-off (Go)"
+go run ./bench/handoff
+
+echo
+echo "== Go level (go test -bench, GOMAXPROCS 1 and 2)"
+go test -run XXX -bench . -cpu 1,2 ./kv | grep -E '^Benchmark'
