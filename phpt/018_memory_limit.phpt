@@ -18,7 +18,7 @@ try {
     var_dump($e->getCode() === Ephpm\KvException::OUT_OF_MEMORY, $i > 50, $e->getMessage());
 }
 try {
-    ephpm_kv_set('t18:keep', $v);
+    ephpm_kv_set('t18:keep', $v . $v);   // grows by more than any room left
 } catch (Ephpm\KvException $e) {
     echo $e->getMessage(), "\n";
 }
