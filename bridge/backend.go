@@ -10,63 +10,59 @@
 package bridge
 
 import (
+	"fmt"
 	"sync/atomic"
-	"time"
 
+	"github.com/ephpm/ephpm/backend"
+	"github.com/ephpm/ephpm/redisstore"
 	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/session"
 )
 
-// Backend is what the table's members call; each method is the member of
-// the same name in include/ephpm_kv.h. Every method is safe for concurrent
-// use and states its outcome or fails. An error wrapping
-// kv.ErrInvalidArgument, kv.ErrNoMemory, kv.ErrNotInteger or kv.ErrOverflow
-// means nothing changed; any other error means the outcome is unknown.
-type Backend interface {
-	// GetInto copies a live entry's value into dst if it fits and returns
-	// its length either way (n > len(dst): nothing copied).
-	GetInto(key string, dst []byte) (n int, found bool, err error)
-	Set(key string, value []byte, ttl time.Duration) error
-	SetNX(key string, value []byte, ttl time.Duration) (kv.SetNXOutcome, error)
-	Del(key string) (bool, error)
-	DelIfEq(key string, token []byte) (bool, error)
-	// Wait blocks for at most timeout until key holds no live entry and
-	// reports whether it is free (see kv.Store.Wait).
-	Wait(key string, timeout time.Duration) (bool, error)
-	SetGuarded(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error)
-	Expire(key string, ttl time.Duration) (bool, error)
-	Exists(key string) (bool, error)
-	// PTTL returns the remaining TTL, -1 for none; found is false if there
-	// is no live entry.
-	PTTL(key string) (ttl time.Duration, found bool, err error)
-	ExpireIfEq(key string, token []byte, ttl time.Duration) (bool, error)
-	IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int64, error)
-	Flush() error
-	Stats() (kv.Stats, error)
-	// Configure sets one setting by name (see the configure member).
-	Configure(name, value string) error
-	// Name is the backend's kind, as stats report it ("memory").
-	Name() string
-}
+// Backend is what the table's members call (see package backend).
+type Backend = backend.Backend
 
 var (
 	store = kv.New(kv.Options{
 		// Session data and locks must never be evicted to make room.
 		PinnedPrefixes: []string{session.DataPrefix, session.LockPrefix},
 	})
-	backend atomic.Pointer[Backend]
+	served atomic.Pointer[Backend]
 	// lockTimeouts counts set_nx_wait calls that ran out of time.
 	lockTimeouts atomic.Uint64
 )
 
-func init() { SetBackend(Memory{store}) }
+func init() { SetBackend(backend.Memory{Store: store}) }
 
 // Store returns this process's in-process store: the one the table serves
 // unless SetBackend chose another. A Go program that embeds PHP reads and
 // writes it directly, sharing entries and locks with its PHP scripts.
 func Store() *kv.Store { return store }
 
-// SetBackend makes the table serve b from the next call on.
-func SetBackend(b Backend) { backend.Store(&b) }
+// SetBackend makes the table serve b from the next call on, and closes the
+// backend it served before.
+func SetBackend(b Backend) {
+	if old := served.Swap(&b); old != nil && *old != b {
+		(*old).Close()
+	}
+}
 
-func current() Backend { return *backend.Load() }
+// configure applies one setting of the configure member: "backend" chooses
+// what the table serves; the others set the in-process store.
+func configure(name, value string) error {
+	if name != "backend" {
+		return backend.Memory{Store: store}.Configure(name, value)
+	}
+	if value == "memory" {
+		SetBackend(backend.Memory{Store: store})
+		return nil
+	}
+	r, err := redisstore.Open(value)
+	if err != nil {
+		return fmt.Errorf("%w: %v", kv.ErrInvalidArgument, err)
+	}
+	SetBackend(r)
+	return nil
+}
+
+func current() Backend { return *served.Load() }

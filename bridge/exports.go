@@ -3,6 +3,7 @@ package bridge
 /*
 #cgo CFLAGS: -I${SRCDIR}/../include
 #include "ephpm_kv.h"
+void ephpm_set_last_error(const char *msg, size_t len);
 */
 import "C"
 
@@ -44,8 +45,11 @@ func ttlArg(ms C.int64_t) (time.Duration, bool) {
 	return time.Duration(ms) * time.Millisecond, true
 }
 
-// failure maps an error to its status code.
+// failure maps an error to its status code, and records its message for
+// the last_error member of this thread.
 func failure(err error) C.int {
+	msg := err.Error()
+	C.ephpm_set_last_error((*C.char)(unsafe.Pointer(unsafe.StringData(msg))), C.size_t(len(msg)))
 	switch {
 	case errors.Is(err, kv.ErrInvalidArgument):
 		return C.EPHPM_KV_E_INVALID
@@ -335,7 +339,7 @@ func ephpmGoStats(out *C.ephpm_kv_stats) (rc C.int) {
 	full.struct_size = out.struct_size
 	setText(full.instance_id[:], st.InstanceID)
 	setText(full.backend[:], b.Name())
-	setText(full.eviction[:], st.Policy.String())
+	setText(full.eviction[:], st.Eviction)
 	compression := "none"
 	if st.Compression {
 		compression = "lz4"
@@ -364,7 +368,7 @@ func ephpmGoConfigure(name *C.char, nameLen C.size_t, value *C.char, valueLen C.
 	if !okN || !okV {
 		return C.EPHPM_KV_E_INVALID
 	}
-	if err := current().Configure(string(n), string(v)); err != nil {
+	if err := configure(string(n), string(v)); err != nil {
 		return failure(err)
 	}
 	return C.EPHPM_KV_OK

@@ -8,6 +8,7 @@
  */
 #include <pthread.h>
 #include <signal.h>
+#include <string.h>
 
 #include "ephpm_kv.h"
 #include "_cgo_export.h"
@@ -25,6 +26,35 @@ static void ephpm_mark_forked_child(void)
 __attribute__((constructor)) static void ephpm_install_fork_guard(void)
 {
     pthread_atfork(NULL, NULL, ephpm_mark_forked_child);
+}
+
+/* The message of this thread's last failure: set from Go (failure() in
+ * exports.go) on the thread that made the call, read by last_error. */
+static __thread char ephpm_last_error_msg[512];
+static __thread size_t ephpm_last_error_len;
+
+void ephpm_set_last_error(const char *msg, size_t len)
+{
+    if (len >= sizeof ephpm_last_error_msg) {
+        len = sizeof ephpm_last_error_msg - 1;
+    }
+    memcpy(ephpm_last_error_msg, msg, len);
+    ephpm_last_error_msg[len] = '\0';
+    ephpm_last_error_len = len;
+}
+
+/* Does not cross into Go. */
+static int ephpm_op_last_error(char *buf, size_t buf_cap, size_t *len)
+{
+    if (len == NULL || (buf == NULL && buf_cap != 0)) {
+        return EPHPM_KV_E_INVALID;
+    }
+    *len = ephpm_last_error_len;
+    if (ephpm_last_error_len > buf_cap) {
+        return EPHPM_KV_TOO_SMALL;
+    }
+    memcpy(buf, ephpm_last_error_msg, ephpm_last_error_len);
+    return EPHPM_KV_OK;
 }
 
 /* A buffer may be NULL only when it is empty. */
@@ -251,6 +281,7 @@ static const ephpm_kv_ops ephpm_ops = {
     .flush = ephpm_op_flush,
     .stats = ephpm_op_stats,
     .configure = ephpm_op_configure,
+    .last_error = ephpm_op_last_error,
 };
 
 /* The provider's one exported symbol. */

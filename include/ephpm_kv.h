@@ -233,14 +233,25 @@ typedef struct ephpm_kv_ops {
     int (*stats)(ephpm_kv_stats *out);
 
     /* configure: set one setting of the store, by name, as text:
-     *   "memory_limit"          bytes, decimal; "0" means no limit
-     *   "eviction"              "noeviction" | "volatile-lru" | "allkeys-lru"
-     *   "compression"           "none" | "lz4"
-     *   "compression_min_size"  bytes, decimal
-     * OK, or E_INVALID for an unknown name or a bad value (nothing changed).
-     * Settings apply to writes from then on. */
+     *   "memory_limit"          bytes, decimal; "0" means no limit     } the in-process
+     *   "eviction"              "noeviction" | "volatile-lru" | "allkeys-lru" } store
+     *   "compression"           "none" | "lz4"                          }
+     *   "compression_min_size"  bytes, decimal                          }
+     *   "backend"               "memory", or a Redis/Valkey URL: every member is
+     *                           then served by that server (see README)
+     * OK, or E_INVALID for an unknown name or a bad value (nothing changed;
+     * last_error says why). Settings apply to calls from then on. */
     int (*configure)(const char *name, size_t name_len,
                      const char *value, size_t value_len);
+
+    /* ---- appended for the shared backend ---- */
+
+    /* last_error: the message of the most recent failure (negative status)
+     * of a call made on this thread, e.g. "dial tcp 127.0.0.1:6379: connect:
+     * connection refused", copied into buf as get copies a value (OK, or
+     * TOO_SMALL with *len set); "" if there was none. It does not enter the
+     * provider's runtime and works in a forked child. */
+    int (*last_error)(char *buf, size_t buf_cap, size_t *len);
 
     /* Members appended by later versions go here, and only here. */
 } ephpm_kv_ops;

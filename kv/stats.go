@@ -19,7 +19,7 @@ type Stats struct {
 	Keys        int64  // entries, including expired ones not yet removed
 	BytesUsed   int64  // memory charged to entries (see entryOverhead)
 	MemoryLimit int64  // 0: no limit
-	Policy      Policy
+	Eviction    string // the eviction policy's name
 	Compression bool
 
 	Hits, Misses      uint64 // Get and GetInto
@@ -36,7 +36,7 @@ type Stats struct {
 func (s *Store) Stats() Stats {
 	st := Stats{InstanceID: s.id, BytesUsed: s.mem.used.Load()}
 	cfg := s.MemoryConfig()
-	st.MemoryLimit, st.Policy, st.Compression = cfg.Limit, cfg.Policy, cfg.Compression
+	st.MemoryLimit, st.Eviction, st.Compression = cfg.Limit, cfg.Policy.String(), cfg.Compression
 	for i := range s.shards {
 		c := &s.shards[i].c
 		st.Keys += c.keys.Load()

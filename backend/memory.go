@@ -1,4 +1,4 @@
-package bridge
+package backend
 
 import (
 	"fmt"
@@ -40,7 +40,11 @@ func (m Memory) Flush() error { m.Store.Flush(); return nil }
 
 func (m Memory) Stats() (kv.Stats, error) { return m.Store.Stats(), nil }
 
-// Configure applies one setting of the configure member to the store.
+// Close does nothing: the in-process store lives as long as the process.
+func (m Memory) Close() error { return nil }
+
+// Configure applies one memory setting of the configure member
+// (memory_limit, eviction, compression, compression_min_size) to the store.
 func (m Memory) Configure(name, value string) error {
 	cfg := m.Store.MemoryConfig()
 	bad := func() error {

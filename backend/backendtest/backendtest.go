@@ -1,0 +1,229 @@
+// Package backendtest is the contract every backend.Backend must pass: the
+// same assertions run against the in-process store and against Redis.
+package backendtest
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ephpm/ephpm/backend"
+	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/session"
+)
+
+// Run runs the contract against the backend b. Keys are prefixed by test
+// name, so b may be shared with other tests.
+func Run(t *testing.T, b backend.Backend) {
+	for _, c := range contract {
+		t.Run(c.name, func(t *testing.T) {
+			c.run(t, b, strings.ReplaceAll(t.Name(), "/", ":")+":")
+		})
+	}
+}
+
+var contract = []struct {
+	name string
+	run  func(t *testing.T, b backend.Backend, p string)
+}{
+	{"GetSetDel", func(t *testing.T, b backend.Backend, p string) {
+		n, found, err := b.GetInto(p+"k", nil)
+		require.NoError(t, err)
+		assert.False(t, found)
+		require.NoError(t, b.Set(p+"k", []byte("hello"), 0))
+		dst := make([]byte, 2)
+		n, found, err = b.GetInto(p+"k", dst)
+		require.NoError(t, err)
+		assert.True(t, found)
+		assert.Equal(t, 5, n, "too small: the length comes back")
+		dst = make([]byte, 5)
+		n, _, _ = b.GetInto(p+"k", dst)
+		assert.Equal(t, "hello", string(dst[:n]))
+		removed, err := b.Del(p + "k")
+		require.NoError(t, err)
+		assert.True(t, removed)
+		removed, _ = b.Del(p + "k")
+		assert.False(t, removed)
+	}},
+	{"BinarySafe", func(t *testing.T, b backend.Backend, p string) {
+		key, val := p+"a\x00b", []byte{0, 'x', 0, 255}
+		require.NoError(t, b.Set(key, val, 0))
+		dst := make([]byte, 8)
+		n, found, err := b.GetInto(key, dst)
+		require.NoError(t, err)
+		require.True(t, found)
+		assert.Equal(t, val, dst[:n])
+		_, found, _ = b.GetInto(p+"a", dst)
+		assert.False(t, found)
+	}},
+	{"TTL", func(t *testing.T, b backend.Backend, p string) {
+		require.NoError(t, b.Set(p+"t", []byte("v"), 150*time.Millisecond))
+		ttl, found, err := b.PTTL(p + "t")
+		require.NoError(t, err)
+		assert.True(t, found)
+		assert.InDelta(t, float64(150*time.Millisecond), float64(ttl), float64(50*time.Millisecond))
+		require.NoError(t, b.Set(p+"n", []byte("v"), 0))
+		ttl, _, _ = b.PTTL(p + "n")
+		assert.Equal(t, time.Duration(-1), ttl)
+		_, found, _ = b.PTTL(p + "none")
+		assert.False(t, found)
+		time.Sleep(200 * time.Millisecond)
+		ok, err := b.Exists(p + "t")
+		require.NoError(t, err)
+		assert.False(t, ok, "expired")
+	}},
+	{"SetNXAndDelIfEq", func(t *testing.T, b backend.Backend, p string) {
+		out, err := b.SetNX(p+"l", []byte("A"), time.Minute)
+		require.NoError(t, err)
+		assert.Equal(t, kv.Inserted, out)
+		out, _ = b.SetNX(p+"l", []byte("B"), time.Minute)
+		assert.Equal(t, kv.Exists, out)
+		ok, err := b.DelIfEq(p+"l", []byte("B"))
+		require.NoError(t, err)
+		assert.False(t, ok)
+		ok, _ = b.DelIfEq(p+"l", []byte("A"))
+		assert.True(t, ok)
+	}},
+	{"StaleRelease", func(t *testing.T, b backend.Backend, p string) {
+		// A's lock expires, B takes it, A's late release must not remove it.
+		out, _ := b.SetNX(p+"lock", []byte("A"), 100*time.Millisecond)
+		require.Equal(t, kv.Inserted, out)
+		time.Sleep(150 * time.Millisecond)
+		out, _ = b.SetNX(p+"lock", []byte("B"), time.Minute)
+		require.Equal(t, kv.Inserted, out)
+		ok, err := b.DelIfEq(p+"lock", []byte("A"))
+		require.NoError(t, err)
+		assert.False(t, ok)
+		out, _ = b.SetNX(p+"lock", []byte("C"), time.Minute)
+		assert.Equal(t, kv.Exists, out)
+	}},
+	{"ExpireAndExpireIfEq", func(t *testing.T, b backend.Backend, p string) {
+		ok, err := b.Expire(p+"none", time.Second)
+		require.NoError(t, err)
+		assert.False(t, ok)
+		require.NoError(t, b.Set(p+"k", []byte("tok"), 0))
+		ok, _ = b.Expire(p+"k", time.Minute)
+		assert.True(t, ok)
+		ttl, _, _ := b.PTTL(p + "k")
+		assert.Greater(t, ttl, 50*time.Second)
+		ok, _ = b.Expire(p+"k", 0)
+		assert.True(t, ok)
+		ttl, _, _ = b.PTTL(p + "k")
+		assert.Equal(t, time.Duration(-1), ttl, "0 removes the expiry")
+		ok, _ = b.ExpireIfEq(p+"k", []byte("other"), time.Minute)
+		assert.False(t, ok)
+		ok, _ = b.ExpireIfEq(p+"k", []byte("tok"), time.Minute)
+		assert.True(t, ok)
+	}},
+	{"IncrBy", func(t *testing.T, b backend.Backend, p string) {
+		n, err := b.IncrBy(p+"c", 5, time.Minute)
+		require.NoError(t, err)
+		assert.Equal(t, int64(5), n)
+		n, _ = b.IncrBy(p+"c", -7, 0)
+		assert.Equal(t, int64(-2), n)
+		ttl, _, _ := b.PTTL(p + "c")
+		assert.Greater(t, ttl, 50*time.Second, "the TTL set on create stays")
+		require.NoError(t, b.Set(p+"s", []byte("abc"), 0))
+		_, err = b.IncrBy(p+"s", 1, 0)
+		assert.ErrorIs(t, err, kv.ErrNotInteger)
+		require.NoError(t, b.Set(p+"m", []byte("9223372036854775807"), 0))
+		_, err = b.IncrBy(p+"m", 1, 0)
+		assert.ErrorIs(t, err, kv.ErrOverflow)
+	}},
+	{"SetGuarded", func(t *testing.T, b backend.Backend, p string) {
+		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
+		ok, err := b.SetGuarded(data, []byte("v1"), time.Minute, lock, []byte("tok"))
+		require.NoError(t, err)
+		assert.False(t, ok, "no lock")
+		_, err = b.SetNX(lock, []byte("tok"), time.Minute)
+		require.NoError(t, err)
+		ok, _ = b.SetGuarded(data, []byte("v1"), time.Minute, lock, []byte("bad"))
+		assert.False(t, ok)
+		ok, _ = b.SetGuarded(data, []byte("v1"), time.Minute, lock, []byte("tok"))
+		assert.True(t, ok)
+		dst := make([]byte, 8)
+		n, _, _ := b.GetInto(data, dst)
+		assert.Equal(t, "v1", string(dst[:n]))
+	}},
+	{"WaitWakesOnRelease", func(t *testing.T, b backend.Backend, p string) {
+		free, err := b.Wait(p+"free", time.Second)
+		require.NoError(t, err)
+		assert.True(t, free)
+		_, err = b.SetNX(p+"w", []byte("tok"), time.Minute)
+		require.NoError(t, err)
+		free, _ = b.Wait(p+"w", 30*time.Millisecond)
+		assert.False(t, free, "still held after the timeout")
+		done := make(chan time.Duration)
+		go func() {
+			start := time.Now()
+			free, err := b.Wait(p+"w", 10*time.Second)
+			assert.NoError(t, err)
+			assert.True(t, free)
+			done <- time.Since(start)
+		}()
+		time.Sleep(100 * time.Millisecond) // let it subscribe and block
+		ok, _ := b.DelIfEq(p+"w", []byte("tok"))
+		require.True(t, ok)
+		assert.Less(t, <-done, 5*time.Second, "woken by the release, not the timeout")
+	}},
+	{"SetNXRaceOneWinner", func(t *testing.T, b backend.Backend, p string) {
+		for r := 0; r < 20; r++ {
+			key := fmt.Sprintf("%srace:%d", p, r)
+			var wins atomic.Int32
+			var ready, done sync.WaitGroup
+			start := make(chan struct{})
+			ready.Add(32)
+			done.Add(32)
+			for i := 0; i < 32; i++ {
+				go func(i int) {
+					defer done.Done()
+					ready.Done()
+					<-start
+					out, err := b.SetNX(key, []byte(fmt.Sprint(i)), time.Minute)
+					assert.NoError(t, err)
+					if out == kv.Inserted {
+						wins.Add(1)
+					}
+				}(i)
+			}
+			ready.Wait()
+			close(start)
+			done.Wait()
+			require.Equal(t, int32(1), wins.Load(), "round %d", r)
+		}
+	}},
+	{"LockerThroughBackend", func(t *testing.T, b backend.Backend, p string) {
+		// 20 requests on one session through the real acquisition loop.
+		l := &session.Locker{Store: b}
+		data, lock := session.DataKey(p+"s"), session.LockKey(p+"s")
+		var wg sync.WaitGroup
+		for i := 0; i < 20; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				tok, _ := session.NewToken()
+				res, err := l.Acquire(lock, []byte(tok), time.Minute, time.Minute)
+				if !assert.NoError(t, err) || !assert.True(t, res.Acquired) {
+					return
+				}
+				dst := make([]byte, 64)
+				n, _, _ := b.GetInto(data, dst)
+				ok, err := b.SetGuarded(data, append(dst[:n:n], 'x'), time.Minute, lock, []byte(tok))
+				assert.NoError(t, err)
+				assert.True(t, ok)
+				ok, _ = b.DelIfEq(lock, []byte(tok))
+				assert.True(t, ok)
+			}()
+		}
+		wg.Wait()
+		dst := make([]byte, 64)
+		n, _, _ := b.GetInto(data, dst)
+		assert.Equal(t, 20, n)
+	}},
+}

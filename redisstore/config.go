@@ -1,0 +1,174 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrConfig is wrapped by every error in a backend URL.
+var ErrConfig = errors.New("invalid Redis backend URL")
+
+// Mode is the kind of deployment a URL names.
+type Mode string
+
+const (
+	Standalone Mode = "redis"
+	Cluster    Mode = "redis-cluster"
+	Sentinel   Mode = "redis-sentinel"
+)
+
+// parse turns a backend URL into client options.
+//
+//	redis://[user:password@]host:port[/db][?params]        one server over TCP
+//	rediss://...                                            the same over TLS
+//	unix://[user:password@]/path/to/socket[?db=N&params]    one server over a unix socket
+//	redis+cluster://host:port?addr=host2:port&addr=...      Redis Cluster (rediss+cluster: TLS)
+//	redis+sentinel://[sentinel-user:sentinel-password@]host:port[/db]?master_name=NAME&addr=...
+//	                                                        Sentinel (rediss+sentinel: TLS);
+//	                                                        password=... authenticates to the data nodes
+//
+// params are go-redis's (dial_timeout, read_timeout, write_timeout,
+// pool_size, ...) plus tls_ca, tls_cert, tls_key and tls_server_name for
+// TLS. Retries are always off and max_retries is refused: a command whose
+// reply was lost may have run, and retrying it (a SET NX, a release) would
+// report a lock the caller holds as held by someone else.
+func parse(raw string) (redis.UniversalOptions, Mode, error) {
+	var none redis.UniversalOptions
+	u, err := url.Parse(raw)
+	if err != nil {
+		return none, "", fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	q := u.Query()
+	if q.Has("max_retries") {
+		return none, "", fmt.Errorf("%w: max_retries is not accepted: ephpm never retries a command whose reply was lost", ErrConfig)
+	}
+	tlsFiles := map[string]string{}
+	for _, k := range []string{"tls_ca", "tls_cert", "tls_key", "tls_server_name"} {
+		if q.Has(k) {
+			tlsFiles[k] = q.Get(k)
+			q.Del(k)
+		}
+	}
+	u.RawQuery = q.Encode()
+
+	scheme, suffix, _ := strings.Cut(u.Scheme, "+")
+	mode := Standalone
+	switch suffix {
+	case "":
+	case "cluster":
+		mode = Cluster
+	case "sentinel":
+		mode = Sentinel
+	default:
+		return none, "", fmt.Errorf("%w: unknown scheme %q", ErrConfig, u.Scheme)
+	}
+	if scheme != "redis" && scheme != "rediss" && !(scheme == "unix" && mode == Standalone) {
+		return none, "", fmt.Errorf("%w: unknown scheme %q (redis, rediss, unix, redis+cluster, redis+sentinel)", ErrConfig, u.Scheme)
+	}
+	u.Scheme = scheme
+
+	var o redis.UniversalOptions
+	switch mode {
+	case Standalone:
+		so, err := redis.ParseURL(u.String())
+		if err != nil {
+			return none, "", fmt.Errorf("%w: %v", ErrConfig, err)
+		}
+		o = redis.UniversalOptions{
+			Addrs: []string{so.Addr}, Username: so.Username, Password: so.Password, DB: so.DB,
+			DialTimeout: so.DialTimeout, ReadTimeout: so.ReadTimeout, WriteTimeout: so.WriteTimeout,
+			PoolSize: so.PoolSize, MinIdleConns: so.MinIdleConns, PoolTimeout: so.PoolTimeout,
+			TLSConfig: so.TLSConfig, ClientName: so.ClientName, Protocol: so.Protocol,
+		}
+		if so.Network == "unix" {
+			d := &net.Dialer{Timeout: so.DialTimeout}
+			o.Dialer = func(ctx context.Context, _, addr string) (net.Conn, error) {
+				return d.DialContext(ctx, "unix", addr)
+			}
+		}
+	case Cluster:
+		co, err := redis.ParseClusterURL(u.String())
+		if err != nil {
+			return none, "", fmt.Errorf("%w: %v", ErrConfig, err)
+		}
+		o = redis.UniversalOptions{
+			Addrs: co.Addrs, Username: co.Username, Password: co.Password, IsClusterMode: true,
+			DialTimeout: co.DialTimeout, ReadTimeout: co.ReadTimeout, WriteTimeout: co.WriteTimeout,
+			PoolSize: co.PoolSize, MinIdleConns: co.MinIdleConns, PoolTimeout: co.PoolTimeout,
+			TLSConfig: co.TLSConfig, ClientName: co.ClientName, Protocol: co.Protocol,
+		}
+	case Sentinel:
+		fo, err := redis.ParseFailoverURL(u.String())
+		if err != nil {
+			return none, "", fmt.Errorf("%w: %v", ErrConfig, err)
+		}
+		if fo.MasterName == "" {
+			return none, "", fmt.Errorf("%w: a sentinel URL needs master_name", ErrConfig)
+		}
+		o = redis.UniversalOptions{
+			Addrs: fo.SentinelAddrs, MasterName: fo.MasterName,
+			SentinelUsername: fo.SentinelUsername, SentinelPassword: fo.SentinelPassword,
+			Username: fo.Username, Password: fo.Password, DB: fo.DB,
+			DialTimeout: fo.DialTimeout, ReadTimeout: fo.ReadTimeout, WriteTimeout: fo.WriteTimeout,
+			PoolSize: fo.PoolSize, MinIdleConns: fo.MinIdleConns, PoolTimeout: fo.PoolTimeout,
+			TLSConfig: fo.TLSConfig, ClientName: fo.ClientName, Protocol: fo.Protocol,
+		}
+	}
+	o.MaxRetries = -1 // see above: never retry
+
+	if len(tlsFiles) > 0 {
+		if o.TLSConfig == nil {
+			return none, "", fmt.Errorf("%w: tls_* settings need a rediss scheme", ErrConfig)
+		}
+		if err := applyTLSFiles(o.TLSConfig, tlsFiles); err != nil {
+			return none, "", err
+		}
+	}
+	return o, mode, nil
+}
+
+func applyTLSFiles(c *tls.Config, files map[string]string) error {
+	if name, ok := files["tls_server_name"]; ok {
+		c.ServerName = name
+	}
+	if ca, ok := files["tls_ca"]; ok {
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return fmt.Errorf("%w: tls_ca: %v", ErrConfig, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("%w: tls_ca: no certificate in %s", ErrConfig, ca)
+		}
+		c.RootCAs = pool
+	}
+	certFile, hasCert := files["tls_cert"]
+	keyFile, hasKey := files["tls_key"]
+	if hasCert != hasKey {
+		return fmt.Errorf("%w: tls_cert and tls_key go together", ErrConfig)
+	}
+	if hasCert {
+		// Read the pair at each handshake, so a renewed certificate needs
+		// no restart; check it once now so a bad path is a clear error.
+		if _, err := tls.LoadX509KeyPair(certFile, keyFile); err != nil {
+			return fmt.Errorf("%w: tls_cert/tls_key: %v", ErrConfig, err)
+		}
+		c.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+			return &pair, err
+		}
+	}
+	if c.MinVersion == 0 {
+		c.MinVersion = tls.VersionTLS12
+	}
+	return nil
+}

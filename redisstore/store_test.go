@@ -1,0 +1,91 @@
+package redisstore
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ephpm/ephpm/backend/backendtest"
+	"github.com/ephpm/ephpm/internal/redistest"
+)
+
+func TestRedisPassesTheContract(t *testing.T) {
+	srv := redistest.Start(t)
+	s, err := Open("redis://" + srv.Addr + "/0?read_timeout=2s")
+	require.NoError(t, err)
+	defer s.Close()
+	backendtest.Run(t, s)
+}
+
+func TestSessionKeysShareASlot(t *testing.T) {
+	assert.Equal(t, "session:{abc}", redisKey("session:abc"))
+	assert.Equal(t, "session_lock:{abc}", redisKey("session_lock:abc"))
+	assert.Equal(t, "cache:abc", redisKey("cache:abc"))
+}
+
+func TestParse(t *testing.T) {
+	for _, bad := range []string{
+		"ftp://x", "redis://x?max_retries=3", "redis://x?bogus=1", "redis+sentinel://x:1",
+		"redis://x?tls_ca=/nonexistent", "rediss://x?tls_ca=/nonexistent", "rediss://x?tls_cert=/a",
+		"unix+cluster:///tmp/x", "redis://x/notadb",
+	} {
+		_, _, err := parse(bad)
+		assert.ErrorIs(t, err, ErrConfig, bad)
+	}
+	o, mode, err := parse("redis://u:p@127.0.0.1:7000/2?dial_timeout=1s&pool_size=4")
+	require.NoError(t, err)
+	assert.Equal(t, Standalone, mode)
+	assert.Equal(t, []string{"127.0.0.1:7000"}, o.Addrs)
+	assert.Equal(t, 2, o.DB)
+	assert.Equal(t, time.Second, o.DialTimeout)
+	assert.Equal(t, 4, o.PoolSize)
+	assert.Equal(t, -1, o.MaxRetries, "retries are always off")
+	assert.Equal(t, "p", o.Password)
+
+	o, mode, err = parse("redis+cluster://127.0.0.1:7000?addr=127.0.0.1:7001&addr=127.0.0.1:7002")
+	require.NoError(t, err)
+	assert.Equal(t, Cluster, mode)
+	assert.Len(t, o.Addrs, 3)
+
+	o, mode, err = parse("redis+sentinel://:sp@127.0.0.1:26379/1?master_name=mymaster&password=dp")
+	require.NoError(t, err)
+	assert.Equal(t, Sentinel, mode)
+	assert.Equal(t, "mymaster", o.MasterName)
+	assert.Equal(t, "sp", o.SentinelPassword)
+	assert.Equal(t, "dp", o.Password)
+
+	o, _, err = parse("unix:///tmp/redis.sock?db=3")
+	require.NoError(t, err)
+	assert.NotNil(t, o.Dialer)
+	assert.Equal(t, 3, o.DB)
+}
+
+// A server that is gone makes calls fail fast with an error, never a
+// plausible answer; when it is back, the same client works again.
+func TestServerGoneAndBack(t *testing.T) {
+	srv := redistest.Start(t)
+	s, err := Open("redis://" + srv.Addr + "?dial_timeout=200ms&read_timeout=200ms&write_timeout=200ms")
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.Set("k", []byte("v"), 0))
+
+	srv.Stop()
+	start := time.Now()
+	_, err = s.SetNX("lock", []byte("t"), time.Minute)
+	assert.Error(t, err, "an unreachable server is an error, not 'held'")
+	_, err = s.DelIfEq("lock", []byte("t"))
+	assert.Error(t, err)
+	_, _, err = s.GetInto("k", nil)
+	assert.Error(t, err)
+	assert.Less(t, time.Since(start), 3*time.Second, "no hang past the timeouts")
+	assert.False(t, errors.Is(err, ErrConfig))
+
+	srv.Restart(t)
+	require.Eventually(t, func() bool { return s.Set("k", []byte("v"), 0) == nil }, 5*time.Second, 50*time.Millisecond)
+	out, err := s.SetNX("lock", []byte("t"), time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, "inserted", out.String())
+}

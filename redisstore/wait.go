@@ -1,0 +1,130 @@
+package redisstore
+
+import (
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// hub serves Wait for the whole process over one pub/sub connection: a
+// release (Del, DelIfEq) publishes on the key's channel, and the hub wakes
+// this process's oldest waiter for that key. The connection is opened on
+// the first wait; channels are subscribed while someone waits on them.
+type hub struct {
+	c redis.UniversalClient
+
+	// subMu orders SUBSCRIBE and UNSUBSCRIBE, so that a leaving last
+	// waiter cannot unsubscribe a channel a new waiter just subscribed.
+	subMu sync.Mutex
+
+	mu      sync.Mutex
+	ps      *redis.PubSub
+	waiters map[string][]chan struct{} // channel -> waiters, oldest first
+	closed  bool
+}
+
+func newHub(c redis.UniversalClient) *hub {
+	return &hub{c: c, waiters: map[string][]chan struct{}{}}
+}
+
+// start opens the pub/sub connection and its dispatcher. Caller holds mu.
+func (h *hub) start() {
+	h.ps = h.c.Subscribe(ctx)
+	msgs := h.ps.Channel()
+	go func() {
+		for m := range msgs {
+			h.mu.Lock()
+			if q := h.waiters[m.Channel]; len(q) > 0 {
+				q[0] <- struct{}{}
+				h.waiters[m.Channel] = q[1:]
+			}
+			h.mu.Unlock()
+		}
+	}()
+}
+
+func (h *hub) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	if h.ps != nil {
+		h.ps.Close()
+	}
+}
+
+// Wait blocks for at most timeout until key is released (or, checked once
+// the subscription stands, is already free), and reports whether it is
+// free. A key that expires rather than being released is noticed when the
+// timeout ends: callers wait one backoff step at most.
+func (s *Store) Wait(key string, timeout time.Duration) (bool, error) {
+	rk := redisKey(key)
+	ch := releaseChannel(rk)
+	h := s.hub
+	w := make(chan struct{}, 1)
+
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return false, redis.ErrClosed
+	}
+	if h.ps == nil {
+		h.start()
+	}
+	h.waiters[ch] = append(h.waiters[ch], w)
+	ps := h.ps
+	h.mu.Unlock()
+	defer h.leave(ch, w)
+
+	h.subMu.Lock()
+	err := ps.Subscribe(ctx, ch) // idempotent for a channel already subscribed
+	h.subMu.Unlock()
+	if err != nil {
+		return false, err
+	}
+	// A release before the subscription stood would be missed: look.
+	n, err := s.c.Exists(ctx, rk).Result()
+	if err != nil {
+		return false, classify(err)
+	}
+	if n == 0 {
+		return true, nil
+	}
+	if ttl, err := s.c.PTTL(ctx, rk).Result(); err == nil && ttl > 0 && ttl < timeout {
+		timeout = ttl // it expires sooner: wake then
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-w:
+		return true, nil
+	case <-t.C:
+		return false, nil
+	}
+}
+
+// leave removes w from ch's queue and drops the subscription when nobody
+// waits on ch any more.
+func (h *hub) leave(ch string, w chan struct{}) {
+	h.subMu.Lock()
+	defer h.subMu.Unlock()
+	h.mu.Lock()
+	q := h.waiters[ch]
+	for i, x := range q {
+		if x == w {
+			q = append(q[:i], q[i+1:]...)
+			break
+		}
+	}
+	last := len(q) == 0
+	if last {
+		delete(h.waiters, ch)
+	} else {
+		h.waiters[ch] = q
+	}
+	ps := h.ps
+	h.mu.Unlock()
+	if last && ps != nil {
+		ps.Unsubscribe(ctx, ch)
+	}
+}
