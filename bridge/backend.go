@@ -14,8 +14,8 @@ import (
 	"sync/atomic"
 
 	"github.com/ephpm/ephpm/backend"
-	"github.com/ephpm/ephpm/redisstore"
 	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/redisstore"
 	"github.com/ephpm/ephpm/session"
 )
 
