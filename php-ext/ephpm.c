@@ -87,6 +87,8 @@ PHP_INI_BEGIN()
     PHP_INI_ENTRY("ephpm.kv_eviction", "noeviction", PHP_INI_SYSTEM, OnUpdateEphpmEviction)
     PHP_INI_ENTRY("ephpm.kv_compression", "none", PHP_INI_SYSTEM, OnUpdateEphpmCompression)
     PHP_INI_ENTRY("ephpm.kv_compression_min_size", "1024", PHP_INI_SYSTEM, OnUpdateEphpmCompressionMinSize)
+    STD_PHP_INI_ENTRY("ephpm.kv_backend", "memory", PHP_INI_SYSTEM, OnUpdateString,
+                      kv_backend, zend_ephpm_globals, ephpm_globals)
     STD_PHP_INI_BOOLEAN("ephpm.session_locking", "1", PHP_INI_ALL, OnUpdateBool,
                         session_locking, zend_ephpm_globals, ephpm_globals)
     PHP_INI_ENTRY("ephpm.session_lock_ttl", "30", PHP_INI_ALL, OnUpdateEphpmLockTtl)
@@ -118,6 +120,21 @@ const char *ephpm_status_cause(int rc)
     }
 }
 
+const char *ephpm_failure_text(int rc, char *buf, size_t buf_len)
+{
+    const ephpm_kv_ops *ops = ephpm_provider_loaded();
+    char detail[512];
+    size_t len = 0;
+    if (ops != NULL && EPHPM_KV_OPS_HAS(ops, last_error)
+        && ops->last_error(detail, sizeof detail - 1, &len) == EPHPM_KV_OK && len > 0) {
+        detail[len] = '\0';
+        snprintf(buf, buf_len, "%s (%s)", ephpm_status_cause(rc), detail);
+    } else {
+        snprintf(buf, buf_len, "%s", ephpm_status_cause(rc));
+    }
+    return buf;
+}
+
 ZEND_COLD void ephpm_throw_status(int rc)
 {
     const char *func = get_active_function_name();
@@ -126,9 +143,12 @@ ZEND_COLD void ephpm_throw_status(int rc)
     case EPHPM_KV_E_UNAVAILABLE:
     case EPHPM_KV_E_INVALID:
     case EPHPM_KV_E_NOT_INTEGER:
-    case EPHPM_KV_E_OVERFLOW:
-        zend_throw_exception_ex(ephpm_kv_exception_ce, -rc, "%s(): %s", func, ephpm_status_cause(rc));
+    case EPHPM_KV_E_OVERFLOW: {
+        char text[768];
+        zend_throw_exception_ex(ephpm_kv_exception_ce, -rc, "%s(): %s", func,
+                                ephpm_failure_text(rc, text, sizeof text));
         break;
+    }
     case EPHPM_KV_E_FORKED:
         zend_throw_exception_ex(ephpm_kv_exception_ce, -rc,
             "%s(): this process (pid %ld) was forked from pid %ld after the ephpm library was "
@@ -188,6 +208,7 @@ static PHP_GINIT_FUNCTION(ephpm)
     ephpm_globals->kv_eviction = "noeviction";
     ephpm_globals->kv_compression = "none";
     ephpm_globals->kv_compression_min_size = 1024;
+    ephpm_globals->kv_backend = "memory";
 }
 
 /* Loads no library: see ephpm_provider.h for why. */

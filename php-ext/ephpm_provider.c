@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "php.h"
+#include "SAPI.h"
 #include "zend_exceptions.h"
 #include "php_ephpm.h"
 #include "ephpm_provider.h"
@@ -129,17 +130,39 @@ static bool ephpm_configure(const ephpm_kv_ops *ops, char *err, size_t err_len)
         {"ephpm.kv_eviction", "eviction", EPHPM_G(kv_eviction)},
         {"ephpm.kv_compression", "compression", EPHPM_G(kv_compression)},
         {"ephpm.kv_compression_min_size", "compression_min_size", min_size},
+        {"ephpm.kv_backend", "backend", EPHPM_G(kv_backend)},
     };
     for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
         int rc = ops->configure(settings[i].name, strlen(settings[i].name),
                                 settings[i].value, strlen(settings[i].value));
         if (rc != EPHPM_KV_OK) {
-            snprintf(err, err_len, "the library %s refused %s=%s (status %d)",
-                     loaded_origin, settings[i].ini, settings[i].value, rc);
+            char detail[512];
+            size_t len = 0;
+            detail[0] = '\0';
+            if (EPHPM_KV_OPS_HAS(ops, last_error)
+                && ops->last_error(detail, sizeof detail - 1, &len) == EPHPM_KV_OK) {
+                detail[len] = '\0';
+            }
+            snprintf(err, err_len, "the library %s refused %s=%s: %s",
+                     loaded_origin, settings[i].ini, settings[i].value,
+                     detail[0] ? detail : ephpm_status_cause(rc));
             return false;
         }
     }
     return true;
+}
+
+/* Under php-fpm each worker is its own process, so the in-process store is
+ * private to it: say so once, when the worker loads the library. */
+static void ephpm_warn_private_store(void)
+{
+    if (strcmp(EPHPM_G(kv_backend), "memory") == 0 && sapi_module.name != NULL
+        && strcmp(sapi_module.name, "fpm-fcgi") == 0) {
+        php_error_docref(NULL, E_WARNING,
+            "ephpm: the in-process store is private to this php-fpm worker (pid %ld): locks, "
+            "sessions and values are not shared with other workers. Set ephpm.kv_backend to a "
+            "Redis or Valkey URL (redis://host:6379) to share them", (long)getpid());
+    }
 }
 
 const ephpm_kv_ops *ephpm_provider_loaded(void)
@@ -153,9 +176,11 @@ const ephpm_kv_ops *ephpm_provider_get(char *err, size_t err_len)
     if (EXPECTED(ops != NULL)) {
         return ops;
     }
+    bool fresh = false;
     pthread_mutex_lock(&load_mutex);
     ops = loaded_ops;
     if (ops == NULL) {
+        fresh = true;
         ops = ephpm_load(err, err_len);
         if (ops != NULL && !ephpm_configure(ops, err, err_len)) {
             ops = NULL;
@@ -166,6 +191,9 @@ const ephpm_kv_ops *ephpm_provider_get(char *err, size_t err_len)
         }
     }
     pthread_mutex_unlock(&load_mutex);
+    if (ops != NULL && fresh) {
+        ephpm_warn_private_store();
+    }
     return ops;
 }
 

@@ -57,6 +57,10 @@ static bool ephpm_session_make_key(ephpm_session_key *key, const char *prefix, c
     return true;
 }
 
+/* The cause of a failure with the provider's message, in a buffer that
+ * lives until the end of the enclosing statement. */
+#define EPHPM_CAUSE(rc) ephpm_failure_text((rc), (char[768]){0}, 768)
+
 #define DATA_KEY(k, sid) ephpm_session_make_key((k), EPHPM_SESSION_DATA_PREFIX, (sid))
 #define LOCK_KEY(k, sid) ephpm_session_make_key((k), EPHPM_SESSION_LOCK_PREFIX, (sid))
 
@@ -116,7 +120,7 @@ static void ephpm_session_release(const ephpm_kv_ops *ops)
         if (rc < 0) {
             php_error_docref(NULL, E_WARNING,
                 "ephpm: releasing the session lock %s failed: %s; it expires by its TTL",
-                ZSTR_VAL(key), ephpm_status_cause(rc));
+                ZSTR_VAL(key), EPHPM_CAUSE(rc));
         }
     }
     ephpm_session_forget_lock();
@@ -181,7 +185,7 @@ static bool ephpm_session_lock(const ephpm_kv_ops *ops, const zend_string *sid)
             ZSTR_VAL(sid), waited, ephpm_lock_action_text());
     } else {
         php_error_docref(NULL, E_WARNING, "ephpm: session %s: lock not acquired: %s; %s",
-                         ZSTR_VAL(sid), ephpm_status_cause(rc), ephpm_lock_action_text());
+                         ZSTR_VAL(sid), EPHPM_CAUSE(rc), ephpm_lock_action_text());
     }
     return false;
 }
@@ -203,7 +207,7 @@ static int ephpm_session_exists(const ephpm_kv_ops *ops, const zend_string *sid)
         return 0;
     }
     php_error_docref(NULL, E_WARNING, "ephpm: session %s: cannot tell whether it exists: %s",
-                     ZSTR_VAL(sid), ephpm_status_cause(rc));
+                     ZSTR_VAL(sid), EPHPM_CAUSE(rc));
     return -1;
 }
 
@@ -265,7 +269,7 @@ PS_READ_FUNC(ephpm)
     }
     if (rc != EPHPM_KV_OK) {
         php_error_docref(NULL, E_WARNING, "ephpm: session %s: reading its data failed: %s",
-                         ZSTR_VAL(key), ephpm_status_cause(rc));
+                         ZSTR_VAL(key), EPHPM_CAUSE(rc));
         return FAILURE;
     }
     return SUCCESS;
@@ -306,7 +310,7 @@ PS_WRITE_FUNC(ephpm)
     }
     if (rc != EPHPM_KV_OK) {
         php_error_docref(NULL, E_WARNING, "ephpm: session %s: not written: %s",
-                         ZSTR_VAL(key), ephpm_status_cause(rc));
+                         ZSTR_VAL(key), EPHPM_CAUSE(rc));
         return FAILURE;
     }
     return SUCCESS;
@@ -327,7 +331,7 @@ PS_DESTROY_FUNC(ephpm)
     }
     if (rc < 0) {
         php_error_docref(NULL, E_WARNING, "ephpm: session %s: not destroyed: %s",
-                         ZSTR_VAL(key), ephpm_status_cause(rc));
+                         ZSTR_VAL(key), EPHPM_CAUSE(rc));
         return FAILURE;
     }
     return SUCCESS;
@@ -384,7 +388,7 @@ PS_UPDATE_TIMESTAMP_FUNC(ephpm)
     }
     if (rc < 0) {
         php_error_docref(NULL, E_WARNING, "ephpm: session %s: TTL not refreshed: %s",
-                         ZSTR_VAL(key), ephpm_status_cause(rc));
+                         ZSTR_VAL(key), EPHPM_CAUSE(rc));
         return FAILURE;
     }
     return SUCCESS;

@@ -26,6 +26,7 @@ ZEND_BEGIN_MODULE_GLOBALS(ephpm)
     char *kv_eviction;                /* noeviction | volatile-lru | allkeys-lru */
     char *kv_compression;             /* none | lz4 */
     zend_long kv_compression_min_size; /* bytes */
+    char *kv_backend;                 /* "memory" or a Redis/Valkey URL */
 
     /* ini settings of the session handler */
     bool session_locking;
@@ -59,6 +60,11 @@ int ephpm_kv_fetch(const ephpm_kv_ops *ops, const char *key, size_t key_len, zen
 
 /* A short English cause for a failure status, for messages. */
 const char *ephpm_status_cause(int rc);
+
+/* The cause of a failure status with the provider's own message for it
+ * (last_error), e.g. "the store is unavailable; the outcome is unknown
+ * (dial tcp 127.0.0.1:6379: connect: connection refused)", in buf. */
+const char *ephpm_failure_text(int rc, char *buf, size_t buf_len);
 
 /* Throws Ephpm\KvException for a failure status of the running function. */
 ZEND_COLD void ephpm_throw_status(int rc);

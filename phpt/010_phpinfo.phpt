@@ -4,6 +4,8 @@ ephpm: phpinfo() section shows the ABI version, whether the library is loaded, a
 ephpm
 --INI--
 ephpm.library=
+--SKIPIF--
+<?php if (ini_get('ephpm.kv_backend') !== 'memory') die('skip the in-process store only'); ?>
 --FILE--
 <?php
 function section(): string {
@@ -38,7 +40,7 @@ Extension version => 0.1.0
 ABI version (extension) => 1
 Library loaded => yes
 Library => [path]/libephpm.so
-ABI version (library) => 1 (table of 136 bytes)
+ABI version (library) => 1 (table of %d bytes)
 instance_id => %x-%x-%x-%x-%x
 backend => memory
 pid => %d

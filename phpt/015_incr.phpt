@@ -32,7 +32,7 @@ foreach ([
 }
 var_dump(ephpm_kv_get('t15:text'), ephpm_kv_get('t15:max') === (string) PHP_INT_MAX);
 ?>
---EXPECT--
+--EXPECTF--
 int(1)
 int(11)
 int(10)
@@ -43,8 +43,8 @@ int(1)
 int(60)
 int(2)
 int(60)
-KvException 7: ephpm_kv_incr(): the stored value is not an integer
-KvException 8: ephpm_kv_incr(): the result would overflow a 64-bit integer
+KvException 7: ephpm_kv_incr(): the stored value is not an integer (%s)
+KvException 8: ephpm_kv_incr(): the result would overflow a 64-bit integer (%s)
 ValueError: ephpm_kv_decr(): Argument #2 ($by) must be greater than -9223372036854775808
 ArgumentCountError: ephpm_kv_incr_by() expects at least 2 arguments, 1 given
 string(3) "abc"

@@ -2,6 +2,8 @@
 ephpm.kv_* settings: defaults, and a bad value warns at startup and keeps the default
 --EXTENSIONS--
 ephpm
+--SKIPIF--
+<?php if (ini_get('ephpm.kv_backend') !== 'memory') die('skip the in-process store only'); ?>
 --FILE--
 <?php
 foreach (['ephpm.kv_memory_limit', 'ephpm.kv_eviction', 'ephpm.kv_compression', 'ephpm.kv_compression_min_size'] as $k) {

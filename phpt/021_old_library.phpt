@@ -23,9 +23,9 @@ echo str_replace($dir, '[dir]', ephpm_child('try { ephpm_kv_get("k"); } catch (E
 --EXPECTF--
 NULL
 bool(true)
-UNSUPPORTED: ephpm_kv_exists(): not supported by the loaded library [dir]/libfake_v1.so: its table (48 bytes) is older than this extension's (136 bytes); install the library built with this extension
-UNSUPPORTED: ephpm_kv_lock(): not supported by the loaded library [dir]/libfake_v1.so: its table (48 bytes) is older than this extension's (136 bytes); install the library built with this extension
-UNSUPPORTED: ephpm_kv_stats(): not supported by the loaded library [dir]/libfake_v1.so: its table (48 bytes) is older than this extension's (136 bytes); install the library built with this extension
+UNSUPPORTED: ephpm_kv_exists(): not supported by the loaded library [dir]/libfake_v1.so: its table (48 bytes) is older than this extension's (%d bytes); install the library built with this extension
+UNSUPPORTED: ephpm_kv_lock(): not supported by the loaded library [dir]/libfake_v1.so: its table (48 bytes) is older than this extension's (%d bytes); install the library built with this extension
+UNSUPPORTED: ephpm_kv_stats(): not supported by the loaded library [dir]/libfake_v1.so: its table (48 bytes) is older than this extension's (%d bytes); install the library built with this extension
 warning: session_start(): ephpm: session handler: the loaded library [dir]/libfake_v1.so is too old (table of 48 bytes has no session members)
 warning: session_start(): Failed to initialize storage module: ephpm (path: %S)
 bool(false)

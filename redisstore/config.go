@@ -31,10 +31,12 @@ const (
 //	redis://[user:password@]host:port[/db][?params]        one server over TCP
 //	rediss://...                                            the same over TLS
 //	unix://[user:password@]/path/to/socket[?db=N&params]    one server over a unix socket
-//	redis+cluster://host:port?addr=host2:port&addr=...      Redis Cluster (rediss+cluster: TLS)
-//	redis+sentinel://[sentinel-user:sentinel-password@]host:port[/db]?master_name=NAME&addr=...
+//	redis+cluster://host:port,host2:port,...                Redis Cluster seed nodes (rediss+cluster: TLS)
+//	redis+sentinel://[sentinel-user:sentinel-password@]host:port,...[/db]?master_name=NAME
 //	                                                        Sentinel (rediss+sentinel: TLS);
 //	                                                        password=... authenticates to the data nodes
+//
+// Several hosts may be listed with commas (or as addr=host:port params).
 //
 // params are go-redis's (dial_timeout, read_timeout, write_timeout,
 // pool_size, ...) plus tls_ca, tls_cert, tls_key and tls_server_name for
@@ -43,7 +45,7 @@ const (
 // report a lock the caller holds as held by someone else.
 func parse(raw string) (redis.UniversalOptions, Mode, error) {
 	var none redis.UniversalOptions
-	u, err := url.Parse(raw)
+	u, err := url.Parse(splitHosts(raw))
 	if err != nil {
 		return none, "", fmt.Errorf("%w: %v", ErrConfig, err)
 	}
@@ -124,6 +126,11 @@ func parse(raw string) (redis.UniversalOptions, Mode, error) {
 		}
 	}
 	o.MaxRetries = -1 // see above: never retry
+	if !q.Has("dialer_retries") {
+		// One dial per attempt, so a call fails within dial_timeout, not
+		// five times that (the client's default).
+		o.DialerRetries = 1
+	}
 
 	if len(tlsFiles) > 0 {
 		if o.TLSConfig == nil {
@@ -134,6 +141,38 @@ func parse(raw string) (redis.UniversalOptions, Mode, error) {
 		}
 	}
 	return o, mode, nil
+}
+
+// splitHosts rewrites scheme://a:1,b:2,c:3/rest as scheme://a:1/rest with
+// addr=b:2&addr=c:3 appended to the query, the form the client's parsers
+// take: a URL's host may not hold commas.
+func splitHosts(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw
+	}
+	end := strings.IndexAny(rest, "/?")
+	if end < 0 {
+		end = len(rest)
+	}
+	authority, tail := rest[:end], rest[end:]
+	userinfo, hosts := "", authority
+	if at := strings.LastIndex(authority, "@"); at >= 0 {
+		userinfo, hosts = authority[:at+1], authority[at+1:]
+	}
+	list := strings.Split(hosts, ",")
+	if len(list) == 1 {
+		return raw
+	}
+	path, query, _ := strings.Cut(tail, "?")
+	extra := make([]string, 0, len(list)-1)
+	for _, h := range list[1:] {
+		extra = append(extra, "addr="+url.QueryEscape(h))
+	}
+	if query != "" {
+		extra = append([]string{query}, extra...)
+	}
+	return scheme + "://" + userinfo + list[0] + path + "?" + strings.Join(extra, "&")
 }
 
 func applyTLSFiles(c *tls.Config, files map[string]string) error {

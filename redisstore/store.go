@@ -27,6 +27,17 @@ import (
 	"github.com/ephpm/ephpm/session"
 )
 
+func init() {
+	// The client logs dial failures to stderr, which in PHP is the
+	// response body of php -S or the error log; failures reach the caller
+	// as errors (and the table's last_error) instead.
+	redis.SetLogger(quiet{})
+}
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
 // Store is a Redis-backed store. Its methods are safe for concurrent use.
 type Store struct {
 	c    redis.UniversalClient

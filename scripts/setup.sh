@@ -4,14 +4,14 @@
 #
 # Usage: scripts/setup.sh demo|test
 #   demo  what the demo server needs: PHP CLI and headers, a C toolchain, cmake
-#   test  also what the tests need: php-fpm and the FastCGI client
+#   test  also what the tests need: php-fpm, the FastCGI client, Redis
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=${1:-test}
 
 packages=(ca-certificates php8.2-cli php8.2-dev cmake gcc make)
 if [ "$profile" = test ]; then
-  packages+=(php8.2-fpm libfcgi-bin)
+  packages+=(php8.2-fpm libfcgi-bin redis-server redis-tools)
 fi
 
 as_root() {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # php-fpm loads the extension in its master, which then forks the workers.
 # The master must start no Go runtime (one thread, libephpm.so not even
-# mapped); each worker loads the library on its first ephpm call and works.
+# mapped); each worker loads the library on its first ephpm call and works,
+# and says once that its in-process store is private to it.
 #
 # Usage: fpm_lazy_load.sh /usr/sbin/php-fpm8.2 /path/to/ephpm.so
 set -euo pipefail
@@ -50,8 +51,17 @@ request() {
   SCRIPT_FILENAME="$dir/worker.php" REQUEST_METHOD=GET \
     timeout 10 cgi-fcgi -bind -connect "$dir/fpm.sock" | sed -n '/^\r\?$/,$p' | tail -n +2
 }
-for i in 1 2 3 4; do
-  read -r wpid wthreads value < <(request) || true
+declare -A seen
+for i in 1 2 3 4 5 6; do
+  body=$(request)
+  read -r wpid wthreads value < <(tail -n 1 <<< "$body") || true
+  warnings=$(grep -c 'store is private to this php-fpm worker' <<< "$body" || true)
+  if [ -z "${seen[${wpid:-none}]:-}" ]; then
+    check "request $i: worker ${wpid:-?} warns once, on its first use, that its store is private" '[ "$warnings" = 1 ]'
+    seen[${wpid:-none}]=1
+  else
+    check "request $i: worker ${wpid:-?} does not warn again" '[ "$warnings" = 0 ]'
+  fi
   check "request $i answered by a worker" '[ -n "${wpid:-}" ] && [ "$wpid" != "$pid" ]'
   check "request $i: worker ${wpid:-?} runs Go (threads: ${wthreads:-?})" '[ "${wthreads:-0}" -gt 1 ]'
   check "request $i: the worker's own store answered" '[ "${value:-}" = "v$wpid" ]'
