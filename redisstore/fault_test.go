@@ -1,0 +1,126 @@
+package redisstore
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ephpm/ephpm/internal/redistest"
+	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/session"
+)
+
+// A release whose reply is lost must be reported as an error (outcome
+// unknown), never as "released" or "not held"; and it must not be retried.
+func TestLostReplyIsAnErrorNotAnAnswer(t *testing.T) {
+	srv := redistest.Start(t)
+	proxy := redistest.NewProxy(t, srv.Addr)
+	s, err := Open("redis://" + proxy.Addr + "?read_timeout=500ms")
+	require.NoError(t, err)
+	defer s.Close()
+
+	out, err := s.SetNX("lock", []byte("tok"), time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, kv.Inserted, out)
+	// Load the script on the server and keep a live connection, so the
+	// reply dropped next is the release's own.
+	_, err = s.DelIfEq("absent", []byte("x"))
+	require.NoError(t, err)
+
+	proxy.DropNextReply()
+	ok, err := s.DelIfEq("lock", []byte("tok"))
+	require.Error(t, err, "a lost reply is an unknown outcome")
+	assert.False(t, ok)
+
+	// The release did reach the server and ran exactly once: the lock is
+	// gone, and a retry would have answered "not held".
+	direct, err := Open("redis://" + srv.Addr)
+	require.NoError(t, err)
+	defer direct.Close()
+	held, err := direct.Exists("lock")
+	require.NoError(t, err)
+	assert.False(t, held)
+
+	// A lost reply to SET NX: the caller may hold the lock; it is told the
+	// outcome is unknown, and its release with its token works.
+	require.NoError(t, s.c.Ping(ctx).Err()) // a live connection again
+	proxy.DropNextReply()
+	_, err = s.SetNX("lock2", []byte("mine"), time.Minute)
+	require.Error(t, err)
+	ok, err = s.DelIfEq("lock2", []byte("mine"))
+	require.NoError(t, err)
+	assert.True(t, ok, "the grant had landed; the token releases it")
+}
+
+// Guarded session writes go on while the server is stopped and restarted:
+// calls fail fast while it is away, the client recovers by itself, and no
+// write that was acknowledged is lost (the server persists with fsync).
+func TestRestartUnderLoadLosesNoAcknowledgedWrite(t *testing.T) {
+	srv := redistest.Start(t, "appendonly yes", "appendfsync always")
+	s, err := Open("redis://" + srv.Addr + "?dial_timeout=200ms&read_timeout=300ms&write_timeout=300ms")
+	require.NoError(t, err)
+	defer s.Close()
+
+	const writers = 4
+	var acked [writers]atomic.Int64
+	var failures, slow atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			sid := fmt.Sprintf("w%d", w)
+			l := &session.Locker{Store: s}
+			for n := int64(1); ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				start := time.Now()
+				tok, _ := session.NewToken()
+				res, err := l.Acquire(session.LockKey(sid), []byte(tok), 5*time.Second, 0)
+				if err == nil && res.Acquired {
+					var ok bool
+					ok, err = s.SetGuarded(session.DataKey(sid), []byte(strconv.FormatInt(n, 10)), time.Hour,
+						session.LockKey(sid), []byte(tok))
+					if err == nil && ok {
+						acked[w].Store(n)
+					}
+					s.DelIfEq(session.LockKey(sid), []byte(tok))
+				}
+				if err != nil {
+					failures.Add(1)
+				}
+				if time.Since(start) > 3*time.Second {
+					slow.Add(1)
+				}
+			}
+		}(w)
+	}
+	time.Sleep(300 * time.Millisecond)
+	srv.Stop()
+	time.Sleep(500 * time.Millisecond)
+	srv.Restart(t)
+	time.Sleep(700 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+
+	assert.Positive(t, failures.Load(), "calls failed while the server was away")
+	assert.Zero(t, slow.Load(), "no call hung past the timeouts")
+	for w := 0; w < writers; w++ {
+		dst := make([]byte, 32)
+		n, found, err := s.GetInto(session.DataKey(fmt.Sprintf("w%d", w)), dst)
+		require.NoError(t, err, "working again after the restart")
+		require.True(t, found)
+		stored, _ := strconv.ParseInt(string(dst[:n]), 10, 64)
+		assert.GreaterOrEqual(t, stored, acked[w].Load(), "writer %d: an acknowledged write was lost", w)
+	}
+}
