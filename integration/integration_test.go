@@ -1,0 +1,214 @@
+// Package integration drives the built extension in real PHP processes:
+// php-fpm workers sharing sessions through Redis, and PHP processes racing
+// for one lock. It needs EPHPM_SO (the built ephpm.so, with libephpm.so
+// beside it); ctest sets it, and without it the tests skip.
+package integration
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ephpm/ephpm/internal/fcgi"
+	"github.com/ephpm/ephpm/internal/redistest"
+)
+
+func extension(t *testing.T) string {
+	so := os.Getenv("EPHPM_SO")
+	if so == "" {
+		t.Skip("EPHPM_SO is not set (ctest sets it to the built ephpm.so)")
+	}
+	return so
+}
+
+func lookPath(t *testing.T, names ...string) string {
+	for _, n := range names {
+		if p, err := exec.LookPath(n); err == nil {
+			return p
+		}
+	}
+	t.Skipf("none of %v installed", names)
+	return ""
+}
+
+// fpm starts php-fpm with pm=static and n workers, the extension loaded
+// with ini, and stops it by PID when the test ends. It returns the socket.
+func fpm(t *testing.T, n int, ini map[string]string) string {
+	bin := lookPath(t, "php-fpm8.2", "/usr/sbin/php-fpm8.2", "php-fpm")
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "fpm.sock")
+	conf := fmt.Sprintf("[global]\nerror_log = %s/fpm.log\ndaemonize = no\n[www]\nlisten = %s\n"+
+		"listen.backlog = 1024\npm = static\npm.max_children = %d\n", dir, sock, n)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "fpm.conf"), []byte(conf), 0o600))
+	args := []string{"-n", "-F", "-y", filepath.Join(dir, "fpm.conf"), "-d", "extension=" + extension(t)}
+	if os.Geteuid() == 0 {
+		args = append(args, "-R")
+	}
+	for k, v := range ini {
+		args = append(args, "-d", k+"="+v)
+	}
+	cmd := exec.Command(bin, args...)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
+	for i := 0; i < 100; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			return sock
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	log, _ := os.ReadFile(filepath.Join(dir, "fpm.log"))
+	t.Fatalf("php-fpm did not start: %s", log)
+	return ""
+}
+
+func script(t *testing.T, name, code string) string {
+	path := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(path, []byte(code), 0o644))
+	return path
+}
+
+// 100 concurrent requests with one session cookie, each adding its own key
+// to $_SESSION, across 8 php-fpm workers sharing Redis: all 100 are kept.
+func TestFPMConcurrentSessionRequestsKeepEveryWrite(t *testing.T) {
+	srv := redistest.Start(t)
+	sock := fpm(t, 8, map[string]string{
+		"ephpm.kv_backend":        "redis://" + srv.Addr,
+		"session.save_handler":    "ephpm",
+		"session.use_strict_mode": "0",
+		"session.cache_limiter":   "",
+	})
+	add := script(t, "add.php", `<?php
+session_start();
+usleep(1000); // work done while the session is open
+$_SESSION['k' . $_GET['i']] = getmypid();
+echo count($_SESSION);
+`)
+	count := script(t, "count.php", `<?php
+session_start(['read_and_close' => true]);
+$pids = array_unique(array_values($_SESSION));
+echo count($_SESSION), ' ', count($pids);
+`)
+	for run := 0; run < 3; run++ {
+		sid := fmt.Sprintf("fpmrun%dabcdef%d", run, time.Now().UnixNano())
+		var wg sync.WaitGroup
+		errs := make(chan error, 100)
+		start := make(chan struct{})
+		for i := 0; i < 100; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				<-start
+				resp, err := fcgi.Do("unix", sock, map[string]string{
+					"SCRIPT_FILENAME": add, "REQUEST_METHOD": "GET",
+					"QUERY_STRING": fmt.Sprintf("i=%d", i), "HTTP_COOKIE": "PHPSESSID=" + sid,
+				}, 60*time.Second)
+				if err == nil && strings.Contains(string(resp.Body), "Warning") {
+					err = fmt.Errorf("request %d: %s", i, resp.Body)
+				}
+				if err != nil {
+					errs <- err
+				}
+			}(i)
+		}
+		close(start)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		resp, err := fcgi.Do("unix", sock, map[string]string{
+			"SCRIPT_FILENAME": count, "REQUEST_METHOD": "GET", "HTTP_COOKIE": "PHPSESSID=" + sid,
+		}, 10*time.Second)
+		require.NoError(t, err)
+		var kept, workers int
+		fmt.Sscan(string(resp.Body), &kept, &workers)
+		assert.Equal(t, 100, kept, "run %d: %s", run, resp.Body)
+		assert.Greater(t, workers, 1, "run %d: the requests were spread over workers", run)
+		t.Logf("run %d: %d/100 kept, written by %d workers", run, kept, workers)
+	}
+}
+
+// racer is a long-lived PHP process that, for each round the test sends
+// it, blocks on the round's barrier file (a shared flock the test holds
+// exclusively), then races for the round's lock with ephpm_kv_setnx.
+const racer = `<?php
+while (($line = fgets(STDIN)) !== false) {
+    [$round, $barrier] = explode(' ', trim($line));
+    $f = fopen($barrier, 'r');
+    echo "ready\n";
+    flock($f, LOCK_SH);              // released when the test unlocks
+    $won = ephpm_kv_setnx("race:$round", (string) getmypid(), 60);
+    flock($f, LOCK_UN);
+    fclose($f);
+    echo $won ? "won\n" : "lost\n";
+}
+`
+
+func raceProcesses(t *testing.T, n, rounds int, backend string) {
+	php := lookPath(t, "php")
+	path := script(t, "racer.php", racer)
+	type proc struct {
+		in  io.WriteCloser
+		out *bufio.Scanner
+	}
+	procs := make([]proc, n)
+	for i := range procs {
+		cmd := exec.Command(php, "-n", "-d", "extension="+extension(t), "-d", "ephpm.kv_backend="+backend, path)
+		in, err := cmd.StdinPipe()
+		require.NoError(t, err)
+		out, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		cmd.Stderr = os.Stderr
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { in.Close(); cmd.Wait() })
+		procs[i] = proc{in, bufio.NewScanner(out)}
+	}
+	dir := t.TempDir()
+	for r := 0; r < rounds; r++ {
+		barrier := filepath.Join(dir, fmt.Sprintf("barrier-%d", r))
+		f, err := os.Create(barrier)
+		require.NoError(t, err)
+		require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX))
+		round := fmt.Sprintf("%d-%d %s\n", n, r, barrier)
+		for _, p := range procs {
+			io.WriteString(p.in, round)
+		}
+		for _, p := range procs {
+			require.True(t, p.out.Scan())
+			require.Equal(t, "ready", p.out.Text())
+		}
+		time.Sleep(2 * time.Millisecond)                                // let the last ones reach flock
+		require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_UN)) // release them together
+		winners := 0
+		for _, p := range procs {
+			require.True(t, p.out.Scan())
+			if p.out.Text() == "won" {
+				winners++
+			} else {
+				require.Equal(t, "lost", p.out.Text())
+			}
+		}
+		f.Close()
+		require.Equal(t, 1, winners, "round %d of %d processes", r, n)
+	}
+}
+
+func TestProcessesRacingForALockHaveOneWinner(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, n := range []int{20, 64} {
+		t.Run(fmt.Sprintf("%d processes", n), func(t *testing.T) {
+			raceProcesses(t, n, 200, "redis://"+srv.Addr)
+		})
+	}
+}
