@@ -96,3 +96,29 @@ func (s *Server) cmd0() string {
 	bin, _ := exec.LookPath("redis-server")
 	return bin
 }
+
+// StartSentinel runs a Sentinel (redis-server --sentinel) that monitors
+// master under the name "mymaster", and waits until it knows the master.
+func StartSentinel(t testing.TB, master *Server) *Server {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server not installed")
+	}
+	dir := t.TempDir()
+	port := FreePort(t)
+	conf := fmt.Sprintf("bind 127.0.0.1\nport %d\ndir %s\nsentinel monitor mymaster 127.0.0.1 %d 1\n"+
+		"sentinel down-after-milliseconds mymaster 5000\n", port, dir, master.Port)
+	path := filepath.Join(dir, "sentinel.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir}
+	s.cmd = exec.Command(bin, path, "--sentinel")
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	s.waitUp(t)
+	return s
+}
