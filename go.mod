@@ -3,6 +3,7 @@ module github.com/ephpm/ephpm
 go 1.26.0
 
 require (
+	github.com/dgraph-io/ristretto/v2 v2.4.2
 	github.com/google/uuid v1.6.0
 	github.com/pierrec/lz4/v4 v4.1.33
 	github.com/redis/go-redis/v9 v9.23.0
@@ -11,6 +12,7 @@ require (
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/dustin/go-humanize v1.0.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sys v0.48.0 // indirect

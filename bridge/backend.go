@@ -11,7 +11,10 @@ package bridge
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/kv"
@@ -30,6 +33,8 @@ var (
 	served atomic.Pointer[Backend]
 	// lockTimeouts counts set_nx_wait calls that ran out of time.
 	lockTimeouts atomic.Uint64
+	// near is the near-cache setting a Redis backend is opened with.
+	near redisstore.NearCache
 )
 
 func init() { SetBackend(backend.Memory{Store: store}) }
@@ -50,14 +55,36 @@ func SetBackend(b Backend) {
 // configure applies one setting of the configure member: "backend" chooses
 // what the table serves; the others set the in-process store.
 func configure(name, value string) error {
-	if name != "backend" {
+	invalid := func() error { return fmt.Errorf("%w: %s=%q", kv.ErrInvalidArgument, name, value) }
+	switch name {
+	case "backend":
+	case "near_cache_prefixes":
+		near.Prefixes = nil
+		for _, p := range strings.Split(value, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				near.Prefixes = append(near.Prefixes, p)
+			}
+		}
+		return nil
+	case "near_cache_staleness_ms", "near_cache_size":
+		n, err := strconv.ParseInt(value, 10, 64)
+		if err != nil || n < 0 {
+			return invalid()
+		}
+		if name == "near_cache_size" {
+			near.MaxBytes = n
+		} else {
+			near.Staleness = time.Duration(n) * time.Millisecond
+		}
+		return nil
+	default:
 		return backend.Memory{Store: store}.Configure(name, value)
 	}
 	if value == "memory" {
 		SetBackend(backend.Memory{Store: store})
 		return nil
 	}
-	r, err := redisstore.Open(value)
+	r, err := redisstore.Open(value, near)
 	if err != nil {
 		return fmt.Errorf("%w: %v", kv.ErrInvalidArgument, err)
 	}

@@ -237,6 +237,10 @@ typedef struct ephpm_kv_ops {
      *   "eviction"              "noeviction" | "volatile-lru" | "allkeys-lru" } store
      *   "compression"           "none" | "lz4"                          }
      *   "compression_min_size"  bytes, decimal                          }
+     *   "near_cache_prefixes"   comma-separated key prefixes a Redis backend may }
+     *                           serve from a per-process cache                 } set before
+     *   "near_cache_staleness_ms"  how old a near-cache entry may be, ms         } "backend"
+     *   "near_cache_size"       bytes the near cache may hold                   }
      *   "backend"               "memory", or a Redis/Valkey URL: every member is
      *                           then served by that server (see README)
      * OK, or E_INVALID for an unknown name or a bad value (nothing changed;

@@ -38,6 +38,18 @@ static ZEND_INI_MH(OnUpdateEphpmMemoryLimit)
     return SUCCESS;
 }
 
+static ZEND_INI_MH(OnUpdateEphpmNearCacheSize)
+{
+    zend_long bytes = zend_ini_parse_quantity_warn(new_value, entry->name);
+    if (bytes < 0) {
+        php_error_docref(NULL, E_WARNING, "ephpm.kv_near_cache_size must not be negative, \"%s\" given",
+                         ZSTR_VAL(new_value));
+        return FAILURE;
+    }
+    EPHPM_G(kv_near_cache_size) = bytes;
+    return SUCCESS;
+}
+
 static ZEND_INI_MH(OnUpdateEphpmCompressionMinSize)
 {
     zend_long bytes = zend_ini_parse_quantity_warn(new_value, entry->name);
@@ -89,6 +101,11 @@ PHP_INI_BEGIN()
     PHP_INI_ENTRY("ephpm.kv_compression_min_size", "1024", PHP_INI_SYSTEM, OnUpdateEphpmCompressionMinSize)
     STD_PHP_INI_ENTRY("ephpm.kv_backend", "memory", PHP_INI_SYSTEM, OnUpdateString,
                       kv_backend, zend_ephpm_globals, ephpm_globals)
+    STD_PHP_INI_ENTRY("ephpm.kv_near_cache_prefixes", "", PHP_INI_SYSTEM, OnUpdateString,
+                      kv_near_cache_prefixes, zend_ephpm_globals, ephpm_globals)
+    STD_PHP_INI_ENTRY("ephpm.kv_near_cache_staleness_ms", "1000", PHP_INI_SYSTEM, OnUpdateLong,
+                      kv_near_cache_staleness_ms, zend_ephpm_globals, ephpm_globals)
+    PHP_INI_ENTRY("ephpm.kv_near_cache_size", "16M", PHP_INI_SYSTEM, OnUpdateEphpmNearCacheSize)
     STD_PHP_INI_BOOLEAN("ephpm.session_locking", "1", PHP_INI_ALL, OnUpdateBool,
                         session_locking, zend_ephpm_globals, ephpm_globals)
     PHP_INI_ENTRY("ephpm.session_lock_ttl", "30", PHP_INI_ALL, OnUpdateEphpmLockTtl)
@@ -209,6 +226,9 @@ static PHP_GINIT_FUNCTION(ephpm)
     ephpm_globals->kv_compression = "none";
     ephpm_globals->kv_compression_min_size = 1024;
     ephpm_globals->kv_backend = "memory";
+    ephpm_globals->kv_near_cache_prefixes = "";
+    ephpm_globals->kv_near_cache_staleness_ms = 1000;
+    ephpm_globals->kv_near_cache_size = 16 * 1024 * 1024;
 }
 
 /* Loads no library: see ephpm_provider.h for why. */

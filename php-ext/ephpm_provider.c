@@ -120,9 +120,11 @@ static bool ephpm_configure(const ephpm_kv_ops *ops, char *err, size_t err_len)
     if (!EPHPM_KV_OPS_HAS(ops, configure)) {
         return true;
     }
-    char limit[32], min_size[32];
+    char limit[32], min_size[32], staleness[32], near_size[32];
     snprintf(limit, sizeof limit, ZEND_LONG_FMT, EPHPM_G(kv_memory_limit));
     snprintf(min_size, sizeof min_size, ZEND_LONG_FMT, EPHPM_G(kv_compression_min_size));
+    snprintf(staleness, sizeof staleness, ZEND_LONG_FMT, EPHPM_G(kv_near_cache_staleness_ms));
+    snprintf(near_size, sizeof near_size, ZEND_LONG_FMT, EPHPM_G(kv_near_cache_size));
     const struct {
         const char *ini, *name, *value;
     } settings[] = {
@@ -130,6 +132,10 @@ static bool ephpm_configure(const ephpm_kv_ops *ops, char *err, size_t err_len)
         {"ephpm.kv_eviction", "eviction", EPHPM_G(kv_eviction)},
         {"ephpm.kv_compression", "compression", EPHPM_G(kv_compression)},
         {"ephpm.kv_compression_min_size", "compression_min_size", min_size},
+        /* The near cache before the backend, which is opened with it. */
+        {"ephpm.kv_near_cache_prefixes", "near_cache_prefixes", EPHPM_G(kv_near_cache_prefixes)},
+        {"ephpm.kv_near_cache_staleness_ms", "near_cache_staleness_ms", staleness},
+        {"ephpm.kv_near_cache_size", "near_cache_size", near_size},
         {"ephpm.kv_backend", "backend", EPHPM_G(kv_backend)},
     };
     for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {

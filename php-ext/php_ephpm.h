@@ -27,6 +27,9 @@ ZEND_BEGIN_MODULE_GLOBALS(ephpm)
     char *kv_compression;             /* none | lz4 */
     zend_long kv_compression_min_size; /* bytes */
     char *kv_backend;                 /* "memory" or a Redis/Valkey URL */
+    char *kv_near_cache_prefixes;     /* "" : no near cache */
+    zend_long kv_near_cache_staleness_ms;
+    zend_long kv_near_cache_size;     /* bytes */
 
     /* ini settings of the session handler */
     bool session_locking;

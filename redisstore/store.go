@@ -43,25 +43,34 @@ type Store struct {
 	c    redis.UniversalClient
 	mode Mode
 	hub  *hub
+	near *near // nil: no near cache
 
 	setNXWins, setNXLosses            atomic.Uint64
 	delIfEqMatches, delIfEqMismatches atomic.Uint64
 }
 
-// Open parses a backend URL (see parse) and makes a client. It does not
-// connect: a server that is down makes each call fail, not Open.
-func Open(rawURL string) (*Store, error) {
+// Open parses a backend URL (see parse) and makes a client, with an
+// optional near cache. It does not connect: a server that is down makes
+// each call fail, not Open.
+func Open(rawURL string, nc ...NearCache) (*Store, error) {
 	o, mode, err := parse(rawURL)
 	if err != nil {
 		return nil, err
 	}
+	var n *near
+	if len(nc) > 0 {
+		if n, err = newNear(nc[0]); err != nil {
+			return nil, err
+		}
+	}
 	c := redis.NewUniversalClient(&o)
-	return &Store{c: c, mode: mode, hub: newHub(c)}, nil
+	return &Store{c: c, mode: mode, hub: newHub(c), near: n}, nil
 }
 
 // Close closes the client and its connections.
 func (s *Store) Close() error {
 	s.hub.close()
+	s.near.close()
 	return s.c.Close()
 }
 
@@ -105,14 +114,21 @@ func classify(err error) error {
 	return err
 }
 
-// GetInto copies the value into dst if it fits; n is its length.
+// GetInto copies the value into dst if it fits; n is its length. A key
+// under a near-cache prefix may come from this process's cache.
 func (s *Store) GetInto(key string, dst []byte) (int, bool, error) {
-	v, err := s.c.Get(ctx, redisKey(key)).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return 0, false, nil
-	}
-	if err != nil {
-		return 0, false, classify(err)
+	v, cached := s.near.get(key)
+	if !cached {
+		fetchedAt := time.Now()
+		var err error
+		v, err = s.c.Get(ctx, redisKey(key)).Bytes()
+		if errors.Is(err, redis.Nil) {
+			return 0, false, nil
+		}
+		if err != nil {
+			return 0, false, classify(err)
+		}
+		s.near.put(key, v, fetchedAt)
 	}
 	if len(v) <= len(dst) {
 		copy(dst, v)
@@ -122,11 +138,13 @@ func (s *Store) GetInto(key string, dst []byte) (int, bool, error) {
 
 // Set is SET (with PX when ttl > 0), which also clears an old TTL.
 func (s *Store) Set(key string, value []byte, ttl time.Duration) error {
+	defer s.near.forget(key)
 	return classify(s.c.Set(ctx, redisKey(key), value, ttl).Err())
 }
 
 // SetNX is SET NX PX: the check, the insert and the TTL in one command.
 func (s *Store) SetNX(key string, value []byte, ttl time.Duration) (kv.SetNXOutcome, error) {
+	defer s.near.forget(key)
 	ok, err := s.c.SetNX(ctx, redisKey(key), value, ttl).Result()
 	if err != nil {
 		return 0, classify(err)
@@ -146,6 +164,7 @@ return n`)
 
 // Del removes key and announces it to waiters.
 func (s *Store) Del(key string) (bool, error) {
+	defer s.near.forget(key)
 	rk := redisKey(key)
 	n, err := delScript.Run(ctx, s.c, []string{rk}, releaseChannel(rk)).Int()
 	return n > 0, classify(err)
@@ -162,6 +181,7 @@ return 0`)
 // DelIfEq deletes key only while it holds token, in one script on the
 // server that owns the key. An expired key reads as absent there.
 func (s *Store) DelIfEq(key string, token []byte) (bool, error) {
+	defer s.near.forget(key)
 	rk := redisKey(key)
 	n, err := delIfEqScript.Run(ctx, s.c, []string{rk}, token, releaseChannel(rk)).Int()
 	if err != nil {
@@ -187,6 +207,7 @@ return 1`)
 // SetGuarded writes key only while guardKey holds guardToken: one script,
 // so both keys must live on one server (sessions do: see redisKey).
 func (s *Store) SetGuarded(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
+	defer s.near.forget(key)
 	n, err := setGuardedScript.Run(ctx, s.c, []string{redisKey(key), redisKey(guardKey)},
 		value, guardToken, ms(ttl)).Int()
 	return n == 1, classify(err)
@@ -243,6 +264,7 @@ return v`)
 
 // IncrBy is INCRBY, with the TTL applied only when it created the key.
 func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int64, error) {
+	defer s.near.forget(key)
 	n, err := incrScript.Run(ctx, s.c, []string{redisKey(key)}, delta, ms(ttlOnCreate)).Int64()
 	return n, classify(err)
 }
@@ -250,6 +272,7 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 // Flush is FLUSHDB: every key of the configured database (of every master
 // in a Cluster) goes.
 func (s *Store) Flush() error {
+	defer s.near.clear()
 	if cc, ok := s.c.(*redis.ClusterClient); ok {
 		return classify(cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
 			return c.FlushDB(ctx).Err()
