@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh demo
 export PATH=$PATH:/usr/local/go/bin
 
-peers=(php8.2-apcu php8.2-redis php8.2-memcached redis-server memcached)
+peers=(php8.2-apcu php8.2-redis php8.2-memcached php8.2-fpm redis-server memcached)
 missing=()
 for p in "${peers[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -34,6 +34,15 @@ sleep 0.5
 echo "== PHP level (ns per call, best of 3)"
 php -d "extension=$PWD/build/modules/ephpm.so" -d apc.enable_cli=1 -d apc.shm_size=256M \
     -d ephpm.kv_memory_limit=256M bench/php/kv_bench.php "$redis_port" "$mc_port"
+
+echo
+echo "== Redis backend: ephpm against phpredis on the same server (us per call, best of 3)"
+php -d "extension=$PWD/build/modules/ephpm.so" -d "ephpm.kv_backend=redis://127.0.0.1:$redis_port" \
+    -d ephpm.kv_near_cache_prefixes=near: bench/php/redis_bench.php "$redis_port"
+
+echo
+echo "== Sessions: 100 concurrent requests on one session, php-fpm with 8 workers"
+go run ./bench/sessions -ext build/modules/ephpm.so
 
 echo
 echo "== Lock hand-off (Go)"
