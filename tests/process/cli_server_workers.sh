@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# php -S with PHP_CLI_SERVER_WORKERS forks its workers from a master that
+# loaded the extension: the master must start no Go runtime before it forks,
+# and each process (the master serves requests too, after forking) must
+# load its own and keep working under GC-heavy load (large values, waits
+# backed by goroutines and timers), with no hang.
+#
+# Usage: cli_server_workers.sh /path/to/ephpm.so
+set -euo pipefail
+ext=$1
+dir=$(mktemp -d)
+pid=
+cleanup() {
+  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+
+cat > "$dir/load.php" <<'PHP'
+<?php
+// Large values churn the Go heap; a lock held by this request and a wait
+// on it put goroutines and timers to work; then report.
+$me = getmypid();
+for ($i = 0; $i < 50; $i++) {
+    ephpm_kv_set("big:$me:" . ($i % 5), random_bytes(1 << 18));
+}
+$token = ephpm_kv_lock("lock:$me", 5);
+$again = ephpm_kv_lock("lock:$me", 5, 0.05);   // waits 50 ms on itself, then false
+ephpm_kv_unlock("lock:$me", $token);
+echo $me, ' ', count(glob('/proc/self/task/*')), ' ', $token !== false && $again === false ? 'ok' : 'BAD';
+PHP
+
+port=$(php -n -r '$s = stream_socket_server("tcp://127.0.0.1:0"); echo substr(strrchr(stream_socket_get_name($s, false), ":"), 1);')
+PHP_CLI_SERVER_WORKERS=4 php -n -d "extension=$ext" -S "127.0.0.1:$port" -t "$dir" > "$dir/server.log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.05; done
+
+passed=0 failed=0
+check() { if eval "$2"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $1"; fi; }
+
+check "master has one thread after forking" '[ "$(ls /proc/$pid/task | wc -l)" = 1 ]'
+check "master has not mapped libephpm.so" '! grep -q libephpm /proc/$pid/maps'
+
+# 40 requests, 8 at a time, each bounded to 20 s: a hang fails the test.
+seq 40 | xargs -P 8 -I{} curl -s --max-time 20 "http://127.0.0.1:$port/load.php?{}" -o "$dir/out.{}" || true
+ok=0 workers=""
+for i in $(seq 40); do
+  read -r wpid threads verdict <<< "$(cat "$dir/out.$i" 2>/dev/null)" || true
+  if [ "${verdict:-}" = ok ] && [ "${threads:-0}" -gt 1 ]; then
+    ok=$((ok + 1)); workers="$workers $wpid"
+  fi
+done
+check "all 40 requests answered ok by workers running Go (got $ok)" '[ "$ok" = 40 ]'
+nworkers=$(tr ' ' '\n' <<< "$workers" | sort -u | grep -c . || true)
+check "requests were spread over several processes ($nworkers)" '[ "$nworkers" -gt 1 ]'
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
