@@ -369,12 +369,23 @@ static void ephpm_incr(INTERNAL_FUNCTION_PARAMETERS, zend_long sign, bool delta_
     zend_long by = 1, ttl = 0;
     int64_t ttl_ms, result = 0;
 
-    ZEND_PARSE_PARAMETERS_START(delta_required ? 2 : 1, 3)
-        Z_PARAM_STR(key)
-        Z_PARAM_OPTIONAL
-        Z_PARAM_LONG(by)
-        Z_PARAM_LONG(ttl)
-    ZEND_PARSE_PARAMETERS_END();
+    /* Where Z_PARAM_OPTIONAL stands must match the minimum count: the
+     * parser's bookkeeping goes wrong otherwise (UBSan caught it). */
+    if (delta_required) {
+        ZEND_PARSE_PARAMETERS_START(2, 3)
+            Z_PARAM_STR(key)
+            Z_PARAM_LONG(by)
+            Z_PARAM_OPTIONAL
+            Z_PARAM_LONG(ttl)
+        ZEND_PARSE_PARAMETERS_END();
+    } else {
+        ZEND_PARSE_PARAMETERS_START(1, 3)
+            Z_PARAM_STR(key)
+            Z_PARAM_OPTIONAL
+            Z_PARAM_LONG(by)
+            Z_PARAM_LONG(ttl)
+        ZEND_PARSE_PARAMETERS_END();
+    }
 
     if (!ephpm_check_key(key, 1) || !ephpm_ttl_ms(ttl, 0, 3, &ttl_ms)) {
         RETURN_THROWS();
