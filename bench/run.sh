@@ -45,6 +45,11 @@ echo "== Sessions: 100 concurrent requests on one session, php-fpm with 8 worker
 go run ./bench/sessions -ext build/modules/ephpm.so
 
 echo
+echo "== Soak: 5 M mixed operations under a 32 MiB limit (RSS must stay flat)"
+php -n -d "extension=$PWD/build/modules/ephpm.so" -d ephpm.kv_memory_limit=32M \
+    -d ephpm.kv_eviction=allkeys-lru bench/php/soak.php
+
+echo
 echo "== Lock hand-off (Go)"
 go run ./bench/handoff
 
