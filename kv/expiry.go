@@ -1,11 +1,13 @@
 package kv
 
-// expiryItem says that block b was due to expire at at. The block may since
-// have been replaced, deleted or given another TTL; the sweeper re-checks
-// the table before removing anything.
+// expiryItem says that an entry whose key hashes to h was due to expire at
+// at. The entry may since have been replaced, deleted or given another TTL;
+// the sweeper re-checks the table before removing anything. The item holds
+// the hash, not the block: a pointer would keep a replaced block (up to a
+// whole value) alive until the item surfaced.
 type expiryItem struct {
 	at int64
-	b  block
+	h  uint32
 }
 
 // expiryHeap is a binary min-heap on at. It is written out rather than
@@ -22,7 +24,6 @@ func (h *expiryHeap) pop() expiryItem {
 	top := old[0]
 	last := len(old) - 1
 	old[0] = old[last]
-	old[last] = expiryItem{} // drop the block reference
 	*h = old[:last]
 	if last > 0 {
 		h.down(0)

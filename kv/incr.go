@@ -49,12 +49,12 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 		if s.mem.reserve(delta2) {
 			if old != nil {
 				sh.t.blocks[i] = b
-				sh.noteExpiry(old, false)
+				sh.noteExpiry(old, h, false)
 			} else {
 				sh.t.add(h, b)
 				bumpKeys(&sh.c.keys, 1)
 			}
-			sh.noteExpiry(b, true)
+			sh.noteExpiry(b, h, true)
 			sh.mu.Unlock()
 			return result, nil
 		}

@@ -410,12 +410,12 @@ func (s *Store) install(r *writeReq) (bool, error) {
 					bump(&sh.c.expirations, 1)
 				}
 				sh.t.blocks[i] = r.b
-				sh.noteExpiry(old, false)
+				sh.noteExpiry(old, h, false)
 			} else {
 				sh.t.add(h, r.b)
 				bumpKeys(&sh.c.keys, 1)
 			}
-			sh.noteExpiry(r.b, true)
+			sh.noteExpiry(r.b, h, true)
 		}
 		switch {
 		case r.mode == modeSetNX && !ok:
@@ -438,9 +438,10 @@ func (s *Store) install(r *writeReq) (bool, error) {
 	}
 }
 
-// noteExpiry keeps the volatile count and the expiry heap in step when b
-// enters (added) or leaves the table. Caller holds sh.mu for writing.
-func (sh *shard) noteExpiry(b block, added bool) {
+// noteExpiry keeps the volatile count and the expiry heap in step when b,
+// whose key hashes to h, enters (added) or leaves the table. Caller holds
+// sh.mu for writing.
+func (sh *shard) noteExpiry(b block, h uint32, added bool) {
 	at := blockExpireAt(b)
 	if at == 0 {
 		return
@@ -450,16 +451,16 @@ func (sh *shard) noteExpiry(b block, added bool) {
 		return
 	}
 	sh.volatile++
-	sh.expiries.push(expiryItem{at: at, b: b})
+	sh.expiries.push(expiryItem{at: at, h: h})
 	sh.compactExpiries()
 }
 
 // removeAt deletes the entry in slot i and wakes the oldest caller waiting
 // for its key. Caller holds sh.mu for writing.
 func (s *Store) removeAt(sh *shard, i int, expired bool) {
-	b := sh.t.blocks[i]
+	b, h := sh.t.blocks[i], sh.t.hashes[i]
 	sh.t.removeAt(i)
-	sh.noteExpiry(b, false)
+	sh.noteExpiry(b, h, false)
 	s.mem.release(int64(blockSize(b)) + entryOverhead)
 	bumpKeys(&sh.c.keys, -1)
 	if expired {
@@ -596,9 +597,9 @@ func (s *Store) expireIf(key string, token []byte, ttl time.Duration) (bool, err
 	if b == nil || (token != nil && !valueEquals(b, token)) {
 		return false, nil
 	}
-	sh.noteExpiry(b, false)
+	sh.noteExpiry(b, h, false)
 	setBlockExpireAt(b, expiryAt(c.now(), ttl))
-	sh.noteExpiry(b, true)
+	sh.noteExpiry(b, h, true)
 	return true, nil
 }
 
@@ -645,9 +646,9 @@ func (sh *shard) compactExpiries() {
 		return
 	}
 	sh.expiries = sh.expiries[:0]
-	for _, b := range sh.t.blocks {
+	for i, b := range sh.t.blocks {
 		if b != nil && blockExpireAt(b) != 0 {
-			sh.expiries = append(sh.expiries, expiryItem{at: blockExpireAt(b), b: b})
+			sh.expiries = append(sh.expiries, expiryItem{at: blockExpireAt(b), h: sh.t.hashes[i]})
 		}
 	}
 	sh.expiries.init()
@@ -672,24 +673,29 @@ func (s *Store) sweepShard(sh *shard) int {
 		now := s.now()
 		n := 0
 		for ; n < sweepBatch && len(sh.expiries) > 0 && sh.expiries[0].at <= now; n++ {
-			item := sh.expiries.pop()
-			// The item may be stale: act only if its block is still the
-			// key's, and still expired now.
-			key := blockKey(item.b)
-			sh2, h := s.locate(key)
-			if sh2 != sh {
-				continue
-			}
-			if i := sh.t.find(h, key); i >= 0 && sh.t.blocks[i] == item.b && blockExpired(item.b, now) {
-				s.removeAt(sh, i, true)
-				removed++
-			}
+			// The item may be stale: remove only entries with its hash
+			// that are expired now.
+			removed += s.removeExpired(sh, sh.expiries.pop().h, now)
 		}
 		sh.mu.Unlock()
 		if n < sweepBatch {
 			return removed
 		}
 	}
+}
+
+// removeExpired removes the entries whose key hashes to h and that are
+// expired at now. Caller holds sh.mu for writing.
+func (s *Store) removeExpired(sh *shard, h uint32, now int64) int {
+	removed := 0
+	for i := sh.t.nextWithHash(h, -1); i >= 0; i = sh.t.nextWithHash(h, i) {
+		if blockExpired(sh.t.blocks[i], now) {
+			s.removeAt(sh, i, true)
+			removed++
+			i-- // removal shifted the rest of the run back into slot i
+		}
+	}
+	return removed
 }
 
 func (s *Store) sweepLoop(interval time.Duration) {

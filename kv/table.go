@@ -35,6 +35,25 @@ func (t *table) find(h uint32, key string) int {
 	}
 }
 
+// nextWithHash returns the first slot after slot after (-1: from the
+// start of h's probe run) that holds hash h, or -1 at the end of the run.
+func (t *table) nextWithHash(h uint32, after int) int {
+	if t.n == 0 {
+		return -1
+	}
+	m := t.mask()
+	i := h & m
+	if after >= 0 {
+		i = (uint32(after) + 1) & m
+	}
+	for ; t.hashes[i] != 0; i = (i + 1) & m {
+		if t.hashes[i] == h {
+			return int(i)
+		}
+	}
+	return -1
+}
+
 // get returns key's block, or nil.
 func (t *table) get(h uint32, key string) block {
 	if i := t.find(h, key); i >= 0 {
