@@ -468,19 +468,20 @@ ZEND_FUNCTION(ephpm_kv_stats)
 
 /* ---- locks -------------------------------------------------------------- */
 
-/* {{{ ephpm_kv_lock(string $name, int $ttl, float $wait = 0.0): string|false */
+/* {{{ ephpm_kv_lock(string $name, int $ttl, float $wait = 0.0, ?string $token = null): string|false */
 ZEND_FUNCTION(ephpm_kv_lock)
 {
-    zend_string *name;
+    zend_string *name, *given = NULL;
     zend_long ttl;
     double wait = 0.0;
     int64_t ttl_ms;
 
-    ZEND_PARSE_PARAMETERS_START(2, 3)
+    ZEND_PARSE_PARAMETERS_START(2, 4)
         Z_PARAM_STR(name)
         Z_PARAM_LONG(ttl)
         Z_PARAM_OPTIONAL
         Z_PARAM_DOUBLE(wait)
+        Z_PARAM_STR_OR_NULL(given)
     ZEND_PARSE_PARAMETERS_END();
 
     /* A lock without a TTL outlives a crashed holder forever: require one. */
@@ -492,27 +493,40 @@ ZEND_FUNCTION(ephpm_kv_lock)
                                   (int64_t)EPHPM_KV_MAX_TTL_SECONDS);
         RETURN_THROWS();
     }
+    /* A caller's own token (a framework's lock owner) must be one that
+     * cannot be guessed or shared by accident: it is the caller's to make. */
+    if (given != NULL && (ZSTR_LEN(given) == 0 || !ephpm_check_value(given, 4))) {
+        if (ZSTR_LEN(given) == 0) {
+            zend_argument_value_error(4, "must not be empty");
+        }
+        RETURN_THROWS();
+    }
     const ephpm_kv_ops *ops = EPHPM_OPS_WITH(set_nx_wait);
     if (ops == NULL) {
         RETURN_THROWS();
     }
 
-    /* The token: a fresh UUIDv4 from PHP's CSPRNG. */
-    unsigned char raw[16];
-    if (php_random_bytes_throw(raw, sizeof raw) == FAILURE) {
-        RETURN_THROWS();
+    zend_string *token;
+    if (given != NULL) {
+        token = zend_string_copy(given);
+    } else {
+        /* The token: a fresh UUIDv4 from PHP's CSPRNG. */
+        unsigned char raw[16];
+        if (php_random_bytes_throw(raw, sizeof raw) == FAILURE) {
+            RETURN_THROWS();
+        }
+        raw[6] = (raw[6] & 0x0f) | 0x40;
+        raw[8] = (raw[8] & 0x3f) | 0x80;
+        token = zend_strpprintf(36,
+            "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+            raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6], raw[7],
+            raw[8], raw[9], raw[10], raw[11], raw[12], raw[13], raw[14], raw[15]);
     }
-    raw[6] = (raw[6] & 0x0f) | 0x40;
-    raw[8] = (raw[8] & 0x3f) | 0x80;
-    zend_string *token = zend_strpprintf(36,
-        "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-        raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6], raw[7],
-        raw[8], raw[9], raw[10], raw[11], raw[12], raw[13], raw[14], raw[15]);
 
     int rc = ops->set_nx_wait(ZSTR_VAL(name), ZSTR_LEN(name), ZSTR_VAL(token), ZSTR_LEN(token),
                               ttl_ms, (int64_t)(wait * 1000.0));
     if (rc == EPHPM_KV_OK) {
-        RETURN_NEW_STR(token);
+        RETURN_STR(token); /* not NEW_STR: a caller's token may be interned */
     }
     if (rc == EPHPM_KV_E_UNAVAILABLE) {
         /* The grant may have landed: release it before reporting. */

@@ -1,0 +1,103 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Ephpm\Laravel;
+
+use Illuminate\Contracts\Cache\LockProvider;
+use Illuminate\Contracts\Cache\Store;
+
+/**
+ * A Laravel cache store on ephpm, with atomic locks (LockProvider). Values
+ * are serialized, except numbers, which are stored as they are so that
+ * increment() and decrement() work on them atomically.
+ */
+class EphpmStore implements Store, LockProvider
+{
+    public function __construct(private string $prefix = '')
+    {
+    }
+
+    public function get($key)
+    {
+        $value = ephpm_kv_get($this->prefix . $key);
+
+        return $value === null ? null : $this->unpack($value);
+    }
+
+    public function many(array $keys)
+    {
+        $values = [];
+        foreach ($keys as $key) {
+            $values[$key] = $this->get($key);
+        }
+
+        return $values;
+    }
+
+    public function put($key, $value, $seconds)
+    {
+        return ephpm_kv_set($this->prefix . $key, $this->pack($value), max(1, (int) $seconds));
+    }
+
+    public function putMany(array $values, $seconds)
+    {
+        $ok = true;
+        foreach ($values as $key => $value) {
+            $ok = $this->put($key, $value, $seconds) && $ok;
+        }
+
+        return $ok;
+    }
+
+    public function increment($key, $value = 1)
+    {
+        return ephpm_kv_incr_by($this->prefix . $key, (int) $value);
+    }
+
+    public function decrement($key, $value = 1)
+    {
+        return ephpm_kv_incr_by($this->prefix . $key, -(int) $value);
+    }
+
+    public function forever($key, $value)
+    {
+        return ephpm_kv_set($this->prefix . $key, $this->pack($value));
+    }
+
+    public function forget($key)
+    {
+        return ephpm_kv_del($this->prefix . $key) > 0;
+    }
+
+    /** Removes every entry of the store, not only this prefix's. */
+    public function flush()
+    {
+        return ephpm_kv_flush_all();
+    }
+
+    public function getPrefix()
+    {
+        return $this->prefix;
+    }
+
+    public function lock($name, $seconds = 0, $owner = null)
+    {
+        return new EphpmLock($this->prefix . $name, $seconds, $owner);
+    }
+
+    public function restoreLock($name, $owner)
+    {
+        return $this->lock($name, 0, $owner);
+    }
+
+    private function pack(mixed $value): string
+    {
+        return \is_int($value) || (\is_float($value) && is_finite($value)) ? (string) $value : serialize($value);
+    }
+
+    private function unpack(string $value): mixed
+    {
+        return is_numeric($value) ? $value + 0 : unserialize($value);
+    }
+}

@@ -1,0 +1,124 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Ephpm\Psr16;
+
+use DateInterval;
+use DateTimeImmutable;
+use Psr\SimpleCache\CacheInterface;
+
+/**
+ * A PSR-16 cache on ephpm. Keys follow the PSR's rules (non-empty strings
+ * without {}()/\@:), values are serialized (so false, null and 0 survive),
+ * a null TTL means no expiry and a TTL of 0 or less deletes the entry.
+ */
+final class EphpmCache implements CacheInterface
+{
+    private const RESERVED = '{}()/\@:';
+
+    public function __construct(private string $prefix = '')
+    {
+    }
+
+    public function get($key, $default = null)
+    {
+        $value = ephpm_kv_get($this->key($key));
+        return $value === null ? $default : unserialize($value);
+    }
+
+    public function set($key, $value, $ttl = null)
+    {
+        $k = $this->key($key);
+        $seconds = $this->seconds($ttl);
+        if ($seconds !== null && $seconds <= 0) {
+            ephpm_kv_del($k);
+            return true;
+        }
+        // Longer than the store keeps anything with a TTL: keep it forever.
+        return ephpm_kv_set($k, serialize($value), $seconds === null || $seconds > 2147483647 ? 0 : $seconds);
+    }
+
+    public function delete($key)
+    {
+        ephpm_kv_del($this->key($key));
+        return true;
+    }
+
+    public function clear()
+    {
+        return ephpm_kv_flush_all();
+    }
+
+    public function getMultiple($keys, $default = null)
+    {
+        $values = [];
+        foreach ($this->keys($keys) as $key) {
+            $values[$key] = $this->get($key, $default);
+        }
+        return $values;
+    }
+
+    public function setMultiple($values, $ttl = null)
+    {
+        if (!is_iterable($values)) {
+            throw new InvalidArgumentException('Values must be an array or Traversable.');
+        }
+        $ok = true;
+        foreach ($values as $key => $value) {
+            $ok = $this->set(\is_int($key) ? (string) $key : $key, $value, $ttl) && $ok;
+        }
+        return $ok;
+    }
+
+    public function deleteMultiple($keys)
+    {
+        foreach ($this->keys($keys) as $key) {
+            $this->delete($key);
+        }
+        return true;
+    }
+
+    public function has($key)
+    {
+        return ephpm_kv_exists($this->key($key));
+    }
+
+    private function key(mixed $key): string
+    {
+        if (!\is_string($key) || $key === '' || strpbrk($key, self::RESERVED) !== false) {
+            throw new InvalidArgumentException(sprintf('Cache key must be a non-empty string without any of %s, %s given.',
+                self::RESERVED, \is_string($key) ? '"' . $key . '"' : get_debug_type($key)));
+        }
+        return $this->prefix . $key;
+    }
+
+    /** @return list<string> */
+    private function keys(mixed $keys): array
+    {
+        if (!is_iterable($keys)) {
+            throw new InvalidArgumentException('Keys must be an array or Traversable.');
+        }
+        $list = [];
+        foreach ($keys as $key) {
+            $this->key($key);
+            $list[] = $key;
+        }
+        return $list;
+    }
+
+    private function seconds(mixed $ttl): ?int
+    {
+        if ($ttl === null) {
+            return null;
+        }
+        if ($ttl instanceof DateInterval) {
+            $now = new DateTimeImmutable();
+            return $now->add($ttl)->getTimestamp() - $now->getTimestamp();
+        }
+        if (\is_int($ttl)) {
+            return $ttl;
+        }
+        throw new InvalidArgumentException(sprintf('TTL must be null, an int or a DateInterval, %s given.', get_debug_type($ttl)));
+    }
+}

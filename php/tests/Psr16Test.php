@@ -1,0 +1,74 @@
+<?php
+
+declare(strict_types=1);
+
+use Ephpm\Psr16\EphpmCache;
+use PHPUnit\Framework\TestCase;
+use Psr\SimpleCache\InvalidArgumentException;
+
+final class Psr16Test extends TestCase
+{
+    private EphpmCache $cache;
+
+    protected function setUp(): void
+    {
+        $this->cache = new EphpmCache('psr:' . bin2hex(random_bytes(4)) . '.');
+    }
+
+    public function testValuesRoundTripIncludingFalsyOnes(): void
+    {
+        foreach (['s' => 'str', 'i' => 0, 'f' => 1.5, 'n' => null, 'b' => false, 'a' => [1, ['x' => true]]] as $k => $v) {
+            $this->assertTrue($this->cache->set($k, $v));
+            $this->assertSame($v, $this->cache->get($k, 'default'), $k);
+            $this->assertTrue($this->cache->has($k));
+        }
+        $this->assertSame('default', $this->cache->get('missing', 'default'));
+        $this->assertFalse($this->cache->has('missing'));
+    }
+
+    public function testTtlSemantics(): void
+    {
+        $this->cache->set('forever', 1, null);
+        $this->assertSame(-1, ephpm_kv_ttl($this->prefixed('forever')));
+        $this->cache->set('int', 1, 100);
+        $this->assertSame(100, ephpm_kv_ttl($this->prefixed('int')));
+        $this->cache->set('interval', 1, new DateInterval('PT2M'));
+        $this->assertSame(120, ephpm_kv_ttl($this->prefixed('interval')));
+        $this->cache->set('gone', 1);
+        $this->assertTrue($this->cache->set('gone', 2, 0), 'a TTL of 0 deletes');
+        $this->assertFalse($this->cache->has('gone'));
+        $this->cache->set('gone', 1);
+        $this->cache->set('gone', 2, new DateInterval('PT0S'));
+        $this->assertFalse($this->cache->has('gone'));
+        $this->cache->set('short', 1, 1);
+        usleep(1_100_000);
+        $this->assertFalse($this->cache->has('short'));
+    }
+
+    public function testMultiple(): void
+    {
+        $this->assertTrue($this->cache->setMultiple(['a' => 1, 'b' => 2]));
+        $this->assertSame(['a' => 1, 'b' => 2, 'c' => 'd'], $this->cache->getMultiple(['a', 'b', 'c'], 'd'));
+        $this->assertTrue($this->cache->deleteMultiple(new ArrayIterator(['a', 'b'])));
+        $this->assertSame(['a' => null], $this->cache->getMultiple(['a']));
+    }
+
+    public function testKeyRules(): void
+    {
+        foreach (['', 'a{b', 'a}b', 'a(b', 'a)b', 'a/b', 'a\\b', 'a@b', 'a:b'] as $bad) {
+            try {
+                $this->cache->get($bad);
+                $this->fail("key \"$bad\" accepted");
+            } catch (InvalidArgumentException) {
+                $this->addToAssertionCount(1);
+            }
+        }
+        $this->expectException(InvalidArgumentException::class);
+        $this->cache->getMultiple('not iterable');
+    }
+
+    private function prefixed(string $key): string
+    {
+        return (fn () => $this->prefix)->call($this->cache) . $key;
+    }
+}
