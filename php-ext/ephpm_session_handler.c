@@ -16,9 +16,11 @@
 #include "config.h"
 #endif
 
+#include <sys/time.h>
 #include <time.h>
 
 #include "php.h"
+#include "zend_execute.h"
 #include "ext/session/php_session.h"
 #include "ext/random/php_random.h"
 #include "SAPI.h"
@@ -126,19 +128,25 @@ static void ephpm_session_release(const ephpm_kv_ops *ops)
     ephpm_session_forget_lock();
 }
 
-/* The wait budget in ms. Where max_execution_time counts wall-clock time
- * (ZTS builds), the wait stays below the request's remaining time. */
-static int64_t ephpm_session_wait_ms(void)
+/* The wait budget in ms: ephpm.session_lock_wait, but never past the
+ * request's max_execution_time counted on the wall clock from the request's
+ * start; *capped says the limit, not the setting, decided. (On NTS builds
+ * PHP counts CPU time, which a wait does not use, so without the cap a wait
+ * could outlast max_execution_time unseen.) */
+static int64_t ephpm_session_wait_ms(bool *capped)
 {
     double wait = EPHPM_G(session_lock_wait);
-#ifdef ZTS
+    *capped = false;
     if (EG(timeout_seconds) > 0) {
-        double remaining = (double)EG(timeout_seconds) - (php_time() - sapi_get_request_time()) - 1.0;
+        struct timeval tv;
+        gettimeofday(&tv, NULL);
+        double elapsed = (double)tv.tv_sec + tv.tv_usec / 1e6 - sapi_get_request_time();
+        double remaining = (double)EG(timeout_seconds) - elapsed;
         if (remaining < wait) {
             wait = remaining > 0 ? remaining : 0;
+            *capped = true;
         }
     }
-#endif
     return (int64_t)(wait * 1000.0);
 }
 
@@ -166,10 +174,19 @@ static bool ephpm_session_lock(const ephpm_kv_ops *ops, const zend_string *sid)
     }
     token[2 * sizeof raw] = '\0';
 
+    bool capped;
+    int64_t wait_ms = ephpm_session_wait_ms(&capped);
     double start = ephpm_monotonic_seconds();
     int rc = ops->set_nx_wait(lock.buf, lock.len, token, 2 * sizeof raw,
-                              (int64_t)EPHPM_G(session_lock_ttl) * 1000, ephpm_session_wait_ms());
+                              (int64_t)EPHPM_G(session_lock_ttl) * 1000, wait_ms);
     double waited = ephpm_monotonic_seconds() - start;
+
+    if (rc == EPHPM_KV_EXISTS && capped) {
+        /* The request ran out of time waiting: end it as PHP does, with the
+         * timeout fatal. Nothing is held; the session stays unwritten. */
+        EPHPM_G(session_timed_out) = true;
+        zend_timeout();
+    }
 
     if (rc == EPHPM_KV_OK || rc == EPHPM_KV_E_UNAVAILABLE) {
         /* Granted, or maybe granted: either way close must release it. */
@@ -281,6 +298,12 @@ PS_WRITE_FUNC(ephpm)
     ephpm_session_key data, lock;
     int rc;
 
+    if (EPHPM_G(session_timed_out)) {
+        php_error_docref(NULL, E_WARNING,
+            "ephpm: session %s: not written, the request reached max_execution_time waiting for "
+            "the session lock", ZSTR_VAL(key));
+        return FAILURE;
+    }
     if (EPHPM_G(session_readonly)) {
         php_error_docref(NULL, E_WARNING,
             "ephpm: session %s: not written, this request did not get the session lock "
@@ -382,7 +405,7 @@ PS_UPDATE_TIMESTAMP_FUNC(ephpm)
         return FAILURE;
     }
     int rc = ops->expire(data.buf, data.len, ephpm_session_ttl_ms(maxlifetime));
-    if (rc == EPHPM_KV_MISS && !EPHPM_G(session_readonly)) {
+    if (rc == EPHPM_KV_MISS && !EPHPM_G(session_readonly) && !EPHPM_G(session_timed_out)) {
         /* The data expired during the request: write it back. */
         return ps_write_ephpm(mod_data, key, val, maxlifetime);
     }
@@ -403,6 +426,7 @@ void ephpm_session_request_end(void)
 {
     ephpm_session_release(ephpm_provider_loaded());
     EPHPM_G(session_readonly) = false;
+    EPHPM_G(session_timed_out) = false;
 }
 
 /* ---- ini ---------------------------------------------------------------- */

@@ -44,6 +44,7 @@ ZEND_BEGIN_MODULE_GLOBALS(ephpm)
     char session_lock_token[EPHPM_SESSION_TOKEN_BYTES * 2 + 1];
     bool session_lock_held;
     bool session_readonly; /* the lock was not had and the action is readonly */
+    bool session_timed_out; /* the request hit max_execution_time waiting for the lock */
 ZEND_END_MODULE_GLOBALS(ephpm)
 
 ZEND_EXTERN_MODULE_GLOBALS(ephpm)

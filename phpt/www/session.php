@@ -23,6 +23,15 @@ switch ($_GET['do']) {
         ini_set('memory_limit', '8M');
         $s = str_repeat('x', 32 << 20);
         break;
+    case 'hold':        // a foreign lock on the session, for 30 s, and data
+        ephpm_kv_set('session:' . $_GET['sid'], 'v|s:5:"keep!";');
+        echo var_export(ephpm_kv_setnx($lockKey, 'foreign', 30), true);
+        break;
+    case 'timeout':     // wait for that lock with a 1 s max_execution_time
+        set_time_limit(1);
+        session_start();
+        echo "not reached\n";
+        break;
     case 'inspect':     // what the store holds for the session, without starting it
         header('Content-Type: application/json');
         echo json_encode(['lock' => ephpm_kv_get($lockKey), 'data' => ephpm_kv_get('session:' . $_GET['sid'])]);
