@@ -25,42 +25,32 @@ ZEND_DECLARE_MODULE_GLOBALS(ephpm)
 
 zend_class_entry *ephpm_kv_exception_ce;
 
-/* ephpm.kv_memory_limit: a size with PHP's suffixes (64M), at least 0. */
-static ZEND_INI_MH(OnUpdateEphpmMemoryLimit)
+/* A size setting with PHP's suffixes (64M), 0..max, into *target. */
+static zend_result ephpm_ini_size(zend_string *new_value, zend_string *name, zend_long max, zend_long *target)
 {
-    zend_long bytes = zend_ini_parse_quantity_warn(new_value, entry->name);
-    if (bytes < 0) {
-        php_error_docref(NULL, E_WARNING, "ephpm.kv_memory_limit must not be negative, \"%s\" given",
-                         ZSTR_VAL(new_value));
+    zend_long bytes = zend_ini_parse_quantity_warn(new_value, name);
+    if (bytes < 0 || bytes > max) {
+        php_error_docref(NULL, E_WARNING, "%s must be between 0 and " ZEND_LONG_FMT " bytes, \"%s\" given",
+                         ZSTR_VAL(name), max, ZSTR_VAL(new_value));
         return FAILURE;
     }
-    EPHPM_G(kv_memory_limit) = bytes;
+    *target = bytes;
     return SUCCESS;
+}
+
+static ZEND_INI_MH(OnUpdateEphpmMemoryLimit)
+{
+    return ephpm_ini_size(new_value, entry->name, ZEND_LONG_MAX, &EPHPM_G(kv_memory_limit));
 }
 
 static ZEND_INI_MH(OnUpdateEphpmNearCacheSize)
 {
-    zend_long bytes = zend_ini_parse_quantity_warn(new_value, entry->name);
-    if (bytes < 0) {
-        php_error_docref(NULL, E_WARNING, "ephpm.kv_near_cache_size must not be negative, \"%s\" given",
-                         ZSTR_VAL(new_value));
-        return FAILURE;
-    }
-    EPHPM_G(kv_near_cache_size) = bytes;
-    return SUCCESS;
+    return ephpm_ini_size(new_value, entry->name, ZEND_LONG_MAX, &EPHPM_G(kv_near_cache_size));
 }
 
 static ZEND_INI_MH(OnUpdateEphpmCompressionMinSize)
 {
-    zend_long bytes = zend_ini_parse_quantity_warn(new_value, entry->name);
-    if (bytes < 0 || bytes > (zend_long)EPHPM_KV_MAX_VALUE_LEN) {
-        php_error_docref(NULL, E_WARNING,
-            "ephpm.kv_compression_min_size must be between 0 and %u bytes, \"%s\" given",
-            EPHPM_KV_MAX_VALUE_LEN, ZSTR_VAL(new_value));
-        return FAILURE;
-    }
-    EPHPM_G(kv_compression_min_size) = bytes;
-    return SUCCESS;
+    return ephpm_ini_size(new_value, entry->name, EPHPM_KV_MAX_VALUE_LEN, &EPHPM_G(kv_compression_min_size));
 }
 
 /* A string setting that must be one of a list of words. */

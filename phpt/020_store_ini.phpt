@@ -21,7 +21,7 @@ ephpm.kv_eviction=noeviction
 ephpm.kv_compression=none
 ephpm.kv_compression_min_size=1024
 bool(false)
-%AWarning: PHP Startup: ephpm.kv_memory_limit must not be negative, "-1" given in Unknown on line 0
+%AWarning: PHP Startup: ephpm.kv_memory_limit must be between 0 and 9223372036854775807 bytes, "-1" given in Unknown on line 0
 %AWarning: PHP Startup: ephpm.kv_eviction must be one of noeviction, volatile-lru, allkeys-lru, "lfu" given in Unknown on line 0
 %AWarning: PHP Startup: ephpm.kv_compression must be one of none, lz4, "zstd" given in Unknown on line 0
 %Anoeviction none 67108864
