@@ -132,7 +132,11 @@ const char *ephpm_failure_text(int rc, char *buf, size_t buf_len)
     const ephpm_kv_ops *ops = ephpm_provider_loaded();
     char detail[512];
     size_t len = 0;
-    if (ops != NULL && EPHPM_KV_OPS_HAS(ops, last_error)
+    /* Only codes the provider's Go side sets come with a message there;
+     * for the others, last_error may still hold an older, unrelated one. */
+    bool from_provider = rc == EPHPM_KV_E_NOMEM || rc == EPHPM_KV_E_UNAVAILABLE
+                         || rc == EPHPM_KV_E_NOT_INTEGER || rc == EPHPM_KV_E_OVERFLOW;
+    if (from_provider && ops != NULL && EPHPM_KV_OPS_HAS(ops, last_error)
         && ops->last_error(detail, sizeof detail - 1, &len) == EPHPM_KV_OK && len > 0) {
         detail[len] = '\0';
         snprintf(buf, buf_len, "%s (%s)", ephpm_status_cause(rc), detail);

@@ -56,13 +56,16 @@ static bool ephpm_ttl_ms(zend_long ttl, zend_long min, uint32_t arg_num, int64_t
     return true;
 }
 
-/* The provider's table if it has member; else NULL after throwing. */
-#define EPHPM_OPS_WITH(member) ephpm_ops_with(offsetof(ephpm_kv_ops, member) + sizeof(((ephpm_kv_ops *)0)->member))
+/* The provider's table if it has member (within its size, and not NULL,
+ * as EPHPM_KV_OPS_HAS checks); else NULL after throwing. */
+#define EPHPM_OPS_WITH(member) \
+    ephpm_ops_with(offsetof(ephpm_kv_ops, member), sizeof(((ephpm_kv_ops *)0)->member))
 
-static const ephpm_kv_ops *ephpm_ops_with(size_t needed_size)
+static const ephpm_kv_ops *ephpm_ops_with(size_t offset, size_t size)
 {
     const ephpm_kv_ops *ops = ephpm_provider_ops();
-    if (ops != NULL && UNEXPECTED(ops->struct_size < needed_size)) {
+    if (ops != NULL && UNEXPECTED(ops->struct_size < offset + size
+                                  || *(void *const *)((const char *)ops + offset) == NULL)) {
         ephpm_throw_status(EPHPM_KV_E_UNSUPPORTED);
         return NULL;
     }
@@ -528,15 +531,19 @@ ZEND_FUNCTION(ephpm_kv_lock)
     if (rc == EPHPM_KV_OK) {
         RETURN_STR(token); /* not NEW_STR: a caller's token may be interned */
     }
-    if (rc == EPHPM_KV_E_UNAVAILABLE) {
-        /* The grant may have landed: release it before reporting. */
+    if (rc == EPHPM_KV_EXISTS) {
+        zend_string_release(token);
+        RETURN_FALSE;
+    }
+    /* Throw first: the message takes this failure's cause before the
+     * cleanup below can replace it. */
+    ephpm_throw_status(rc);
+    if (rc == EPHPM_KV_E_UNAVAILABLE && given == NULL) {
+        /* The grant may have landed: release it. Not with a caller's token,
+         * which may stand for a lock the caller already held. */
         ops->del_if_eq(ZSTR_VAL(name), ZSTR_LEN(name), ZSTR_VAL(token), ZSTR_LEN(token));
     }
     zend_string_release(token);
-    if (rc == EPHPM_KV_EXISTS) {
-        RETURN_FALSE;
-    }
-    ephpm_throw_status(rc);
     RETURN_THROWS();
 }
 /* }}} */

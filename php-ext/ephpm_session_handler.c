@@ -16,7 +16,6 @@
 #include "config.h"
 #endif
 
-#include <sys/time.h>
 #include <time.h>
 
 #include "php.h"
@@ -109,8 +108,9 @@ static void ephpm_session_forget_lock(void)
 }
 
 /* Releases the request's lock, if it has (or may have) one, with its token.
- * Crosses into Go. */
-static void ephpm_session_release(const ephpm_kv_ops *ops)
+ * A failure is warned about unless quiet (after the request's globals are
+ * gone, a warning's message would outlive its memory). Crosses into Go. */
+static void ephpm_session_release_ex(const ephpm_kv_ops *ops, bool quiet)
 {
     zend_string *key = EPHPM_G(session_lock_key);
     if (key == NULL) {
@@ -119,7 +119,7 @@ static void ephpm_session_release(const ephpm_kv_ops *ops)
     if (ops != NULL) {
         int rc = ops->del_if_eq(ZSTR_VAL(key), ZSTR_LEN(key), EPHPM_G(session_lock_token),
                                 strlen(EPHPM_G(session_lock_token)));
-        if (rc < 0) {
+        if (rc < 0 && !quiet) {
             php_error_docref(NULL, E_WARNING,
                 "ephpm: releasing the session lock %s failed: %s; it expires by its TTL",
                 ZSTR_VAL(key), EPHPM_CAUSE(rc));
@@ -128,24 +128,25 @@ static void ephpm_session_release(const ephpm_kv_ops *ops)
     ephpm_session_forget_lock();
 }
 
-/* The wait budget in ms: ephpm.session_lock_wait, but never past the
- * request's max_execution_time counted on the wall clock from the request's
- * start; *capped says the limit, not the setting, decided. (On NTS builds
- * PHP counts CPU time, which a wait does not use, so without the cap a wait
- * could outlast max_execution_time unseen.) */
+static void ephpm_session_release(const ephpm_kv_ops *ops)
+{
+    ephpm_session_release_ex(ops, false);
+}
+
+/* The wait budget in ms: ephpm.session_lock_wait, but never longer than
+ * max_execution_time; *capped says the limit, not the setting, decided.
+ * (On NTS builds PHP counts CPU time, which a wait does not use, so without
+ * the cap a wait could outlast max_execution_time unseen. The cap is the
+ * limit itself, not what is left of it: set_time_limit() restarts PHP's
+ * timer at a moment this code cannot see, and a cap from the request's
+ * start could end a request PHP would have let run.) */
 static int64_t ephpm_session_wait_ms(bool *capped)
 {
     double wait = EPHPM_G(session_lock_wait);
     *capped = false;
-    if (EG(timeout_seconds) > 0) {
-        struct timeval tv;
-        gettimeofday(&tv, NULL);
-        double elapsed = (double)tv.tv_sec + tv.tv_usec / 1e6 - sapi_get_request_time();
-        double remaining = (double)EG(timeout_seconds) - elapsed;
-        if (remaining < wait) {
-            wait = remaining > 0 ? remaining : 0;
-            *capped = true;
-        }
+    if (EG(timeout_seconds) > 0 && (double)EG(timeout_seconds) < wait) {
+        wait = (double)EG(timeout_seconds);
+        *capped = true;
     }
     return (int64_t)(wait * 1000.0);
 }
@@ -236,7 +237,8 @@ PS_OPEN_FUNC(ephpm)
         php_error_docref(NULL, E_WARNING, "ephpm: session handler: %s", err);
         return FAILURE;
     }
-    if (!EPHPM_KV_OPS_HAS(ops, expire)) {
+    if (!EPHPM_KV_OPS_HAS(ops, expire) || !EPHPM_KV_OPS_HAS(ops, set_nx_wait)
+        || !EPHPM_KV_OPS_HAS(ops, set_guarded) || !EPHPM_KV_OPS_HAS(ops, wait)) {
         php_error_docref(NULL, E_WARNING,
             "ephpm: session handler: the loaded library %s is too old (table of %u bytes has no "
             "session members)", ephpm_provider_origin(), ops->struct_size);
@@ -344,6 +346,13 @@ PS_DESTROY_FUNC(ephpm)
     const ephpm_kv_ops *ops = PS_GET_MOD_DATA();
     ephpm_session_key data, lock;
 
+    /* Destroying is writing: refused when the write would be. */
+    if (EPHPM_G(session_readonly) || EPHPM_G(session_timed_out)) {
+        php_error_docref(NULL, E_WARNING,
+            "ephpm: session %s: not destroyed, this request does not hold the session lock", ZSTR_VAL(key));
+        return FAILURE;
+    }
+
     if (!DATA_KEY(&data, key) || !LOCK_KEY(&lock, key)) {
         return FAILURE;
     }
@@ -424,7 +433,7 @@ void ephpm_session_register(void)
 
 void ephpm_session_request_end(void)
 {
-    ephpm_session_release(ephpm_provider_loaded());
+    ephpm_session_release_ex(ephpm_provider_loaded(), true);
     EPHPM_G(session_readonly) = false;
     EPHPM_G(session_timed_out) = false;
 }
