@@ -71,23 +71,16 @@ func readInto(b block, dst []byte) {
 }
 
 // logicalValue returns b's value: the stored bytes, or a decompressed copy.
-func logicalValue(b block) ([]byte, error) {
+func logicalValue(b block) []byte {
 	if !blockFlags(b, flagCompressed) {
-		return blockStored(b), nil
+		return blockStored(b)
 	}
 	v := make([]byte, logicalLen(b))
 	readInto(b, v)
-	return v, nil
+	return v
 }
 
 // valueEquals compares b's logical (decompressed) value with v.
 func valueEquals(b block, v []byte) bool {
-	if logicalLen(b) != len(v) {
-		return false
-	}
-	if !blockFlags(b, flagCompressed) {
-		return bytes.Equal(blockStored(b), v)
-	}
-	plain, _ := logicalValue(b)
-	return bytes.Equal(plain, v)
+	return logicalLen(b) == len(v) && bytes.Equal(logicalValue(b), v)
 }

@@ -28,7 +28,7 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 			at = c.now() + int64(ttlOnCreate)
 		}
 		if old != nil {
-			v, _ := logicalValue(old)
+			v := logicalValue(old)
 			n, err := strconv.ParseInt(string(v), 10, 64)
 			if err != nil || len(v) == 0 || v[0] == '+' {
 				sh.mu.Unlock()

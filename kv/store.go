@@ -278,11 +278,7 @@ func (s *Store) Get(key string) ([]byte, bool) {
 	if b == nil {
 		return nil, false
 	}
-	v, err := logicalValue(b)
-	if err != nil {
-		return nil, false // a block we wrote cannot be corrupt; see logicalValue
-	}
-	return v, true
+	return logicalValue(b), true
 }
 
 // GetInto copies the value of a live entry into dst if it fits, and

@@ -22,7 +22,6 @@
 #include "zend_execute.h"
 #include "ext/session/php_session.h"
 #include "ext/random/php_random.h"
-#include "SAPI.h"
 
 #include "php_ephpm.h"
 #include "ephpm_provider.h"

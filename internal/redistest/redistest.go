@@ -29,6 +29,7 @@ type Server struct {
 	Addr string
 	Port int
 	Dir  string
+	argv []string
 	cmd  *exec.Cmd
 }
 
@@ -36,6 +37,21 @@ type Server struct {
 // value"), waits until it answers, and stops it when t ends. It skips t if
 // redis-server is not installed (scripts/setup.sh test installs it).
 func Start(t testing.TB, extra ...string) *Server {
+	return launch(t, "bind 127.0.0.1\nport %d\ndir %s\nsave \"\"\nappendonly no\n", extra)
+}
+
+// StartSentinel runs a Sentinel (redis-server --sentinel) that monitors
+// master under the name "mymaster".
+func StartSentinel(t testing.TB, master *Server) *Server {
+	return launch(t, "bind 127.0.0.1\nport %d\ndir %s\n", []string{
+		fmt.Sprintf("sentinel monitor mymaster 127.0.0.1 %d 1", master.Port),
+		"sentinel down-after-milliseconds mymaster 5000",
+	}, "--sentinel")
+}
+
+// launch writes a config (head, formatted with the port and the
+// directory, then the extra lines) and runs redis-server with it.
+func launch(t testing.TB, head string, extra []string, args ...string) *Server {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -43,7 +59,7 @@ func Start(t testing.TB, extra ...string) *Server {
 	}
 	dir := t.TempDir()
 	port := FreePort(t)
-	conf := fmt.Sprintf("bind 127.0.0.1\nport %d\ndir %s\nsave \"\"\nappendonly no\n", port, dir)
+	conf := fmt.Sprintf(head, port, dir)
 	for _, line := range extra {
 		conf += line + "\n"
 	}
@@ -51,17 +67,18 @@ func Start(t testing.TB, extra ...string) *Server {
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir}
-	s.cmd = exec.Command(bin, path)
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir, argv: append([]string{bin, path}, args...)}
+	s.run(t)
 	t.Cleanup(s.Stop)
-	s.waitUp(t)
 	return s
 }
 
-func (s *Server) waitUp(t testing.TB) {
+// run starts the process and waits until it answers.
+func (s *Server) run(t testing.TB) {
+	s.cmd = exec.Command(s.argv[0], s.argv[1:]...)
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
 	for i := 0; i < 200; i++ {
 		if c, err := net.DialTimeout("tcp", s.Addr, 100*time.Millisecond); err == nil {
 			c.Close()
@@ -81,44 +98,9 @@ func (s *Server) Stop() {
 	}
 }
 
-// Restart starts the server again on the same port.
+// Restart starts the server again on the same port, with the same config.
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
 	s.Stop()
-	s.cmd = exec.Command(s.cmd0(), filepath.Join(s.Dir, "redis.conf"))
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s.waitUp(t)
-}
-
-func (s *Server) cmd0() string {
-	bin, _ := exec.LookPath("redis-server")
-	return bin
-}
-
-// StartSentinel runs a Sentinel (redis-server --sentinel) that monitors
-// master under the name "mymaster", and waits until it knows the master.
-func StartSentinel(t testing.TB, master *Server) *Server {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not installed")
-	}
-	dir := t.TempDir()
-	port := FreePort(t)
-	conf := fmt.Sprintf("bind 127.0.0.1\nport %d\ndir %s\nsentinel monitor mymaster 127.0.0.1 %d 1\n"+
-		"sentinel down-after-milliseconds mymaster 5000\n", port, dir, master.Port)
-	path := filepath.Join(dir, "sentinel.conf")
-	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir}
-	s.cmd = exec.Command(bin, path, "--sentinel")
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
-	s.waitUp(t)
-	return s
+	s.run(t)
 }
