@@ -27,19 +27,7 @@ if (!function_exists('apcu_fetch') || !apcu_enabled()) {
     exit(1);
 }
 
-/* ns per call of $f, best of 3 runs of $n calls each. */
-function measure(callable $f, int $n): float
-{
-    $best = INF;
-    for ($r = 0; $r < 3; $r++) {
-        $t = hrtime(true);
-        for ($i = 0; $i < $n; $i++) {
-            $f();
-        }
-        $best = min($best, (hrtime(true) - $t) / $n);
-    }
-    return $best;
-}
+require __DIR__ . '/measure.php';
 
 $token = bin2hex(random_bytes(16));
 $delIfEq = 'if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end';

@@ -13,17 +13,12 @@ $port = (int) ($argv[1] ?? 0);
 $redis = new Redis();
 $redis->connect('127.0.0.1', $port);
 
-function measure(callable $f, int $n): float
+require __DIR__ . '/measure.php';
+
+/* µs per call. */
+function measure_us(callable $f, int $n): float
 {
-    $best = INF;
-    for ($r = 0; $r < 3; $r++) {
-        $t = hrtime(true);
-        for ($i = 0; $i < $n; $i++) {
-            $f();
-        }
-        $best = min($best, (hrtime(true) - $t) / $n);
-    }
-    return $best / 1000; // µs
+    return measure($f, $n) / 1000;
 }
 
 $v = str_repeat('v', 64);
@@ -34,12 +29,12 @@ ephpm_kv_set('near:k', $v);
 $n = 5000;
 
 $rows = [
-    ['get 64 B', measure(fn () => ephpm_kv_get('bench:k'), $n), measure(fn () => $redis->get('bench:k'), $n)],
-    ['set 64 B', measure(fn () => ephpm_kv_set('bench:k', $v), $n), measure(fn () => $redis->set('bench:k', $v), $n)],
-    ['lock pair', measure(function () use ($token) {
+    ['get 64 B', measure_us(fn () => ephpm_kv_get('bench:k'), $n), measure_us(fn () => $redis->get('bench:k'), $n)],
+    ['set 64 B', measure_us(fn () => ephpm_kv_set('bench:k', $v), $n), measure_us(fn () => $redis->set('bench:k', $v), $n)],
+    ['lock pair', measure_us(function () use ($token) {
         ephpm_kv_setnx('bench:l', $token, 30);
         ephpm_kv_del_if_eq('bench:l', $token);
-    }, $n), measure(function () use ($redis, $token, $delIfEq) {
+    }, $n), measure_us(function () use ($redis, $token, $delIfEq) {
         $redis->set('bench:l', $token, ['nx', 'px' => 30000]);
         $redis->eval($delIfEq, ['bench:l', $token], 1);
     }, $n)],
@@ -48,6 +43,6 @@ printf("%-12s %12s %12s %8s\n", 'op', 'ephpm', 'phpredis', 'ratio');
 foreach ($rows as [$op, $e, $r]) {
     printf("%-12s %9.1f us %9.1f us %7.2fx\n", $op, $e, $r, $e / $r);
 }
-$hit = measure(fn () => ephpm_kv_get('near:k'), 100_000);
-$trip = measure(fn () => ephpm_kv_get('bench:k'), $n);
+$hit = measure_us(fn () => ephpm_kv_get('near:k'), 100_000);
+$trip = measure_us(fn () => ephpm_kv_get('bench:k'), $n);
 printf("\nnear cache hit %.2f us, Redis round trip %.1f us (%.0fx)\n", $hit, $trip, $trip / $hit);
