@@ -1,6 +1,8 @@
 module github.com/ephpm/ephpm
 
-go 1.26.0
+go 1.27.0
+
+toolchain go1.27.3
 
 require (
 	github.com/dgraph-io/ristretto/v2 v2.4.2

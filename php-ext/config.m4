@@ -1,6 +1,7 @@
 dnl config.m4 for the ephpm extension: phpize && ./configure --enable-ephpm
 dnl && make && make install. Makefile.frag builds the Go library libephpm.so
-dnl with go (1.23 or later) and installs it next to ephpm.so.
+dnl with go (1.21 or later, which fetches the release go.mod names) and
+dnl installs it next to ephpm.so.
 
 PHP_ARG_ENABLE([ephpm],
   [whether to enable the ephpm key-value extension],

@@ -26,8 +26,10 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
-# Go: the official toolchain if present, else Debian's.
+# Go: the official toolchain if present, else Debian's (it must be 1.21 or
+# later to fetch the release go.mod names).
 export PATH=$PATH:/usr/local/go/bin
+export GOTOOLCHAIN=auto  # build with the Go release go.mod names (fetched if older here)
 command -v go >/dev/null || missing+=(golang-go)
 
 if [ ${#missing[@]} -gt 0 ]; then
