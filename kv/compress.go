@@ -8,25 +8,36 @@ import (
 	"github.com/pierrec/lz4/v4"
 )
 
-// build makes the block for key and value: compressed with lz4 when
+// build makes a new block for key and value: compressed with lz4 when
 // compression is on, the value is at least the configured minimum size,
 // and the compressed form (with its 4-byte length prefix) is smaller.
 func (s *Store) build(key string, value []byte, flags uint32, expireAt int64) block {
+	access := s.lru.Load()
 	if cfg := s.mem.compression(); cfg.on && len(value) >= cfg.minSize {
-		if b := buildCompressed(key, value, flags, expireAt); b != nil {
+		if b := buildCompressed(key, value, flags, expireAt, access); b != nil {
 			return b
 		}
 	}
-	b, dst := newBlock(key, len(value), flags, expireAt)
+	b, dst := newBlock(key, len(value), flags, expireAt, access)
 	copy(dst, value)
 	return b
+}
+
+// buildsPlainSmall reports whether build would make a recyclable block for
+// key and value: a small value that compression leaves alone.
+func (s *Store) buildsPlainSmall(key string, value []byte) bool {
+	if valueOffset(len(key))+len(value) > recycleMax {
+		return false
+	}
+	cfg := s.mem.compression()
+	return !cfg.on || len(value) < cfg.minSize
 }
 
 var compressors = sync.Pool{New: func() any { return new(lz4.Compressor) }}
 
 var scratch = sync.Pool{New: func() any { return new([]byte) }}
 
-func buildCompressed(key string, value []byte, flags uint32, expireAt int64) block {
+func buildCompressed(key string, value []byte, flags uint32, expireAt int64, access uint32) block {
 	bufp := scratch.Get().(*[]byte)
 	defer scratch.Put(bufp)
 	bound := 4 + lz4.CompressBlockBound(len(value))
@@ -41,7 +52,7 @@ func buildCompressed(key string, value []byte, flags uint32, expireAt int64) blo
 		return nil // incompressible, or not smaller: store it plain
 	}
 	binary.LittleEndian.PutUint32(buf, uint32(len(value)))
-	b, dst := newBlock(key, 4+n, flags|flagCompressed, expireAt)
+	b, dst := newBlock(key, 4+n, flags|flagCompressed, expireAt, access)
 	copy(dst, buf[:4+n])
 	return b
 }

@@ -40,21 +40,29 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 			}
 			result, flags, at = n+delta, blockMeta(old)&flagPinned, blockExpireAt(old)
 		}
-		b, dst := newBlock(key, len(strconv.AppendInt(nil, result, 10)), flags, at)
-		strconv.AppendInt(dst[:0], result, 10)
-		delta2 := int64(blockSize(b)) + entryOverhead
+		var digits [20]byte
+		value := strconv.AppendInt(digits[:0], result, 10)
+		delta2 := int64(valueOffset(len(key))+len(value)) + entryOverhead
 		if old != nil {
 			delta2 -= int64(blockSize(old)) + entryOverhead
 		}
-		if s.mem.reserve(delta2) {
+		if s.charge(sh, delta2) {
+			var oldAt int64
+			if old != nil {
+				oldAt = blockExpireAt(old)
+			}
+			b, dst := s.place(sh, old, key, len(value), flags, at)
+			copy(dst, value)
 			if old != nil {
 				sh.t.blocks[i] = b
-				sh.noteExpiry(old, h, false)
+				sh.noteExpiry(oldAt, h, false)
+				if b != old {
+					sh.recycle(old)
+				}
 			} else {
 				sh.t.add(h, b)
-				bumpKeys(&sh.c.keys, 1)
 			}
-			sh.noteExpiry(b, h, true)
+			sh.noteExpiry(at, h, true)
 			sh.mu.Unlock()
 			return result, nil
 		}

@@ -57,39 +57,87 @@ type compressionConfig struct {
 	minSize int
 }
 
+// memory is the store-wide half of the accounting. Shards do not charge
+// every write to one shared counter (an atomic read-modify-write per write,
+// on a cache line every core writes): each holds a credit reserved from
+// reserved in chunks, and charges its writes against that under its own
+// lock. So reserved = the sum over shards of used + credit <= limit, and
+// the limit is never exceeded; credit stranded in other shards can make a
+// write look as if it does not fit, so the slow path (evict) first returns
+// every shard's credit and checks again.
 type memory struct {
-	used   atomic.Int64
-	limit  atomic.Int64
-	policy atomic.Int32
-	comp   atomic.Pointer[compressionConfig]
+	reserved atomic.Int64
+	limit    atomic.Int64
+	policy   atomic.Int32
+	comp     atomic.Pointer[compressionConfig]
 }
+
+// creditChunk is how much a shard reserves beyond a write that its credit
+// does not cover, and about what it keeps when entries are removed: at
+// most 2*creditChunk per shard (2 MiB over 256 shards) is reserved but
+// unused, and only until a write needs it.
+const creditChunk = 4 << 10
 
 func (m *memory) compression() compressionConfig { return *m.comp.Load() }
 
-// reserve accounts delta more bytes if they fit under the limit.
-func (m *memory) reserve(delta int64) bool {
-	if delta <= 0 {
-		if delta != 0 { // an atomic add of 0 still claims the cache line
-			m.used.Add(delta)
-		}
-		return true
-	}
+// take reserves n more bytes if they fit under the limit.
+func (m *memory) take(n int64) bool {
 	for {
-		used, limit := m.used.Load(), m.limit.Load()
-		if limit > 0 && used+delta > limit {
+		reserved, limit := m.reserved.Load(), m.limit.Load()
+		if limit > 0 && reserved+n > limit {
 			return false
 		}
-		if m.used.CompareAndSwap(used, used+delta) {
+		if m.reserved.CompareAndSwap(reserved, reserved+n) {
 			return true
 		}
 	}
 }
 
-func (m *memory) release(n int64) { m.used.Add(-n) }
-
 func (m *memory) fits(n int64) bool {
 	limit := m.limit.Load()
-	return limit == 0 || m.used.Load()+n <= limit
+	return limit == 0 || m.reserved.Load()+n <= limit
+}
+
+// charge accounts delta more bytes (negative: freed) to sh's entries and
+// reports whether they fit; if not, nothing changed. Caller holds sh.mu.
+func (s *Store) charge(sh *shard, delta int64) bool {
+	if delta > sh.credit {
+		need := delta - sh.credit
+		if !s.mem.take(need + creditChunk) {
+			if !s.mem.take(need) {
+				return false
+			}
+			need -= creditChunk // took no spare chunk
+		}
+		sh.credit += need + creditChunk
+	}
+	sh.credit -= delta
+	sh.used += delta
+	if sh.credit > 2*creditChunk {
+		s.mem.reserved.Add(-(sh.credit - creditChunk))
+		sh.credit = creditChunk
+	}
+	return true
+}
+
+// returnCredit gives sh's unused reservation back to the store. Caller
+// holds sh.mu.
+func (s *Store) returnCredit(sh *shard) {
+	if sh.credit != 0 {
+		s.mem.reserved.Add(-sh.credit)
+		sh.credit = 0
+	}
+}
+
+// reclaimCredit returns every shard's unused reservation, one shard lock
+// at a time; the caller holds none.
+func (s *Store) reclaimCredit() {
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		s.returnCredit(sh)
+		sh.mu.Unlock()
+	}
 }
 
 // Configure changes the memory setting. It applies to writes from now on:
@@ -108,6 +156,7 @@ func (s *Store) Configure(cfg MemoryConfig) error {
 	}
 	s.mem.limit.Store(cfg.Limit)
 	s.mem.policy.Store(int32(cfg.Policy))
+	s.reclaimCredit() // a lowered limit applies to the credit shards hold too
 	s.mem.comp.Store(&compressionConfig{on: cfg.Compression, minSize: cfg.CompressionMinSize})
 	return nil
 }
@@ -136,10 +185,12 @@ const (
 // written: its old value must survive a write that fails), and holds one
 // shard lock at a time; the caller holds none.
 func (s *Store) evict(need int64, protect string) bool {
+	s.reclaimCredit()
 	if s.mem.fits(need) {
 		return true
 	}
 	s.Sweep()
+	s.reclaimCredit()
 	policy := Policy(s.mem.policy.Load())
 	if policy == NoEviction {
 		return s.mem.fits(need)
@@ -183,7 +234,7 @@ func (s *Store) evictOne(policy Policy, protect string, shards, span int) bool {
 			}
 			for j := 0; j < limit && found < evictSamples; j++ {
 				b := sh.t.blocks[(first+j)%size]
-				if b == nil || blockFlags(b, flagPinned) || (policy == VolatileLRU && blockExpireAt(b) == 0) || blockKey(b) == protect {
+				if b == nil || !s.evictable(b, policy, protect) {
 					continue
 				}
 				found++
@@ -200,14 +251,22 @@ func (s *Store) evictOne(policy Policy, protect string, shards, span int) bool {
 	sh := victimShard
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	// Evict it only if it is still the same entry, and still eligible: it
+	// may have been replaced or removed since it was sampled, and a
+	// recycled block may now hold another key (a lock, even).
 	key := blockKey(victim)
-	if _, h := s.locate(key); true {
-		// Evict it only if it is still the same entry: it may have been
-		// replaced or removed since it was sampled.
-		if i := sh.t.find(h, key); i >= 0 && sh.t.blocks[i] == victim {
-			s.removeAt(sh, i, false)
-			bump(&sh.c.evictions, 1)
-		}
+	_, h := s.locate(key)
+	if i := sh.t.find(h, key); i >= 0 && sh.t.blocks[i] == victim && s.evictable(victim, policy, protect) {
+		s.removeAt(sh, i, false)
+		sh.c.evictions++
+		s.returnCredit(sh) // the room made must be visible to the writer
 	}
 	return true
+}
+
+// evictable reports whether policy lets b go: never a pinned entry (a lock
+// or a pinned prefix) nor protect; under volatile-lru only an entry with a
+// TTL. Caller holds b's shard lock.
+func (s *Store) evictable(b block, policy Policy, protect string) bool {
+	return !blockFlags(b, flagPinned) && (policy != VolatileLRU || blockExpireAt(b) != 0) && blockKey(b) != protect
 }

@@ -131,7 +131,13 @@ type shard struct {
 	// per store, so that cores working on different keys never write to
 	// the same cache line.
 	c counters
-	_ [64]byte
+	// used is the memory charged to this shard's entries; credit is memory
+	// reserved from the store's limit but not yet charged (see charge).
+	used, credit int64
+	// spare is a recyclable block taken out of the table, kept for the
+	// next small write (see place). Not charged: at most recycleMax bytes.
+	spare block
+	_     [64]byte
 }
 
 // New returns an empty store and starts its sweeper (unless disabled).
@@ -254,46 +260,50 @@ func (s *Store) live(sh *shard, h uint32, key string, c *clock) (block, int) {
 	return b, i
 }
 
-// lookup is the read path: key's live block, with the LRU touched, or nil
-// (an expired block is removed). The block's key and value may be used
-// after the call; its header may not (Expire rewrites the expiry in place).
-func (s *Store) lookup(key string) block {
+// GetInto copies the value of a live entry into dst if it fits, and
+// returns its length either way: n > len(dst) means nothing was copied.
+// A compressed value is decompressed straight into dst. A recyclable block
+// is copied under the shard lock; any other after it is dropped (its value
+// never changes, and a large copy should not hold the shard).
+func (s *Store) GetInto(key string, dst []byte) (n int, found bool) {
 	sh, h := s.locate(key)
 	sh.mu.Lock()
 	b, _ := s.live(sh, h, key, &clock{s: s})
-	if b != nil {
-		touch(b, s.lru.Load())
-		bump(&sh.c.hits, 1)
-	} else {
-		bump(&sh.c.misses, 1)
-	}
-	sh.mu.Unlock()
-	return b
-}
-
-// Get returns the value of a live entry. The slice is read-only for the
-// caller: it is the store's own bytes (or a fresh decompressed copy).
-func (s *Store) Get(key string) ([]byte, bool) {
-	b := s.lookup(key)
 	if b == nil {
-		return nil, false
-	}
-	return logicalValue(b), true
-}
-
-// GetInto copies the value of a live entry into dst if it fits, and
-// returns its length either way: n > len(dst) means nothing was copied.
-// A compressed value is decompressed straight into dst.
-func (s *Store) GetInto(key string, dst []byte) (n int, found bool) {
-	b := s.lookup(key)
-	if b == nil {
+		sh.c.misses++
+		sh.mu.Unlock()
 		return 0, false
 	}
+	touch(b, s.lru.Load())
+	sh.c.hits++
 	n = logicalLen(b)
+	if recyclable(b) {
+		if n <= len(dst) {
+			readInto(b, dst[:n])
+		}
+		sh.mu.Unlock()
+		return n, true
+	}
+	sh.mu.Unlock()
 	if n <= len(dst) {
 		readInto(b, dst[:n])
 	}
 	return n, true
+}
+
+// Get returns a copy of the value of a live entry.
+func (s *Store) Get(key string) ([]byte, bool) {
+	v := make([]byte, 64)
+	for {
+		n, found := s.GetInto(key, v)
+		if !found {
+			return nil, false
+		}
+		if n <= len(v) {
+			return v[:n], true
+		}
+		v = make([]byte, n) // the value may change before the retry
+	}
 }
 
 // Exists reports whether key holds a live entry. It does not count as a
@@ -329,15 +339,21 @@ func (s *Store) PTTL(key string) (time.Duration, bool) {
 	return left, true
 }
 
-// writeReq is one write for install: the block to store and the condition
+// writeReq is one write for install: the entry to store and the condition
 // it is stored under.
 type writeReq struct {
-	key  string
-	b    block
+	key   string
+	value []byte
+	flags uint32
+	// at is the expiry of a modeSet write (0: none).
+	at   int64
 	mode writeMode
 	// ttl of a conditional write, counted from the moment the condition
-	// is decided (under the lock), not from when the block was built.
+	// is decided (under the lock), not from when the request was made.
 	ttl time.Duration
+	// b is the block built before taking the lock, or nil: a small plain
+	// value is written under the lock, into a reused block (see place).
+	b block
 	// modeGuarded: the entry that must hold guardToken.
 	guardKey   string
 	guardToken []byte
@@ -352,8 +368,18 @@ const (
 	modeGuarded                  // only while guardKey holds guardToken
 )
 
-// install puts r.b under r.key if r's condition holds, and reports whether
-// it did. It reserves the memory the block needs beyond what the entry it
+// newWrite prepares a write of value under key. Large or compressed values
+// are built now, with no lock held; small plain ones under the lock.
+func (s *Store) newWrite(key string, value []byte, flags uint32, mode writeMode, at int64, ttl time.Duration) writeReq {
+	r := writeReq{key: key, value: value, flags: flags, mode: mode, at: at, ttl: ttl}
+	if !s.buildsPlainSmall(key, value) {
+		r.b = s.build(key, value, flags, at)
+	}
+	return r
+}
+
+// install stores r's entry if r's condition holds, and reports whether it
+// did. It reserves the memory the entry needs beyond what the entry it
 // replaces frees (evicting, if the policy allows, with no lock held) and
 // only then swaps the blocks, so a write that does not fit changes nothing.
 // For modeGuarded both shards are held, locked in address order so that two
@@ -372,7 +398,10 @@ func (s *Store) install(r *writeReq) (bool, error) {
 			}
 		}
 	}
-	size := int64(blockSize(r.b)) + entryOverhead
+	size := int64(valueOffset(len(r.key))+len(r.value)) + entryOverhead
+	if r.b != nil {
+		size = int64(blockSize(r.b)) + entryOverhead
+	}
 	for attempt := 0; ; attempt++ {
 		first.mu.Lock()
 		if second != nil {
@@ -396,30 +425,45 @@ func (s *Store) install(r *writeReq) (bool, error) {
 		if old != nil {
 			delta -= int64(blockSize(old)) + entryOverhead
 		}
-		reserved := ok && s.mem.reserve(delta)
+		reserved := ok && s.charge(sh, delta)
 		if reserved {
+			at := r.at
 			if r.mode != modeSet && r.ttl != 0 {
-				setBlockExpireAt(r.b, c.now()+int64(r.ttl))
+				at = c.now() + int64(r.ttl)
+			}
+			var oldAt int64
+			if old != nil {
+				oldAt = blockExpireAt(old)
+				if c.expired(old) {
+					sh.c.expirations++
+				}
+			}
+			b := r.b
+			if b == nil {
+				var dst []byte
+				b, dst = s.place(sh, old, r.key, len(r.value), r.flags, at)
+				copy(dst, r.value)
+			} else {
+				setBlockExpireAt(b, at)
 			}
 			if old != nil {
-				if c.expired(old) {
-					bump(&sh.c.expirations, 1)
+				sh.t.blocks[i] = b
+				sh.noteExpiry(oldAt, h, false)
+				if b != old {
+					sh.recycle(old)
 				}
-				sh.t.blocks[i] = r.b
-				sh.noteExpiry(old, h, false)
 			} else {
-				sh.t.add(h, r.b)
-				bumpKeys(&sh.c.keys, 1)
+				sh.t.add(h, b)
 			}
-			sh.noteExpiry(r.b, h, true)
+			sh.noteExpiry(at, h, true)
 		}
 		switch {
 		case r.mode == modeSetNX && !ok:
-			bump(&sh.c.setNXLosses, 1)
+			sh.c.setNXLosses++
 		case r.mode == modeSetNX && reserved:
-			bump(&sh.c.setNXWins, 1)
+			sh.c.setNXWins++
 		case reserved:
-			bump(&sh.c.sets, 1)
+			sh.c.sets++
 		}
 		if second != nil {
 			second.mu.Unlock()
@@ -434,11 +478,37 @@ func (s *Store) install(r *writeReq) (bool, error) {
 	}
 }
 
-// noteExpiry keeps the volatile count and the expiry heap in step when b,
-// whose key hashes to h, enters (added) or leaves the table. Caller holds
-// sh.mu for writing.
-func (sh *shard) noteExpiry(b block, h uint32, added bool) {
-	at := blockExpireAt(b)
+// place returns the block for key's new entry with a stored value of n
+// bytes, and the slice to write that value into: old (key's current block)
+// itself when it can be reused in place, else the shard's spare block, else
+// a new one. Nobody reads a recyclable block without the shard lock, so
+// rewriting one under the lock is invisible. Caller holds sh.mu.
+func (s *Store) place(sh *shard, old block, key string, n int, flags uint32, expireAt int64) (block, []byte) {
+	size := valueOffset(len(key)) + n
+	access := s.lru.Load()
+	switch {
+	case reusable(old, size):
+		return initBlock(old, key, n, flags, expireAt, access)
+	case reusable(sh.spare, size):
+		b := sh.spare
+		sh.spare = nil
+		return initBlock(b, key, n, flags, expireAt, access)
+	}
+	return newBlock(key, n, flags, expireAt, access)
+}
+
+// recycle keeps b, just taken out of the table, as the shard's spare if it
+// is recyclable and there is none. Caller holds sh.mu.
+func (sh *shard) recycle(b block) {
+	if sh.spare == nil && recyclable(b) {
+		sh.spare = b
+	}
+}
+
+// noteExpiry keeps the volatile count and the expiry heap in step when a
+// block with expiry at (0: none), whose key hashes to h, enters (added) or
+// leaves the table. Caller holds sh.mu for writing.
+func (sh *shard) noteExpiry(at int64, h uint32, added bool) {
 	if at == 0 {
 		return
 	}
@@ -456,15 +526,15 @@ func (sh *shard) noteExpiry(b block, h uint32, added bool) {
 func (s *Store) removeAt(sh *shard, i int, expired bool) {
 	b, h := sh.t.blocks[i], sh.t.hashes[i]
 	sh.t.removeAt(i)
-	sh.noteExpiry(b, h, false)
-	s.mem.release(int64(blockSize(b)) + entryOverhead)
-	bumpKeys(&sh.c.keys, -1)
+	sh.noteExpiry(blockExpireAt(b), h, false)
+	s.charge(sh, -(int64(blockSize(b)) + entryOverhead))
 	if expired {
-		bump(&sh.c.expirations, 1)
+		sh.c.expirations++
 	}
 	if len(sh.waiters) != 0 {
 		sh.wakeOne(blockKey(b))
 	}
+	sh.recycle(b)
 }
 
 func (s *Store) pinFlag(key string) uint32 {
@@ -486,7 +556,7 @@ func (s *Store) Set(key string, value []byte, ttl time.Duration) error {
 	if ttl != 0 {
 		at = s.now() + int64(ttl)
 	}
-	r := writeReq{key: key, b: s.build(key, value, s.pinFlag(key), at)}
+	r := s.newWrite(key, value, s.pinFlag(key), modeSet, at, 0)
 	_, err := s.install(&r)
 	return err
 }
@@ -500,7 +570,7 @@ func (s *Store) SetNX(key string, value []byte, ttl time.Duration) (SetNXOutcome
 	if err := checkWrite(key, value, ttl); err != nil {
 		return 0, err
 	}
-	r := writeReq{key: key, b: s.build(key, value, flagPinned, 0), mode: modeSetNX, ttl: ttl}
+	r := s.newWrite(key, value, flagPinned, modeSetNX, 0, ttl)
 	ok, err := s.install(&r)
 	if err != nil {
 		return 0, err
@@ -524,8 +594,8 @@ func (s *Store) SetGuarded(key string, value []byte, ttl time.Duration, guardKey
 	if err := checkKey(guardKey); err != nil {
 		return false, err
 	}
-	r := writeReq{key: key, b: s.build(key, value, s.pinFlag(key), 0), mode: modeGuarded, ttl: ttl,
-		guardKey: guardKey, guardToken: guardToken}
+	r := s.newWrite(key, value, s.pinFlag(key), modeGuarded, 0, ttl)
+	r.guardKey, r.guardToken = guardKey, guardToken
 	return s.install(&r)
 }
 
@@ -555,11 +625,11 @@ func (s *Store) DelIfEq(key string, token []byte) bool {
 	defer sh.mu.Unlock()
 	b, i := s.live(sh, h, key, &clock{s: s})
 	if b == nil || !valueEquals(b, token) {
-		bump(&sh.c.delIfEqMismatches, 1)
+		sh.c.delIfEqMismatches++
 		return false
 	}
 	s.removeAt(sh, i, false)
-	bump(&sh.c.delIfEqMatches, 1)
+	sh.c.delIfEqMatches++
 	return true
 }
 
@@ -593,20 +663,23 @@ func (s *Store) expireIf(key string, token []byte, ttl time.Duration) (bool, err
 	if b == nil || (token != nil && !valueEquals(b, token)) {
 		return false, nil
 	}
-	sh.noteExpiry(b, h, false)
+	sh.noteExpiry(blockExpireAt(b), h, false)
 	setBlockExpireAt(b, expiryAt(c.now(), ttl))
-	sh.noteExpiry(b, h, true)
+	sh.noteExpiry(blockExpireAt(b), h, true)
 	return true, nil
 }
 
 // Len returns the number of stored entries, including expired ones that
 // have not been removed yet.
 func (s *Store) Len() int {
-	n := int64(0)
+	n := 0
 	for i := range s.shards {
-		n += s.shards[i].c.keys.Load()
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		n += sh.t.n
+		sh.mu.Unlock()
 	}
-	return int(n)
+	return n
 }
 
 // Flush removes every entry. Callers waiting on a key are woken.
@@ -614,14 +687,8 @@ func (s *Store) Flush() {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		var freed int64
-		for _, b := range sh.t.blocks {
-			if b != nil {
-				freed += int64(blockSize(b)) + entryOverhead
-			}
-		}
-		bumpKeys(&sh.c.keys, -int64(sh.t.n))
-		s.mem.release(freed)
+		s.charge(sh, -sh.used)
+		s.returnCredit(sh)
 		sh.t.reset()
 		sh.expiries = nil
 		sh.volatile = 0

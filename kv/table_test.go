@@ -24,7 +24,7 @@ func TestTableMatchesAMap(t *testing.T) {
 				tb.removeAt(i)
 				delete(model, k)
 			} else {
-				b, _ := newBlock(k, 0, 0, 0)
+				b, _ := newBlock(k, 0, 0, 0, 0)
 				tb.add(h, b)
 				model[k] = b
 			}
