@@ -34,7 +34,7 @@ $delIfEq = 'if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del
 $rows = [];
 foreach ([64 => '64 B', 4096 => '4 KiB', 65536 => '64 KiB'] as $size => $label) {
     $v = str_repeat('v', $size);
-    $n = $size >= 65536 ? 20_000 : 200_000;
+    $n = $size >= 65536 ? 10_000 : 100_000;
     $nNet = 5_000;
     ephpm_kv_set('bench:k', $v);
     apcu_store('bench:k', $v);
@@ -43,16 +43,16 @@ foreach ([64 => '64 B', 4096 => '4 KiB', 65536 => '64 KiB'] as $size => $label) 
 
     $ops = [
         'get' => [
-            fn () => ephpm_kv_get('bench:k'),
-            fn () => apcu_fetch('bench:k'),
-            $redis ? fn () => $redis->get('bench:k') : null,
-            $mc ? fn () => $mc->get('bench:k') : null,
+            'ephpm' => fn () => ephpm_kv_get('bench:k'),
+            'apcu' => fn () => apcu_fetch('bench:k'),
+            'redis' => $redis ? fn () => $redis->get('bench:k') : null,
+            'mc' => $mc ? fn () => $mc->get('bench:k') : null,
         ],
         'set' => [
-            fn () => ephpm_kv_set('bench:k', $v),
-            fn () => apcu_store('bench:k', $v),
-            $redis ? fn () => $redis->set('bench:k', $v) : null,
-            $mc ? fn () => $mc->set('bench:k', $v) : null,
+            'ephpm' => fn () => ephpm_kv_set('bench:k', $v),
+            'apcu' => fn () => apcu_store('bench:k', $v),
+            'redis' => $redis ? fn () => $redis->set('bench:k', $v) : null,
+            'mc' => $mc ? fn () => $mc->set('bench:k', $v) : null,
         ],
     ];
     if ($size === 64) {
@@ -60,16 +60,18 @@ foreach ([64 => '64 B', 4096 => '4 KiB', 65536 => '64 KiB'] as $size => $label) 
         // peer has one (Redis: SET NX PX + a compare-and-delete script);
         // APCu and memcached can only delete blindly.
         $ops['lock pair'] = [
-            function () use ($token) { ephpm_kv_setnx('bench:l', $token, 30); ephpm_kv_del_if_eq('bench:l', $token); },
-            function () use ($token) { apcu_add('bench:l', $token, 30); apcu_delete('bench:l'); },
-            $redis ? function () use ($redis, $token, $delIfEq) { $redis->set('bench:l', $token, ['nx', 'px' => 30000]); $redis->eval($delIfEq, ['bench:l', $token], 1); } : null,
-            $mc ? function () use ($mc, $token) { $mc->add('bench:l', $token, 30); $mc->delete('bench:l'); } : null,
+            'ephpm' => function () use ($token) { ephpm_kv_setnx('bench:l', $token, 30); ephpm_kv_del_if_eq('bench:l', $token); },
+            'apcu' => function () use ($token) { apcu_add('bench:l', $token, 30); apcu_delete('bench:l'); },
+            'redis' => $redis ? function () use ($redis, $token, $delIfEq) { $redis->set('bench:l', $token, ['nx', 'px' => 30000]); $redis->eval($delIfEq, ['bench:l', $token], 1); } : null,
+            'mc' => $mc ? function () use ($mc, $token) { $mc->add('bench:l', $token, 30); $mc->delete('bench:l'); } : null,
         ];
     }
-    foreach ($ops as $op => [$e, $a, $r, $m]) {
-        $te = measure($e, $n);
-        $ta = measure($a, $n);
-        $rows[] = [$op, $label, $te, $ta, $te / $ta, $r ? measure($r, $nNet) : null, $m ? measure($m, $nNet) : null];
+    foreach ($ops as $op => $fs) {
+        // In-process peers side by side; the network peers in their own
+        // rounds of fewer calls.
+        $local = measure_all(['ephpm' => $fs['ephpm'], 'apcu' => $fs['apcu']], $n, 7);
+        $net = measure_all(['redis' => $fs['redis'], 'mc' => $fs['mc']], $nNet, 3);
+        $rows[] = [$op, $label, $local['ephpm'], $local['apcu'], $local['ephpm'] / $local['apcu'], $net['redis'], $net['mc']];
     }
 }
 

@@ -15,34 +15,42 @@ $redis->connect('127.0.0.1', $port);
 
 require __DIR__ . '/measure.php';
 
-/* µs per call. */
-function measure_us(callable $f, int $n): float
-{
-    return measure($f, $n) / 1000;
-}
-
 $v = str_repeat('v', 64);
 $token = bin2hex(random_bytes(16));
 $delIfEq = 'if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end';
 ephpm_kv_set('bench:k', $v);
 ephpm_kv_set('near:k', $v);
-$n = 5000;
 
-$rows = [
-    ['get 64 B', measure_us(fn () => ephpm_kv_get('bench:k'), $n), measure_us(fn () => $redis->get('bench:k'), $n)],
-    ['set 64 B', measure_us(fn () => ephpm_kv_set('bench:k', $v), $n), measure_us(fn () => $redis->set('bench:k', $v), $n)],
-    ['lock pair', measure_us(function () use ($token) {
-        ephpm_kv_setnx('bench:l', $token, 30);
-        ephpm_kv_del_if_eq('bench:l', $token);
-    }, $n), measure_us(function () use ($redis, $token, $delIfEq) {
-        $redis->set('bench:l', $token, ['nx', 'px' => 30000]);
-        $redis->eval($delIfEq, ['bench:l', $token], 1);
-    }, $n)],
+// 25 alternating rounds of 400 calls each; the median round of each client.
+$ops = [
+    'get 64 B' => [
+        'ephpm' => fn () => ephpm_kv_get('bench:k'),
+        'phpredis' => fn () => $redis->get('bench:k'),
+    ],
+    'set 64 B' => [
+        'ephpm' => fn () => ephpm_kv_set('bench:k', $v),
+        'phpredis' => fn () => $redis->set('bench:k', $v),
+    ],
+    'lock pair' => [
+        'ephpm' => function () use ($token) {
+            ephpm_kv_setnx('bench:l', $token, 30);
+            ephpm_kv_del_if_eq('bench:l', $token);
+        },
+        'phpredis' => function () use ($redis, $token, $delIfEq) {
+            $redis->set('bench:l', $token, ['nx', 'px' => 30000]);
+            $redis->eval($delIfEq, ['bench:l', $token], 1);
+        },
+    ],
 ];
+$rows = [];
+foreach ($ops as $op => $fs) {
+    $t = measure_all($fs, 400, 25, 'median');
+    $rows[] = [$op, $t['ephpm'] / 1000, $t['phpredis'] / 1000];
+}
 printf("%-12s %12s %12s %8s\n", 'op', 'ephpm', 'phpredis', 'ratio');
 foreach ($rows as [$op, $e, $r]) {
     printf("%-12s %9.1f us %9.1f us %7.2fx\n", $op, $e, $r, $e / $r);
 }
-$hit = measure_us(fn () => ephpm_kv_get('near:k'), 100_000);
-$trip = measure_us(fn () => ephpm_kv_get('bench:k'), $n);
+$t = measure_all(['hit' => fn () => ephpm_kv_get('near:k'), 'trip' => fn () => ephpm_kv_get('bench:k')], 2000, 5, 'median');
+[$hit, $trip] = [$t['hit'] / 1000, $t['trip'] / 1000];
 printf("\nnear cache hit %.2f us, Redis round trip %.1f us (%.0fx)\n", $hit, $trip, $trip / $hit);
