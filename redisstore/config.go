@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -79,6 +80,7 @@ func parse(raw string) (redis.UniversalOptions, Mode, error) {
 	u.Scheme = scheme
 
 	var o redis.UniversalOptions
+	network := "tcp"
 	switch mode {
 	case Standalone:
 		so, err := redis.ParseURL(u.String())
@@ -91,12 +93,7 @@ func parse(raw string) (redis.UniversalOptions, Mode, error) {
 			PoolSize: so.PoolSize, MinIdleConns: so.MinIdleConns, PoolTimeout: so.PoolTimeout,
 			TLSConfig: so.TLSConfig, ClientName: so.ClientName, Protocol: so.Protocol,
 		}
-		if so.Network == "unix" {
-			d := &net.Dialer{Timeout: so.DialTimeout}
-			o.Dialer = func(ctx context.Context, _, addr string) (net.Conn, error) {
-				return d.DialContext(ctx, "unix", addr)
-			}
-		}
+		network = so.Network
 	case Cluster:
 		co, err := redis.ParseClusterURL(u.String())
 		if err != nil {
@@ -140,8 +137,18 @@ func parse(raw string) (redis.UniversalOptions, Mode, error) {
 			return none, "", err
 		}
 	}
+	// Every connection (commands, pub/sub, Sentinel) waits for replies on
+	// the calling thread: see threadConn.
+	d := &net.Dialer{Timeout: o.DialTimeout, KeepAliveConfig: keepAlive}
+	tlsConfig := o.TLSConfig
+	o.Dialer = func(ctx context.Context, _, addr string) (net.Conn, error) {
+		return dialThreadConn(ctx, d, tlsConfig, network, addr)
+	}
 	return o, mode, nil
 }
+
+// keepAlive is go-redis's default for the connections it dials itself.
+var keepAlive = net.KeepAliveConfig{Enable: true, Idle: 30 * time.Second, Interval: 5 * time.Second, Count: 3}
 
 // splitHosts rewrites scheme://a:1,b:2,c:3/rest as scheme://a:1/rest with
 // addr=b:2&addr=c:3 appended to the query, the form the client's parsers

@@ -1,0 +1,330 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// threadConn is a connection to Redis whose reads and writes wait in the
+// kernel on the calling thread (ppoll(2), then a non-blocking recv)
+// instead of parking the goroutine on Go's network poller.
+//
+// Why: a PHP request calls into Go on its own thread, and the goroutine of
+// that call is locked to it. A read parked on the poller is woken by a Go
+// thread blocked in epoll, which hands the goroutine back to the PHP thread
+// and wakes that one: two thread wake-ups per round trip, where phpredis,
+// waiting in poll(2) itself, has one. Measured on loopback
+// (bench/php/redis_bench.php, medians of alternating rounds): ephpm took
+// 1.16-1.26× phpredis's time per command with poller connections.
+//
+// A threadConn is used by one goroutine at a time (go-redis's pool hands a
+// connection to one caller), except Close, which may come from any
+// goroutine: it shuts the socket down, which wakes a waiting reader, and
+// closes the descriptor only once no call is using it, so that a number
+// reused by another open(2) is never read.
+type threadConn struct {
+	fd           int
+	laddr, raddr net.Addr
+	network      string
+	// Deadlines in Unix nanoseconds, 0 for none (net.Conn's contract).
+	readDeadline, writeDeadline atomic.Int64
+
+	mu     sync.Mutex
+	users  int
+	closed bool
+}
+
+// dialThreadConn dials like go-redis's default dialer (d, then TLS when
+// tlsConfig is set) and returns a threadConn over the dialed socket.
+func dialThreadConn(ctx context.Context, d *net.Dialer, tlsConfig *tls.Config, network, addr string) (net.Conn, error) {
+	nc, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	c, err := newThreadConn(nc)
+	if err != nil {
+		return nil, err
+	}
+	if tlsConfig == nil {
+		return c, nil
+	}
+	cfg := tlsConfig.Clone()
+	if cfg.ServerName == "" {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			host = addr
+		}
+		cfg.ServerName = host
+	}
+	tc := tls.Client(c, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return tc, nil
+}
+
+// newThreadConn takes over nc's socket: a close-on-exec duplicate of its
+// descriptor (non-blocking, as nc's was), after which nc is closed, which
+// removes it from the poller.
+func newThreadConn(nc net.Conn) (*threadConn, error) {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		nc.Close()
+		return nil, errors.New("redisstore: connection has no descriptor")
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	fd, dupErr := -1, error(nil)
+	if err := raw.Control(func(s uintptr) { fd, dupErr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		dupErr = err
+	}
+	c := &threadConn{fd: fd, laddr: nc.LocalAddr(), raddr: nc.RemoteAddr(), network: nc.LocalAddr().Network()}
+	nc.Close()
+	if dupErr != nil {
+		return nil, os.NewSyscallError("dup", dupErr)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, os.NewSyscallError("fcntl", err)
+	}
+	return c, nil
+}
+
+// acquire marks a call in progress, or fails if the connection is closed.
+func (c *threadConn) acquire(op string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return c.opError(op, net.ErrClosed)
+	}
+	c.users++
+	return nil
+}
+
+func (c *threadConn) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.users--
+	if c.closed && c.users == 0 {
+		unix.Close(c.fd)
+	}
+}
+
+func (c *threadConn) opError(op string, err error) error {
+	return &net.OpError{Op: op, Net: c.network, Source: c.laddr, Addr: c.raddr, Err: err}
+}
+
+// rawWaitLimit bounds the first, raw wait of every read and write; see
+// wait.
+const rawWaitLimit = time.Millisecond
+
+// wait blocks the calling thread until the socket is ready for events or
+// the deadline passes (a timeout error, as net.Conn reports it).
+//
+// The first rawWaitLimit is a raw ppoll(2): the runtime is not told that
+// the thread is in a system call. Told (as syscall.Syscall does), it keeps
+// sysmon polling every 20 µs or so to see whether to hand this goroutine's
+// P to another thread, and that alone cost ~10 µs per round trip against
+// phpredis on a 2-core VM (redis_bench.php: 1.10-1.16× with the told
+// call, 0.97-1.06× with the raw one). A raw call holds the P, so it is
+// bounded: a stop-the-world or a goroutine that needs this P waits at most
+// rawWaitLimit (less: their preemption signal interrupts ppoll, which is
+// never restarted). A reply slower than that is waited for with the
+// runtime told.
+func (c *threadConn) wait(op string, events int16, deadline *atomic.Int64) error {
+	raw := true
+	for {
+		var left time.Duration = -1
+		if d := deadline.Load(); d != 0 {
+			left = time.Until(time.Unix(0, d))
+			if left <= 0 {
+				return c.opError(op, os.ErrDeadlineExceeded)
+			}
+		}
+		fds := [1]unix.PollFd{{Fd: int32(c.fd), Events: events}}
+		var n int
+		var err error
+		if raw {
+			raw = false
+			if left < 0 || left > rawWaitLimit {
+				left = rawWaitLimit
+			}
+			n, err = rawPpoll(&fds, left)
+		} else {
+			var ts *unix.Timespec
+			if left >= 0 {
+				t := unix.NsecToTimespec(int64(left))
+				ts = &t
+			}
+			n, err = unix.Ppoll(fds[:], ts, nil)
+		}
+		switch {
+		case err == unix.EINTR || (err == nil && n == 0):
+			continue // interrupted, or timed out: the deadline check decides
+		case err != nil:
+			return c.opError(op, os.NewSyscallError("ppoll", err))
+		}
+		return nil // ready, or hung up / failed: the read or write says which
+	}
+}
+
+// rawPpoll is ppoll(2) on one descriptor for at most d, as a raw system call.
+func rawPpoll(fds *[1]unix.PollFd, d time.Duration) (int, error) {
+	ts := unix.NsecToTimespec(int64(d))
+	n, _, e := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), 1,
+		uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+// Read waits for data, then takes what is there (a non-blocking recv,
+// raw too: it never waits).
+func (c *threadConn) Read(p []byte) (int, error) {
+	if err := c.acquire("read"); err != nil {
+		return 0, err
+	}
+	defer c.release()
+	if len(p) == 0 {
+		return 0, nil
+	}
+	for {
+		if err := c.wait("read", unix.POLLIN, &c.readDeadline); err != nil {
+			return 0, err
+		}
+		r, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(c.fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)),
+			unix.MSG_DONTWAIT, 0, 0)
+		switch {
+		case e == 0 && r == 0:
+			return 0, io.EOF
+		case e == 0:
+			return int(r), nil
+		case e == unix.EAGAIN || e == unix.EINTR:
+			continue
+		}
+		return 0, c.opError("read", os.NewSyscallError("recvfrom", e))
+	}
+}
+
+// Write writes all of p, waiting for room when the socket buffer is full
+// (a non-blocking send, raw: it never waits). MSG_NOSIGNAL: a peer that
+// went away is an error, never a SIGPIPE for the host process.
+func (c *threadConn) Write(p []byte) (int, error) {
+	if err := c.acquire("write"); err != nil {
+		return 0, err
+	}
+	defer c.release()
+	written := 0
+	for written < len(p) {
+		rest := p[written:]
+		r, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(c.fd), uintptr(unsafe.Pointer(&rest[0])), uintptr(len(rest)),
+			unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, 0, 0)
+		switch {
+		case e == 0:
+			written += int(r)
+		case e == unix.EINTR:
+		case e == unix.EAGAIN:
+			if err := c.wait("write", unix.POLLOUT, &c.writeDeadline); err != nil {
+				return written, err
+			}
+		default:
+			return written, c.opError("write", os.NewSyscallError("sendto", e))
+		}
+	}
+	return written, nil
+}
+
+// Close shuts the socket down (waking a reader waiting in ppoll) and
+// closes the descriptor once no call uses it.
+func (c *threadConn) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return c.opError("close", net.ErrClosed)
+	}
+	c.closed = true
+	unix.Shutdown(c.fd, unix.SHUT_RDWR)
+	if c.users == 0 {
+		unix.Close(c.fd)
+	}
+	return nil
+}
+
+func (c *threadConn) LocalAddr() net.Addr  { return c.laddr }
+func (c *threadConn) RemoteAddr() net.Addr { return c.raddr }
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func (c *threadConn) SetDeadline(t time.Time) error {
+	c.readDeadline.Store(unixNano(t))
+	c.writeDeadline.Store(unixNano(t))
+	return nil
+}
+
+func (c *threadConn) SetReadDeadline(t time.Time) error {
+	c.readDeadline.Store(unixNano(t))
+	return nil
+}
+
+func (c *threadConn) SetWriteDeadline(t time.Time) error {
+	c.writeDeadline.Store(unixNano(t))
+	return nil
+}
+
+// SyscallConn lets go-redis's pool check an idle connection (a
+// non-blocking MSG_PEEK) before handing it out.
+func (c *threadConn) SyscallConn() (syscall.RawConn, error) { return threadRawConn{c}, nil }
+
+type threadRawConn struct{ c *threadConn }
+
+func (r threadRawConn) Control(f func(fd uintptr)) error {
+	if err := r.c.acquire("control"); err != nil {
+		return err
+	}
+	defer r.c.release()
+	f(uintptr(r.c.fd))
+	return nil
+}
+
+func (r threadRawConn) Read(f func(fd uintptr) bool) error {
+	return r.rawIO("read", unix.POLLIN, &r.c.readDeadline, f)
+}
+
+func (r threadRawConn) Write(f func(fd uintptr) bool) error {
+	return r.rawIO("write", unix.POLLOUT, &r.c.writeDeadline, f)
+}
+
+// rawIO calls f until it reports done, waiting for readiness in between.
+func (r threadRawConn) rawIO(op string, events int16, deadline *atomic.Int64, f func(fd uintptr) bool) error {
+	if err := r.c.acquire(op); err != nil {
+		return err
+	}
+	defer r.c.release()
+	for !f(uintptr(r.c.fd)) {
+		if err := r.c.wait(op, events, deadline); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,156 @@
+package redisstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// threadPair dials a threadConn to a fresh listener and returns both ends.
+func threadPair(t *testing.T) (*threadConn, net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c
+		}
+		close(accepted)
+	}()
+	nc, err := dialThreadConn(context.Background(), &net.Dialer{}, nil, "tcp", ln.Addr().String())
+	require.NoError(t, err)
+	server := <-accepted
+	require.NotNil(t, server)
+	c := nc.(*threadConn)
+	t.Cleanup(func() { c.Close(); server.Close() })
+	return c, server
+}
+
+func TestThreadConnRoundTrip(t *testing.T) {
+	c, server := threadPair(t)
+	go func() {
+		buf := make([]byte, 64)
+		n, _ := server.Read(buf)
+		server.Write(bytes.ToUpper(buf[:n]))
+	}()
+	_, err := c.Write([]byte("ping"))
+	require.NoError(t, err)
+	buf := make([]byte, 64)
+	n, err := c.Read(buf)
+	require.NoError(t, err)
+	assert.Equal(t, "PING", string(buf[:n]))
+
+	flags, err := unix.FcntlInt(uintptr(c.fd), unix.F_GETFD, 0)
+	require.NoError(t, err)
+	assert.NotZero(t, flags&unix.FD_CLOEXEC, "a PHP proc_open child does not inherit the socket")
+}
+
+// Past both the raw wait and into the told one: the deadline ends the read
+// with a timeout error, as net.Conn's contract says.
+func TestThreadConnReadDeadline(t *testing.T) {
+	c, _ := threadPair(t)
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(50*time.Millisecond)))
+	start := time.Now()
+	_, err := c.Read(make([]byte, 8))
+	took := time.Since(start)
+	var ne net.Error
+	require.True(t, errors.As(err, &ne) && ne.Timeout(), "a timeout error, got %v", err)
+	assert.True(t, errors.Is(err, os.ErrDeadlineExceeded))
+	assert.GreaterOrEqual(t, took, 50*time.Millisecond)
+	assert.Less(t, took, time.Second)
+}
+
+func TestThreadConnEOFWhenThePeerCloses(t *testing.T) {
+	c, server := threadPair(t)
+	server.Close()
+	_, err := c.Read(make([]byte, 8))
+	assert.ErrorIs(t, err, io.EOF)
+	// Writing to a peer that went away is an error, not a SIGPIPE.
+	var werr error
+	for i := 0; i < 100 && werr == nil; i++ {
+		_, werr = c.Write([]byte("x"))
+		time.Sleep(time.Millisecond)
+	}
+	assert.Error(t, werr)
+}
+
+// A write larger than the socket buffers waits for room (POLLOUT) and
+// completes once the peer reads.
+func TestThreadConnLargeWrite(t *testing.T) {
+	c, server := threadPair(t)
+	payload := bytes.Repeat([]byte("0123456789abcdef"), 1<<20) // 16 MiB
+	got := make(chan []byte, 1)
+	go func() {
+		time.Sleep(50 * time.Millisecond) // let the writer fill the buffers first
+		b, _ := io.ReadAll(io.LimitReader(server, int64(len(payload))))
+		got <- b
+	}()
+	n, err := c.Write(payload)
+	require.NoError(t, err)
+	assert.Equal(t, len(payload), n)
+	assert.True(t, bytes.Equal(payload, <-got))
+}
+
+// Close from another goroutine ends a read blocked without a deadline,
+// and later calls fail with net.ErrClosed.
+func TestThreadConnCloseWakesABlockedRead(t *testing.T) {
+	c, _ := threadPair(t)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Read(make([]byte, 8))
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	require.NoError(t, c.Close())
+	select {
+	case err := <-done:
+		assert.Error(t, err)
+	case <-time.After(2 * time.Second):
+		t.Fatal("Close did not wake the blocked read")
+	}
+	_, err := c.Read(make([]byte, 8))
+	assert.ErrorIs(t, err, net.ErrClosed)
+	assert.ErrorIs(t, c.Close(), net.ErrClosed)
+}
+
+// The raw wait must not hold up the garbage collector: collections while
+// reads wait for replies that do not come finish at once. The reader
+// starts a new wait every 1.5 ms, so collections land in raw waits too.
+func TestThreadConnWaitDoesNotBlockGC(t *testing.T) {
+	c, _ := threadPair(t)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			c.SetReadDeadline(time.Now().Add(1500 * time.Microsecond))
+			c.Read(make([]byte, 8))
+		}
+	}()
+	time.Sleep(10 * time.Millisecond)
+	var worst time.Duration
+	for i := 0; i < 50; i++ {
+		start := time.Now()
+		runtime.GC()
+		worst = max(worst, time.Since(start))
+		time.Sleep(time.Duration(i%7) * 200 * time.Microsecond)
+	}
+	assert.Less(t, worst, 100*time.Millisecond)
+}
