@@ -235,10 +235,12 @@ static PHP_MINIT_FUNCTION(ephpm)
 }
 
 /* After every module's RSHUTDOWN, including the session extension's final
- * write and close: release a session lock the request still holds. */
+ * write and close: release a session lock the request still holds, and
+ * free the get buffer (nothing reads after this). */
 static ZEND_MODULE_POST_ZEND_DEACTIVATE_D(ephpm)
 {
     ephpm_session_request_end();
+    ephpm_kv_fetch_request_end();
     return SUCCESS;
 }
 

@@ -74,18 +74,35 @@ static const ephpm_kv_ops *ephpm_ops_with(size_t offset, size_t size)
 
 /* ---- reads -------------------------------------------------------------- */
 
-/* Values up to this size come back in one crossing; larger ones take a
- * second call into a zend_string of exactly the reported size. */
-#define EPHPM_GET_STACK_BUF 8192
+/* A get crosses into Go once, into a buffer of two pages: a zend_string of
+ * EPHPM_GET_BUF bytes, the largest that fits them with its header. The
+ * value is copied once, by Go, into the buffer. A value too big for a small
+ * allocation (the size at which emalloc would take whole pages anyway) is
+ * handed out as the buffer itself, truncated in place, so it is not copied
+ * again (get 4 KiB: 188 ns with a second copy, APCu 148 ns); a smaller
+ * one is copied into a string of its size and the buffer kept. A value
+ * over EPHPM_GET_BUF takes a second crossing into a string of exactly the
+ * size the first one reported. */
+#define EPHPM_GET_BUF (2 * 4096 - _ZSTR_HEADER_SIZE - 1)
+#define EPHPM_GET_HANDOUT_MIN (3072 - _ZSTR_HEADER_SIZE)
 
 int ephpm_kv_fetch(const ephpm_kv_ops *ops, const char *key, size_t key_len, zend_string **value)
 {
-    char stack[EPHPM_GET_STACK_BUF];
+    if (EPHPM_G(get_buf) == NULL) {
+        EPHPM_G(get_buf) = zend_string_alloc(EPHPM_GET_BUF, 0);
+    }
+    zend_string *buf = EPHPM_G(get_buf);
     size_t len = 0;
-    int rc = ops->get(key, key_len, stack, sizeof stack, &len);
+    int rc = ops->get(key, key_len, ZSTR_VAL(buf), EPHPM_GET_BUF, &len);
     if (EXPECTED(rc == EPHPM_KV_OK)) {
-        *value = len <= 1 ? (len ? ZSTR_CHAR((zend_uchar)stack[0]) : ZSTR_EMPTY_ALLOC())
-                          : zend_string_init(stack, len, 0);
+        if (len >= EPHPM_GET_HANDOUT_MIN) {
+            EPHPM_G(get_buf) = NULL;
+            *value = zend_string_truncate(buf, len, 0);
+            ZSTR_VAL(*value)[len] = '\0';
+        } else {
+            *value = len <= 1 ? (len ? ZSTR_CHAR((zend_uchar)ZSTR_VAL(buf)[0]) : ZSTR_EMPTY_ALLOC())
+                              : zend_string_init(ZSTR_VAL(buf), len, 0);
+        }
         return rc;
     }
     /* The value may grow between calls: retry into its newest size. */
@@ -101,6 +118,14 @@ int ephpm_kv_fetch(const ephpm_kv_ops *ops, const char *key, size_t key_len, zen
         zend_string_efree(str);
     }
     return rc;
+}
+
+void ephpm_kv_fetch_request_end(void)
+{
+    if (EPHPM_G(get_buf) != NULL) {
+        zend_string_efree(EPHPM_G(get_buf));
+        EPHPM_G(get_buf) = NULL;
+    }
 }
 
 /* {{{ ephpm_kv_get(string $key): ?string */

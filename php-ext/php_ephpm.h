@@ -45,6 +45,10 @@ ZEND_BEGIN_MODULE_GLOBALS(ephpm)
     bool session_lock_held;
     bool session_readonly; /* the lock was not had and the action is readonly */
     bool session_timed_out; /* the request hit max_execution_time waiting for the lock */
+
+    /* ephpm_kv_fetch's buffer for this request (NULL until the first get,
+     * and after it became a result): see ephpm_kv_fetch. */
+    zend_string *get_buf;
 ZEND_END_MODULE_GLOBALS(ephpm)
 
 ZEND_EXTERN_MODULE_GLOBALS(ephpm)
@@ -61,6 +65,9 @@ extern zend_class_entry *ephpm_kv_exception_ce;
  * EPHPM_KV_MISS, or a failure status. Crosses into Go once for a value up
  * to 8 KiB, twice for a larger one. */
 int ephpm_kv_fetch(const ephpm_kv_ops *ops, const char *key, size_t key_len, zend_string **value);
+
+/* Frees ephpm_kv_fetch's buffer at the end of a request. */
+void ephpm_kv_fetch_request_end(void);
 
 /* A short English cause for a failure status, for messages. */
 const char *ephpm_status_cause(int rc);
