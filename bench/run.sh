@@ -32,12 +32,12 @@ memcached -l 127.0.0.1 -p "$mc_port" -U 0 "${mc_user[@]}" >/dev/null &
 pids+=($!)
 sleep 0.5
 
-echo "== PHP level (ns per call, best of 3)"
+echo "== PHP level (ns per call: best of 7 alternating rounds; network peers: best of 3)"
 php -d "extension=$PWD/build/modules/ephpm.so" -d apc.enable_cli=1 -d apc.shm_size=256M \
     -d ephpm.kv_memory_limit=256M bench/php/kv_bench.php "$redis_port" "$mc_port"
 
 echo
-echo "== Redis backend: ephpm against phpredis on the same server (us per call, best of 3)"
+echo "== Redis backend: ephpm against phpredis on the same server (us per call: median of 25 alternating rounds)"
 php -d "extension=$PWD/build/modules/ephpm.so" -d "ephpm.kv_backend=redis://127.0.0.1:$redis_port" \
     -d ephpm.kv_near_cache_prefixes=near: bench/php/redis_bench.php "$redis_port"
 

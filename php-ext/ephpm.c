@@ -231,6 +231,7 @@ static PHP_MINIT_FUNCTION(ephpm)
     REGISTER_INI_ENTRIES();
     ephpm_kv_exception_ce = register_class_Ephpm_KvException(spl_ce_RuntimeException);
     ephpm_session_register();
+    ephpm_provider_startup();
     return SUCCESS;
 }
 

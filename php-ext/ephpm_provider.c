@@ -27,6 +27,31 @@ static char loaded_origin[PATH_MAX + 32];
 static pid_t loaded_pid;
 static pthread_mutex_t load_mutex = PTHREAD_MUTEX_INITIALIZER;
 
+/* A fork while another thread loads the provider (a ZTS server) must not
+ * leave the child a mutex locked by a thread it does not have: fork waits
+ * for the load to finish, and parent and child each unlock. */
+static void ephpm_load_mutex_lock(void)
+{
+    pthread_mutex_lock(&load_mutex);
+}
+
+static void ephpm_load_mutex_unlock(void)
+{
+    pthread_mutex_unlock(&load_mutex);
+}
+
+void ephpm_provider_startup(void)
+{
+    /* Once per load of ephpm.so: two registrations would lock twice. (glibc
+     * drops the handlers when ephpm.so is unloaded, as at a graceful
+     * restart, so a reload registers them anew.) */
+    static bool registered;
+    if (!registered) {
+        registered = true;
+        pthread_atfork(ephpm_load_mutex_lock, ephpm_load_mutex_unlock, ephpm_load_mutex_unlock);
+    }
+}
+
 /* Checks a table against this extension's ABI. Returns NULL if it is usable,
  * else a reason for the error message. */
 static const char *ephpm_check_table(const ephpm_kv_ops *ops, char *why, size_t why_len)

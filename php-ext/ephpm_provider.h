@@ -17,6 +17,9 @@
 
 #include "ephpm_kv.h"
 
+/* Registers the loader's fork handlers; called once, from MINIT. */
+void ephpm_provider_startup(void);
+
 /* Returns the provider's table, loading it on first use. On failure it
  * returns NULL with Ephpm\KvException (code NOT_LOADED) thrown. */
 const ephpm_kv_ops *ephpm_provider_ops(void);
