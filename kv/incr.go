@@ -53,16 +53,7 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 			}
 			b, dst := s.place(sh, old, key, len(value), flags, at)
 			copy(dst, value)
-			if old != nil {
-				sh.t.blocks[i] = b
-				sh.noteExpiry(oldAt, h, false)
-				if b != old {
-					sh.recycle(old)
-				}
-			} else {
-				sh.t.add(h, b)
-			}
-			sh.noteExpiry(at, h, true)
+			sh.swapIn(b, old, oldAt, i, h)
 			sh.mu.Unlock()
 			return result, nil
 		}

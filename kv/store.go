@@ -446,16 +446,7 @@ func (s *Store) install(r *writeReq) (bool, error) {
 			} else {
 				setBlockExpireAt(b, at)
 			}
-			if old != nil {
-				sh.t.blocks[i] = b
-				sh.noteExpiry(oldAt, h, false)
-				if b != old {
-					sh.recycle(old)
-				}
-			} else {
-				sh.t.add(h, b)
-			}
-			sh.noteExpiry(at, h, true)
+			sh.swapIn(b, old, oldAt, i, h)
 		}
 		switch {
 		case r.mode == modeSetNX && !ok:
@@ -495,6 +486,23 @@ func (s *Store) place(sh *shard, old block, key string, n int, flags uint32, exp
 		return initBlock(b, key, n, flags, expireAt, access)
 	}
 	return newBlock(key, n, flags, expireAt, access)
+}
+
+// swapIn puts b, whose key hashes to h, in the table: in slot i in place
+// of old, or as a new entry when old is nil; and keeps the expiry heap and
+// the spare block in step. oldAt is old's expiry from before b was written
+// (b may be old itself, rewritten in place). Caller holds sh.mu.
+func (sh *shard) swapIn(b, old block, oldAt int64, i int, h uint32) {
+	if old != nil {
+		sh.t.blocks[i] = b
+		sh.noteExpiry(oldAt, h, false)
+		if b != old {
+			sh.recycle(old)
+		}
+	} else {
+		sh.t.add(h, b)
+	}
+	sh.noteExpiry(blockExpireAt(b), h, true)
 }
 
 // recycle keeps b, just taken out of the table, as the shard's spare if it
