@@ -81,3 +81,18 @@ foreach ($rows as [$op, $label, $te, $ta, $ratio, $tr, $tm]) {
     printf("%-10s %-7s %10s %10s %7.2fx %12s %12s\n", $op, $label, $fmt($te), $fmt($ta), $ratio, $fmt($tr), $fmt($tm));
 }
 printf("\nPHP %s, %s; ratio = ephpm / APCu (lower is better).\n", PHP_VERSION, php_uname('m'));
+
+// Where the lock pair's time goes: the same pair without a TTL (no clock
+// reads, no expiry heap), two crossings that do almost nothing (exists on
+// a missing key), and PHP's own cost of a closure making two internal
+// calls.
+$parts = measure_all([
+    'lock pair, TTL 30 s' => function () use ($token) { ephpm_kv_setnx('bench:l', $token, 30); ephpm_kv_del_if_eq('bench:l', $token); },
+    'lock pair, no TTL' => function () use ($token) { ephpm_kv_setnx('bench:l', $token, 0); ephpm_kv_del_if_eq('bench:l', $token); },
+    'two exists (miss)' => function () { ephpm_kv_exists('bench:none'); ephpm_kv_exists('bench:none'); },
+    'two trivial calls' => function () use ($token) { str_contains('bench:l', $token); str_ends_with('bench:l', $token); },
+], 200_000, 7);
+echo "\nWhere the lock pair's time goes (ns per closure call):\n";
+foreach ($parts as $name => $ns) {
+    printf("  %-22s %6.0f ns\n", $name, $ns);
+}
