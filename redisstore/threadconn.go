@@ -52,7 +52,7 @@ func dialThreadConn(ctx context.Context, d *net.Dialer, tlsConfig *tls.Config, n
 	if err != nil {
 		return nil, err
 	}
-	c, err := newThreadConn(nc)
+	c, err := newThreadConn(nc, network)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +78,7 @@ func dialThreadConn(ctx context.Context, d *net.Dialer, tlsConfig *tls.Config, n
 // newThreadConn takes over nc's socket: a close-on-exec duplicate of its
 // descriptor (non-blocking, as nc's was), after which nc is closed, which
 // removes it from the poller.
-func newThreadConn(nc net.Conn) (*threadConn, error) {
+func newThreadConn(nc net.Conn, network string) (*threadConn, error) {
 	sc, ok := nc.(syscall.Conn)
 	if !ok {
 		nc.Close()
@@ -93,7 +93,7 @@ func newThreadConn(nc net.Conn) (*threadConn, error) {
 	if err := raw.Control(func(s uintptr) { fd, dupErr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
 		dupErr = err
 	}
-	c := &threadConn{fd: fd, laddr: nc.LocalAddr(), raddr: nc.RemoteAddr(), network: nc.LocalAddr().Network()}
+	c := &threadConn{fd: fd, laddr: nc.LocalAddr(), raddr: nc.RemoteAddr(), network: network}
 	nc.Close()
 	if dupErr != nil {
 		return nil, os.NewSyscallError("dup", dupErr)
