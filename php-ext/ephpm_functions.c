@@ -3,7 +3,7 @@
  *
  * Each parses and checks its arguments (ValueError or TypeError, store
  * unchanged), makes exactly one call through the provider's ops table (two
- * for a value larger than the stack buffer of ephpm_kv_get), and turns the
+ * for a value larger than the get buffer of ephpm_kv_fetch), and turns the
  * status into a return value or an Ephpm\KvException. Every function here
  * crosses into Go through the table.
  */
