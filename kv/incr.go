@@ -31,8 +31,11 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 			v := logicalValue(old)
 			n, err := strconv.ParseInt(string(v), 10, 64)
 			if err != nil || len(v) == 0 || v[0] == '+' {
+				// Formatted before unlocking: v may be a recyclable block,
+				// which another writer can reuse once the lock is dropped.
+				err := fmt.Errorf("%w: %q", ErrNotInteger, truncate(v))
 				sh.mu.Unlock()
-				return 0, fmt.Errorf("%w: %q", ErrNotInteger, truncate(v))
+				return 0, err
 			}
 			if (delta > 0 && n > maxInt64-delta) || (delta < 0 && n < minInt64-delta) {
 				sh.mu.Unlock()

@@ -3,7 +3,9 @@ package kv
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,4 +133,81 @@ func TestShardCreditNeverFailsAWriteThatFits(t *testing.T) {
 	require.NoError(t, s.Set("last", v, 0), "exactly what is left fits")
 	assert.Equal(t, limit, s.Stats().BytesUsed)
 	assert.ErrorIs(t, s.Set("one-more", []byte("z"), 0), ErrNoMemory)
+}
+
+// IncrBy's "not an integer" error quotes the value: it must be read under
+// the lock, since the block may be rewritten in place right after. -race
+// reports the read otherwise; a torn quote fails the test outright.
+func TestIncrByErrorQuotesAWholeValue(t *testing.T) {
+	s := New(Options{SweepInterval: -1})
+	defer s.Close()
+	require.NoError(t, s.Set("k", []byte("aaaaaaaa"), 0))
+	stop := make(chan struct{})
+	var done sync.WaitGroup
+	done.Add(1)
+	go func() {
+		defer done.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			v := []byte("aaaaaaaa")
+			if i%2 == 1 {
+				v = []byte("bbbbbbbb")
+			}
+			assert.NoError(t, s.Set("k", v, 0))
+		}
+	}()
+	for i := 0; i < 20000; i++ {
+		_, err := s.IncrBy("k", 1, 0)
+		require.ErrorIs(t, err, ErrNotInteger)
+		if m := err.Error(); !strings.HasSuffix(m, `"aaaaaaaa"`) && !strings.HasSuffix(m, `"bbbbbbbb"`) {
+			t.Fatalf("torn value in %q", m)
+		}
+	}
+	close(stop)
+	done.Wait()
+}
+
+// Near the limit, writers in other shards must not take back as credit the
+// room a refused write had just reclaimed: a 100 KiB write that fits keeps
+// fitting while 16 writers churn small keys in their own shards.
+func TestWritesNearTheLimitFitWhileOthersChurn(t *testing.T) {
+	const limit = 4 << 20
+	s := New(Options{SweepInterval: -1, Memory: MemoryConfig{Limit: limit, Policy: NoEviction}})
+	defer s.Close()
+	fill := bytes.Repeat([]byte("x"), 1000)
+	for i := 0; s.Stats().BytesUsed <= limit-112<<10; i++ {
+		require.NoError(t, s.Set(fmt.Sprintf("fill:%d", i), fill, 0))
+	}
+	var stop atomic.Bool
+	var start, churners sync.WaitGroup
+	start.Add(1)
+	for g := 0; g < 16; g++ {
+		churners.Add(1)
+		go func(g int) {
+			defer churners.Done()
+			start.Wait()
+			k := fmt.Sprintf("churn:%d", g)
+			for !stop.Load() {
+				s.Set(k, []byte("v"), 0) // may fail near the limit: not what is tested
+				s.Del(k)
+			}
+		}(g)
+	}
+	start.Done()
+	v := bytes.Repeat([]byte("y"), 100<<10)
+	refused := 0
+	for i := 0; i < 200; i++ {
+		if err := s.Set("target", v, 0); err != nil {
+			refused++
+		}
+		s.Del("target")
+	}
+	stop.Store(true)
+	churners.Wait()
+	assert.Zero(t, refused, "writes that fit were refused")
+	assert.LessOrEqual(t, s.Stats().BytesUsed, int64(limit))
 }
