@@ -37,7 +37,9 @@ type threadConn struct {
 	fd           int
 	laddr, raddr net.Addr
 	network      string
-	// Deadlines in Unix nanoseconds, 0 for none (net.Conn's contract).
+	// Deadlines as nanoseconds on the monotonic clock since monoBase, 0
+	// for none (net.Conn's contract; a step of the wall clock must not
+	// move them).
 	readDeadline, writeDeadline atomic.Int64
 
 	mu     sync.Mutex
@@ -143,15 +145,21 @@ const rawWaitLimit = time.Millisecond
 // phpredis on a 2-core VM (redis_bench.php: 1.10-1.16× with the told
 // call, 0.97-1.06× with the raw one). A raw call holds the P, so it is
 // bounded: a stop-the-world or a goroutine that needs this P waits at most
-// rawWaitLimit (less: their preemption signal interrupts ppoll, which is
-// never restarted). A reply slower than that is waited for with the
+// rawWaitLimit (less where the preemption signal reaches the thread: it
+// interrupts ppoll, which is never restarted; a host thread that blocks
+// SIGURG, as Apache's workers block asynchronous signals, makes it wait
+// the whole millisecond). A reply slower than that is waited for with the
 // runtime told.
+//
+// A deadline set while a wait without one is under way does not end that
+// wait (net.Conn's would); go-redis and crypto/tls set deadlines before
+// their calls and end waits with Close, which does.
 func (c *threadConn) wait(op string, events int16, deadline *atomic.Int64) error {
 	raw := true
 	for {
 		var left time.Duration = -1
 		if d := deadline.Load(); d != 0 {
-			left = time.Until(time.Unix(0, d))
+			left = untilDeadline(d)
 			if left <= 0 {
 				return c.opError(op, os.ErrDeadlineExceeded)
 			}
@@ -269,26 +277,37 @@ func (c *threadConn) Close() error {
 func (c *threadConn) LocalAddr() net.Addr  { return c.laddr }
 func (c *threadConn) RemoteAddr() net.Addr { return c.raddr }
 
-func unixNano(t time.Time) int64 {
+// monoBase is the origin of the stored deadlines.
+var monoBase = time.Now()
+
+// monoDeadline turns a deadline into nanoseconds since monoBase: on the
+// monotonic clock when t carries a reading of it (time.Now().Add(d) does),
+// and never 0, which means none.
+func monoDeadline(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
 	}
-	return t.UnixNano()
+	return max(int64(t.Sub(monoBase)), 1)
+}
+
+// untilDeadline is the time left before a stored deadline.
+func untilDeadline(d int64) time.Duration {
+	return time.Duration(d) - time.Since(monoBase)
 }
 
 func (c *threadConn) SetDeadline(t time.Time) error {
-	c.readDeadline.Store(unixNano(t))
-	c.writeDeadline.Store(unixNano(t))
+	c.readDeadline.Store(monoDeadline(t))
+	c.writeDeadline.Store(monoDeadline(t))
 	return nil
 }
 
 func (c *threadConn) SetReadDeadline(t time.Time) error {
-	c.readDeadline.Store(unixNano(t))
+	c.readDeadline.Store(monoDeadline(t))
 	return nil
 }
 
 func (c *threadConn) SetWriteDeadline(t time.Time) error {
-	c.writeDeadline.Store(unixNano(t))
+	c.writeDeadline.Store(monoDeadline(t))
 	return nil
 }
 
