@@ -235,6 +235,18 @@ static PHP_MINIT_FUNCTION(ephpm)
     return SUCCESS;
 }
 
+/* The get buffer is request memory: a request starts without one. (It is
+ * freed after the request too, but PHP runs the post-deactivate hooks in
+ * one zend_try, so an earlier module's bailout can skip ours.) */
+static PHP_RINIT_FUNCTION(ephpm)
+{
+#if defined(COMPILE_DL_EPHPM) && defined(ZTS)
+    ZEND_TSRMLS_CACHE_UPDATE();
+#endif
+    EPHPM_G(get_buf) = NULL;
+    return SUCCESS;
+}
+
 /* After every module's RSHUTDOWN, including the session extension's final
  * write and close: release a session lock the request still holds, and
  * free the get buffer (nothing reads after this). */
@@ -305,7 +317,7 @@ zend_module_entry ephpm_module_entry = {
     ext_functions,
     PHP_MINIT(ephpm),
     PHP_MSHUTDOWN(ephpm),
-    NULL, /* RINIT */
+    PHP_RINIT(ephpm),
     NULL, /* RSHUTDOWN */
     PHP_MINFO(ephpm),
     PHP_EPHPM_VERSION,
