@@ -131,9 +131,12 @@ func (s *Store) charge(sh *shard, delta int64) bool {
 	}
 	sh.credit -= delta
 	sh.used += delta
-	if keep := int64(creditChunk); sh.credit > 2*keep || (delta < 0 && sh.credit > 0 && s.mem.tight()) {
+	if sh.credit > 0 && (delta < 0 || sh.credit > 2*creditChunk) {
+		keep := int64(creditChunk)
 		if s.mem.tight() {
-			keep = 0
+			keep = 0 // near the limit a shard keeps nothing
+		} else if sh.credit <= 2*creditChunk {
+			return true // elsewhere it keeps up to two chunks
 		}
 		s.mem.reserved.Add(-(sh.credit - keep))
 		sh.credit = keep
