@@ -70,17 +70,28 @@ func BenchmarkSet(b *testing.B) {
 	}
 }
 
-// A lock taken and released: SetNX with a TTL, then DelIfEq.
+// A lock taken and released: SetNX with a TTL, then DelIfEq, in an empty
+// store and in one holding a million entries without a TTL (where a lock's
+// bookkeeping must not cost in proportion to the entries around it).
 func BenchmarkLockPair(b *testing.B) {
-	s := benchStore(b)
-	tok := []byte("0123456789abcdef0123456789abcdef")
-	b.RunParallel(func(pb *testing.PB) {
-		k := perGoroutineKey("lock:")
-		for pb.Next() {
-			s.SetNX(k, tok, 30*time.Second)
-			s.DelIfEq(k, tok)
-		}
-	})
+	for _, entries := range []int{0, 1 << 20} {
+		b.Run("entries="+strconv.Itoa(entries), func(b *testing.B) {
+			s := benchStore(b)
+			v := make([]byte, 64)
+			for i := 0; i < entries; i++ {
+				s.Set("fill:"+strconv.Itoa(i), v, 0)
+			}
+			tok := []byte("0123456789abcdef0123456789abcdef")
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				k := perGoroutineKey("lock:")
+				for pb.Next() {
+					s.SetNX(k, tok, 30*time.Second)
+					s.DelIfEq(k, tok)
+				}
+			})
+		})
+	}
 }
 
 func BenchmarkIncrBy(b *testing.B) {

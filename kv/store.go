@@ -522,6 +522,12 @@ func (sh *shard) noteExpiry(at int64, h uint32, added bool) {
 	}
 	if !added {
 		sh.volatile--
+		// The item pushed last is usually this block's (a lock taken and
+		// released, a refreshed TTL): take it back now rather than leave a
+		// stale item for the sweeper or a compaction.
+		if n := len(sh.expiries) - 1; n >= 0 && sh.expiries[n] == (expiryItem{at: at, h: h}) {
+			sh.expiries = sh.expiries[:n]
+		}
 		return
 	}
 	sh.volatile++
@@ -711,9 +717,11 @@ func (s *Store) Flush() {
 
 // compactExpiries rebuilds the heap from the table once stale items (of
 // replaced or deleted blocks) outnumber live ones, which bounds the heap at
-// about twice the number of entries with a TTL.
+// about twice the number of entries with a TTL, plus a quarter of the
+// table's slots: the rebuild scans every slot, and that slack keeps its cost
+// per pushed item constant however many entries have no TTL.
 func (sh *shard) compactExpiries() {
-	if len(sh.expiries) <= 2*sh.volatile+64 {
+	if len(sh.expiries) <= 2*sh.volatile+len(sh.t.hashes)/4+64 {
 		return
 	}
 	sh.expiries = sh.expiries[:0]

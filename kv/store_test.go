@@ -2,6 +2,7 @@ package kv
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -242,8 +243,60 @@ func TestExpiryHeapStaysBounded(t *testing.T) {
 		require.NoError(t, s.Set("hot", []byte("v"), time.Hour))
 	}
 	sh := s.shardFor("hot")
-	assert.LessOrEqual(t, len(sh.expiries), 2*sh.volatile+64+1)
+	assert.LessOrEqual(t, len(sh.expiries), 2*sh.volatile+len(sh.t.hashes)/4+64+1)
 	assert.Equal(t, 1, sh.volatile)
+}
+
+// A lock taken and released, or refreshed, takes its heap item back: the
+// heap does not grow, so no compaction has to scan the shard's table.
+func TestLockPairLeavesNoExpiryItem(t *testing.T) {
+	s, clk := newTestStore(t)
+	tok := []byte("token")
+	sh := s.shardFor("lock")
+	for i := 0; i < 1000; i++ {
+		out, err := s.SetNX("lock", tok, time.Second)
+		require.NoError(t, err)
+		require.Equal(t, Inserted, out)
+		ok, err := s.ExpireIfEq("lock", tok, time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Len(t, sh.expiries, 1)
+		require.True(t, s.DelIfEq("lock", tok))
+		require.Empty(t, sh.expiries, "round %d", i)
+		clk.advance(time.Millisecond)
+	}
+}
+
+// Taking back the last heap item must not strand another entry: two keys
+// with the same hash in one shard and the same due time share the item's
+// identity, and the one left must still be swept.
+func TestSharedExpiryItemStillSwept(t *testing.T) {
+	s, clk := newTestStore(t)
+	a, b := collidingKeys(s)
+	require.NoError(t, s.Set(a, []byte("a"), time.Second))
+	require.NoError(t, s.Set(b, []byte("b"), time.Second))
+	require.True(t, s.Del(a))
+	clk.advance(time.Second)
+	assert.Equal(t, 1, s.Sweep())
+	assert.Equal(t, 0, s.Len())
+}
+
+// collidingKeys finds two keys that land in one shard with the same 32-bit
+// table hash (a birthday search over about 2^20 keys).
+func collidingKeys(s *Store) (string, string) {
+	type place struct {
+		sh *shard
+		h  uint32
+	}
+	seen := map[place]string{}
+	for i := 0; ; i++ {
+		k := strconv.Itoa(i)
+		sh, h := s.locate(k)
+		if other, ok := seen[place{sh, h}]; ok {
+			return other, k
+		}
+		seen[place{sh, h}] = k
+	}
 }
 
 func TestBackgroundSweeperRuns(t *testing.T) {
