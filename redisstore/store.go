@@ -262,9 +262,15 @@ local v = redis.call('incrby', KEYS[1], ARGV[1])
 if existed == 0 and ARGV[2] ~= '0' then redis.call('pexpire', KEYS[1], ARGV[2]) end
 return v`)
 
-// IncrBy is INCRBY, with the TTL applied only when it created the key.
+// IncrBy is INCRBY, with the TTL applied only when it created the key
+// (a script then: the check and the increment must be one step). Without
+// a TTL it is the plain command, which fails the same way.
 func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int64, error) {
 	defer s.near.forget(key)
+	if ttlOnCreate == 0 {
+		n, err := s.c.IncrBy(ctx, redisKey(key), delta).Result()
+		return n, classify(err)
+	}
 	n, err := incrScript.Run(ctx, s.c, []string{redisKey(key)}, delta, ms(ttlOnCreate)).Int64()
 	return n, classify(err)
 }
