@@ -41,18 +41,20 @@ foreach ([64 => '64 B', 4096 => '4 KiB', 65536 => '64 KiB'] as $size => $label) 
     $redis?->set('bench:k', $v);
     $mc?->set('bench:k', $v);
 
+    // In-process peers: the loop written out, so that a figure is the call
+    // itself (see measure.php). Network peers: looped closures.
     $ops = [
         'get' => [
-            'ephpm' => fn () => ephpm_kv_get('bench:k'),
-            'apcu' => fn () => apcu_fetch('bench:k'),
-            'redis' => $redis ? fn () => $redis->get('bench:k') : null,
-            'mc' => $mc ? fn () => $mc->get('bench:k') : null,
+            'ephpm' => function (int $n) { for ($i = 0; $i < $n; $i++) { ephpm_kv_get('bench:k'); } },
+            'apcu' => function (int $n) { for ($i = 0; $i < $n; $i++) { apcu_fetch('bench:k'); } },
+            'redis' => looped($redis ? fn () => $redis->get('bench:k') : null),
+            'mc' => looped($mc ? fn () => $mc->get('bench:k') : null),
         ],
         'set' => [
-            'ephpm' => fn () => ephpm_kv_set('bench:k', $v),
-            'apcu' => fn () => apcu_store('bench:k', $v),
-            'redis' => $redis ? fn () => $redis->set('bench:k', $v) : null,
-            'mc' => $mc ? fn () => $mc->set('bench:k', $v) : null,
+            'ephpm' => function (int $n) use ($v) { for ($i = 0; $i < $n; $i++) { ephpm_kv_set('bench:k', $v); } },
+            'apcu' => function (int $n) use ($v) { for ($i = 0; $i < $n; $i++) { apcu_store('bench:k', $v); } },
+            'redis' => looped($redis ? fn () => $redis->set('bench:k', $v) : null),
+            'mc' => looped($mc ? fn () => $mc->set('bench:k', $v) : null),
         ],
     ];
     if ($size === 64) {
@@ -60,10 +62,20 @@ foreach ([64 => '64 B', 4096 => '4 KiB', 65536 => '64 KiB'] as $size => $label) 
         // peer has one (Redis: SET NX PX + a compare-and-delete script);
         // APCu and memcached can only delete blindly.
         $ops['lock pair'] = [
-            'ephpm' => function () use ($token) { ephpm_kv_setnx('bench:l', $token, 30); ephpm_kv_del_if_eq('bench:l', $token); },
-            'apcu' => function () use ($token) { apcu_add('bench:l', $token, 30); apcu_delete('bench:l'); },
-            'redis' => $redis ? function () use ($redis, $token, $delIfEq) { $redis->set('bench:l', $token, ['nx', 'px' => 30000]); $redis->eval($delIfEq, ['bench:l', $token], 1); } : null,
-            'mc' => $mc ? function () use ($mc, $token) { $mc->add('bench:l', $token, 30); $mc->delete('bench:l'); } : null,
+            'ephpm' => function (int $n) use ($token) {
+                for ($i = 0; $i < $n; $i++) {
+                    ephpm_kv_setnx('bench:l', $token, 30);
+                    ephpm_kv_del_if_eq('bench:l', $token);
+                }
+            },
+            'apcu' => function (int $n) use ($token) {
+                for ($i = 0; $i < $n; $i++) {
+                    apcu_add('bench:l', $token, 30);
+                    apcu_delete('bench:l');
+                }
+            },
+            'redis' => looped($redis ? function () use ($redis, $token, $delIfEq) { $redis->set('bench:l', $token, ['nx', 'px' => 30000]); $redis->eval($delIfEq, ['bench:l', $token], 1); } : null),
+            'mc' => looped($mc ? function () use ($mc, $token) { $mc->add('bench:l', $token, 30); $mc->delete('bench:l'); } : null),
         ];
     }
     foreach ($ops as $op => $fs) {
@@ -84,15 +96,35 @@ printf("\nPHP %s, %s; ratio = ephpm / APCu (lower is better).\n", PHP_VERSION, p
 
 // Where the lock pair's time goes: the same pair without a TTL (no clock
 // reads, no expiry heap), two crossings that do almost nothing (exists on
-// a missing key), and PHP's own cost of a closure making two internal
-// calls.
+// a missing key), PHP's own cost of two internal calls, and of the loop.
 $parts = measure_all([
-    'lock pair, TTL 30 s' => function () use ($token) { ephpm_kv_setnx('bench:l', $token, 30); ephpm_kv_del_if_eq('bench:l', $token); },
-    'lock pair, no TTL' => function () use ($token) { ephpm_kv_setnx('bench:l', $token, 0); ephpm_kv_del_if_eq('bench:l', $token); },
-    'two exists (miss)' => function () { ephpm_kv_exists('bench:none'); ephpm_kv_exists('bench:none'); },
-    'two trivial calls' => function () use ($token) { str_contains('bench:l', $token); str_ends_with('bench:l', $token); },
+    'lock pair, TTL 30 s' => function (int $n) use ($token) {
+        for ($i = 0; $i < $n; $i++) {
+            ephpm_kv_setnx('bench:l', $token, 30);
+            ephpm_kv_del_if_eq('bench:l', $token);
+        }
+    },
+    'lock pair, no TTL' => function (int $n) use ($token) {
+        for ($i = 0; $i < $n; $i++) {
+            ephpm_kv_setnx('bench:l', $token, 0);
+            ephpm_kv_del_if_eq('bench:l', $token);
+        }
+    },
+    'two exists (miss)' => function (int $n) {
+        for ($i = 0; $i < $n; $i++) {
+            ephpm_kv_exists('bench:none');
+            ephpm_kv_exists('bench:none');
+        }
+    },
+    'two trivial calls' => function (int $n) use ($token) {
+        for ($i = 0; $i < $n; $i++) {
+            str_contains('bench:l', $token);
+            str_ends_with('bench:l', $token);
+        }
+    },
+    'empty loop' => function (int $n) { for ($i = 0; $i < $n; $i++) { } },
 ], 200_000, 7);
-echo "\nWhere the lock pair's time goes (ns per closure call):\n";
+echo "\nWhere the lock pair's time goes (ns per loop step):\n";
 foreach ($parts as $name => $ns) {
     printf("  %-22s %6.0f ns\n", $name, $ns);
 }
