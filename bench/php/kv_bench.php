@@ -30,6 +30,13 @@ if (!function_exists('apcu_fetch') || !apcu_enabled()) {
 require __DIR__ . '/measure.php';
 
 $token = bin2hex(random_bytes(16));
+// ephpm's lock pair, $n times, with a TTL of $ttl seconds (0: none).
+$ephpmLockPair = fn (int $ttl) => function (int $n) use ($token, $ttl) {
+    for ($i = 0; $i < $n; $i++) {
+        ephpm_kv_setnx('bench:l', $token, $ttl);
+        ephpm_kv_del_if_eq('bench:l', $token);
+    }
+};
 $delIfEq = 'if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end';
 $rows = [];
 foreach ([64 => '64 B', 4096 => '4 KiB', 65536 => '64 KiB'] as $size => $label) {
@@ -62,12 +69,7 @@ foreach ([64 => '64 B', 4096 => '4 KiB', 65536 => '64 KiB'] as $size => $label) 
         // peer has one (Redis: SET NX PX + a compare-and-delete script);
         // APCu and memcached can only delete blindly.
         $ops['lock pair'] = [
-            'ephpm' => function (int $n) use ($token) {
-                for ($i = 0; $i < $n; $i++) {
-                    ephpm_kv_setnx('bench:l', $token, 30);
-                    ephpm_kv_del_if_eq('bench:l', $token);
-                }
-            },
+            'ephpm' => $ephpmLockPair(30),
             'apcu' => function (int $n) use ($token) {
                 for ($i = 0; $i < $n; $i++) {
                     apcu_add('bench:l', $token, 30);
@@ -98,18 +100,8 @@ printf("\nPHP %s, %s; ratio = ephpm / APCu (lower is better).\n", PHP_VERSION, p
 // reads, no expiry heap), two crossings that do almost nothing (exists on
 // a missing key), PHP's own cost of two internal calls, and of the loop.
 $parts = measure_all([
-    'lock pair, TTL 30 s' => function (int $n) use ($token) {
-        for ($i = 0; $i < $n; $i++) {
-            ephpm_kv_setnx('bench:l', $token, 30);
-            ephpm_kv_del_if_eq('bench:l', $token);
-        }
-    },
-    'lock pair, no TTL' => function (int $n) use ($token) {
-        for ($i = 0; $i < $n; $i++) {
-            ephpm_kv_setnx('bench:l', $token, 0);
-            ephpm_kv_del_if_eq('bench:l', $token);
-        }
-    },
+    'lock pair, TTL 30 s' => $ephpmLockPair(30),
+    'lock pair, no TTL' => $ephpmLockPair(0),
     'two exists (miss)' => function (int $n) {
         for ($i = 0; $i < $n; $i++) {
             ephpm_kv_exists('bench:none');
