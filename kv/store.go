@@ -779,7 +779,9 @@ func (s *Store) removeExpired(sh *shard, h uint32, now int64) int {
 		if blockExpired(sh.t.blocks[i], now) {
 			s.removeAt(sh, i, true)
 			removed++
-			i-- // removal shifted the rest of the run back into slot i
+			// The removal shifted the run back, and may have shrunk the
+			// table, which moves every slot: scan the run again.
+			i = -1
 		}
 	}
 	return removed

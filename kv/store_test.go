@@ -2,6 +2,7 @@ package kv
 
 import (
 	"fmt"
+	"math/rand"
 	"strconv"
 	"strings"
 	"sync"
@@ -245,6 +246,43 @@ func TestExpiryHeapStaysBounded(t *testing.T) {
 	sh := s.shardFor("hot")
 	assert.LessOrEqual(t, len(sh.expiries), 2*sh.volatile+len(sh.t.hashes)/4+64+1)
 	assert.Equal(t, 1, sh.volatile)
+}
+
+// removeExpired must find every expired entry with the hash even when a
+// removal shrinks the table (which moves every slot). Entries are placed
+// around one home slot of a table at the shrink edge, a few with the same
+// hash and due time; one sweep must leave none of those behind (it once
+// lost its place after a shrink, and a shared heap item taken back by the
+// first removal left the others stranded).
+func TestSweepFindsEveryEntryOfAHashWhileTheTableShrinks(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	const size = 128
+	const m = uint32(size - 1)
+	for trial := 0; trial < 3000; trial++ {
+		s, clk := newTestStore(t)
+		sh := &s.shards[0]
+		sh.t.resize(size)
+		h := uint32(rng.Intn(1<<20))*size + uint32(rng.Intn(size)) | 1
+		group := 2 + rng.Intn(2)
+		used := map[uint32]bool{h: true}
+		for j, slot := range rng.Perm(size / 8) {
+			hh, at := h, int64(time.Second)
+			if slot >= group {
+				at = 0
+				for used[hh] {
+					home := (h&m + uint32(rng.Intn(9)) - 4) & m
+					hh = uint32(rng.Intn(1<<20))*size + home
+				}
+				used[hh] = true
+			}
+			b, _ := newBlock("k"+strconv.Itoa(j), 1, 0, at, 0)
+			sh.t.add(hh, b)
+			sh.noteExpiry(at, hh, true)
+		}
+		clk.advance(2 * time.Second)
+		require.Equal(t, group, s.Sweep(), "trial %d", trial)
+		require.Negative(t, sh.t.nextWithHash(h, -1), "trial %d: an expired entry was left", trial)
+	}
 }
 
 // A lock taken and released, or refreshed, takes its heap item back: the
