@@ -21,8 +21,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 free_port() { php -r '$s = stream_socket_server("tcp://127.0.0.1:0"); echo substr(strrchr(stream_socket_get_name($s, false), ":"), 1);'; }
-pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
+pids=() hogs=()
+trap 'for p in "${pids[@]}" "${hogs[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
 redis_port=$(free_port)
 redis-server --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no >/dev/null &
 pids+=($!)
@@ -32,12 +32,12 @@ memcached -l 127.0.0.1 -p "$mc_port" -U 0 "${mc_user[@]}" >/dev/null &
 pids+=($!)
 sleep 0.5
 
-echo "== PHP level (ns per call: best of 7 alternating rounds; network peers: best of 3)"
+echo "== PHP level (ns per operation: best of 7 alternating rounds; network peers: best of 3)"
 php -d "extension=$PWD/build/modules/ephpm.so" -d apc.enable_cli=1 -d apc.shm_size=256M \
     -d ephpm.kv_memory_limit=256M bench/php/kv_bench.php "$redis_port" "$mc_port"
 
 echo
-echo "== Redis backend: ephpm against phpredis on the same server (us per call: median of 25 alternating rounds)"
+echo "== Redis backend: ephpm against phpredis on the same server (us per operation: median of 25 alternating rounds)"
 php -d "extension=$PWD/build/modules/ephpm.so" -d "ephpm.kv_backend=redis://127.0.0.1:$redis_port" \
     -d ephpm.kv_near_cache_prefixes=near: bench/php/redis_bench.php "$redis_port"
 
@@ -46,11 +46,11 @@ echo
 # what each client itself costs per call. A niced busy loop per core keeps
 # the CPUs awake (and yields to everything else).
 echo "== Redis backend, CPUs kept awake by a niced busy loop per core (same measure)"
-hogs=()
-for _ in $(seq "$(nproc)"); do nice -n 19 sh -c 'while :; do :; done' & hogs+=($!); pids+=($!); done
+for _ in $(seq "$(nproc)"); do nice -n 19 sh -c 'while :; do :; done' & hogs+=($!); done
 php -d "extension=$PWD/build/modules/ephpm.so" -d "ephpm.kv_backend=redis://127.0.0.1:$redis_port" \
     -d ephpm.kv_near_cache_prefixes=near: bench/php/redis_bench.php "$redis_port"
 kill "${hogs[@]}"
+hogs=()  # reaped: their PIDs may be reused by the time the EXIT trap runs
 
 echo
 echo "== Sessions: 100 concurrent requests on one session, php-fpm with 8 workers"
