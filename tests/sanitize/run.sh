@@ -13,7 +13,7 @@ out="$build/sanitize"
 mkdir -p "$out"
 san=(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -g -O1)
 
-gcc -shared -fPIC "${san[@]}" -D_GNU_SOURCE -DCOMPILE_DL_EPHPM=1 -DZEND_ENABLE_STATIC_TSRMLS_CACHE=1 \
+gcc -shared -fPIC -fvisibility=hidden "${san[@]}" -D_GNU_SOURCE -DCOMPILE_DL_EPHPM=1 -DZEND_ENABLE_STATIC_TSRMLS_CACHE=1 \
     -I"$src/include" -I"$src/php-ext" $(php-config --includes) \
     "$src"/php-ext/ephpm.c "$src"/php-ext/ephpm_functions.c "$src"/php-ext/ephpm_provider.c \
     "$src"/php-ext/ephpm_session_handler.c -o "$out/ephpm.so" -ldl -lpthread
