@@ -50,13 +50,7 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 			delta2 -= int64(blockSize(old)) + entryOverhead
 		}
 		if s.charge(sh, delta2) {
-			var oldAt int64
-			if old != nil {
-				oldAt = blockExpireAt(old)
-			}
-			b, dst := s.place(sh, old, key, len(value), flags, at)
-			copy(dst, value)
-			sh.swapIn(b, old, oldAt, i, h)
+			s.putEntry(sh, old, i, h, nil, key, value, flags, at)
 			sh.mu.Unlock()
 			return result, nil
 		}

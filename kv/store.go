@@ -277,16 +277,15 @@ func (s *Store) GetInto(key string, dst []byte) (n int, found bool) {
 	touch(b, s.lru.Load())
 	sh.c.hits++
 	n = logicalLen(b)
-	if recyclable(b) {
-		if n <= len(dst) {
-			readInto(b, dst[:n])
-		}
+	underLock := recyclable(b)
+	if !underLock {
 		sh.mu.Unlock()
-		return n, true
 	}
-	sh.mu.Unlock()
 	if n <= len(dst) {
 		readInto(b, dst[:n])
+	}
+	if underLock {
+		sh.mu.Unlock()
 	}
 	return n, true
 }
@@ -433,22 +432,10 @@ func (s *Store) install(r *writeReq) (bool, error) {
 			if r.mode != modeSet && r.ttl != 0 {
 				at = c.now() + int64(r.ttl)
 			}
-			var oldAt int64
-			if old != nil {
-				oldAt = blockExpireAt(old)
-				if c.expired(old) {
-					sh.c.expirations++
-				}
+			if old != nil && c.expired(old) {
+				sh.c.expirations++
 			}
-			b := r.b
-			if b == nil {
-				var dst []byte
-				b, dst = s.place(sh, old, r.key, len(r.value), r.flags, at)
-				copy(dst, r.value)
-			} else {
-				setBlockExpireAt(b, at)
-			}
-			sh.swapIn(b, old, oldAt, i, h)
+			s.putEntry(sh, old, i, h, r.b, r.key, r.value, r.flags, at)
 		}
 		switch {
 		case r.mode == modeSetNX && !ok:
@@ -490,11 +477,23 @@ func (s *Store) place(sh *shard, old block, key string, n int, flags uint32, exp
 	return newBlock(key, n, flags, expireAt, access)
 }
 
-// swapIn puts b, whose key hashes to h, in the table: in slot i in place
-// of old, or as a new entry when old is nil; and keeps the expiry heap and
-// the spare block in step. oldAt is old's expiry from before b was written
-// (b may be old itself, rewritten in place). Caller holds sh.mu.
-func (sh *shard) swapIn(b, old block, oldAt int64, i int, h uint32) {
+// putEntry puts key's new entry, expiring at at (0: never), in slot i in
+// place of old, or as a new entry when old is nil: b if it was built before
+// the lock, else value written now into old itself, the shard's spare or a
+// new block (see place). It keeps the expiry heap and the spare block in
+// step. Caller holds sh.mu and has charged the memory.
+func (s *Store) putEntry(sh *shard, old block, i int, h uint32, b block, key string, value []byte, flags uint32, at int64) {
+	var oldAt int64
+	if old != nil {
+		oldAt = blockExpireAt(old) // before place may rewrite old itself
+	}
+	if b == nil {
+		var dst []byte
+		b, dst = s.place(sh, old, key, len(value), flags, at)
+		copy(dst, value)
+	} else {
+		setBlockExpireAt(b, at)
+	}
 	if old != nil {
 		sh.t.blocks[i] = b
 		sh.noteExpiry(oldAt, h, false)
@@ -504,7 +503,7 @@ func (sh *shard) swapIn(b, old block, oldAt int64, i int, h uint32) {
 	} else {
 		sh.t.add(h, b)
 	}
-	sh.noteExpiry(blockExpireAt(b), h, true)
+	sh.noteExpiry(at, h, true)
 }
 
 // recycle keeps b, just taken out of the table, as the shard's spare if it
