@@ -25,18 +25,13 @@ func TestReadersNeverSeeARecycledBlockChange(t *testing.T) {
 	for _, k := range keys {
 		require.NoError(t, s.Set(k, values[0], 0))
 	}
-	var start, done sync.WaitGroup
-	start.Add(1)
-	for w := 0; w < 4; w++ {
-		done.Add(1)
-		go func(w int) {
-			defer done.Done()
-			start.Wait()
+	race(8, func(g int) bool {
+		if g < 4 { // writers
 			for i := 0; i < 20000; i++ {
-				k := keys[(w+i)%len(keys)]
+				k := keys[(g+i)%len(keys)]
 				switch i % 4 {
 				case 0, 1:
-					assert.NoError(t, s.Set(k, values[(w+i)%len(values)], 0))
+					assert.NoError(t, s.Set(k, values[(g+i)%len(values)], 0))
 				case 2:
 					s.Del(k)
 				case 3:
@@ -44,29 +39,22 @@ func TestReadersNeverSeeARecycledBlockChange(t *testing.T) {
 					assert.NoError(t, err)
 				}
 			}
-		}(w)
-	}
-	for r := 0; r < 4; r++ {
-		done.Add(1)
-		go func(r int) {
-			defer done.Done()
-			start.Wait()
-			buf := make([]byte, 128)
-			for i := 0; i < 20000; i++ {
-				n, found := s.GetInto(keys[(r+i)%len(keys)], buf)
-				if !found {
-					continue
-				}
-				v := buf[:n]
-				if !bytes.Equal(v, values[0]) && !bytes.Equal(v, values[1]) && !bytes.Equal(v, values[2]) {
-					t.Errorf("read %q, not one of the written values", v)
-					return
-				}
+			return false
+		}
+		buf := make([]byte, 128) // readers
+		for i := 0; i < 20000; i++ {
+			n, found := s.GetInto(keys[(g+i)%len(keys)], buf)
+			if !found {
+				continue
 			}
-		}(r)
-	}
-	start.Done()
-	done.Wait()
+			v := buf[:n]
+			if !bytes.Equal(v, values[0]) && !bytes.Equal(v, values[1]) && !bytes.Equal(v, values[2]) {
+				t.Errorf("read %q, not one of the written values", v)
+				return false
+			}
+		}
+		return false
+	})
 }
 
 func TestSmallWritesReuseBlocks(t *testing.T) {
@@ -142,33 +130,18 @@ func TestIncrByErrorQuotesAWholeValue(t *testing.T) {
 	s := New(Options{SweepInterval: -1})
 	defer s.Close()
 	require.NoError(t, s.Set("k", []byte("aaaaaaaa"), 0))
-	stop := make(chan struct{})
-	var done sync.WaitGroup
-	done.Add(1)
-	go func() {
-		defer done.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
+	whileRunning(1, func(int) {
+		assert.NoError(t, s.Set("k", []byte("aaaaaaaa"), 0))
+		assert.NoError(t, s.Set("k", []byte("bbbbbbbb"), 0))
+	}, func() {
+		for i := 0; i < 20000; i++ {
+			_, err := s.IncrBy("k", 1, 0)
+			require.ErrorIs(t, err, ErrNotInteger)
+			if m := err.Error(); !strings.HasSuffix(m, `"aaaaaaaa"`) && !strings.HasSuffix(m, `"bbbbbbbb"`) {
+				t.Fatalf("torn value in %q", m)
 			}
-			v := []byte("aaaaaaaa")
-			if i%2 == 1 {
-				v = []byte("bbbbbbbb")
-			}
-			assert.NoError(t, s.Set("k", v, 0))
 		}
-	}()
-	for i := 0; i < 20000; i++ {
-		_, err := s.IncrBy("k", 1, 0)
-		require.ErrorIs(t, err, ErrNotInteger)
-		if m := err.Error(); !strings.HasSuffix(m, `"aaaaaaaa"`) && !strings.HasSuffix(m, `"bbbbbbbb"`) {
-			t.Fatalf("torn value in %q", m)
-		}
-	}
-	close(stop)
-	done.Wait()
+	})
 }
 
 // Near the limit, writers in other shards must not take back as credit the
@@ -182,32 +155,39 @@ func TestWritesNearTheLimitFitWhileOthersChurn(t *testing.T) {
 	for i := 0; s.Stats().BytesUsed <= limit-112<<10; i++ {
 		require.NoError(t, s.Set(fmt.Sprintf("fill:%d", i), fill, 0))
 	}
-	var stop atomic.Bool
-	var start, churners sync.WaitGroup
-	start.Add(1)
-	for g := 0; g < 16; g++ {
-		churners.Add(1)
-		go func(g int) {
-			defer churners.Done()
-			start.Wait()
-			k := fmt.Sprintf("churn:%d", g)
-			for !stop.Load() {
-				s.Set(k, []byte("v"), 0) // may fail near the limit: not what is tested
-				s.Del(k)
-			}
-		}(g)
-	}
-	start.Done()
 	v := bytes.Repeat([]byte("y"), 100<<10)
 	refused := 0
-	for i := 0; i < 200; i++ {
-		if err := s.Set("target", v, 0); err != nil {
-			refused++
+	whileRunning(16, func(g int) {
+		k := fmt.Sprintf("churn:%d", g)
+		s.Set(k, []byte("v"), 0) // may fail near the limit: not what is tested
+		s.Del(k)
+	}, func() {
+		for i := 0; i < 200; i++ {
+			if err := s.Set("target", v, 0); err != nil {
+				refused++
+			}
+			s.Del("target")
 		}
-		s.Del("target")
-	}
-	stop.Store(true)
-	churners.Wait()
+	})
 	assert.Zero(t, refused, "writes that fit were refused")
 	assert.LessOrEqual(t, s.Stats().BytesUsed, int64(limit))
+}
+
+// whileRunning runs work(i) over and over in n goroutines (i = 0..n-1)
+// while body runs, then stops them and waits for them.
+func whileRunning(n int, work func(i int), body func()) {
+	var stop atomic.Bool
+	var done sync.WaitGroup
+	for i := 0; i < n; i++ {
+		done.Add(1)
+		go func(i int) {
+			defer done.Done()
+			for !stop.Load() {
+				work(i)
+			}
+		}(i)
+	}
+	body()
+	stop.Store(true)
+	done.Wait()
 }
