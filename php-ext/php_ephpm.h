@@ -62,8 +62,8 @@ ZEND_TSRMLS_CACHE_EXTERN()
 extern zend_class_entry *ephpm_kv_exception_ce;
 
 /* Reads key into a new zend_string. Returns EPHPM_KV_OK with *value set,
- * EPHPM_KV_MISS, or a failure status. Crosses into Go once for a value up
- * to 8 KiB, twice for a larger one. */
+ * EPHPM_KV_MISS, or a failure status. Crosses into Go once for a value
+ * that fits the request's get buffer (8167 bytes), twice for a larger one. */
 int ephpm_kv_fetch(const ephpm_kv_ops *ops, const char *key, size_t key_len, zend_string **value);
 
 /* Frees ephpm_kv_fetch's buffer at the end of a request. */
