@@ -66,5 +66,9 @@ echo "== Lock hand-off (Go)"
 go run ./bench/handoff
 
 echo
+echo "== Redis backend in Go: the direct path against go-redis (user-ns/op is the client's own CPU)"
+go test -run XXX -bench Commands -benchtime 20000x ./redisstore | grep -E '^Benchmark'
+
+echo
 echo "== Go level (go test -bench, GOMAXPROCS 1 and 2)"
 go test -run XXX -bench . -cpu 1,2 ./kv | grep -E '^Benchmark'

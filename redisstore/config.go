@@ -27,6 +27,14 @@ const (
 	Sentinel   Mode = "redis-sentinel"
 )
 
+// config is what a backend URL says: the client's options, the kind of
+// deployment, and how to open a connection to one of its servers.
+type config struct {
+	opts redis.UniversalOptions
+	mode Mode
+	dial func(ctx context.Context, addr string) (nc net.Conn, raw *threadConn, err error)
+}
+
 // parse turns a backend URL into client options.
 //
 //	redis://[user:password@]host:port[/db][?params]        one server over TCP
@@ -44,15 +52,15 @@ const (
 // TLS. Retries are always off and max_retries is refused: a command whose
 // reply was lost may have run, and retrying it (a SET NX, a release) would
 // report a lock the caller holds as held by someone else.
-func parse(raw string) (redis.UniversalOptions, Mode, error) {
-	var none redis.UniversalOptions
+func parse(raw string) (config, error) {
+	var none config
 	u, err := url.Parse(splitHosts(raw))
 	if err != nil {
-		return none, "", fmt.Errorf("%w: %v", ErrConfig, err)
+		return none, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	q := u.Query()
 	if q.Has("max_retries") {
-		return none, "", fmt.Errorf("%w: max_retries is not accepted: ephpm never retries a command whose reply was lost", ErrConfig)
+		return none, fmt.Errorf("%w: max_retries is not accepted: ephpm never retries a command whose reply was lost", ErrConfig)
 	}
 	tlsFiles := map[string]string{}
 	for _, k := range []string{"tls_ca", "tls_cert", "tls_key", "tls_server_name"} {
@@ -72,10 +80,10 @@ func parse(raw string) (redis.UniversalOptions, Mode, error) {
 	case "sentinel":
 		mode = Sentinel
 	default:
-		return none, "", fmt.Errorf("%w: unknown scheme %q", ErrConfig, u.Scheme)
+		return none, fmt.Errorf("%w: unknown scheme %q", ErrConfig, u.Scheme)
 	}
 	if scheme != "redis" && scheme != "rediss" && !(scheme == "unix" && mode == Standalone) {
-		return none, "", fmt.Errorf("%w: unknown scheme %q (redis, rediss, unix, redis+cluster, redis+sentinel)", ErrConfig, u.Scheme)
+		return none, fmt.Errorf("%w: unknown scheme %q (redis, rediss, unix, redis+cluster, redis+sentinel)", ErrConfig, u.Scheme)
 	}
 	u.Scheme = scheme
 
@@ -85,7 +93,7 @@ func parse(raw string) (redis.UniversalOptions, Mode, error) {
 	case Standalone:
 		so, err := redis.ParseURL(u.String())
 		if err != nil {
-			return none, "", fmt.Errorf("%w: %v", ErrConfig, err)
+			return none, fmt.Errorf("%w: %v", ErrConfig, err)
 		}
 		o = redis.UniversalOptions{
 			Addrs: []string{so.Addr}, Username: so.Username, Password: so.Password, DB: so.DB,
@@ -97,7 +105,7 @@ func parse(raw string) (redis.UniversalOptions, Mode, error) {
 	case Cluster:
 		co, err := redis.ParseClusterURL(u.String())
 		if err != nil {
-			return none, "", fmt.Errorf("%w: %v", ErrConfig, err)
+			return none, fmt.Errorf("%w: %v", ErrConfig, err)
 		}
 		o = redis.UniversalOptions{
 			Addrs: co.Addrs, Username: co.Username, Password: co.Password, IsClusterMode: true,
@@ -108,10 +116,10 @@ func parse(raw string) (redis.UniversalOptions, Mode, error) {
 	case Sentinel:
 		fo, err := redis.ParseFailoverURL(u.String())
 		if err != nil {
-			return none, "", fmt.Errorf("%w: %v", ErrConfig, err)
+			return none, fmt.Errorf("%w: %v", ErrConfig, err)
 		}
 		if fo.MasterName == "" {
-			return none, "", fmt.Errorf("%w: a sentinel URL needs master_name", ErrConfig)
+			return none, fmt.Errorf("%w: a sentinel URL needs master_name", ErrConfig)
 		}
 		o = redis.UniversalOptions{
 			Addrs: fo.SentinelAddrs, MasterName: fo.MasterName,
@@ -131,20 +139,24 @@ func parse(raw string) (redis.UniversalOptions, Mode, error) {
 
 	if len(tlsFiles) > 0 {
 		if o.TLSConfig == nil {
-			return none, "", fmt.Errorf("%w: tls_* settings need a rediss scheme", ErrConfig)
+			return none, fmt.Errorf("%w: tls_* settings need a rediss scheme", ErrConfig)
 		}
 		if err := applyTLSFiles(o.TLSConfig, tlsFiles); err != nil {
-			return none, "", err
+			return none, err
 		}
 	}
 	// Every connection (commands, pub/sub, Sentinel) waits for replies on
 	// the calling thread: see threadConn.
 	d := &net.Dialer{Timeout: o.DialTimeout, KeepAliveConfig: keepAlive}
 	tlsConfig := o.TLSConfig
-	o.Dialer = func(ctx context.Context, _, addr string) (net.Conn, error) {
+	dial := func(ctx context.Context, addr string) (net.Conn, *threadConn, error) {
 		return dialThreadConn(ctx, d, tlsConfig, network, addr)
 	}
-	return o, mode, nil
+	o.Dialer = func(ctx context.Context, _, addr string) (net.Conn, error) {
+		nc, _, err := dial(ctx, addr)
+		return nc, err
+	}
+	return config{opts: o, mode: mode, dial: dial}, nil
 }
 
 // keepAlive is go-redis's default for the connections it dials itself.

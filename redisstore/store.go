@@ -13,7 +13,10 @@
 package redisstore
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -40,10 +43,11 @@ func (quiet) Printf(context.Context, string, ...any) {}
 
 // Store is a Redis-backed store. Its methods are safe for concurrent use.
 type Store struct {
-	c    redis.UniversalClient
-	mode Mode
-	hub  *hub
-	near *near // nil: no near cache
+	c      redis.UniversalClient
+	direct *direct // the single-key commands on a standalone server; nil: through c
+	mode   Mode
+	hub    *hub
+	near   *near // nil: no near cache
 
 	setNXWins, setNXLosses            atomic.Uint64
 	delIfEqMatches, delIfEqMismatches atomic.Uint64
@@ -53,7 +57,7 @@ type Store struct {
 // optional near cache. It does not connect: a server that is down makes
 // each call fail, not Open.
 func Open(rawURL string, nc ...NearCache) (*Store, error) {
-	o, mode, err := parse(rawURL)
+	cfg, err := parse(rawURL)
 	if err != nil {
 		return nil, err
 	}
@@ -63,14 +67,21 @@ func Open(rawURL string, nc ...NearCache) (*Store, error) {
 			return nil, err
 		}
 	}
-	c := redis.NewUniversalClient(&o)
-	return &Store{c: c, mode: mode, hub: newHub(c), near: n}, nil
+	c := redis.NewUniversalClient(&cfg.opts)
+	s := &Store{c: c, mode: cfg.mode, hub: newHub(c), near: n}
+	if one, ok := c.(*redis.Client); ok && cfg.mode == Standalone {
+		s.direct = newDirect(one.Options(), cfg.dial)
+	}
+	return s, nil
 }
 
 // Close closes the client and its connections.
 func (s *Store) Close() error {
 	s.hub.close()
 	s.near.close()
+	if s.direct != nil {
+		s.direct.close()
+	}
 	return s.c.Close()
 }
 
@@ -95,6 +106,59 @@ func ms(d time.Duration) int64 { return int64(d / time.Millisecond) }
 
 var ctx = context.Background()
 
+// do runs one command whose arguments are strings, []byte or int64, and
+// whose reply is a status, an integer or a bulk string (copied into dst
+// when it fits: see reply). A server's refusal is an error carrying its
+// text; any other error is an unknown outcome.
+func (s *Store) do(dst []byte, args ...any) (reply, error) {
+	if s.direct != nil {
+		return s.direct.do(dst, args)
+	}
+	v, err := s.c.Do(ctx, args...).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return reply{null: true}, nil
+	case err != nil:
+		return reply{}, err
+	}
+	switch v := v.(type) {
+	case int64:
+		return reply{n: v}, nil
+	case string:
+		if len(v) <= len(dst) {
+			return reply{b: dst[:copy(dst, v)]}, nil
+		}
+		return reply{b: []byte(v)}, nil
+	}
+	return reply{}, errProtocol
+}
+
+// script is a Lua script, run by its SHA1 and sent whole only when the
+// server does not have it yet.
+type script struct{ src, sha string }
+
+func newScript(src string) *script {
+	sum := sha1.Sum([]byte(src))
+	return &script{src: src, sha: hex.EncodeToString(sum[:])}
+}
+
+// run is EVALSHA, then EVAL if the server answers NOSCRIPT (it ran
+// nothing). The script's reply must be an integer.
+func (s *Store) run(sc *script, keys []string, argv ...any) (int64, error) {
+	args := make([]any, 0, 3+len(keys)+len(argv))
+	args = append(args, "evalsha", sc.sha, int64(len(keys)))
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	args = append(args, argv...)
+	r, err := s.do(nil, args...)
+	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		args[0], args[1] = "eval", sc.src
+		r, err = s.do(nil, args...)
+	}
+	return r.n, classify(err)
+}
+
 // classify turns a Redis error into the store's errors: a refusal whose
 // outcome is known (nothing changed) or, for everything else, the error
 // itself, which the bridge reports as an unknown outcome.
@@ -117,39 +181,55 @@ func classify(err error) error {
 // GetInto copies the value into dst if it fits; n is its length. A key
 // under a near-cache prefix may come from this process's cache.
 func (s *Store) GetInto(key string, dst []byte) (int, bool, error) {
-	v, cached := s.near.get(key)
-	if !cached {
-		fetchedAt := time.Now()
-		var err error
-		v, err = s.c.Get(ctx, redisKey(key)).Bytes()
-		if errors.Is(err, redis.Nil) {
-			return 0, false, nil
+	if v, cached := s.near.get(key); cached {
+		if len(v) <= len(dst) {
+			copy(dst, v)
 		}
-		if err != nil {
-			return 0, false, classify(err)
-		}
-		s.near.put(key, v, fetchedAt)
+		return len(v), true, nil
 	}
-	if len(v) <= len(dst) {
-		copy(dst, v)
+	var fetchedAt time.Time
+	if s.near.eligible(key) {
+		fetchedAt = time.Now()
 	}
-	return len(v), true, nil
+	r, err := s.do(dst, "get", redisKey(key))
+	if err != nil {
+		return 0, false, classify(err)
+	}
+	if r.null {
+		return 0, false, nil
+	}
+	if s.near.eligible(key) {
+		s.near.put(key, bytes.Clone(r.b), fetchedAt) // r.b may be dst, which the caller reuses
+	}
+	return len(r.b), true, nil
 }
 
 // Set is SET (with PX when ttl > 0), which also clears an old TTL.
 func (s *Store) Set(key string, value []byte, ttl time.Duration) error {
 	defer s.near.forget(key)
-	return classify(s.c.Set(ctx, redisKey(key), value, ttl).Err())
+	var err error
+	if ttl > 0 {
+		_, err = s.do(nil, "set", redisKey(key), value, "px", ms(ttl))
+	} else {
+		_, err = s.do(nil, "set", redisKey(key), value)
+	}
+	return classify(err)
 }
 
 // SetNX is SET NX PX: the check, the insert and the TTL in one command.
 func (s *Store) SetNX(key string, value []byte, ttl time.Duration) (kv.SetNXOutcome, error) {
 	defer s.near.forget(key)
-	ok, err := s.c.SetNX(ctx, redisKey(key), value, ttl).Result()
+	var r reply
+	var err error
+	if ttl > 0 {
+		r, err = s.do(nil, "set", redisKey(key), value, "px", ms(ttl), "nx")
+	} else {
+		r, err = s.do(nil, "set", redisKey(key), value, "nx")
+	}
 	if err != nil {
 		return 0, classify(err)
 	}
-	if !ok {
+	if r.null {
 		s.setNXLosses.Add(1)
 		return kv.Exists, nil
 	}
@@ -157,7 +237,7 @@ func (s *Store) SetNX(key string, value []byte, ttl time.Duration) (kv.SetNXOutc
 	return kv.Inserted, nil
 }
 
-var delScript = redis.NewScript(`
+var delScript = newScript(`
 local n = redis.call('del', KEYS[1])
 if n > 0 then redis.call('publish', ARGV[1], '') end
 return n`)
@@ -166,11 +246,11 @@ return n`)
 func (s *Store) Del(key string) (bool, error) {
 	defer s.near.forget(key)
 	rk := redisKey(key)
-	n, err := delScript.Run(ctx, s.c, []string{rk}, releaseChannel(rk)).Int()
-	return n > 0, classify(err)
+	n, err := s.run(delScript, []string{rk}, releaseChannel(rk))
+	return n > 0, err
 }
 
-var delIfEqScript = redis.NewScript(`
+var delIfEqScript = newScript(`
 if redis.call('get', KEYS[1]) == ARGV[1] then
   redis.call('del', KEYS[1])
   redis.call('publish', ARGV[2], '')
@@ -183,9 +263,9 @@ return 0`)
 func (s *Store) DelIfEq(key string, token []byte) (bool, error) {
 	defer s.near.forget(key)
 	rk := redisKey(key)
-	n, err := delIfEqScript.Run(ctx, s.c, []string{rk}, token, releaseChannel(rk)).Int()
+	n, err := s.run(delIfEqScript, []string{rk}, token, releaseChannel(rk))
 	if err != nil {
-		return false, classify(err)
+		return false, err
 	}
 	if n == 1 {
 		s.delIfEqMatches.Add(1)
@@ -195,7 +275,7 @@ func (s *Store) DelIfEq(key string, token []byte) (bool, error) {
 	return n == 1, nil
 }
 
-var setGuardedScript = redis.NewScript(`
+var setGuardedScript = newScript(`
 if redis.call('get', KEYS[2]) ~= ARGV[2] then return 0 end
 if ARGV[3] == '0' then
   redis.call('set', KEYS[1], ARGV[1])
@@ -208,12 +288,11 @@ return 1`)
 // so both keys must live on one server (sessions do: see redisKey).
 func (s *Store) SetGuarded(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
 	defer s.near.forget(key)
-	n, err := setGuardedScript.Run(ctx, s.c, []string{redisKey(key), redisKey(guardKey)},
-		value, guardToken, ms(ttl)).Int()
-	return n == 1, classify(err)
+	n, err := s.run(setGuardedScript, []string{redisKey(key), redisKey(guardKey)}, value, guardToken, ms(ttl))
+	return n == 1, err
 }
 
-var expireScript = redis.NewScript(`
+var expireScript = newScript(`
 if ARGV[2] ~= '' and redis.call('get', KEYS[1]) ~= ARGV[2] then return 0 end
 if redis.call('exists', KEYS[1]) == 0 then return 0 end
 if ARGV[1] == '0' then redis.call('persist', KEYS[1]) else redis.call('pexpire', KEYS[1], ARGV[1]) end
@@ -221,8 +300,8 @@ return 1`)
 
 // Expire gives a live key a new TTL (0: none).
 func (s *Store) Expire(key string, ttl time.Duration) (bool, error) {
-	n, err := expireScript.Run(ctx, s.c, []string{redisKey(key)}, ms(ttl), "").Int()
-	return n == 1, classify(err)
+	n, err := s.run(expireScript, []string{redisKey(key)}, ms(ttl), "")
+	return n == 1, err
 }
 
 // ExpireIfEq is Expire only while key holds token. An empty token cannot
@@ -231,32 +310,32 @@ func (s *Store) ExpireIfEq(key string, token []byte, ttl time.Duration) (bool, e
 	if len(token) == 0 {
 		return false, nil // a lock token is never empty
 	}
-	n, err := expireScript.Run(ctx, s.c, []string{redisKey(key)}, ms(ttl), token).Int()
-	return n == 1, classify(err)
+	n, err := s.run(expireScript, []string{redisKey(key)}, ms(ttl), token)
+	return n == 1, err
 }
 
 // Exists is EXISTS.
 func (s *Store) Exists(key string) (bool, error) {
-	n, err := s.c.Exists(ctx, redisKey(key)).Result()
-	return n == 1, classify(err)
+	r, err := s.do(nil, "exists", redisKey(key))
+	return r.n == 1, classify(err)
 }
 
 // PTTL is PTTL: -1 for no expiry; found is false for no key.
 func (s *Store) PTTL(key string) (time.Duration, bool, error) {
-	n, err := s.c.Do(ctx, "pttl", redisKey(key)).Int64()
+	r, err := s.do(nil, "pttl", redisKey(key))
 	if err != nil {
 		return 0, false, classify(err)
 	}
 	switch {
-	case n == -2:
+	case r.n == -2:
 		return 0, false, nil
-	case n == -1:
+	case r.n == -1:
 		return -1, true, nil
 	}
-	return time.Duration(n) * time.Millisecond, true, nil
+	return time.Duration(r.n) * time.Millisecond, true, nil
 }
 
-var incrScript = redis.NewScript(`
+var incrScript = newScript(`
 local existed = redis.call('exists', KEYS[1])
 local v = redis.call('incrby', KEYS[1], ARGV[1])
 if existed == 0 and ARGV[2] ~= '0' then redis.call('pexpire', KEYS[1], ARGV[2]) end
@@ -268,11 +347,10 @@ return v`)
 func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int64, error) {
 	defer s.near.forget(key)
 	if ttlOnCreate == 0 {
-		n, err := s.c.IncrBy(ctx, redisKey(key), delta).Result()
-		return n, classify(err)
+		r, err := s.do(nil, "incrby", redisKey(key), delta)
+		return r.n, classify(err)
 	}
-	n, err := incrScript.Run(ctx, s.c, []string{redisKey(key)}, delta, ms(ttlOnCreate)).Int64()
-	return n, classify(err)
+	return s.run(incrScript, []string{redisKey(key)}, delta, ms(ttlOnCreate))
 }
 
 // Flush is FLUSHDB: every key of the configured database (of every master

@@ -12,6 +12,15 @@ import (
 	"github.com/ephpm/ephpm/internal/redistest"
 )
 
+// open opens a store on url, closed when t ends.
+func open(t testing.TB, url string) *Store {
+	t.Helper()
+	s, err := Open(url)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 func TestRedisPassesTheContract(t *testing.T) {
 	srv := redistest.Start(t)
 	s, err := Open("redis://" + srv.Addr + "/0?read_timeout=2s")
@@ -32,10 +41,11 @@ func TestParse(t *testing.T) {
 		"redis://x?tls_ca=/nonexistent", "rediss://x?tls_ca=/nonexistent", "rediss://x?tls_cert=/a",
 		"unix+cluster:///tmp/x", "redis://x/notadb",
 	} {
-		_, _, err := parse(bad)
+		_, err := parse(bad)
 		assert.ErrorIs(t, err, ErrConfig, bad)
 	}
-	o, mode, err := parse("redis://u:p@127.0.0.1:7000/2?dial_timeout=1s&pool_size=4")
+	c, err := parse("redis://u:p@127.0.0.1:7000/2?dial_timeout=1s&pool_size=4")
+	o, mode := c.opts, c.mode
 	require.NoError(t, err)
 	assert.Equal(t, Standalone, mode)
 	assert.Equal(t, []string{"127.0.0.1:7000"}, o.Addrs)
@@ -45,17 +55,20 @@ func TestParse(t *testing.T) {
 	assert.Equal(t, -1, o.MaxRetries, "retries are always off")
 	assert.Equal(t, "p", o.Password)
 
-	o, mode, err = parse("redis+cluster://127.0.0.1:7000?addr=127.0.0.1:7001&addr=127.0.0.1:7002")
+	c, err = parse("redis+cluster://127.0.0.1:7000?addr=127.0.0.1:7001&addr=127.0.0.1:7002")
+	o, mode = c.opts, c.mode
 	require.NoError(t, err)
 	assert.Equal(t, Cluster, mode)
 	assert.Len(t, o.Addrs, 3)
-	o, _, err = parse("redis+cluster://u:p@127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002?read_timeout=1s")
+	c, err = parse("redis+cluster://u:p@127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002?read_timeout=1s")
+	o = c.opts
 	require.NoError(t, err)
 	assert.Equal(t, []string{"127.0.0.1:7000", "127.0.0.1:7001", "127.0.0.1:7002"}, o.Addrs)
 	assert.Equal(t, time.Second, o.ReadTimeout)
 	assert.Equal(t, "p", o.Password)
 
-	o, mode, err = parse("redis+sentinel://:sp@127.0.0.1:26379,127.0.0.1:26380/1?master_name=mymaster&password=dp")
+	c, err = parse("redis+sentinel://:sp@127.0.0.1:26379,127.0.0.1:26380/1?master_name=mymaster&password=dp")
+	o, mode = c.opts, c.mode
 	require.NoError(t, err)
 	assert.Equal(t, Sentinel, mode)
 	assert.Equal(t, "mymaster", o.MasterName)
@@ -64,7 +77,8 @@ func TestParse(t *testing.T) {
 	assert.Len(t, o.Addrs, 2)
 	assert.Equal(t, 1, o.DB)
 
-	o, _, err = parse("unix:///tmp/redis.sock?db=3")
+	c, err = parse("unix:///tmp/redis.sock?db=3")
+	o = c.opts
 	require.NoError(t, err)
 	assert.NotNil(t, o.Dialer)
 	assert.Equal(t, 3, o.DB)

@@ -48,18 +48,19 @@ type threadConn struct {
 }
 
 // dialThreadConn dials like go-redis's default dialer (d, then TLS when
-// tlsConfig is set) and returns a threadConn over the dialed socket.
-func dialThreadConn(ctx context.Context, d *net.Dialer, tlsConfig *tls.Config, network, addr string) (net.Conn, error) {
-	nc, err := d.DialContext(ctx, network, addr)
+// tlsConfig is set) and returns a threadConn over the dialed socket, or the
+// TLS connection over it; raw is the threadConn in both cases.
+func dialThreadConn(ctx context.Context, d *net.Dialer, tlsConfig *tls.Config, network, addr string) (nc net.Conn, raw *threadConn, err error) {
+	plain, err := d.DialContext(ctx, network, addr)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	c, err := newThreadConn(nc, network)
+	c, err := newThreadConn(plain, network)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if tlsConfig == nil {
-		return c, nil
+		return c, c, nil
 	}
 	cfg := tlsConfig.Clone()
 	if cfg.ServerName == "" {
@@ -72,9 +73,9 @@ func dialThreadConn(ctx context.Context, d *net.Dialer, tlsConfig *tls.Config, n
 	tc := tls.Client(c, cfg)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		c.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return tc, nil
+	return tc, c, nil
 }
 
 // newThreadConn takes over nc's socket: a close-on-exec duplicate of its
@@ -265,6 +266,21 @@ func (c *threadConn) Write(p []byte) (int, error) {
 		}
 	}
 	return written, nil
+}
+
+// nothingPending reports, without waiting, that the socket is open and has
+// no byte to read: a non-blocking MSG_PEEK that finds nothing. A server
+// that closed the connection (a restart, an idle timeout) shows as an end
+// of stream or an error here, before a command is lost on it.
+func (c *threadConn) nothingPending() bool {
+	if err := c.acquire("peek"); err != nil {
+		return false
+	}
+	defer c.release()
+	var b [1]byte
+	_, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(c.fd), uintptr(unsafe.Pointer(&b[0])), 1,
+		unix.MSG_DONTWAIT|unix.MSG_PEEK, 0, 0)
+	return e == unix.EAGAIN
 }
 
 // Close shuts the socket down (waking a reader waiting in ppoll) and

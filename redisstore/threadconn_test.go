@@ -30,11 +30,10 @@ func threadPair(t *testing.T) (*threadConn, net.Conn) {
 		}
 		close(accepted)
 	}()
-	nc, err := dialThreadConn(context.Background(), &net.Dialer{}, nil, "tcp", ln.Addr().String())
+	_, c, err := dialThreadConn(context.Background(), &net.Dialer{}, nil, "tcp", ln.Addr().String())
 	require.NoError(t, err)
 	server := <-accepted
 	require.NotNil(t, server)
-	c := nc.(*threadConn)
 	t.Cleanup(func() { c.Close(); server.Close() })
 	return c, server
 }

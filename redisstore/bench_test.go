@@ -1,0 +1,87 @@
+package redisstore
+
+import (
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ephpm/ephpm/internal/redistest"
+)
+
+// Per-command cost in Go, without PHP, on the direct path and through
+// go-redis (as Cluster and Sentinel are served): the round trip dominates;
+// the allocations and the CPU beside it are what the client adds.
+func BenchmarkCommands(b *testing.B) {
+	srv := redistest.Start(b)
+	for _, path := range []string{"direct", "go-redis"} {
+		b.Run(path, func(b *testing.B) {
+			s, err := Open("redis://" + srv.Addr)
+			require.NoError(b, err)
+			defer s.Close()
+			if path == "go-redis" {
+				s.direct = nil
+			}
+			benchmarkCommands(b, s)
+		})
+	}
+}
+
+func benchmarkCommands(b *testing.B, s *Store) {
+	v := make([]byte, 64)
+	require.NoError(b, s.Set("bench:k", v, 0))
+	dst := make([]byte, 8192)
+	b.Run("get", func(b *testing.B) {
+		b.ReportAllocs()
+		defer reportCPU(b)()
+		for b.Loop() {
+			if _, _, err := s.GetInto("bench:k", dst); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("set", func(b *testing.B) {
+		b.ReportAllocs()
+		defer reportCPU(b)()
+		for b.Loop() {
+			if err := s.Set("bench:k", v, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	token := []byte("0123456789abcdef0123456789abcdef")
+	b.Run("lock pair", func(b *testing.B) {
+		b.ReportAllocs()
+		defer reportCPU(b)()
+		for b.Loop() {
+			if _, err := s.SetNX("bench:l", token, 30*time.Second); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := s.DelIfEq("bench:l", token); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// reportCPU reports the process's user and system CPU time per operation
+// from now to the call of the function it returns. On an idle machine a
+// round trip is mostly waiting for a sleeping CPU to wake, and the CPU a
+// client spends per command is what shows once the CPUs are busy.
+func reportCPU(b *testing.B) func() {
+	user0, sys0 := cpuTimes()
+	return func() {
+		user1, sys1 := cpuTimes()
+		b.ReportMetric(float64(user1-user0)/float64(b.N), "user-ns/op")
+		b.ReportMetric(float64(sys1-sys0)/float64(b.N), "sys-ns/op")
+	}
+}
+
+func cpuTimes() (user, sys time.Duration) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(err)
+	}
+	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
+}

@@ -1,0 +1,190 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"net"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// direct carries the store's commands to a standalone server over its own
+// small pool of wireConns, instead of through go-redis.
+//
+// Why: a command's cost on the PHP thread is its CPU, and go-redis spends
+// about twice phpredis's per command (a pool with connection state
+// machines and metrics hooks, a Cmd object and its arguments on the heap,
+// several clock reads for deadlines, a RESP3 push check), which showed as
+// 1.17-1.28x phpredis's time per GET with the CPUs kept busy
+// (bench/run.sh). direct does what phpredis does per command: check the
+// idle connection with one non-blocking peek, write the command, wait for
+// the reply on the calling thread (see threadConn), parse it in place.
+//
+// Only a standalone server is served this way: Cluster routing and
+// Sentinel failover stay with go-redis, as do pub/sub (Wait), Stats and
+// Flush.
+//
+// No command is retried: a connection that fails mid-command is closed,
+// and the error (an unknown outcome) goes to the caller.
+type direct struct {
+	addr  string
+	dial  func(ctx context.Context, addr string) (net.Conn, *threadConn, error)
+	setup [][]any // sent on every new connection: AUTH, SELECT, CLIENT SETNAME
+
+	// Timeouts as go-redis resolved them; 0 or less: no deadline.
+	dialTimeout, readTimeout, writeTimeout, poolTimeout time.Duration
+
+	slots chan struct{} // a token per connection in use or being dialed
+
+	mu     sync.Mutex
+	idle   []*wireConn // most recently used last
+	closed bool
+}
+
+// newDirect serves the server o names, with o's credentials, database,
+// timeouts and pool size as go-redis resolved them (defaults filled in).
+func newDirect(o *redis.Options, dial func(context.Context, string) (net.Conn, *threadConn, error)) *direct {
+	d := &direct{
+		addr: o.Addr, dial: dial,
+		dialTimeout: o.DialTimeout, readTimeout: o.ReadTimeout, writeTimeout: o.WriteTimeout, poolTimeout: o.PoolTimeout,
+	}
+	switch {
+	case o.Username != "":
+		d.setup = append(d.setup, []any{"auth", o.Username, o.Password})
+	case o.Password != "":
+		d.setup = append(d.setup, []any{"auth", o.Password})
+	}
+	if o.DB != 0 {
+		d.setup = append(d.setup, []any{"select", int64(o.DB)})
+	}
+	if o.ClientName != "" {
+		d.setup = append(d.setup, []any{"client", "setname", o.ClientName})
+	}
+	size := o.PoolSize
+	if size <= 0 {
+		size = 10 * runtime.GOMAXPROCS(0)
+	}
+	d.slots = make(chan struct{}, size)
+	return d
+}
+
+// errPoolTimeout: every connection stayed busy for the pool timeout.
+var errPoolTimeout = errors.New("redis: connection pool timeout")
+
+// do runs one command (see wireConn.roundTrip for dst). It may block for
+// a connection (up to the pool timeout), a dial (the dial timeout) and the
+// reply (the write and read timeouts); an error other than a server's
+// error reply means the outcome is unknown.
+func (d *direct) do(dst []byte, args []any) (reply, error) {
+	c, err := d.get()
+	if err != nil {
+		return reply{}, err
+	}
+	now := time.Now()
+	r, err := c.roundTrip(dst, deadline(now, d.writeTimeout), deadline(now, d.readTimeout), args)
+	var refused redisError
+	d.put(c, err == nil || errors.As(err, &refused))
+	return r, err
+}
+
+func deadline(now time.Time, timeout time.Duration) time.Time {
+	if timeout <= 0 {
+		return time.Time{}
+	}
+	return now.Add(timeout)
+}
+
+// get takes a slot, then the most recently used idle connection that is
+// still alive, or dials one.
+func (d *direct) get() (*wireConn, error) {
+	select {
+	case d.slots <- struct{}{}:
+	default:
+		t := time.NewTimer(d.poolTimeout)
+		select {
+		case d.slots <- struct{}{}:
+			t.Stop()
+		case <-t.C:
+			return nil, errPoolTimeout
+		}
+	}
+	for {
+		d.mu.Lock()
+		if d.closed {
+			d.mu.Unlock()
+			<-d.slots
+			return nil, redis.ErrClosed
+		}
+		n := len(d.idle)
+		if n == 0 {
+			d.mu.Unlock()
+			break
+		}
+		c := d.idle[n-1]
+		d.idle = d.idle[:n-1]
+		d.mu.Unlock()
+		if c.idleAndAlive() {
+			return c, nil
+		}
+		c.close() // closed by the server (a restart, its idle timeout): dial anew
+	}
+	c, err := d.connect()
+	if err != nil {
+		<-d.slots
+		return nil, err
+	}
+	return c, nil
+}
+
+// connect dials and sends the setup commands, all within the dial timeout.
+func (d *direct) connect() (*wireConn, error) {
+	ctx := context.Background()
+	if d.dialTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d.dialTimeout)
+		defer cancel()
+	}
+	nc, raw, err := d.dial(ctx, d.addr)
+	if err != nil {
+		return nil, err
+	}
+	c := newWireConn(nc, raw)
+	by, _ := ctx.Deadline()
+	for _, cmd := range d.setup {
+		if _, err := c.roundTrip(nil, by, by, cmd); err != nil {
+			c.close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// put gives a connection back: to the idle list when it is in step with
+// the server, else closed.
+func (d *direct) put(c *wireConn, reusable bool) {
+	d.mu.Lock()
+	if reusable && !d.closed {
+		d.idle = append(d.idle, c)
+		c = nil
+	}
+	d.mu.Unlock()
+	if c != nil {
+		c.close()
+	}
+	<-d.slots
+}
+
+// close closes the idle connections, and those in use as they come back.
+func (d *direct) close() {
+	d.mu.Lock()
+	d.closed = true
+	idle := d.idle
+	d.idle = nil
+	d.mu.Unlock()
+	for _, c := range idle {
+		c.close()
+	}
+}

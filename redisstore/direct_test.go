@@ -1,0 +1,185 @@
+package redisstore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ephpm/ephpm/backend/backendtest"
+	"github.com/ephpm/ephpm/internal/redistest"
+	"github.com/ephpm/ephpm/kv"
+)
+
+// trickle is a connection whose reads return one byte at a time, so that
+// every reply is decoded across as many reads as it has bytes.
+type trickle struct {
+	net.Conn
+	r io.Reader
+}
+
+func (t trickle) Read(p []byte) (int, error) {
+	if len(p) > 1 {
+		p = p[:1]
+	}
+	return t.r.Read(p)
+}
+
+func TestReadReply(t *testing.T) {
+	long := strings.Repeat("x", 3*wireBufSize)
+	for _, tc := range []struct {
+		wire string
+		dst  int
+		want reply
+		err  string
+	}{
+		{wire: "+OK\r\n", want: reply{}},
+		{wire: ":-42\r\n", want: reply{n: -42}},
+		{wire: "$-1\r\n", want: reply{null: true}},
+		{wire: "$0\r\n\r\n", want: reply{b: []byte{}}},
+		{wire: "$5\r\nhe\r\nl\r\n", dst: 8, want: reply{b: []byte("he\r\nl")}},
+		{wire: "$5\r\nhello\r\n", dst: 2, want: reply{b: []byte("hello")}},
+		{wire: fmt.Sprintf("$%d\r\n%s\r\n", len(long), long), want: reply{b: []byte(long)}},
+		{wire: "-NOSCRIPT No matching script\r\n", err: "NOSCRIPT No matching script"},
+		{wire: "*1\r\n:1\r\n", err: errProtocol.Error()},
+		{wire: "$5\r\nhelloXY", err: errProtocol.Error()},
+		{wire: ":x\r\n", err: errProtocol.Error()},
+		{wire: "$-2\r\n", err: errProtocol.Error()},
+		{wire: "\r\n", err: errProtocol.Error()},
+		{wire: "$5\r\nhel", err: io.ErrUnexpectedEOF.Error()},
+		{wire: "+OK", err: io.EOF.Error()},
+	} {
+		c := newWireConn(trickle{r: strings.NewReader(tc.wire)}, nil)
+		dst := make([]byte, tc.dst)
+		got, err := c.readReply(dst)
+		if tc.err != "" {
+			assert.EqualError(t, err, tc.err, "%q", tc.wire)
+			continue
+		}
+		require.NoError(t, err, "%q", tc.wire)
+		assert.Equal(t, tc.want, got, "%q", tc.wire)
+		if len(got.b) > 0 && len(got.b) <= tc.dst {
+			assert.Same(t, &dst[0], &got.b[0], "a bulk string that fits goes into dst")
+		}
+	}
+}
+
+// A server's error reply is a redisError, which the pool keeps the
+// connection for; the connection is then in step for the next reply.
+func TestReadReplyAfterAnError(t *testing.T) {
+	c := newWireConn(trickle{r: strings.NewReader("-ERR no\r\n:7\r\n")}, nil)
+	_, err := c.readReply(nil)
+	var refused redisError
+	require.True(t, errors.As(err, &refused))
+	r, err := c.readReply(nil)
+	require.NoError(t, err)
+	assert.Equal(t, int64(7), r.n)
+}
+
+func TestAppendCommand(t *testing.T) {
+	got := appendCommand(nil, []any{"set", []byte("k\r\n"), int64(-5)})
+	assert.Equal(t, "*3\r\n$3\r\nset\r\n$3\r\nk\r\n\r\n$2\r\n-5\r\n", string(got))
+	assert.Panics(t, func() { appendCommand(nil, []any{3}) }, "an int is not an argument: int64 is")
+}
+
+// The direct path authenticates (a password, or an ACL user) and selects
+// the database on every connection it opens.
+func TestDirectAuthAndDatabase(t *testing.T) {
+	srv := redistest.Start(t, "requirepass secret", "user app on >apppass ~* &* +@all")
+	s := open(t, "redis://:secret@"+srv.Addr+"/3")
+	require.NotNil(t, s.direct)
+	backendtest.Run(t, s)
+	require.NoError(t, s.Set("where", []byte("db3"), 0))
+	v, err := s.c.Get(ctx, "where").Result()
+	require.NoError(t, err)
+	assert.Equal(t, "db3", v, "go-redis, on database 3, sees the direct path's write")
+
+	user := open(t, "redis://app:apppass@"+srv.Addr+"/3")
+	dst := make([]byte, 8)
+	k, found, err := user.GetInto("where", dst)
+	require.NoError(t, err)
+	require.True(t, found, "same database")
+	assert.Equal(t, "db3", string(dst[:k]))
+
+	other := open(t, "redis://app:apppass@"+srv.Addr+"/4")
+	_, found, err = other.GetInto("where", dst)
+	require.NoError(t, err)
+	assert.False(t, found, "another database")
+
+	wrong := open(t, "redis://:nope@"+srv.Addr)
+	_, _, err = wrong.GetInto("where", dst)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "WRONGPASS")
+}
+
+// Values longer than the read buffer, and far longer, come back whole,
+// into dst when it is large enough and as their length when it is not.
+func TestDirectLargeValues(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, "redis://"+srv.Addr)
+	for _, size := range []int{wireBufSize - 10, wireBufSize, 5 * wireBufSize, 1 << 20} {
+		v := bytes.Repeat([]byte{byte(size)}, size)
+		v[0], v[size-1] = 'a', 'z'
+		require.NoError(t, s.Set("big", v, 0))
+		n, found, err := s.GetInto("big", make([]byte, 16))
+		require.NoError(t, err)
+		require.True(t, found)
+		assert.Equal(t, size, n, "too small: the length")
+		dst := make([]byte, size)
+		n, _, err = s.GetInto("big", dst)
+		require.NoError(t, err)
+		assert.Equal(t, v, dst[:n])
+		ok, err := s.Exists("big")
+		require.NoError(t, err)
+		assert.True(t, ok, "the connection is in step after the value")
+	}
+}
+
+// With every connection busy, a call waits the pool timeout and fails
+// with an error (it ran nothing); a freed connection serves the next.
+func TestDirectPoolTimeout(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, "redis://"+srv.Addr+"?pool_size=1&pool_timeout=100ms")
+	busy, err := s.direct.get()
+	require.NoError(t, err)
+	start := time.Now()
+	_, err = s.SetNX("k", []byte("v"), time.Minute)
+	assert.ErrorIs(t, err, errPoolTimeout)
+	assert.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond)
+	s.direct.put(busy, true)
+	out, err := s.SetNX("k", []byte("v"), time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, kv.Inserted, out)
+}
+
+// The contract with a pool of two connections for many goroutines: they
+// wait for each other's connections, and every outcome is still exact.
+func TestDirectSmallPool(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, "redis://"+srv.Addr+"?pool_size=2")
+	backendtest.Run(t, s)
+}
+
+// An idle connection the server closed (a restart, its idle timeout) is
+// noticed before a command is written on it: the call dials anew and
+// works, where writing on the dead one would have been an unknown outcome.
+func TestDirectDropsAConnectionTheServerClosed(t *testing.T) {
+	srv := redistest.Start(t, "timeout 1")
+	s := open(t, "redis://"+srv.Addr)
+	require.NoError(t, s.Set("k", []byte("v"), 0))
+	require.Eventually(t, func() bool {
+		s.direct.mu.Lock()
+		defer s.direct.mu.Unlock()
+		return len(s.direct.idle) == 1 && !s.direct.idle[0].raw.nothingPending()
+	}, 5*time.Second, 50*time.Millisecond, "the server closes the idle connection")
+	out, err := s.SetNX("k2", []byte("v"), time.Minute)
+	require.NoError(t, err, "a SET NX is never written on a connection known to be dead")
+	assert.Equal(t, kv.Inserted, out)
+}
