@@ -83,7 +83,7 @@ func (d *direct) do(dst []byte, args []any) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	now := time.Now()
+	now := monoBase.Add(time.Since(monoBase)) // time.Now, with one clock read instead of two
 	r, err := c.roundTrip(dst, deadline(now, d.writeTimeout), deadline(now, d.readTimeout), args)
 	var refused redisError
 	d.put(c, err == nil || errors.As(err, &refused))

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -42,10 +41,14 @@ type threadConn struct {
 	// move them).
 	readDeadline, writeDeadline atomic.Int64
 
-	mu     sync.Mutex
-	users  int
-	closed bool
+	// state counts the calls using fd, plus closedBit once Close has
+	// run. Close counts itself as a call while it shuts the socket down;
+	// the last call to leave after that closes the descriptor: exactly
+	// once, and never under a call that still uses its number.
+	state atomic.Int64
 }
+
+const closedBit = 1 << 62
 
 // dialThreadConn dials like go-redis's default dialer (d, then TLS when
 // tlsConfig is set) and returns a threadConn over the dialed socket, or the
@@ -110,20 +113,19 @@ func newThreadConn(nc net.Conn, network string) (*threadConn, error) {
 
 // acquire marks a call in progress, or fails if the connection is closed.
 func (c *threadConn) acquire(op string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return c.opError(op, net.ErrClosed)
+	for {
+		st := c.state.Load()
+		if st&closedBit != 0 {
+			return c.opError(op, net.ErrClosed)
+		}
+		if c.state.CompareAndSwap(st, st+1) {
+			return nil
+		}
 	}
-	c.users++
-	return nil
 }
 
 func (c *threadConn) release() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.users--
-	if c.closed && c.users == 0 {
+	if c.state.Add(-1) == closedBit {
 		unix.Close(c.fd)
 	}
 }
@@ -286,17 +288,20 @@ func (c *threadConn) nothingPending() bool {
 // Close shuts the socket down (waking a reader waiting in ppoll) and
 // closes the descriptor once no call uses it.
 func (c *threadConn) Close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return c.opError("close", net.ErrClosed)
+	for {
+		st := c.state.Load()
+		if st&closedBit != 0 {
+			return c.opError("close", net.ErrClosed)
+		}
+		// Close counts itself as a user while it shuts the socket down,
+		// so the descriptor cannot be closed (and its number reused)
+		// under the shutdown.
+		if c.state.CompareAndSwap(st, (st+1)|closedBit) {
+			unix.Shutdown(c.fd, unix.SHUT_RDWR)
+			c.release()
+			return nil
+		}
 	}
-	c.closed = true
-	unix.Shutdown(c.fd, unix.SHUT_RDWR)
-	if c.users == 0 {
-		unix.Close(c.fd)
-	}
-	return nil
 }
 
 func (c *threadConn) LocalAddr() net.Addr  { return c.laddr }
