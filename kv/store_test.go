@@ -5,13 +5,14 @@ import (
 	"math/rand"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ephpm/ephpm/internal/barrier"
 )
 
 // fakeClock is a monotonic clock the test moves by hand.
@@ -348,27 +349,7 @@ func TestBackgroundSweeperRuns(t *testing.T) {
 }
 
 // race releases n goroutines together and returns how many saw f report true.
-func race(n int, f func(i int) bool) int {
-	var ready, done sync.WaitGroup
-	start := make(chan struct{})
-	var wins atomic.Int32
-	ready.Add(n)
-	done.Add(n)
-	for i := 0; i < n; i++ {
-		go func(i int) {
-			defer done.Done()
-			ready.Done()
-			<-start
-			if f(i) {
-				wins.Add(1)
-			}
-		}(i)
-	}
-	ready.Wait()
-	close(start)
-	done.Wait()
-	return int(wins.Load())
-}
+var race = barrier.Race
 
 func TestSetNXRaceHasExactlyOneWinner(t *testing.T) {
 	s := New(Options{})

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/backend"
+	"github.com/ephpm/ephpm/internal/barrier"
 	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/session"
 )
@@ -175,27 +175,12 @@ var contract = []struct {
 	{"SetNXRaceOneWinner", func(t *testing.T, b backend.Backend, p string) {
 		for r := 0; r < 20; r++ {
 			key := fmt.Sprintf("%srace:%d", p, r)
-			var wins atomic.Int32
-			var ready, done sync.WaitGroup
-			start := make(chan struct{})
-			ready.Add(32)
-			done.Add(32)
-			for i := 0; i < 32; i++ {
-				go func(i int) {
-					defer done.Done()
-					ready.Done()
-					<-start
-					out, err := b.SetNX(key, []byte(fmt.Sprint(i)), time.Minute)
-					assert.NoError(t, err)
-					if out == kv.Inserted {
-						wins.Add(1)
-					}
-				}(i)
-			}
-			ready.Wait()
-			close(start)
-			done.Wait()
-			require.Equal(t, int32(1), wins.Load(), "round %d", r)
+			wins := barrier.Race(32, func(i int) bool {
+				out, err := b.SetNX(key, []byte(fmt.Sprint(i)), time.Minute)
+				assert.NoError(t, err)
+				return out == kv.Inserted
+			})
+			require.Equal(t, 1, wins, "round %d", r)
 		}
 	}},
 	{"LockerThroughBackend", func(t *testing.T, b backend.Backend, p string) {
