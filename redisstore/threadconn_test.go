@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/ephpm/ephpm/internal/barrier"
 )
 
 // threadPair dials a threadConn to a fresh listener and returns both ends.
@@ -152,4 +154,23 @@ func TestThreadConnWaitDoesNotBlockGC(t *testing.T) {
 		time.Sleep(time.Duration(i%7) * 200 * time.Microsecond)
 	}
 	assert.Less(t, worst, 100*time.Millisecond)
+}
+
+// The descriptor is closed once: by Close when no call uses it, else by
+// the last call to leave; never while a call still uses its number. Of
+// many concurrent Closes, one succeeds.
+func TestThreadConnClosesItsDescriptorOnceNoCallUsesIt(t *testing.T) {
+	open := func(fd int) bool { _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); return err == nil }
+
+	c, _ := threadPair(t)
+	require.NoError(t, c.Close())
+	assert.False(t, open(c.fd), "no call in progress: closed at once")
+
+	c, _ = threadPair(t)
+	require.NoError(t, c.acquire("read")) // a call in progress
+	closes := barrier.Race(8, func(int) bool { return c.Close() == nil })
+	assert.Equal(t, 1, closes)
+	assert.True(t, open(c.fd), "the call still uses the descriptor")
+	c.release()
+	assert.False(t, open(c.fd), "the last call closed it")
 }
