@@ -30,9 +30,15 @@ const (
 // config is what a backend URL says: the client's options, the kind of
 // deployment, and how to open a connection to one of its servers.
 type config struct {
+	// opts dial connections that wait for replies on the calling thread
+	// (see threadConn): for commands, which PHP threads send.
 	opts redis.UniversalOptions
-	mode Mode
-	dial func(ctx context.Context, addr string) (nc net.Conn, raw *threadConn, err error)
+	// pubsubOpts are the same but dial connections on Go's network
+	// poller: for the hub's pub/sub connection, read by a background
+	// goroutine, which must not hold a P while it waits (see hub).
+	pubsubOpts redis.UniversalOptions
+	mode       Mode
+	dial       func(ctx context.Context, addr string) (nc net.Conn, raw *threadConn, err error)
 }
 
 // parse turns a backend URL into client options.
@@ -145,18 +151,21 @@ func parse(raw string) (config, error) {
 			return none, err
 		}
 	}
-	// Every connection (commands, pub/sub, Sentinel) waits for replies on
-	// the calling thread: see threadConn.
 	d := &net.Dialer{Timeout: o.DialTimeout, KeepAliveConfig: keepAlive}
 	tlsConfig := o.TLSConfig
 	dial := func(ctx context.Context, addr string) (net.Conn, *threadConn, error) {
-		return dialThreadConn(ctx, d, tlsConfig, network, addr)
+		return dialConn(ctx, d, tlsConfig, network, addr, true)
 	}
+	ps := o
 	o.Dialer = func(ctx context.Context, _, addr string) (net.Conn, error) {
 		nc, _, err := dial(ctx, addr)
 		return nc, err
 	}
-	return config{opts: o, mode: mode, dial: dial}, nil
+	ps.Dialer = func(ctx context.Context, _, addr string) (net.Conn, error) {
+		nc, _, err := dialConn(ctx, d, tlsConfig, network, addr, false)
+		return nc, err
+	}
+	return config{opts: o, pubsubOpts: ps, mode: mode, dial: dial}, nil
 }
 
 // keepAlive is go-redis's default for the connections it dials itself.

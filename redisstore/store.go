@@ -68,7 +68,7 @@ func Open(rawURL string, nc ...NearCache) (*Store, error) {
 		}
 	}
 	c := redis.NewUniversalClient(&cfg.opts)
-	s := &Store{c: c, mode: cfg.mode, hub: newHub(c), near: n}
+	s := &Store{c: c, mode: cfg.mode, hub: newHub(redis.NewUniversalClient(&cfg.pubsubOpts)), near: n}
 	if one, ok := c.(*redis.Client); ok && cfg.mode == Standalone {
 		s.direct = newDirect(one.Options(), cfg.dial)
 	}

@@ -50,20 +50,23 @@ type threadConn struct {
 
 const closedBit = 1 << 62
 
-// dialThreadConn dials like go-redis's default dialer (d, then TLS when
-// tlsConfig is set) and returns a threadConn over the dialed socket, or the
-// TLS connection over it; raw is the threadConn in both cases.
-func dialThreadConn(ctx context.Context, d *net.Dialer, tlsConfig *tls.Config, network, addr string) (nc net.Conn, raw *threadConn, err error) {
-	plain, err := d.DialContext(ctx, network, addr)
+// dialConn dials like go-redis's default dialer (d, then TLS when
+// tlsConfig is set). With onThread the socket is taken over by a
+// threadConn, returned as raw, with TLS (if any) over it; without, it stays
+// on Go's network poller and raw is nil.
+func dialConn(ctx context.Context, d *net.Dialer, tlsConfig *tls.Config, network, addr string, onThread bool) (nc net.Conn, raw *threadConn, err error) {
+	nc, err = d.DialContext(ctx, network, addr)
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := newThreadConn(plain, network)
-	if err != nil {
-		return nil, nil, err
+	if onThread {
+		if raw, err = newThreadConn(nc, network); err != nil {
+			return nil, nil, err
+		}
+		nc = raw
 	}
 	if tlsConfig == nil {
-		return c, c, nil
+		return nc, raw, nil
 	}
 	cfg := tlsConfig.Clone()
 	if cfg.ServerName == "" {
@@ -73,12 +76,12 @@ func dialThreadConn(ctx context.Context, d *net.Dialer, tlsConfig *tls.Config, n
 		}
 		cfg.ServerName = host
 	}
-	tc := tls.Client(c, cfg)
+	tc := tls.Client(nc, cfg)
 	if err := tc.HandshakeContext(ctx); err != nil {
-		c.Close()
+		nc.Close()
 		return nil, nil, err
 	}
-	return tc, c, nil
+	return tc, raw, nil
 }
 
 // newThreadConn takes over nc's socket: a close-on-exec duplicate of its

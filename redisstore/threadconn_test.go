@@ -32,7 +32,7 @@ func threadPair(t *testing.T) (*threadConn, net.Conn) {
 		}
 		close(accepted)
 	}()
-	_, c, err := dialThreadConn(context.Background(), &net.Dialer{}, nil, "tcp", ln.Addr().String())
+	_, c, err := dialConn(context.Background(), &net.Dialer{}, nil, "tcp", ln.Addr().String(), true)
 	require.NoError(t, err)
 	server := <-accepted
 	require.NotNil(t, server)

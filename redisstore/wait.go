@@ -11,8 +11,15 @@ import (
 // release (Del, DelIfEq) publishes on the key's channel, and the hub wakes
 // this process's oldest waiter for that key. The connection is opened on
 // the first wait; channels are subscribed while someone waits on them.
+//
+// The hub has a client of its own whose connections wait on Go's network
+// poller: its reader is a background goroutine that waits for the life of
+// the process, and a threadConn's raw wait would hold a P for up to
+// rawWaitLimit after every message; with one P (GOMAXPROCS=1, a container
+// limited to one CPU) every PHP call and timer of the process then waited
+// ~10 ms behind each release (TestHubReaderDoesNotHoldAP).
 type hub struct {
-	c redis.UniversalClient
+	c redis.UniversalClient // the hub's own
 
 	// subMu orders SUBSCRIBE and UNSUBSCRIBE, so that a leaving last
 	// waiter cannot unsubscribe a channel a new waiter just subscribed.
@@ -51,6 +58,7 @@ func (h *hub) close() {
 	if h.ps != nil {
 		h.ps.Close()
 	}
+	h.c.Close()
 }
 
 // Wait blocks for at most timeout until key is released (or, checked once
@@ -83,14 +91,14 @@ func (s *Store) Wait(key string, timeout time.Duration) (bool, error) {
 		return false, err
 	}
 	// A release before the subscription stood would be missed: look.
-	n, err := s.c.Exists(ctx, rk).Result()
+	held, err := s.Exists(key)
 	if err != nil {
-		return false, classify(err)
+		return false, err
 	}
-	if n == 0 {
+	if !held {
 		return true, nil
 	}
-	if ttl, err := s.c.PTTL(ctx, rk).Result(); err == nil && ttl > 0 && ttl < timeout {
+	if ttl, found, err := s.PTTL(key); err == nil && found && ttl > 0 && ttl < timeout {
 		timeout = ttl // it expires sooner: wake then
 	}
 	t := time.NewTimer(timeout)
