@@ -51,8 +51,10 @@ func newDirect(o *redis.Options, dial func(context.Context, string) (net.Conn, *
 		addr: o.Addr, dial: dial,
 		dialTimeout: o.DialTimeout, readTimeout: o.ReadTimeout, writeTimeout: o.WriteTimeout, poolTimeout: o.PoolTimeout,
 	}
+	// A user name without a password authenticates as nobody (go-redis
+	// does the same): the connection stays the default user's.
 	switch {
-	case o.Username != "":
+	case o.Password != "" && o.Username != "":
 		d.setup = append(d.setup, []any{"auth", o.Username, o.Password})
 	case o.Password != "":
 		d.setup = append(d.setup, []any{"auth", o.Password})

@@ -40,13 +40,13 @@ func TestReadReply(t *testing.T) {
 		want reply
 		err  string
 	}{
-		{wire: "+OK\r\n", want: reply{}},
-		{wire: ":-42\r\n", want: reply{n: -42}},
-		{wire: "$-1\r\n", want: reply{null: true}},
-		{wire: "$0\r\n\r\n", want: reply{b: []byte{}}},
-		{wire: "$5\r\nhe\r\nl\r\n", dst: 8, want: reply{b: []byte("he\r\nl")}},
-		{wire: "$5\r\nhello\r\n", dst: 2, want: reply{b: []byte("hello")}},
-		{wire: fmt.Sprintf("$%d\r\n%s\r\n", len(long), long), want: reply{b: []byte(long)}},
+		{wire: "+OK\r\n", want: reply{kind: '+'}},
+		{wire: ":-42\r\n", want: reply{kind: ':', n: -42}},
+		{wire: "$-1\r\n", want: reply{kind: '$', null: true}},
+		{wire: "$0\r\n\r\n", want: reply{kind: '$', b: []byte{}}},
+		{wire: "$5\r\nhe\r\nl\r\n", dst: 8, want: reply{kind: '$', b: []byte("he\r\nl")}},
+		{wire: "$5\r\nhello\r\n", dst: 2, want: reply{kind: '$', b: []byte("hello")}},
+		{wire: fmt.Sprintf("$%d\r\n%s\r\n", len(long), long), want: reply{kind: '$', b: []byte(long)}},
 		{wire: "-NOSCRIPT No matching script\r\n", err: "NOSCRIPT No matching script"},
 		{wire: "*1\r\n:1\r\n", err: errProtocol.Error()},
 		{wire: "$5\r\nhelloXY", err: errProtocol.Error()},
@@ -182,4 +182,36 @@ func TestDirectDropsAConnectionTheServerClosed(t *testing.T) {
 	out, err := s.SetNX("k2", []byte("v"), time.Minute)
 	require.NoError(t, err, "a SET NX is never written on a connection known to be dead")
 	assert.Equal(t, kv.Inserted, out)
+}
+
+// A TTL under a millisecond is a TTL of one (PX 0 is refused, and 0 would
+// mean none), on every member that takes one.
+func TestSubMillisecondTTL(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, "redis://"+srv.Addr)
+	ttl := 500 * time.Microsecond
+	require.NoError(t, s.Set("a", []byte("v"), ttl))
+	out, err := s.SetNX("b", []byte("v"), ttl)
+	require.NoError(t, err)
+	assert.Equal(t, kv.Inserted, out)
+	_, err = s.IncrBy("c", 1, ttl)
+	require.NoError(t, err)
+	require.NoError(t, s.Set("d", []byte("v"), 0))
+	ok, err := s.Expire("d", ttl)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	time.Sleep(20 * time.Millisecond)
+	for _, k := range []string{"a", "b", "c", "d"} {
+		held, err := s.Exists(k)
+		require.NoError(t, err)
+		assert.False(t, held, "%s expired", k)
+	}
+}
+
+// A URL with a user name and no password connects as the default user,
+// as go-redis does, rather than failing every command.
+func TestUserNameWithoutPassword(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, "redis://someuser@"+srv.Addr)
+	require.NoError(t, s.Set("k", []byte("v"), 0))
 }

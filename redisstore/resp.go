@@ -47,11 +47,12 @@ func (e redisError) Error() string { return string(e) }
 // string).
 var errProtocol = errors.New("redis: unexpected reply")
 
-// reply is a decoded reply other than an error. For a bulk string, b holds
-// it (in the caller's destination when it fitted, else freshly allocated)
-// and null reports a nil bulk string; an integer is in n; a status ("OK")
-// has neither.
+// reply is a decoded reply other than an error: its kind is its RESP
+// type byte ('+' status, ':' integer, '$' bulk string). For a bulk string,
+// b holds it (in the caller's destination when it fitted, else freshly
+// allocated) and null reports a nil bulk string; an integer is in n.
 type reply struct {
+	kind byte
 	n    int64
 	b    []byte
 	null bool
@@ -122,7 +123,7 @@ func (c *wireConn) readReply(dst []byte) (reply, error) {
 	}
 	switch line[0] {
 	case '+':
-		return reply{}, nil
+		return reply{kind: '+'}, nil
 	case '-':
 		return reply{}, redisError(line[1:])
 	case ':':
@@ -130,14 +131,14 @@ func (c *wireConn) readReply(dst []byte) (reply, error) {
 		if err != nil {
 			return reply{}, errProtocol
 		}
-		return reply{n: n}, nil
+		return reply{kind: ':', n: n}, nil
 	case '$':
 		n, err := strconv.Atoi(string(line[1:]))
 		switch {
 		case err != nil || n < -1:
 			return reply{}, errProtocol
 		case n == -1:
-			return reply{null: true}, nil
+			return reply{kind: '$', null: true}, nil
 		}
 		return c.readBulk(dst, n)
 	}
@@ -201,7 +202,7 @@ func (c *wireConn) readBulk(dst []byte, n int) (reply, error) {
 		return reply{}, errProtocol
 	}
 	c.rpos += 2
-	return reply{b: b}, nil
+	return reply{kind: '$', b: b}, nil
 }
 
 // idleAndAlive reports whether a connection taken from the idle list may

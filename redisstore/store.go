@@ -102,7 +102,15 @@ func redisKey(key string) string {
 // releaseChannel is where a release of key is announced to waiters.
 func releaseChannel(rkey string) string { return "ephpm:released:" + rkey }
 
-func ms(d time.Duration) int64 { return int64(d / time.Millisecond) }
+// ms is a TTL in whole milliseconds, as PX and PEXPIRE take it: 0 for
+// none, and at least 1 for any positive TTL (0 would mean none, or be
+// refused).
+func ms(d time.Duration) int64 {
+	if d > 0 {
+		return max(int64(d/time.Millisecond), 1)
+	}
+	return int64(d / time.Millisecond)
+}
 
 var ctx = context.Background()
 
@@ -117,18 +125,18 @@ func (s *Store) do(dst []byte, args ...any) (reply, error) {
 	v, err := s.c.Do(ctx, args...).Result()
 	switch {
 	case errors.Is(err, redis.Nil):
-		return reply{null: true}, nil
+		return reply{kind: '$', null: true}, nil
 	case err != nil:
 		return reply{}, err
 	}
 	switch v := v.(type) {
 	case int64:
-		return reply{n: v}, nil
-	case string:
+		return reply{kind: ':', n: v}, nil
+	case string: // a status or a bulk string: go-redis does not tell them apart
 		if len(v) <= len(dst) {
-			return reply{b: dst[:copy(dst, v)]}, nil
+			return reply{kind: '$', b: dst[:copy(dst, v)]}, nil
 		}
-		return reply{b: []byte(v)}, nil
+		return reply{kind: '$', b: []byte(v)}, nil
 	}
 	return reply{}, errProtocol
 }
@@ -155,6 +163,9 @@ func (s *Store) run(sc *script, keys []string, argv ...any) (int64, error) {
 	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
 		args[0], args[1] = "eval", sc.src
 		r, err = s.do(nil, args...)
+	}
+	if err == nil && r.kind != ':' {
+		err = errProtocol // the scripts here all return integers
 	}
 	return r.n, classify(err)
 }
