@@ -7,13 +7,16 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/backend/backendtest"
+	"github.com/ephpm/ephpm/internal/barrier"
 	"github.com/ephpm/ephpm/internal/redistest"
 	"github.com/ephpm/ephpm/kv"
 )
@@ -214,4 +217,86 @@ func TestUserNameWithoutPassword(t *testing.T) {
 	srv := redistest.Start(t)
 	s := open(t, "redis://someuser@"+srv.Addr)
 	require.NoError(t, s.Set("k", []byte("v"), 0))
+}
+
+// A reply that arrives after its command timed out is never read as the
+// reply to the next command: the connection it was due on is closed.
+func TestLateReplyIsNotTheNextCommandsReply(t *testing.T) {
+	srv := redistest.Start(t, "enable-debug-command yes")
+	s := open(t, "redis://"+srv.Addr+"?pool_size=1&read_timeout=200ms&pool_timeout=2s")
+	require.NoError(t, s.Set("k", []byte("value"), 0))
+	admin := open(t, "redis://"+srv.Addr)
+	go admin.c.Do(ctx, "debug", "sleep", "0.4") // the server stops answering
+	time.Sleep(50 * time.Millisecond)
+	require.Error(t, s.Set("k", []byte("value"), 0), "times out")
+	dst := make([]byte, 16)
+	n, found, err := s.GetInto("k", dst)
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.Equal(t, "value", string(dst[:n]), "the GET's own reply, not the late +OK of the SET")
+}
+
+// Bytes left over after a reply (a server out of step with us) make the
+// connection unusable: it is closed, not handed to the next command.
+func TestBytesAfterAReplyRetireTheConnection(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	var conns atomic.Int32
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			stray := conns.Add(1) == 1 // the first connection's first reply
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 4096)
+				for ; ; stray = false {
+					if _, err := c.Read(buf); err != nil {
+						return
+					}
+					if stray {
+						c.Write([]byte(":1\r\n:666\r\n")) // one reply too many
+					} else {
+						c.Write([]byte(":1\r\n"))
+					}
+				}
+			}()
+		}
+	}()
+	s := open(t, "redis://"+l.Addr().String())
+	for i := 0; i < 3; i++ {
+		held, err := s.Exists("k")
+		require.NoError(t, err)
+		assert.True(t, held, "call %d read its own reply", i)
+	}
+	assert.Equal(t, int32(2), conns.Load(), "the connection with the stray reply was replaced, once")
+}
+
+// Commands in flight when the store closes come back to a closed pool:
+// their connections are closed, not kept, and later calls fail.
+func TestCloseWithCommandsInFlight(t *testing.T) {
+	srv := redistest.Start(t, "enable-debug-command yes")
+	s, err := Open("redis://" + srv.Addr + "?pool_size=2&pool_timeout=2s")
+	require.NoError(t, err)
+	require.NoError(t, s.Set("k", []byte("v"), 0))
+	admin := open(t, "redis://"+srv.Addr)
+	go admin.c.Do(ctx, "debug", "sleep", "0.3")
+	time.Sleep(50 * time.Millisecond)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		barrier.Race(4, func(int) bool { return s.Set("k", []byte("v"), 0) == nil })
+	}()
+	time.Sleep(50 * time.Millisecond)
+	require.NoError(t, s.Close())
+	<-done
+	s.direct.mu.Lock()
+	assert.Empty(t, s.direct.idle, "connections returned after Close are closed")
+	s.direct.mu.Unlock()
+	assert.Len(t, s.direct.slots, 0, "every slot given back")
+	_, _, err = s.GetInto("k", nil)
+	assert.ErrorIs(t, err, redis.ErrClosed)
 }
