@@ -122,7 +122,9 @@ func (s *Store) do(dst []byte, args ...any) (reply, error) {
 	if s.direct != nil {
 		return s.direct.do(dst, args)
 	}
-	v, err := s.c.Do(ctx, args...).Result()
+	cmd := redis.NewCmd(ctx, args...)
+	s.c.Process(ctx, sendOnce{cmd})
+	v, err := cmd.Result()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return reply{kind: '$', null: true}, nil
@@ -140,6 +142,16 @@ func (s *Store) do(dst []byte, args ...any) (reply, error) {
 	}
 	return reply{}, errProtocol
 }
+
+// sendOnce marks a command go-redis must not send again after an error.
+// MaxRetries is off (see parse), but a ClusterClient also retries a
+// command whose reply was lost (a cut connection, a timeout) up to
+// MaxRedirects times, and MaxRedirects also follows MOVED and ASK, which
+// must stay; a NoRetry command is never retried
+// (TestClusterSendsACommandOnce).
+type sendOnce struct{ *redis.Cmd }
+
+func (sendOnce) NoRetry() bool { return true }
 
 // script is a Lua script, run by its SHA1 and sent whole only when the
 // server does not have it yet.

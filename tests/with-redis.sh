@@ -51,9 +51,14 @@ case $mode in
     done
     redis-cli --cluster create "${ports[@]/#/127.0.0.1:}" --cluster-replicas 0 --cluster-yes > "$dir/create.log" 2>&1 \
       || { cat "$dir/create.log"; exit 1; }
-    for _ in $(seq 100); do
-      redis-cli -p "${ports[0]}" cluster info | grep -q 'cluster_state:ok' && break
-      sleep 0.1
+    # Every node must see the cluster up: ephpm does not retry a
+    # CLUSTERDOWN (it retries nothing), so a node still catching up fails
+    # the first test that lands on it.
+    for port in "${ports[@]}"; do
+      for _ in $(seq 100); do
+        redis-cli -p "$port" cluster info | grep -q 'cluster_state:ok' && break
+        sleep 0.1
+      done
     done
     backend="redis+cluster://127.0.0.1:${ports[0]},127.0.0.1:${ports[1]},127.0.0.1:${ports[2]}"
     ;;

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -47,6 +48,38 @@ func StartSentinel(t testing.TB, master *Server) *Server {
 		fmt.Sprintf("sentinel monitor mymaster 127.0.0.1 %d 1", master.Port),
 		"sentinel down-after-milliseconds mymaster 5000",
 	}, "--sentinel")
+}
+
+// StartCluster runs three redis-servers as a Redis Cluster of three
+// masters (redis-cli --cluster create), each with the extra config lines,
+// and waits until it is ready.
+func StartCluster(t testing.TB, extra ...string) []*Server {
+	t.Helper()
+	var nodes []*Server
+	var addrs []string
+	for i := 0; i < 3; i++ {
+		s := Start(t, append([]string{"cluster-enabled yes", "cluster-config-file nodes.conf", "cluster-node-timeout 5000"}, extra...)...)
+		nodes = append(nodes, s)
+		addrs = append(addrs, s.Addr)
+	}
+	args := append([]string{"--cluster", "create"}, addrs...)
+	out, err := exec.Command("redis-cli", append(args, "--cluster-replicas", "0", "--cluster-yes")...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	for _, n := range nodes { // every node must see the whole cluster up
+		for i := 0; ; i++ {
+			out, err := exec.Command("redis-cli", "-p", strconv.Itoa(n.Port), "cluster", "info").Output()
+			if err == nil && strings.Contains(string(out), "cluster_state:ok") {
+				break
+			}
+			if i == 400 {
+				t.Fatalf("node %s did not see the cluster ready", n.Addr)
+			}
+			time.Sleep(25 * time.Millisecond)
+		}
+	}
+	return nodes
 }
 
 // launch writes a config (head, formatted with the port and the
