@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"runtime"
 	"sync"
@@ -42,7 +43,19 @@ type direct struct {
 	mu     sync.Mutex
 	idle   []*wireConn // most recently used last
 	closed bool
+	// Dial failures in a row, the last one's error, and until when calls
+	// fail with it instead of dialing (see dialPause).
+	failedDials int
+	dialErr     error
+	pausedUntil time.Time
 }
+
+// dialPause: once as many dials in a row have failed as the pool has
+// slots, calls fail at once with the last dial error for this long, after
+// which one call dials again; go-redis's pool does the same. Without it,
+// against a server whose connects hang, every call of every request waited
+// the whole dial timeout (5 s by default).
+const dialPause = time.Second
 
 // newDirect serves the server o names, with o's credentials, database,
 // timeouts and pool size as go-redis resolved them (defaults filled in).
@@ -133,12 +146,49 @@ func (d *direct) get() (*wireConn, error) {
 		}
 		c.close() // closed by the server (a restart, its idle timeout): dial anew
 	}
+	if err := d.dialAllowed(); err != nil {
+		<-d.slots
+		return nil, err
+	}
 	c, err := d.connect()
+	d.dialed(err)
 	if err != nil {
 		<-d.slots
 		return nil, err
 	}
 	return c, nil
+}
+
+// dialAllowed reports the last dial error while dialing is paused; the
+// first call after the pause dials, and the pause covers the others
+// meanwhile.
+func (d *direct) dialAllowed() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.failedDials < cap(d.slots) {
+		return nil
+	}
+	now := time.Now()
+	if now.Before(d.pausedUntil) {
+		return fmt.Errorf("%w (not dialing again for up to %v after %d failed dials)", d.dialErr, dialPause, d.failedDials)
+	}
+	d.pausedUntil = now.Add(dialPause)
+	return nil
+}
+
+// dialed counts a dial's outcome.
+func (d *direct) dialed(err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err == nil {
+		d.failedDials = 0
+		return
+	}
+	d.failedDials++
+	d.dialErr = err
+	if d.failedDials == cap(d.slots) {
+		d.pausedUntil = time.Now().Add(dialPause)
+	}
 }
 
 // connect dials and sends the setup commands, all within the dial timeout.

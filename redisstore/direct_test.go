@@ -300,3 +300,43 @@ func TestCloseWithCommandsInFlight(t *testing.T) {
 	_, _, err = s.GetInto("k", nil)
 	assert.ErrorIs(t, err, redis.ErrClosed)
 }
+
+// Against a server whose connects hang, calls stop waiting the whole dial
+// timeout each once as many dials in a row have failed as the pool has
+// slots: they fail at once with the last dial error, and one call dials
+// again after the pause.
+func TestDialsPauseAfterFailingInARow(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // accepted, never answered: a TLS handshake hangs
+		}
+	}()
+	s := open(t, "rediss://"+l.Addr().String()+"?pool_size=2&dial_timeout=200ms")
+	var dialErr error
+	for i := 0; i < 2; i++ {
+		start := time.Now()
+		_, _, dialErr = s.GetInto("k", nil)
+		require.Error(t, dialErr)
+		assert.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond, "dial %d waits its timeout", i)
+	}
+	start := time.Now()
+	for i := 0; i < 10; i++ {
+		_, _, err := s.GetInto("k", nil)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "not dialing again")
+		assert.ErrorIs(t, err, dialErr, "the last dial's own error")
+	}
+	assert.Less(t, time.Since(start), 100*time.Millisecond, "paused: no dial")
+	time.Sleep(dialPause)
+	start = time.Now()
+	_, _, err = s.GetInto("k", nil)
+	require.Error(t, err)
+	assert.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond, "after the pause, one call dials")
+}
