@@ -40,6 +40,10 @@ type threadConn struct {
 	// for none (net.Conn's contract; a step of the wall clock must not
 	// move them).
 	readDeadline, writeDeadline atomic.Int64
+	// slow is set when a raw wait outlasted quickReply, and cleared when
+	// a told wait ends within it: a connection to a server milliseconds
+	// away waits told (see wait).
+	slow atomic.Bool
 
 	// state counts the calls using fd, plus closedBit once Close has
 	// run. Close counts itself as a call while it shuts the socket down;
@@ -137,6 +141,11 @@ func (c *threadConn) opError(op string, err error) error {
 	return &net.OpError{Op: op, Net: c.network, Source: c.laddr, Addr: c.raddr, Err: err}
 }
 
+// quickReply is the longest wait a raw one is worth: under it, holding
+// the P is like running Go code that long; over it, the two thread
+// wake-ups of a told wait cost under 2 % of the wait.
+const quickReply = time.Millisecond
+
 // rawWaitLimit bounds the first, raw wait of every read and write; see
 // wait. It is the scheduler's own time slice: sysmon preempts a goroutine
 // that has run 10 ms, so no raw wait holds a P longer than running Go code
@@ -157,7 +166,11 @@ const rawWaitLimit = 10 * time.Millisecond
 // interrupts ppoll, which is never restarted; a host thread that blocks
 // SIGURG, as Apache's workers block asynchronous signals, makes it wait
 // the whole limit). A reply slower than that is waited for with the
-// runtime told.
+// runtime told. And once a raw wait has lasted over quickReply (a server
+// milliseconds away), the connection's waits are told ones from the start
+// until one ends within quickReply again: a raw wait per round trip would
+// keep the P from every other goroutine for most of the time
+// (TestSlowRepliesAreWaitedForWithoutHoldingTheP).
 //
 // The limit is not shorter because a timeout shorter than the kernel's
 // tick must be programmed into the timer device, once when the wait
@@ -170,7 +183,7 @@ const rawWaitLimit = 10 * time.Millisecond
 // wait (net.Conn's would); go-redis and crypto/tls set deadlines before
 // their calls and end waits with Close, which does.
 func (c *threadConn) wait(op string, events int16, deadline *atomic.Int64) error {
-	raw := true
+	raw := !c.slow.Load()
 	for {
 		var left time.Duration = -1
 		if d := deadline.Load(); d != 0 {
@@ -184,17 +197,27 @@ func (c *threadConn) wait(op string, events int16, deadline *atomic.Int64) error
 		var err error
 		if raw {
 			raw = false
-			if left < 0 || left > rawWaitLimit {
-				left = rawWaitLimit
+			limit := rawWaitLimit
+			if left >= 0 && left < limit {
+				limit = left
 			}
-			n, err = rawPpoll(&fds, left)
+			ts := unix.NsecToTimespec(int64(limit))
+			n, err = rawPpoll(&fds, &ts)
+			// The kernel leaves the time not slept in ts.
+			if waited := limit - time.Duration(ts.Nano()); err == nil && (n == 0 || waited > quickReply) {
+				c.slow.Store(true)
+			}
 		} else {
 			var ts *unix.Timespec
 			if left >= 0 {
 				t := unix.NsecToTimespec(int64(left))
 				ts = &t
 			}
+			start := time.Since(monoBase)
 			n, err = unix.Ppoll(fds[:], ts, nil)
+			if err == nil && n > 0 && time.Since(monoBase)-start <= quickReply {
+				c.slow.Store(false)
+			}
 		}
 		switch {
 		case err == unix.EINTR || (err == nil && n == 0):
@@ -206,11 +229,11 @@ func (c *threadConn) wait(op string, events int16, deadline *atomic.Int64) error
 	}
 }
 
-// rawPpoll is ppoll(2) on one descriptor for at most d, as a raw system call.
-func rawPpoll(fds *[1]unix.PollFd, d time.Duration) (int, error) {
-	ts := unix.NsecToTimespec(int64(d))
+// rawPpoll is ppoll(2) on one descriptor for at most ts, as a raw system
+// call; the kernel leaves the time not slept in ts.
+func rawPpoll(fds *[1]unix.PollFd, ts *unix.Timespec) (int, error) {
 	n, _, e := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), 1,
-		uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+		uintptr(unsafe.Pointer(ts)), 0, 0, 0)
 	if e != 0 {
 		return 0, e
 	}

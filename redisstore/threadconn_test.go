@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ephpm/ephpm/internal/barrier"
+	"github.com/ephpm/ephpm/internal/redistest"
 )
 
 // threadPair dials a threadConn to a fresh listener and returns both ends.
@@ -173,4 +175,41 @@ func TestThreadConnClosesItsDescriptorOnceNoCallUsesIt(t *testing.T) {
 	assert.True(t, open(c.fd), "the call still uses the descriptor")
 	c.release()
 	assert.False(t, open(c.fd), "the last call closed it")
+}
+
+// A raw wait holds its P, which is cheap while replies take microseconds
+// but not when the server is milliseconds away: then a connection's waits
+// are told ones, and other goroutines run meanwhile. With one P, a
+// goroutine locked to its thread (as a PHP thread's is) loops GETs against
+// a server 5 ms away while another sleeps 200 µs at a time.
+func TestSlowRepliesAreWaitedForWithoutHoldingTheP(t *testing.T) {
+	srv := redistest.Start(t)
+	proxy := redistest.NewProxy(t, srv.Addr)
+	proxy.DelayReplies(5 * time.Millisecond)
+	s := open(t, "redis://"+proxy.Addr)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			s.GetInto("k", nil)
+		}
+	}()
+	var sleeps []time.Duration
+	for i := 0; i < 200; i++ {
+		start := time.Now()
+		time.Sleep(200 * time.Microsecond)
+		sleeps = append(sleeps, time.Since(start))
+	}
+	close(stop)
+	<-done
+	slices.Sort(sleeps)
+	assert.Less(t, sleeps[len(sleeps)*9/10], 3*time.Millisecond, "90th percentile of a 200 µs sleep")
 }

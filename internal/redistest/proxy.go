@@ -5,6 +5,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Proxy forwards TCP connections to a server and can cut them all at once,
@@ -15,9 +16,10 @@ type Proxy struct {
 	target string
 	l      net.Listener
 
-	mu        sync.Mutex
-	conns     []net.Conn
-	dropReply bool
+	mu         sync.Mutex
+	conns      []net.Conn
+	dropReply  bool
+	replyDelay time.Duration
 }
 
 // NewProxy listens on a free port on 127.0.0.1 and forwards to target.
@@ -60,9 +62,10 @@ func (p *Proxy) replies(s, c net.Conn) {
 		n, err := s.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
-			drop := p.dropReply
+			drop, delay := p.dropReply, p.replyDelay
 			p.dropReply = false
 			p.mu.Unlock()
+			time.Sleep(delay)
 			if drop {
 				s.Close()
 				c.Close()
@@ -84,6 +87,14 @@ func (p *Proxy) replies(s, c net.Conn) {
 func (p *Proxy) DropNextReply() {
 	p.mu.Lock()
 	p.dropReply = true
+	p.mu.Unlock()
+}
+
+// DelayReplies holds every reply for d before passing it on, like a
+// server d away.
+func (p *Proxy) DelayReplies(d time.Duration) {
+	p.mu.Lock()
+	p.replyDelay = d
 	p.mu.Unlock()
 }
 
