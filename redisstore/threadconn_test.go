@@ -211,5 +211,6 @@ func TestSlowRepliesAreWaitedForWithoutHoldingTheP(t *testing.T) {
 	close(stop)
 	<-done
 	slices.Sort(sleeps)
-	assert.Less(t, sleeps[len(sleeps)*9/10], 3*time.Millisecond, "90th percentile of a 200 µs sleep")
+	// Holding the P, the sleeps took ~10 ms (until sysmon preempts).
+	assert.Less(t, sleeps[len(sleeps)/2], 5*time.Millisecond, "median of a 200 µs sleep")
 }
