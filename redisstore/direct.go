@@ -186,7 +186,9 @@ func (d *direct) dialed(err error) {
 	}
 	d.failedDials++
 	d.dialErr = err
-	if d.failedDials == cap(d.slots) {
+	if d.failedDials >= cap(d.slots) {
+		// From the end of the failed dial: a dial longer than the pause
+		// must not let the next call start another one meanwhile.
 		d.pausedUntil = time.Now().Add(dialPause)
 	}
 }
