@@ -210,8 +210,9 @@ func (s *Store) GetInto(key string, dst []byte) (int, bool, error) {
 		}
 		return len(v), true, nil
 	}
+	cacheable := s.near.eligible(key)
 	var fetchedAt time.Time
-	if s.near.eligible(key) {
+	if cacheable {
 		fetchedAt = time.Now()
 	}
 	r, err := s.do(dst, "get", redisKey(key))
@@ -221,7 +222,7 @@ func (s *Store) GetInto(key string, dst []byte) (int, bool, error) {
 	if r.null {
 		return 0, false, nil
 	}
-	if s.near.eligible(key) {
+	if cacheable {
 		s.near.put(key, bytes.Clone(r.b), fetchedAt) // r.b may be dst, which the caller reuses
 	}
 	return len(r.b), true, nil
