@@ -26,6 +26,9 @@ type Backend interface {
 	// reports whether it is free (see kv.Store.Wait).
 	Wait(key string, timeout time.Duration) (bool, error)
 	SetGuarded(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error)
+	// DelGuarded removes key only while guardKey holds guardToken, in one
+	// atomic step, and reports whether the guard held.
+	DelGuarded(key, guardKey string, guardToken []byte) (bool, error)
 	Expire(key string, ttl time.Duration) (bool, error)
 	Exists(key string) (bool, error)
 	// PTTL returns the remaining TTL, -1 for none; found is false if there

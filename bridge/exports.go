@@ -225,6 +225,23 @@ func ephpmGoSetGuarded(key *C.char, keyLen C.size_t, value *C.char, valueLen C.s
 	return answer(written)
 }
 
+//export ephpmGoDelGuarded
+func ephpmGoDelGuarded(key *C.char, keyLen C.size_t, guardKey *C.char, guardKeyLen C.size_t,
+	guardToken *C.char, guardTokenLen C.size_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	k, okK := keyArg(key, keyLen)
+	gk, okG := keyArg(guardKey, guardKeyLen)
+	gt, okT := bytesArg(guardToken, guardTokenLen)
+	if !okK || !okG || !okT {
+		return C.EPHPM_KV_E_INVALID
+	}
+	held, err := current().DelGuarded(k, gk, gt)
+	if err != nil {
+		return failure(err)
+	}
+	return answer(held)
+}
+
 //export ephpmGoExpire
 func ephpmGoExpire(key *C.char, keyLen C.size_t, ttlMs C.int64_t) (rc C.int) {
 	defer recoverStatus(&rc)

@@ -27,6 +27,7 @@ static int call_member(int op, const char *k, size_t kl, const char *v, size_t v
     case 12: return o->incr_by(k, kl, ttl, ttl, num);
     case 13: return o->configure(k, kl, v, vl);
     case 14: return o->last_error(buf, cap, len);
+    case 15: return o->del_guarded(k, kl, v, vl, k, kl);
     }
     return -100;
 }
@@ -36,7 +37,7 @@ import "C"
 import "unsafe"
 
 // tableMembers is how many members invokeMember can reach.
-const tableMembers = 15
+const tableMembers = 16
 
 // invokeMember calls member op (see call_member) of the table with C copies
 // of key and value (or NULL pointers, when asked), and returns its status

@@ -262,6 +262,22 @@ static int ephpm_op_configure(const char *name, size_t name_len, const char *val
     return ephpmGoConfigure((char *)name, name_len, (char *)value, value_len);
 }
 
+/* Crosses into Go: ephpmGoDelGuarded. */
+static int ephpm_op_del_guarded(const char *key, size_t key_len,
+                                const char *guard_key, size_t guard_key_len,
+                                const char *guard_token, size_t guard_token_len)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len) || EPHPM_BAD_BUF(guard_key, guard_key_len)
+        || EPHPM_BAD_BUF(guard_token, guard_token_len)) {
+        return EPHPM_KV_E_INVALID;
+    }
+    return ephpmGoDelGuarded((char *)key, key_len, (char *)guard_key, guard_key_len,
+                             (char *)guard_token, guard_token_len);
+}
+
 static const ephpm_kv_ops ephpm_ops = {
     .abi_version = EPHPM_KV_ABI_VERSION,
     .struct_size = sizeof(ephpm_kv_ops),
@@ -282,6 +298,7 @@ static const ephpm_kv_ops ephpm_ops = {
     .stats = ephpm_op_stats,
     .configure = ephpm_op_configure,
     .last_error = ephpm_op_last_error,
+    .del_guarded = ephpm_op_del_guarded,
 };
 
 /* The provider's one exported symbol. */

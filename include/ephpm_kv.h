@@ -257,6 +257,21 @@ typedef struct ephpm_kv_ops {
      * provider's runtime and works in a forked child. */
     int (*last_error)(char *buf, size_t buf_cap, size_t *len);
 
+    /* ---- appended for the guarded session destroy ---- */
+
+    /* del_guarded: remove key only while guard_key holds a live entry equal
+     * to guard_token, as set_guarded writes. The check and the removal are
+     * one atomic step where the decision is made.
+     *   OK    the guard held; key holds no entry now (whether or not it
+     *         held one before).
+     *   MISS  the guard did not hold (absent, expired or different);
+     *         nothing changed.
+     * Used to destroy a session, or remove its emptied data, only while its
+     * lock is still this request's. */
+    int (*del_guarded)(const char *key, size_t key_len,
+                       const char *guard_key, size_t guard_key_len,
+                       const char *guard_token, size_t guard_token_len);
+
     /* Members appended by later versions go here, and only here. */
 } ephpm_kv_ops;
 

@@ -96,7 +96,7 @@ func FuzzStoreAgainstModel(f *testing.F) {
 		}
 		data = data[1:]
 		for step := 0; len(data) >= 3; step, data = step+1, data[3:] {
-			op, a, b := data[0]%14, data[1], data[2]
+			op, a, b := data[0]%15, data[1], data[2]
 			k := "k" + strconv.Itoa(int(a%4))
 			v := fuzzValues[int(b)%len(fuzzValues)]
 			ttl := time.Duration(b%3) * time.Second
@@ -222,6 +222,17 @@ func FuzzStoreAgainstModel(f *testing.F) {
 				got, err := s.SetGuarded(k, v, ttl, g, v)
 				if wantErr != (err != nil) || (err == nil && got != want) {
 					fail("SetGuarded", []any{got, err}, want)
+				}
+			case 14: // DelGuarded by key g holding v
+				g := "k" + strconv.Itoa(int(b%4))
+				ge, gok := m.live(g)
+				want := gok && bytes.Equal(ge.v, v)
+				if want {
+					m.remove(k)
+				}
+				got, err := s.DelGuarded(k, g, v)
+				if err != nil || got != want {
+					fail("DelGuarded", []any{got, err}, want)
 				}
 			case 13: // Flush, rarely
 				if b%8 == 0 {

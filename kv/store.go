@@ -392,12 +392,7 @@ func (s *Store) install(r *writeReq) (bool, error) {
 	first, second := sh, (*shard)(nil)
 	if r.mode == modeGuarded {
 		gsh, gh = s.locate(r.guardKey)
-		if gsh != sh {
-			first, second = sh, gsh
-			if uintptr(unsafe.Pointer(gsh)) < uintptr(unsafe.Pointer(sh)) {
-				first, second = gsh, sh
-			}
-		}
+		first, second = lockOrder(sh, gsh)
 	}
 	size := int64(valueOffset(len(r.key))+len(r.value)) + entryOverhead
 	if r.b != nil {
@@ -456,6 +451,19 @@ func (s *Store) install(r *writeReq) (bool, error) {
 			return false, ErrNoMemory
 		}
 	}
+}
+
+// lockOrder returns the shards of a two-key operation in the order they
+// are locked: by address, so that two such operations never deadlock; second
+// is nil when both keys live in one shard.
+func lockOrder(a, b *shard) (first, second *shard) {
+	switch {
+	case a == b:
+		return a, nil
+	case uintptr(unsafe.Pointer(b)) < uintptr(unsafe.Pointer(a)):
+		return b, a
+	}
+	return a, b
 }
 
 // place returns the block for key's new entry with a stored value of n
@@ -618,6 +626,38 @@ func (s *Store) SetGuarded(key string, value []byte, ttl time.Duration, guardKey
 	r.guardKey, r.guardToken = guardKey, guardToken
 	s.prepare(&r)
 	return s.install(&r)
+}
+
+// DelGuarded removes key only while guardKey holds a live entry equal to
+// guardToken, and reports whether the guard held (key is then absent,
+// whether or not it held an entry). The check and the removal are one
+// atomic step (both shards are held), so a request whose lock expired and
+// was taken by another cannot delete what the new holder protects. It fails
+// only on an invalid argument, and then changes nothing.
+func (s *Store) DelGuarded(key, guardKey string, guardToken []byte) (bool, error) {
+	if err := checkKey(key); err != nil {
+		return false, err
+	}
+	if err := checkKey(guardKey); err != nil {
+		return false, err
+	}
+	sh, h := s.locate(key)
+	gsh, gh := s.locate(guardKey)
+	first, second := lockOrder(sh, gsh)
+	first.mu.Lock()
+	if second != nil {
+		second.mu.Lock()
+		defer second.mu.Unlock()
+	}
+	defer first.mu.Unlock()
+	c := clock{s: s}
+	if g, _ := s.live(gsh, gh, guardKey, &c); g == nil || !valueEquals(g, guardToken) {
+		return false, nil
+	}
+	if i := sh.t.find(h, key); i >= 0 {
+		s.removeAt(sh, i, c.expired(sh.t.blocks[i]))
+	}
+	return true, nil
 }
 
 // Del removes key and reports whether a live entry was removed. An expired

@@ -316,6 +316,21 @@ func (s *Store) SetGuarded(key string, value []byte, ttl time.Duration, guardKey
 	return n == 1, err
 }
 
+var delGuardedScript = newScript(`
+if redis.call('get', KEYS[2]) ~= ARGV[1] then return 0 end
+if redis.call('del', KEYS[1]) == 1 then redis.call('publish', ARGV[2], '') end
+return 1`)
+
+// DelGuarded deletes key only while guardKey holds guardToken: one script,
+// so both keys must live on one server, as for SetGuarded. A deletion is
+// announced to waiters as Del announces it.
+func (s *Store) DelGuarded(key, guardKey string, guardToken []byte) (bool, error) {
+	defer s.near.forget(key)
+	rk := redisKey(key)
+	n, err := s.run(delGuardedScript, []string{rk, redisKey(guardKey)}, guardToken, releaseChannel(rk))
+	return n == 1, err
+}
+
 var expireScript = newScript(`
 if ARGV[2] ~= '' and redis.call('get', KEYS[1]) ~= ARGV[2] then return 0 end
 if redis.call('exists', KEYS[1]) == 0 then return 0 end

@@ -4,8 +4,9 @@
  * of every member, 32 pthreads racing set_nx on one key with exactly one
  * winner in every round, and a forked child that gets EPHPM_KV_E_FORKED
  * instead of hanging in a Go runtime that did not survive the fork.
- * Then the session members: wait, set_nx_wait, set_guarded, expire, and 100
- * threads playing "request" on one session through the real backoff.
+ * Then the session members: wait, set_nx_wait, set_guarded, del_guarded,
+ * expire, and 100 threads playing "request" on one session through the real
+ * backoff.
  *
  * Usage: kv_table_test /path/to/libephpm.so
  */
@@ -241,6 +242,17 @@ static void test_session_members(void)
     size_t len = 0;
     CHECK(ops->get(S("w:data"), buf, sizeof buf, &len) == EPHPM_KV_OK && len == 2, "written");
     CHECK(ops->set_guarded(S("w:data"), S("v"), 0, NULL, 2, S("tok")) == EPHPM_KV_E_INVALID, "NULL guard");
+
+    /* del_guarded */
+    CHECK(ops->set(S("w:gone"), S("v"), 0) == EPHPM_KV_OK, "data to delete");
+    CHECK(ops->del_guarded(S("w:gone"), S("w:g"), S("bad")) == EPHPM_KV_MISS, "wrong token: refused");
+    CHECK(ops->exists(S("w:gone")) == EPHPM_KV_OK, "a refused delete changes nothing");
+    CHECK(ops->del_guarded(S("w:gone"), S("w:nog"), S("tok")) == EPHPM_KV_MISS, "no guard: refused");
+    CHECK(ops->del_guarded(S("w:gone"), S("w:g"), S("tok")) == EPHPM_KV_OK, "guarded delete");
+    CHECK(ops->exists(S("w:gone")) == EPHPM_KV_MISS, "deleted");
+    CHECK(ops->del_guarded(S("w:gone"), S("w:g"), S("tok")) == EPHPM_KV_OK, "nothing to delete, guard held");
+    CHECK(ops->del_guarded(S("w:gone"), S("w:g"), NULL, 3) == EPHPM_KV_E_INVALID, "NULL token");
+    CHECK(ops->del_guarded(S("w:gone"), "", 0, S("tok")) == EPHPM_KV_E_INVALID, "empty guard key");
 
     /* expire */
     CHECK(ops->expire(S("w:none"), 1000) == EPHPM_KV_MISS, "expire absent");
