@@ -6,7 +6,9 @@
  *   read    takes the lock (set_nx_wait: a fresh 128-bit CSPRNG token, the
  *           lock TTL, and a wait budget with backoff, run in Go), then reads.
  *   write   writes with TTL session.gc_maxlifetime, and only while the lock is
- *           still this request's (set_guarded: check and write in one step).
+ *           still this request's (set_guarded: check and write in one step);
+ *           empty data is not stored: the entry is removed (del_guarded).
+ *   destroy removes the data, also only while the lock is this request's.
  *   close   releases the lock with del_if_eq and the token.
  *
  * Handlers warn (E_WARNING) and return FAILURE; they never throw. Every
@@ -42,13 +44,17 @@ typedef struct {
     size_t len;
 } ephpm_session_key;
 
-/* Builds prefix + sid into key. False (with a warning) if it is too long. */
+/* Builds prefix + sid into key. False, with the files handler's warning,
+ * if sid is not a valid session id (php_session_valid_key: 1..256 of
+ * A-Z a-z 0-9 , -), so that no client picks an arbitrary store key. */
 static bool ephpm_session_make_key(ephpm_session_key *key, const char *prefix, const zend_string *sid)
 {
     size_t plen = strlen(prefix);
-    if (ZSTR_LEN(sid) == 0 || plen + ZSTR_LEN(sid) > sizeof key->buf) {
-        php_error_docref(NULL, E_WARNING, "ephpm: session id of %zu bytes is empty or too long",
-                         ZSTR_LEN(sid));
+    if (ZSTR_LEN(sid) == 0 || plen + ZSTR_LEN(sid) > sizeof key->buf
+        || php_session_valid_key(ZSTR_VAL(sid)) == FAILURE) {
+        php_error_docref(NULL, E_WARNING,
+            "Session ID is too long or contains illegal characters. Only the A-Z, a-z, 0-9, "
+            "\"-\", and \",\" characters are allowed");
         return false;
     }
     memcpy(key->buf, prefix, plen);
@@ -104,6 +110,39 @@ static void ephpm_session_forget_lock(void)
     }
     EPHPM_G(session_lock_held) = false;
     memset(EPHPM_G(session_lock_token), 0, sizeof EPHPM_G(session_lock_token));
+}
+
+/* Whether this request holds the lock whose key is lock. */
+static bool ephpm_session_holds(const ephpm_session_key *lock)
+{
+    zend_string *held = EPHPM_G(session_lock_key);
+    return EPHPM_G(session_lock_held) && held != NULL
+        && zend_binary_strcmp(ZSTR_VAL(held), ZSTR_LEN(held), lock->buf, lock->len) == 0;
+}
+
+/* Removes session data while this request holds the session's lock (one
+ * atomic step: del_guarded), or, without the lock, outright. OK, MISS (the
+ * lock is no longer this request's: nothing changed) or a failure.
+ * Crosses into Go. */
+static int ephpm_session_remove(const ephpm_kv_ops *ops, const ephpm_session_key *data,
+                                const ephpm_session_key *lock)
+{
+    if (ephpm_session_holds(lock)) {
+        const char *token = EPHPM_G(session_lock_token);
+        return ops->del_guarded(data->buf, data->len, lock->buf, lock->len, token, strlen(token));
+    }
+    int rc = ops->del(data->buf, data->len);
+    return rc == EPHPM_KV_MISS ? EPHPM_KV_OK : rc;
+}
+
+/* The warning for a write or destroy refused because the lock expired. */
+static void ephpm_session_warn_lock_lost(const zend_string *sid, const char *what)
+{
+    php_error_docref(NULL, E_WARNING,
+        "ephpm: session %s: not %s, this request no longer holds the session lock "
+        "(it expired after ephpm.session_lock_ttl=" ZEND_LONG_FMT " s and another request "
+        "may hold it); the stored session is left as it is",
+        ZSTR_VAL(sid), what, EPHPM_G(session_lock_ttl));
 }
 
 /* Releases the request's lock, if it has (or may have) one, with its token.
@@ -237,7 +276,8 @@ PS_OPEN_FUNC(ephpm)
         return FAILURE;
     }
     if (!EPHPM_KV_OPS_HAS(ops, expire) || !EPHPM_KV_OPS_HAS(ops, set_nx_wait)
-        || !EPHPM_KV_OPS_HAS(ops, set_guarded) || !EPHPM_KV_OPS_HAS(ops, wait)) {
+        || !EPHPM_KV_OPS_HAS(ops, set_guarded) || !EPHPM_KV_OPS_HAS(ops, wait)
+        || !EPHPM_KV_OPS_HAS(ops, del_guarded)) {
         php_error_docref(NULL, E_WARNING,
             "ephpm: session handler: the loaded library %s is too old (table of %u bytes has no "
             "session members)", ephpm_provider_origin(), ops->struct_size);
@@ -315,18 +355,20 @@ PS_WRITE_FUNC(ephpm)
         return FAILURE;
     }
     int64_t ttl_ms = ephpm_session_ttl_ms(maxlifetime);
-    zend_string *held = EPHPM_G(session_lock_key);
-    if (EPHPM_G(session_lock_held) && held != NULL
-        && zend_binary_strcmp(ZSTR_VAL(held), ZSTR_LEN(held), lock.buf, lock.len) == 0) {
+    if (ZSTR_LEN(val) == 0) {
+        /* An empty session is not stored: a visitor who never puts anything
+         * in $_SESSION costs the store nothing. */
+        rc = ephpm_session_remove(ops, &data, &lock);
+        if (rc == EPHPM_KV_MISS) {
+            ephpm_session_warn_lock_lost(key, "written");
+            return FAILURE;
+        }
+    } else if (ephpm_session_holds(&lock)) {
         const char *token = EPHPM_G(session_lock_token);
         rc = ops->set_guarded(data.buf, data.len, ZSTR_VAL(val), ZSTR_LEN(val), ttl_ms,
                               lock.buf, lock.len, token, strlen(token));
         if (rc == EPHPM_KV_MISS) {
-            php_error_docref(NULL, E_WARNING,
-                "ephpm: session %s: not written, this request no longer holds the session lock "
-                "(it expired after ephpm.session_lock_ttl=" ZEND_LONG_FMT " s and another request "
-                "may hold it); the stored session is left as it is",
-                ZSTR_VAL(key), EPHPM_G(session_lock_ttl));
+            ephpm_session_warn_lock_lost(key, "written");
             return FAILURE;
         }
     } else {
@@ -355,10 +397,14 @@ PS_DESTROY_FUNC(ephpm)
     if (!DATA_KEY(&data, key) || !LOCK_KEY(&lock, key)) {
         return FAILURE;
     }
-    int rc = ops->del(data.buf, data.len);
+    int rc = ephpm_session_remove(ops, &data, &lock);
     zend_string *held = EPHPM_G(session_lock_key);
     if (held != NULL && zend_binary_strcmp(ZSTR_VAL(held), ZSTR_LEN(held), lock.buf, lock.len) == 0) {
         ephpm_session_release(ops);
+    }
+    if (rc == EPHPM_KV_MISS) {
+        ephpm_session_warn_lock_lost(key, "destroyed");
+        return FAILURE;
     }
     if (rc < 0) {
         php_error_docref(NULL, E_WARNING, "ephpm: session %s: not destroyed: %s",
@@ -400,6 +446,9 @@ PS_CREATE_SID_FUNC(ephpm)
 PS_VALIDATE_SID_FUNC(ephpm)
 {
     const ephpm_kv_ops *ops = PS_GET_MOD_DATA();
+    if (php_session_valid_key(ZSTR_VAL(key)) == FAILURE) {
+        return FAILURE; /* silently, as the files handler: PHP makes a new id */
+    }
     return ephpm_session_exists(ops, key) == 1 ? SUCCESS : FAILURE;
 }
 
@@ -409,6 +458,9 @@ PS_UPDATE_TIMESTAMP_FUNC(ephpm)
     const ephpm_kv_ops *ops = PS_GET_MOD_DATA();
     ephpm_session_key data;
 
+    if (ZSTR_LEN(val) == 0) {
+        return SUCCESS; /* an empty session is not stored: nothing to refresh */
+    }
     if (!DATA_KEY(&data, key)) {
         return FAILURE;
     }
