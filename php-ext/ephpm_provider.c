@@ -9,6 +9,8 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -86,6 +88,29 @@ static void ephpm_own_dir(char *dir, size_t dir_len)
     }
 }
 
+/* Opens the library with every asynchronous signal blocked on this thread,
+ * then restores the mask. The Go runtime's threads take the signal mask of
+ * the thread that loads the library, and keep it but for the signals Go
+ * needs unblocked itself (SIGURG for preemption, and the synchronous ones);
+ * so they never take a process-directed signal that PHP means to handle or
+ * wait for (pcntl_sigwaitinfo, php-fpm's SIGTERM and SIGUSR2): on a Go
+ * thread, a signal Go has no handler for would take its default action and
+ * end the process. The synchronous signals stay unblocked: a fault during
+ * the load must still be reported. */
+static void *ephpm_dlopen_masked(const char *path)
+{
+    sigset_t async, saved;
+    sigfillset(&async);
+    static const int synchronous[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS};
+    for (size_t i = 0; i < sizeof synchronous / sizeof synchronous[0]; i++) {
+        sigdelset(&async, synchronous[i]);
+    }
+    pthread_sigmask(SIG_BLOCK, &async, &saved);
+    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    return handle;
+}
+
 /* Tries the three places in order. Caller holds load_mutex. Returns the
  * table, or NULL with an explanation in err. */
 static const ephpm_kv_ops *ephpm_load(char *err, size_t err_len)
@@ -116,7 +141,7 @@ static const ephpm_kv_ops *ephpm_load(char *err, size_t err_len)
         snprintf(path, sizeof path, "%s%s", dir, EPHPM_LIBRARY_NAME);
     }
 
-    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    void *handle = ephpm_dlopen_masked(path);
     if (handle == NULL) {
         const char *dl = dlerror();
         snprintf(err, err_len, "cannot load the library %s (set ephpm.library to its path): %s",
@@ -183,16 +208,43 @@ static bool ephpm_configure(const ephpm_kv_ops *ops, char *err, size_t err_len)
     return true;
 }
 
-/* Under php-fpm each worker is its own process, so the in-process store is
- * private to it: say so once, when the worker loads the library. */
+/* What this process is, if the SAPI serves requests from several processes
+ * (each then loads its own library, with its own in-process store), else
+ * NULL. php-cgi counts as one of several: FastCGI servers run a pool of
+ * them, and PHP_FCGI_CHILDREN forks one. */
+static const char *ephpm_one_of_several_processes(void)
+{
+    const char *sapi = sapi_module.name;
+    if (sapi == NULL) {
+        return NULL;
+    }
+    if (strcmp(sapi, "fpm-fcgi") == 0) {
+        return "php-fpm worker";
+    }
+    if (strcmp(sapi, "apache2handler") == 0) {
+        return "Apache child process";
+    }
+    if (strcmp(sapi, "cgi-fcgi") == 0) {
+        return "FastCGI process";
+    }
+    const char *workers = getenv("PHP_CLI_SERVER_WORKERS");
+    if (strcmp(sapi, "cli-server") == 0 && workers != NULL && atoi(workers) > 1) {
+        return "php -S worker (PHP_CLI_SERVER_WORKERS)";
+    }
+    return NULL;
+}
+
+/* Where several processes serve requests, the in-process store is private
+ * to each: say so once, when the process loads the library. */
 static void ephpm_warn_private_store(void)
 {
-    if (strcmp(EPHPM_G(kv_backend), "memory") == 0 && sapi_module.name != NULL
-        && strcmp(sapi_module.name, "fpm-fcgi") == 0) {
+    const char *what = ephpm_one_of_several_processes();
+    if (what != NULL && strcmp(EPHPM_G(kv_backend), "memory") == 0) {
         php_error_docref(NULL, E_WARNING,
-            "ephpm: the in-process store is private to this php-fpm worker (pid %ld): locks, "
-            "sessions and values are not shared with other workers. Set ephpm.kv_backend to a "
-            "Redis or Valkey URL (redis://host:6379) to share them", (long)getpid());
+            "ephpm: the in-process store is private to this %s (pid %ld): locks, sessions and "
+            "values are not shared with the other processes serving requests. Set "
+            "ephpm.kv_backend to a Redis or Valkey URL (redis://host:6379) to share them",
+            what, (long)getpid());
     }
 }
 

@@ -43,15 +43,24 @@ check "master has not mapped libephpm.so" '! grep -q libephpm /proc/$pid/maps'
 
 # 40 requests, 8 at a time, each bounded to 20 s: a hang fails the test.
 seq 40 | xargs -P 8 -I{} curl -s --max-time 20 "http://127.0.0.1:$port/load.php?{}" -o "$dir/out.{}" || true
-ok=0 workers=""
+ok=0 workers="" warned=""
 for i in $(seq 40); do
-  read -r wpid threads verdict <<< "$(cat "$dir/out.$i" 2>/dev/null)" || true
+  read -r wpid threads verdict < <(tail -n 1 "$dir/out.$i" 2>/dev/null) || true
   if [ "${verdict:-}" = ok ] && [ "${threads:-0}" -gt 1 ]; then
     ok=$((ok + 1)); workers="$workers $wpid"
+  fi
+  if grep -q 'store is private to this php -S worker' "$dir/out.$i" 2>/dev/null; then
+    warned="$warned ${wpid:-?}"
   fi
 done
 check "all 40 requests answered ok by workers running Go (got $ok)" '[ "$ok" = 40 ]'
 nworkers=$(tr ' ' '\n' <<< "$workers" | sort -u | grep -c . || true)
 check "requests were spread over several processes ($nworkers)" '[ "$nworkers" -gt 1 ]'
+# Each process warns once, on the request that loads its library, that its
+# in-process store is private to it.
+nwarned=$(tr ' ' '\n' <<< "$warned" | grep -c . || true)
+nwarned_unique=$(tr ' ' '\n' <<< "$warned" | sort -u | grep -c . || true)
+check "every process warned that its store is private ($nwarned_unique of $nworkers)" '[ "$nwarned_unique" = "$nworkers" ]'
+check "and each warned once ($nwarned warnings)" '[ "$nwarned" = "$nwarned_unique" ]'
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
