@@ -57,6 +57,25 @@ final class SymfonyStoreTest extends TestCase
         $this->assertTrue($store->exists($owner));
     }
 
+    public function testBlockingAcquireOfALockThisKeyHoldsReturnsAtOnce(): void
+    {
+        $store = new EphpmStore(initialTtl: 30);
+        $key = $this->key();
+        $store->save($key);
+        ephpm_kv_expire((string) $key, 5);
+        $start = microtime(true);
+        $store->waitAndSave($key);
+        $this->assertLessThan(1.0, microtime(true) - $start, 'a re-entrant wait returns at once');
+        $this->assertTrue($store->exists($key), 'the lock is still this key\'s');
+        $this->assertGreaterThan(5, ephpm_kv_ttl((string) $key), 'and its TTL was refreshed');
+        $other = new Key((string) $key);
+        try {
+            $store->save($other);
+            $this->fail('the lock must never have been free');
+        } catch (LockConflictedException) {
+        }
+    }
+
     public function testExpiration(): void
     {
         $store = new EphpmStore(1);

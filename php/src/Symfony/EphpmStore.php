@@ -55,6 +55,12 @@ final class EphpmStore implements BlockingStoreInterface
     {
         $token = $this->token($key);
         $key->reduceLifetime($this->initialTtl);
+        if (ephpm_kv_expire_if_eq((string) $key, $token, $this->initialTtl)) {
+            // This key holds the lock already: refreshed, as save() does.
+            $this->checkNotExpired($key);
+
+            return;
+        }
         while (ephpm_kv_lock((string) $key, $this->initialTtl, self::WAIT_SLICE, $token) === false) {
             // Still held after a whole slice: wait again.
         }
