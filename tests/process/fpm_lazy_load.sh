@@ -69,5 +69,23 @@ done
 
 check "master still has one thread" '[ "$(threads "$pid")" = 1 ]'
 check "master still has not mapped libephpm.so" '! maps_lib "$pid"'
+
+# php-fpm's own signals still reach workers that run Go (whose threads
+# block every asynchronous signal): a graceful reload (SIGUSR2) replaces
+# them, and SIGTERM ends master and workers.
+gone() { for p in "$@"; do kill -0 "$p" 2>/dev/null && return 1; done; return 0; }
+old_workers=("${!seen[@]}")
+kill -USR2 "$pid"
+for _ in $(seq 100); do gone "${old_workers[@]}" && break; sleep 0.05; done
+check "SIGUSR2: the workers that ran Go ended (${old_workers[*]})" 'gone "${old_workers[@]}"'
+for _ in $(seq 100); do [ -S "$dir/fpm.sock" ] && break; sleep 0.05; done
+read -r wpid _ value < <(request | tail -n 1) || true
+check "after the reload a new worker answers (${wpid:-?})" '[ -n "${wpid:-}" ] && [ -z "${seen[$wpid]:-}" ] && [ "${value:-}" = "v$wpid" ]'
+workers=$(pgrep -P "$pid" || true)
+kill -TERM "$pid"
+for _ in $(seq 100); do gone "$pid" $workers && break; sleep 0.05; done
+check "SIGTERM: master and workers ended within 5 s" 'gone "$pid" $workers'
+wait "$pid" 2>/dev/null || true
+pid=
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
