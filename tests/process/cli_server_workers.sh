@@ -11,7 +11,12 @@ ext=$1
 dir=$(mktemp -d)
 pid=
 cleanup() {
-  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+  # The master does not pass SIGTERM on to its workers: stop each by PID.
+  if [ -n "$pid" ]; then
+    workers=$(pgrep -P "$pid" || true)
+    kill $workers "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  fi
   rm -rf "$dir"
 }
 trap cleanup EXIT
