@@ -12,7 +12,7 @@ profile=${1:-test}
 packages=(ca-certificates php8.2-cli php8.2-dev cmake gcc make)
 if [ "$profile" = test ]; then
   packages+=(php8.2-fpm libfcgi-bin libphp8.2-embed redis-server redis-tools curl valgrind
-             phpunit php-symfony-lock php-illuminate-cache php-psr-simple-cache php8.2-xml chromium)
+             phpunit php-symfony-lock php-illuminate-cache php-psr-simple-cache php8.2-xml chromium debootstrap)
 fi
 
 as_root() {

@@ -6,7 +6,11 @@
 # Usage: with-redis.sh standalone|cluster COMMAND [ARG...]
 #   standalone  one redis-server
 #   cluster     three masters joined into a Redis Cluster
+# The server is $EPHPM_REDIS_SERVER (for example valkey-server) with its
+# client $EPHPM_REDIS_CLI, else redis-server and redis-cli.
 set -euo pipefail
+server=${EPHPM_REDIS_SERVER:-redis-server}
+cli=${EPHPM_REDIS_CLI:-redis-cli}
 mode=$1
 shift
 dir=$(mktemp -d)
@@ -25,14 +29,14 @@ start_redis() { # start_redis PORT [EXTRA CONFIG...]
   shift
   printf 'bind 127.0.0.1\nport %s\ndir %s\nsave ""\nappendonly no\ndbfilename dump-%s.rdb\n' "$port" "$dir" "$port" > "$conf"
   for line in "$@"; do echo "$line" >> "$conf"; done
-  redis-server "$conf" > "$dir/$port.log" 2>&1 &
+  "$server" "$conf" > "$dir/$port.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do
-    redis-cli -p "$port" ping > /dev/null 2>&1 && return 0
+    "$cli" -p "$port" ping > /dev/null 2>&1 && return 0
     sleep 0.05
   done
   cat "$dir/$port.log"
-  echo "redis-server on port $port did not start" >&2
+  echo "$server on port $port did not start" >&2
   exit 1
 }
 
@@ -49,14 +53,14 @@ case $mode in
       start_redis "$port" "cluster-enabled yes" "cluster-config-file nodes-$port.conf" "cluster-node-timeout 5000"
       ports+=("$port")
     done
-    redis-cli --cluster create "${ports[@]/#/127.0.0.1:}" --cluster-replicas 0 --cluster-yes > "$dir/create.log" 2>&1 \
+    "$cli" --cluster create "${ports[@]/#/127.0.0.1:}" --cluster-replicas 0 --cluster-yes > "$dir/create.log" 2>&1 \
       || { cat "$dir/create.log"; exit 1; }
     # Every node must see the cluster up: ephpm does not retry a
     # CLUSTERDOWN (it retries nothing), so a node still catching up fails
     # the first test that lands on it.
     for port in "${ports[@]}"; do
       for _ in $(seq 100); do
-        redis-cli -p "$port" cluster info | grep -q 'cluster_state:ok' && break
+        "$cli" -p "$port" cluster info | grep -q 'cluster_state:ok' && break
         sleep 0.1
       done
     done

@@ -63,13 +63,13 @@ func StartCluster(t testing.TB, extra ...string) []*Server {
 		addrs = append(addrs, s.Addr)
 	}
 	args := append([]string{"--cluster", "create"}, addrs...)
-	out, err := exec.Command("redis-cli", append(args, "--cluster-replicas", "0", "--cluster-yes")...).CombinedOutput()
+	out, err := exec.Command(CLIBinary(), append(args, "--cluster-replicas", "0", "--cluster-yes")...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
 	}
 	for _, n := range nodes { // every node must see the whole cluster up
 		for i := 0; ; i++ {
-			out, err := exec.Command("redis-cli", "-p", strconv.Itoa(n.Port), "cluster", "info").Output()
+			out, err := exec.Command(CLIBinary(), "-p", strconv.Itoa(n.Port), "cluster", "info").Output()
 			if err == nil && strings.Contains(string(out), "cluster_state:ok") {
 				break
 			}
@@ -82,13 +82,28 @@ func StartCluster(t testing.TB, extra ...string) []*Server {
 	return nodes
 }
 
+// ServerBinary is the server the tests run: $EPHPM_REDIS_SERVER (for
+// example valkey-server), else redis-server.
+func ServerBinary() string { return envOr("EPHPM_REDIS_SERVER", "redis-server") }
+
+// CLIBinary is the command-line client that goes with it: $EPHPM_REDIS_CLI,
+// else redis-cli.
+func CLIBinary() string { return envOr("EPHPM_REDIS_CLI", "redis-cli") }
+
+func envOr(name, fallback string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return fallback
+}
+
 // launch writes a config (head, formatted with the port and the
 // directory, then the extra lines) and runs redis-server with it.
 func launch(t testing.TB, head string, extra []string, args ...string) *Server {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
+	bin, err := exec.LookPath(ServerBinary())
 	if err != nil {
-		t.Skip("redis-server not installed")
+		t.Skip(ServerBinary() + " not installed")
 	}
 	dir := t.TempDir()
 	port := FreePort(t)

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Builds ephpm and runs its suites on a newer Debian, in a chroot: PHP 8.4,
+# Symfony Lock 7.4, Laravel's cache 13, psr/simple-cache 3 and phpunit 13 on
+# the in-process store, and the Redis backend's suites (phpt, the Cluster
+# subset, the adapters, the Go contract suite) on Valkey 9 and on Redis 8.
+#
+# The chroot is made once with debootstrap and reused while it is current
+# (the same package list, made less than a week ago); it lives outside the
+# source tree, in $EPHPM_CHROOT_DIR (default /var/cache/ephpm). The source
+# tree, Go's installation and Go's module cache are bind-mounted into it;
+# every mount is undone and every server it started is stopped on exit.
+#
+# Usage: tests/matrix/debian.sh [SUITE]   (SUITE: sid, the default)
+# Needs root (debootstrap, mount, chroot); exits 77 (skipped) without it.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+src=$PWD
+suite=${1:-sid}
+if [ "$(id -u)" != 0 ]; then
+  echo "matrix: needs root for debootstrap, mount and chroot: skipped"
+  exit 77
+fi
+
+packages=(php8.4-cli php8.4-dev php8.4-xml php8.4-mbstring cmake gcc make ca-certificates
+          phpunit php-symfony-lock php-illuminate-cache php-psr-simple-cache
+          valkey-server valkey-tools redis-server redis-tools)
+root=${EPHPM_CHROOT_DIR:-/var/cache/ephpm}/debian-$suite
+stamp="$root/.ephpm-packages"
+want="$suite ${packages[*]}"
+mirror=http://deb.debian.org/debian
+# sid's index is served with an expired Valid-Until.
+apt_opts=(-o Acquire::Check-Valid-Until=false -qq)
+
+export PATH=$PATH:/usr/local/go/bin
+export GOTOOLCHAIN=auto
+go_root=$(go env GOROOT)
+go_modcache=$(go env GOMODCACHE)
+go mod download # the modules (and the toolchain go.mod names) the chroot builds with
+
+mounted=()
+cleanup() {
+  # Servers started inside the chroot by a test that failed halfway.
+  for pid in $(pgrep -f "^(redis|valkey)-server" || true); do
+    if [ "$(readlink "/proc/$pid/root" 2>/dev/null)" = "$root" ]; then kill "$pid" 2>/dev/null || true; fi
+  done
+  for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
+    umount -R "${mounted[$i]}" 2>/dev/null || umount -lR "${mounted[$i]}" 2>/dev/null || true
+  done
+}
+trap cleanup EXIT
+
+bind() { # bind HOST_PATH CHROOT_PATH
+  mkdir -p "$root$2"
+  mount --rbind "$1" "$root$2"
+  mount --make-rslave "$root$2"
+  mounted+=("$root$2")
+}
+
+current() {
+  [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -z "$(find "$stamp" -mtime +6)" ]
+}
+
+if ! current; then
+  echo "matrix: making a Debian $suite chroot in $root"
+  command -v debootstrap >/dev/null || apt-get install -y -qq debootstrap
+  rm -rf "$root.new"
+  mkdir -p "$(dirname "$root")"
+  debootstrap --variant=minbase "$suite" "$root.new" "$mirror" > "$root.new.log" 2>&1 \
+    || { tail -20 "$root.new.log"; exit 1; }
+  # No service starts inside the chroot when its package is installed.
+  printf '#!/bin/sh\nexit 101\n' > "$root.new/usr/sbin/policy-rc.d"
+  chmod +x "$root.new/usr/sbin/policy-rc.d"
+  mount -t proc proc "$root.new/proc"
+  if ! { chroot "$root.new" apt-get "${apt_opts[@]}" update \
+         && chroot "$root.new" env DEBIAN_FRONTEND=noninteractive \
+              apt-get "${apt_opts[@]}" install -y --no-install-recommends "${packages[@]}"; } \
+       > "$root.new.log" 2>&1; then
+    umount "$root.new/proc"
+    tail -20 "$root.new.log"
+    exit 1
+  fi
+  umount "$root.new/proc"
+  chroot "$root.new" apt-get clean
+  rm -rf "$root"
+  mv "$root.new" "$root"
+  echo "$want" > "$stamp"
+fi
+
+mount -t proc proc "$root/proc"
+mounted+=("$root/proc")
+bind /dev /dev
+bind "$src" /src
+bind "$go_root" /usr/local/go
+bind "$go_modcache" "$go_modcache"
+
+chroot "$root" php -v | head -1
+chroot "$root" sh -c 'redis-server --version; valkey-server --version; phpunit --version | head -1'
+chroot "$root" env -i HOME=/root PATH=/usr/local/go/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+  GOTOOLCHAIN=auto GOMODCACHE="$go_modcache" GOFLAGS=-mod=mod GOCACHE=/root/.cache/go-build \
+  bash /src/tests/matrix/inside.sh
