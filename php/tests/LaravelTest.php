@@ -10,7 +10,7 @@ use PHPUnit\Framework\TestCase;
 
 final class LaravelTest extends TestCase
 {
-    private function name(): string
+    private function lockName(): string
     {
         return 'lv:' . bin2hex(random_bytes(6));
     }
@@ -18,7 +18,7 @@ final class LaravelTest extends TestCase
     public function testLockGetReleaseOwner(): void
     {
         $store = new EphpmStore();
-        $name = $this->name();
+        $name = $this->lockName();
         $lock = $store->lock($name, 10);
         $this->assertInstanceOf(EphpmLock::class, $lock);
         $this->assertTrue($lock->get());
@@ -33,7 +33,7 @@ final class LaravelTest extends TestCase
     public function testStaleReleaseCannotRemoveTheNewHoldersLock(): void
     {
         $store = new EphpmStore();
-        $name = $this->name();
+        $name = $this->lockName();
         $a = $store->lock($name, 1);
         $this->assertTrue($a->get());
         usleep(1_100_000);
@@ -47,7 +47,7 @@ final class LaravelTest extends TestCase
     public function testRestoreLockAndForceRelease(): void
     {
         $store = new EphpmStore();
-        $name = $this->name();
+        $name = $this->lockName();
         $lock = $store->lock($name, 10);
         $lock->get();
         $restored = $store->restoreLock($name, $lock->owner());
@@ -61,7 +61,7 @@ final class LaravelTest extends TestCase
     public function testBlockWaitsAndTimesOut(): void
     {
         $store = new EphpmStore();
-        $name = $this->name();
+        $name = $this->lockName();
         $store->lock($name, 1)->get();             // expires in 1 s
         $start = microtime(true);
         $this->assertTrue($store->lock($name, 10)->block(3));
@@ -70,10 +70,57 @@ final class LaravelTest extends TestCase
         $store->lock($name, 10)->block(0.2);
     }
 
+    public function testTouchRefreshAndIsLocked(): void
+    {
+        $store = new EphpmStore();
+        $name = $this->lockName();
+        $this->assertTrue($store->put($name . ':v', 'x', 5));
+        $this->assertTrue($store->touch($name . ':v', 100));
+        $this->assertGreaterThan(50, ephpm_kv_ttl($name . ':v'));
+        $this->assertFalse($store->touch($name . ':none', 100), 'nothing to touch');
+
+        $lock = $store->lock($name, 5);
+        // isLocked() (Laravel 12) reads getCurrentOwner(), null when free.
+        $locked = fn () => method_exists($lock, 'isLocked') ? $lock->isLocked() : ephpm_kv_exists($name);
+        $this->assertFalse($locked(), 'a free lock is not locked');
+        $this->assertTrue($lock->get());
+        $this->assertTrue($locked());
+        $this->assertTrue($lock->refresh(100));
+        $this->assertGreaterThan(50, ephpm_kv_ttl($name));
+        $this->assertTrue($lock->refresh(), 'its own TTL again');
+        $this->assertLessThanOrEqual(5, ephpm_kv_ttl($name));
+        $other = $store->lock($name, 5);
+        $this->assertFalse($other->refresh(100), 'another owner cannot refresh it');
+        $lock->release();
+        $this->assertFalse($lock->refresh(), 'a released lock is not refreshed');
+        $this->assertFalse($locked());
+    }
+
+    public function testFlushLocksRefusesAsLaravelsOwnStores(): void
+    {
+        $store = new EphpmStore();
+        $this->assertFalse($store->hasSeparateLockStore());
+        $this->expectException(RuntimeException::class);
+        $store->flushLocks();
+    }
+
+    public function testFunnelAndFlexible(): void
+    {
+        $cache = new Repository(new EphpmStore('app:'));
+        if (!method_exists($cache, 'funnel') || !method_exists($cache, 'flexible')) {
+            $this->markTestSkipped('Cache::funnel() and Cache::flexible() came with Laravel 11 and 12');
+        }
+        $key = $this->lockName();
+        $ran = $cache->funnel($key)->limit(2)->releaseAfter(10)->block(1)->then(fn () => 'in', fn () => 'out');
+        $this->assertSame('in', $ran);
+        $this->assertSame('fresh', $cache->flexible($key . ':f', [5, 10], fn () => 'fresh'));
+        $this->assertSame('fresh', $cache->flexible($key . ':f', [5, 10], fn () => 'again'), 'served from the cache');
+    }
+
     public function testRepository(): void
     {
         $cache = new Repository(new EphpmStore('app:'));
-        $key = $this->name();
+        $key = $this->lockName();
         $this->assertNull($cache->get($key));
         $cache->put($key, ['a' => 1], 60);
         $this->assertSame(['a' => 1], $cache->get($key));

@@ -31,9 +31,19 @@ class EphpmLock extends Lock
         ephpm_kv_del($this->name);
     }
 
-    protected function getCurrentOwner(): string
+    /** The owner holding the lock now, null if it is free. */
+    protected function getCurrentOwner(): ?string
     {
-        return ephpm_kv_get($this->name) ?? '';
+        return ephpm_kv_get($this->name);
+    }
+
+    /**
+     * Gives the lock a new TTL of $seconds (its own TTL if null; 0: none)
+     * from now, only while this owner holds it: one step on the store.
+     */
+    public function refresh($seconds = null): bool
+    {
+        return ephpm_kv_expire_if_eq($this->name, $this->owner, max(0, (int) ($seconds ?? $this->seconds)));
     }
 
     /**

@@ -6,13 +6,16 @@ namespace Ephpm\Laravel;
 
 use Illuminate\Contracts\Cache\LockProvider;
 use Illuminate\Contracts\Cache\Store;
+use RuntimeException;
 
 /**
  * A Laravel cache store on ephpm, with atomic locks (LockProvider). Values
  * are serialized, except numbers, which are stored as they are so that
- * increment() and decrement() work on them atomically.
+ * increment() and decrement() work on them atomically. Locks live in the
+ * same store as the cache (hasSeparateLockStore() is false), so flush()
+ * removes them too and flushLocks() refuses, as Laravel's own stores do.
  */
-class EphpmStore implements Store, LockProvider
+class EphpmStore implements Store, LockProvider, LockFlushing
 {
     public function __construct(private string $prefix = '')
     {
@@ -65,6 +68,12 @@ class EphpmStore implements Store, LockProvider
         return ephpm_kv_set($this->prefix . $key, $this->pack($value));
     }
 
+    /** Gives a live entry a new TTL of $seconds from now; false if there is none. */
+    public function touch($key, $seconds)
+    {
+        return ephpm_kv_expire($this->prefix . $key, max(1, (int) $seconds));
+    }
+
     public function forget($key)
     {
         return ephpm_kv_del($this->prefix . $key) > 0;
@@ -74,6 +83,17 @@ class EphpmStore implements Store, LockProvider
     public function flush()
     {
         return ephpm_kv_flush_all();
+    }
+
+    /** @throws RuntimeException always: the locks are in the cache's own store */
+    public function flushLocks(): bool
+    {
+        throw new RuntimeException('Flushing locks is only supported when the lock store is separate from the cache store.');
+    }
+
+    public function hasSeparateLockStore(): bool
+    {
+        return false;
     }
 
     public function getPrefix()

@@ -12,6 +12,11 @@ use Psr\SimpleCache\CacheInterface;
  * A PSR-16 cache on ephpm. Keys follow the PSR's rules (non-empty strings
  * without {}()/\@:), values are serialized (so false, null and 0 survive),
  * a null TTL means no expiry and a TTL of 0 or less deletes the entry.
+ *
+ * One class for psr/simple-cache 1, 2 and 3: the parameters are untyped
+ * (wider than 2's and 3's types, as PHP allows), the return types are 3's
+ * (narrower than 1's and 2's none, as PHP allows). Arguments of the wrong
+ * type are refused with the PSR's InvalidArgumentException.
  */
 final class EphpmCache implements CacheInterface
 {
@@ -21,13 +26,13 @@ final class EphpmCache implements CacheInterface
     {
     }
 
-    public function get($key, $default = null)
+    public function get($key, $default = null): mixed
     {
         $value = ephpm_kv_get($this->key($key));
         return $value === null ? $default : unserialize($value);
     }
 
-    public function set($key, $value, $ttl = null)
+    public function set($key, $value, $ttl = null): bool
     {
         $k = $this->key($key);
         $seconds = $this->seconds($ttl);
@@ -39,18 +44,18 @@ final class EphpmCache implements CacheInterface
         return ephpm_kv_set($k, serialize($value), $seconds === null || $seconds > 2147483647 ? 0 : $seconds);
     }
 
-    public function delete($key)
+    public function delete($key): bool
     {
         ephpm_kv_del($this->key($key));
         return true;
     }
 
-    public function clear()
+    public function clear(): bool
     {
         return ephpm_kv_flush_all();
     }
 
-    public function getMultiple($keys, $default = null)
+    public function getMultiple($keys, $default = null): iterable
     {
         $values = [];
         foreach ($this->keys($keys) as $key) {
@@ -59,7 +64,7 @@ final class EphpmCache implements CacheInterface
         return $values;
     }
 
-    public function setMultiple($values, $ttl = null)
+    public function setMultiple($values, $ttl = null): bool
     {
         if (!is_iterable($values)) {
             throw new InvalidArgumentException('Values must be an array or Traversable.');
@@ -71,7 +76,7 @@ final class EphpmCache implements CacheInterface
         return $ok;
     }
 
-    public function deleteMultiple($keys)
+    public function deleteMultiple($keys): bool
     {
         foreach ($this->keys($keys) as $key) {
             $this->delete($key);
@@ -79,7 +84,7 @@ final class EphpmCache implements CacheInterface
         return true;
     }
 
-    public function has($key)
+    public function has($key): bool
     {
         return ephpm_kv_exists($this->key($key));
     }
