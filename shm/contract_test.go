@@ -1,0 +1,22 @@
+package shm
+
+import (
+	"testing"
+
+	"github.com/ephpm/ephpm/backend"
+	"github.com/ephpm/ephpm/backend/backendtest"
+	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/session"
+)
+
+var _ backend.Backend = (*Store)(nil)
+
+func TestShmPassesTheContract(t *testing.T) {
+	s := openTest(t, kv.MemoryConfig{Limit: 8 << 20}, session.DataPrefix, session.LockPrefix)
+	backendtest.Run(t, s)
+}
+
+func TestShmPassesTheContractCompressed(t *testing.T) {
+	s := openTest(t, kv.MemoryConfig{Limit: 8 << 20, Compression: true, Policy: kv.AllKeysLRU})
+	backendtest.Run(t, s)
+}

@@ -1,0 +1,144 @@
+package shm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/pierrec/lz4/v4"
+)
+
+// A live block holds one entry after its header word:
+//
+//	[8:16)   expireAt  int64   CLOCK_MONOTONIC ns; 0: no expiry
+//	[16:20)  access    uint32  coarse clock (ms) at the last write or read (LRU)
+//	[20:24)  meta      uint32  stored value length | flagCompressed | flagPinned
+//	[24:28)  keyLen    uint32
+//	[32:...) the key, padding to 8 bytes, the stored value
+//
+// The stored value is the value, or with flagCompressed its length as 4
+// little-endian bytes followed by its lz4 block (as kv stores it). An entry
+// is written while its block is in flight, before any index slot refers to
+// it, and never changes afterwards except expireAt and access.
+const (
+	entryHeader    = 32
+	metaLenMask    = 1<<29 - 1
+	flagCompressed = 1 << 29
+	flagPinned     = 1 << 30 // never evicted: a lock (SetNX) or a pinned prefix
+)
+
+func align8(n int64) int64 { return (n + 7) &^ 7 }
+
+// entrySize is the block size of an entry of keyLen and storedLen bytes.
+func entrySize(keyLen, storedLen int) int64 {
+	return max(align8(align8(entryHeader+int64(keyLen))+int64(storedLen)), minBlock)
+}
+
+func (sh *shard) entryExpireAt(b int64) int64 { return atomic.LoadInt64(sh.g.i64(sh.heap + b + 8)) }
+func (sh *shard) setEntryExpireAt(b, at int64) {
+	atomic.StoreInt64(sh.g.i64(sh.heap+b+8), at)
+}
+func (sh *shard) entryAccess(b int64) *uint32 { return sh.g.u32(sh.heap + b + 16) }
+func (sh *shard) entryMeta(b int64) uint32    { return atomic.LoadUint32(sh.g.u32(sh.heap + b + 20)) }
+func (sh *shard) entryKeyLen(b int64) int     { return int(atomic.LoadUint32(sh.g.u32(sh.heap + b + 24))) }
+func (sh *shard) entryPinned(b int64) bool    { return sh.entryMeta(b)&flagPinned != 0 }
+
+// entryKey returns the key of the entry in b, as a view of the mapping:
+// valid only while the shard lock is held.
+func (sh *shard) entryKey(b int64) string {
+	return unsafe.String((*byte)(sh.g.ptr(sh.heap+b+entryHeader)), sh.entryKeyLen(b))
+}
+
+// entryStored returns the stored value of the entry in b, as a view of the
+// mapping: valid only while the shard lock is held.
+func (sh *shard) entryStored(b int64) []byte {
+	n := int(sh.entryMeta(b) & metaLenMask)
+	if n == 0 {
+		return []byte{}
+	}
+	off := sh.heap + b + align8(entryHeader+int64(sh.entryKeyLen(b)))
+	return unsafe.Slice((*byte)(sh.g.ptr(off)), n)
+}
+
+// writeEntry fills the in-flight block b with an entry.
+func (sh *shard) writeEntry(b int64, key string, stored []byte, flags uint32, expireAt int64, access uint32) {
+	sh.setEntryExpireAt(b, expireAt)
+	atomic.StoreUint32(sh.entryAccess(b), access)
+	atomic.StoreUint32(sh.g.u32(sh.heap+b+20), uint32(len(stored))|flags)
+	atomic.StoreUint32(sh.g.u32(sh.heap+b+24), uint32(len(key)))
+	copy(unsafe.Slice((*byte)(sh.g.ptr(sh.heap+b+entryHeader)), len(key)), key)
+	if len(stored) > 0 {
+		copy(sh.entryStored(b), stored)
+	}
+}
+
+// logicalLen is the length of the entry's value as callers see it.
+func (sh *shard) logicalLen(b int64) int {
+	if sh.entryMeta(b)&flagCompressed == 0 {
+		return int(sh.entryMeta(b) & metaLenMask)
+	}
+	return int(binary.LittleEndian.Uint32(sh.entryStored(b)))
+}
+
+// readInto writes the entry's value into dst, exactly logicalLen long, and
+// reports false if a compressed value does not decompress to it (a corrupt
+// segment).
+func (sh *shard) readInto(b int64, dst []byte) bool {
+	stored := sh.entryStored(b)
+	if sh.entryMeta(b)&flagCompressed == 0 {
+		copy(dst, stored)
+		return true
+	}
+	n, err := lz4.UncompressBlock(stored[4:], dst)
+	return err == nil && n == len(dst)
+}
+
+// valueEquals compares the entry's logical (decompressed) value with v; ok
+// is false for a corrupt compressed value.
+func (sh *shard) valueEquals(b int64, v []byte) (equal, ok bool) {
+	if sh.logicalLen(b) != len(v) {
+		return false, true
+	}
+	if sh.entryMeta(b)&flagCompressed == 0 {
+		return bytes.Equal(sh.entryStored(b), v), true
+	}
+	buf := make([]byte, len(v))
+	if !sh.readInto(b, buf) {
+		return false, false
+	}
+	return bytes.Equal(buf, v), true
+}
+
+// hashKey is the key's 64-bit hash: xxhash with its fixed seed, the same in
+// every process. Its low bits choose the shard, its high half is the tag.
+func hashKey(key string) uint64 { return xxhash.Sum64String(key) }
+
+func tagOfHash(h uint64) uint32 {
+	if t := uint32(h >> 32); t != 0 {
+		return t
+	}
+	return 1
+}
+
+var compressors = sync.Pool{New: func() any { return new(lz4.Compressor) }}
+
+// storedForm returns what is stored for value: its lz4 form with the
+// length prefix when on, value is at least minSize bytes and that is
+// smaller, else value itself.
+func storedForm(value []byte, on bool, minSize int) ([]byte, uint32) {
+	if !on || len(value) < minSize || len(value) < 16 {
+		return value, 0
+	}
+	buf := make([]byte, 4+lz4.CompressBlockBound(len(value)))
+	c := compressors.Get().(*lz4.Compressor)
+	n, err := c.CompressBlock(value, buf[4:])
+	compressors.Put(c)
+	if err != nil || n == 0 || 4+n >= len(value) {
+		return value, 0
+	}
+	binary.LittleEndian.PutUint32(buf, uint32(len(value)))
+	return buf[:4+n], flagCompressed
+}

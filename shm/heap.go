@@ -1,0 +1,189 @@
+package shm
+
+import (
+	"math/bits"
+	"sync/atomic"
+)
+
+// Each shard's heap is a sequence of boundary-tagged blocks that tiles it
+// exactly: a walk from offset 0 by block sizes visits every block. A block
+// starts with one 8-byte header word:
+//
+//	size (a multiple of 8, at least minBlock) | prevFree<<2 | state
+//
+// state is free, inFlight (being written or being removed: only ever inside
+// a locked shard) or live (an entry an index slot refers to). prevFree says
+// the block before is free. A free block holds its free-list links at
+// [8:12) and [12:16) (offset/8 + 1 of the next and previous free block of
+// its class; 0: none) and its size again in its last 8 bytes, so that the
+// block after it can find its start.
+//
+// Sizes change only by single 8-byte stores ordered so that the walk is
+// consistent at every instant: a split writes the remainder's header (inside
+// the block, where no walk looks) before shrinking the block's size; a
+// merge grows the first block's size over its neighbour. The free lists,
+// prevFree bits, footers and byte counts are derived: recovery rebuilds
+// them from the walk.
+const (
+	stateFree     = 0
+	stateInFlight = 1
+	stateLive     = 2
+	stateMask     = 3
+	prevFreeBit   = 4
+
+	minBlock = 32
+	nClasses = 32
+	noBlock  = -1
+)
+
+func (sh *shard) hdrWord(b int64) *uint64 { return sh.g.u64(sh.heap + b) }
+
+func (sh *shard) header(b int64) (size int64, state int, prevFree bool) {
+	w := atomic.LoadUint64(sh.hdrWord(b))
+	return int64(w &^ 7), int(w & stateMask), w&prevFreeBit != 0
+}
+
+func (sh *shard) setHeader(b, size int64, state int, prevFree bool) {
+	w := uint64(size) | uint64(state)
+	if prevFree {
+		w |= prevFreeBit
+	}
+	atomic.StoreUint64(sh.hdrWord(b), w)
+}
+
+func (sh *shard) blockSize(b int64) int64 { s, _, _ := sh.header(b); return s }
+func (sh *shard) blockState(b int64) int  { _, st, _ := sh.header(b); return st }
+
+func (sh *shard) setState(b int64, state int) {
+	s, _, pf := sh.header(b)
+	sh.setHeader(b, s, state, pf)
+}
+
+func (sh *shard) setPrevFree(b int64, pf bool) {
+	if b >= sh.g.heapSize {
+		return
+	}
+	s, st, _ := sh.header(b)
+	sh.setHeader(b, s, st, pf)
+}
+
+// sizeClass is the free list of blocks of size bytes: [32,64) is 0,
+// [64,128) is 1, and so on.
+func sizeClass(size int64) int {
+	return min(bits.Len64(uint64(size>>5))-1, nClasses-1)
+}
+
+func (sh *shard) listHead(c int) *uint32  { return sh.u32(sFreeLists + int64(c)*4) }
+func (sh *shard) nextFree(b int64) *uint32 { return sh.g.u32(sh.heap + b + 8) }
+func (sh *shard) prevFreeLink(b int64) *uint32 {
+	return sh.g.u32(sh.heap + b + 12)
+}
+
+func link(b int64) uint32 {
+	if b == noBlock {
+		return 0
+	}
+	return uint32(b/8 + 1)
+}
+
+func unlink(v uint32) int64 {
+	if v == 0 {
+		return noBlock
+	}
+	return int64(v-1) * 8
+}
+
+func (sh *shard) listInsert(b, size int64) {
+	h := sh.listHead(sizeClass(size))
+	first := unlink(atomic.LoadUint32(h))
+	atomic.StoreUint32(sh.nextFree(b), link(first))
+	atomic.StoreUint32(sh.prevFreeLink(b), 0)
+	if first != noBlock {
+		atomic.StoreUint32(sh.prevFreeLink(first), link(b))
+	}
+	atomic.StoreUint32(h, link(b))
+	atomic.StoreUint64(sh.g.u64(sh.heap+b+size-8), uint64(size))
+}
+
+func (sh *shard) listRemove(b, size int64) {
+	next := unlink(atomic.LoadUint32(sh.nextFree(b)))
+	prev := unlink(atomic.LoadUint32(sh.prevFreeLink(b)))
+	if prev == noBlock {
+		atomic.StoreUint32(sh.listHead(sizeClass(size)), link(next))
+	} else {
+		atomic.StoreUint32(sh.nextFree(prev), link(next))
+	}
+	if next != noBlock {
+		atomic.StoreUint32(sh.prevFreeLink(next), link(prev))
+	}
+}
+
+// alloc returns an in-flight block of exactly size bytes (a multiple of 8,
+// at least minBlock), or noBlock if no free block is large enough. First
+// fit in the size's class, then the first block of any larger class.
+// Caller holds the shard lock.
+func (sh *shard) alloc(size int64) int64 {
+	for c := sizeClass(size); c < nClasses; c++ {
+		for b := unlink(atomic.LoadUint32(sh.listHead(c))); b != noBlock; b = unlink(atomic.LoadUint32(sh.nextFree(b))) {
+			if s := sh.blockSize(b); s >= size {
+				sh.take(b, s, size)
+				return b
+			}
+		}
+	}
+	return noBlock
+}
+
+// take turns the free block b of have bytes into an in-flight block of
+// size bytes, splitting off the rest if it makes a block.
+func (sh *shard) take(b, have, size int64) {
+	sh.listRemove(b, have)
+	_, _, pf := sh.header(b)
+	if rest := have - size; rest >= minBlock {
+		sh.setHeader(b+size, rest, stateFree, false)
+		sh.setHeader(b, size, stateInFlight, pf)
+		sh.listInsert(b+size, rest)
+	} else {
+		size = have
+		sh.setHeader(b, size, stateInFlight, pf)
+		sh.setPrevFree(b+size, false)
+	}
+	sh.addI64(sHeapUsed, size)
+}
+
+// release frees the in-flight block b and merges it with free neighbours.
+// Caller holds the shard lock.
+func (sh *shard) release(b int64) {
+	size, _, pf := sh.header(b)
+	sh.addI64(sHeapUsed, -size)
+	if next := b + size; next < sh.g.heapSize {
+		if ns, nst, _ := sh.header(next); nst == stateFree {
+			sh.listRemove(next, ns)
+			size += ns
+			sh.setHeader(b, size, stateInFlight, pf)
+		}
+	}
+	start := b
+	if pf {
+		ps := int64(atomic.LoadUint64(sh.g.u64(sh.heap + b - 8)))
+		start = b - ps
+		_, _, ppf := sh.header(start)
+		sh.listRemove(start, ps)
+		size += ps
+		sh.setHeader(start, size, stateFree, ppf)
+	} else {
+		sh.setHeader(b, size, stateFree, false)
+	}
+	sh.listInsert(start, size)
+	sh.setPrevFree(start+size, true)
+}
+
+// initHeap makes the heap one free block.
+func (sh *shard) initHeap() {
+	for c := 0; c < nClasses; c++ {
+		atomic.StoreUint32(sh.listHead(c), 0)
+	}
+	sh.setHeader(0, sh.g.heapSize, stateFree, false)
+	sh.listInsert(0, sh.g.heapSize)
+	atomic.StoreInt64(sh.i64(sHeapUsed), 0)
+}

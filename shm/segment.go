@@ -1,0 +1,372 @@
+package shm
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ephpm/ephpm/kv"
+)
+
+// The segment is one file mapped MAP_SHARED by every process that names it.
+// Every structure in it is addressed by offset from the mapping's start, so
+// each process may map it at a different address. Its regions, in order:
+//
+//	header       headerSize bytes: identity, layout, segment-wide settings
+//	proc table   procSlots × procSlotSize
+//	wait table   waitSlots × waitSlotSize
+//	shards       S × shardHeaderSize: lock word, counters, free lists
+//	indexes      S × indexSlots × 8 bytes
+//	heaps        S × heapSize bytes
+const (
+	magic         = 0x4d48534d50485045 // "EPHPMSHM" little-endian
+	layoutVersion = 1
+	headerSize    = 4096
+	readyValue    = 0x52454459 // "REDY"
+
+	// Header fields.
+	hMagic       = 0
+	hVersion     = 8
+	hHeaderSize  = 12
+	hSegSize     = 16
+	hShards      = 24
+	hProcSlots   = 28
+	hWaitSlots   = 32
+	hIndexSlots  = 36
+	hProcOff     = 40
+	hWaitOff     = 48
+	hShardOff    = 56
+	hIndexOff    = 64
+	hHeapOff     = 72
+	hHeapSize    = 80
+	hLimit       = 88
+	hPolicy      = 96  // atomic: kv.Policy
+	hCompression = 100 // atomic: 0 none, 1 lz4
+	hMinSize     = 104 // atomic: compression minimum size
+	hReady       = 108 // readyValue once the segment is initialised; written last
+	hInstance    = 112 // 16 random bytes
+	hRecoveries  = 128 // atomic: shards recovered from a dead owner
+	hLRUClock    = 136 // atomic: coarse clock (ms) stamped on reads
+	hUsed        = 256 // [maxShards]int64, atomic: bytes charged per shard
+
+	maxShards = 32
+	procSlots = 4096
+	waitSlots = 1024
+	// DefaultMemoryLimit is the limit of a segment created without one.
+	DefaultMemoryLimit = 64 << 20
+	// MinMemoryLimit is the smallest limit a segment is created with.
+	MinMemoryLimit = 256 << 10
+)
+
+// layout is where each region of a segment lies.
+type layout struct {
+	segSize    int64
+	shards     int
+	indexSlots int // per shard, a power of two
+	procOff    int64
+	waitOff    int64
+	shardOff   int64
+	indexOff   int64
+	heapOff    int64
+	heapSize   int64 // per shard
+	limit      int64
+}
+
+// planLayout sizes a segment for a memory limit: the heaps together hold
+// a quarter more than the limit (headroom, so that a shard fuller than
+// average still takes writes that fit the store), split over a power of two
+// of shards of at least 1 MiB each (at most maxShards); each index has one
+// slot per 64 heap bytes, rounded up to a power of two.
+func planLayout(limit int64) layout {
+	l := layout{limit: limit}
+	heaps := limit + limit/4
+	l.shards = maxShards
+	for l.shards > 1 && heaps/int64(l.shards) < 1<<20 {
+		l.shards /= 2
+	}
+	l.heapSize = (heaps/int64(l.shards) + 4095) &^ 4095
+	l.indexSlots = 64
+	for int64(l.indexSlots)*64 < l.heapSize {
+		l.indexSlots *= 2
+	}
+	off := int64(headerSize)
+	l.procOff = off
+	off += procSlots * procSlotSize
+	l.waitOff = off
+	off += waitSlots * waitSlotSize
+	l.shardOff = off
+	off += int64(l.shards) * shardHeaderSize
+	off = (off + 4095) &^ 4095
+	l.indexOff = off
+	off += int64(l.shards) * int64(l.indexSlots) * 8
+	off = (off + 4095) &^ 4095
+	l.heapOff = off
+	off += int64(l.shards) * l.heapSize
+	l.segSize = off
+	return l
+}
+
+// segment is one process's mapping of a segment file.
+type segment struct {
+	path string
+	mem  []byte // the mapping: never handed to the garbage collector's heap
+	base unsafe.Pointer
+	layout
+}
+
+func (g *segment) ptr(off int64) unsafe.Pointer { return unsafe.Add(g.base, off) }
+func (g *segment) u32(off int64) *uint32        { return (*uint32)(g.ptr(off)) }
+func (g *segment) u64(off int64) *uint64        { return (*uint64)(g.ptr(off)) }
+func (g *segment) i64(off int64) *int64         { return (*int64)(g.ptr(off)) }
+
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// Path returns the file of the segment called name, in dir ("" means
+// /dev/shm): ephpm-NAME.UID, UID being the effective uid.
+func Path(dir, name string) string {
+	if dir == "" {
+		dir = "/dev/shm"
+	}
+	return fmt.Sprintf("%s/ephpm-%s.%d", dir, name, os.Geteuid())
+}
+
+// ErrIncompatible is wrapped by the error for a file that is not a segment
+// this library can read (another magic or layout version): it is never
+// read or changed.
+var ErrIncompatible = errors.New("shm: incompatible segment file")
+
+// openSegment opens (creating it if it is absent) and maps the segment file
+// path. A new segment is sized for limit (0: DefaultMemoryLimit); an
+// existing one keeps its size, and a nonzero limit that differs from it is
+// an error. The file must be a regular file owned by the effective uid with
+// no group or other permission bits.
+func openSegment(path string, limit int64, init func(g *segment)) (*segment, error) {
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	created := err == nil
+	if errors.Is(err, unix.EEXIST) {
+		fd, err = unix.Open(path, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			return nil, fmt.Errorf("shm: %s is a symbolic link: refused (remove it or choose another name)", path)
+		}
+		return nil, fmt.Errorf("shm: open %s: %w", path, err)
+	}
+	defer unix.Close(fd) // the mapping outlives the descriptor
+	if err := checkFile(fd, path); err != nil {
+		return nil, err
+	}
+	how := unix.LOCK_SH
+	if created {
+		how = unix.LOCK_EX
+	}
+	if err := flock(fd, how); err != nil {
+		return nil, fmt.Errorf("shm: flock %s: %w", path, err)
+	}
+	for {
+		g, ready, err := mapIfReady(fd, path)
+		if err != nil {
+			return nil, err
+		}
+		if ready {
+			if limit != 0 && limit != g.limit {
+				g.unmap()
+				return nil, fmt.Errorf("%w: segment %s was created with memory_limit %d, not %d: its size is fixed "+
+					"(set memory_limit to %d, or stop the processes using it and remove the file to resize it)",
+					kv.ErrInvalidArgument, path, g.limit, limit, g.limit)
+			}
+			return g, nil
+		}
+		if how == unix.LOCK_EX {
+			return initSegment(fd, path, limit, init)
+		}
+		// Not initialised: its creator died before it was ready, or is still
+		// at it. Wait for the exclusive lock (the kernel drops a dead
+		// process's) and look again.
+		how = unix.LOCK_EX
+		if err := flock(fd, how); err != nil {
+			return nil, fmt.Errorf("shm: flock %s: %w", path, err)
+		}
+	}
+}
+
+func flock(fd, how int) error {
+	for {
+		if err := unix.Flock(fd, how); !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
+}
+
+// checkFile refuses anything but a regular file owned by the effective uid
+// without group or other permission bits.
+func checkFile(fd int, path string) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("shm: stat %s: %w", path, err)
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return fmt.Errorf("shm: %s is not a regular file: refused (remove it or choose another name)", path)
+	case int(st.Uid) != os.Geteuid():
+		return fmt.Errorf("shm: %s is owned by uid %d, not by this process's uid %d: refused", path, st.Uid, os.Geteuid())
+	case st.Mode&0o077 != 0:
+		return fmt.Errorf("shm: %s has mode %#o: group or other may access it: refused (it must be 0600)", path, st.Mode&0o777)
+	}
+	return nil
+}
+
+// mapIfReady maps the file if its header says it is a ready segment of
+// this layout; ready is false (and nothing mapped) for a file its creator
+// has not finished. A file of another magic or layout version is an error.
+func mapIfReady(fd int, path string) (*segment, bool, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, false, fmt.Errorf("shm: stat %s: %w", path, err)
+	}
+	if st.Size < headerSize {
+		if st.Size >= 8 && readMagic(fd) != magic && readMagic(fd) != 0 {
+			return nil, false, incompatible(path, "it is not an ephpm segment (bad magic)")
+		}
+		return nil, false, nil
+	}
+	hdr, err := unix.Mmap(fd, 0, headerSize, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, false, fmt.Errorf("shm: map %s: %w", path, err)
+	}
+	h := &segment{mem: hdr, base: unsafe.Pointer(&hdr[0])}
+	m, version := atomic.LoadUint64(h.u64(hMagic)), atomic.LoadUint32(h.u32(hVersion))
+	ready := atomic.LoadUint32(h.u32(hReady)) == readyValue
+	size := int64(atomic.LoadUint64(h.u64(hSegSize)))
+	unix.Munmap(hdr)
+	switch {
+	case m == 0 && !ready:
+		return nil, false, nil
+	case m != magic:
+		return nil, false, incompatible(path, "it is not an ephpm segment (bad magic)")
+	case version != layoutVersion:
+		return nil, false, incompatible(path, fmt.Sprintf("it has layout version %d; this library reads version %d", version, layoutVersion))
+	case !ready:
+		return nil, false, nil
+	case size != st.Size:
+		return nil, false, incompatible(path, fmt.Sprintf("its header says %d bytes but the file has %d", size, st.Size))
+	}
+	mem, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, false, fmt.Errorf("shm: map %s: %w", path, err)
+	}
+	g := &segment{path: path, mem: mem, base: unsafe.Pointer(&mem[0])}
+	g.readLayout()
+	if err := g.validate(); err != nil {
+		g.unmap()
+		return nil, false, incompatible(path, err.Error())
+	}
+	return g, true, nil
+}
+
+func readMagic(fd int) uint64 {
+	var b [8]byte
+	if n, _ := unix.Pread(fd, b[:], 0); n != 8 {
+		return 0
+	}
+	return *(*uint64)(unsafe.Pointer(&b))
+}
+
+func incompatible(path, why string) error {
+	return fmt.Errorf("%w: %s: %s; stop the processes using it and remove the file, or choose another name",
+		ErrIncompatible, path, why)
+}
+
+func (g *segment) readLayout() {
+	g.segSize = int64(*g.u64(hSegSize))
+	g.shards = int(*g.u32(hShards))
+	g.indexSlots = int(*g.u32(hIndexSlots))
+	g.procOff = int64(*g.u64(hProcOff))
+	g.waitOff = int64(*g.u64(hWaitOff))
+	g.shardOff = int64(*g.u64(hShardOff))
+	g.indexOff = int64(*g.u64(hIndexOff))
+	g.heapOff = int64(*g.u64(hHeapOff))
+	g.heapSize = int64(*g.u64(hHeapSize))
+	g.limit = int64(*g.u64(hLimit))
+}
+
+// validate checks that the header's layout is the one planLayout gives for
+// its limit, so that no offset read from the file can point outside it.
+func (g *segment) validate() error {
+	want := planLayout(g.limit)
+	if g.limit < MinMemoryLimit || g.layout != want ||
+		*g.u32(hHeaderSize) != headerSize || *g.u32(hProcSlots) != procSlots || *g.u32(hWaitSlots) != waitSlots {
+		return errors.New("its header describes a layout this library does not make")
+	}
+	return nil
+}
+
+// initSegment sizes, maps and initialises the file; the caller holds its
+// exclusive flock. Pages are allocated now (fallocate), so that a full
+// tmpfs is an error here rather than a SIGBUS on first touch.
+func initSegment(fd int, path string, limit int64, init func(g *segment)) (*segment, error) {
+	if limit == 0 {
+		limit = DefaultMemoryLimit
+	}
+	if limit < MinMemoryLimit {
+		return nil, fmt.Errorf("%w: memory_limit %d is below the shared-memory store's minimum %d", kv.ErrInvalidArgument, limit, MinMemoryLimit)
+	}
+	l := planLayout(limit)
+	if err := unix.Ftruncate(fd, 0); err != nil { // a half-made segment starts over
+		return nil, fmt.Errorf("shm: truncate %s: %w", path, err)
+	}
+	if err := unix.Fallocate(fd, 0, 0, l.segSize); err != nil {
+		if !errors.Is(err, unix.EOPNOTSUPP) {
+			return nil, fmt.Errorf("shm: allocate %d bytes for %s: %w", l.segSize, path, err)
+		}
+		if err := unix.Ftruncate(fd, l.segSize); err != nil {
+			return nil, fmt.Errorf("shm: size %s: %w", path, err)
+		}
+	}
+	mem, err := unix.Mmap(fd, 0, int(l.segSize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("shm: map %s: %w", path, err)
+	}
+	g := &segment{path: path, mem: mem, base: unsafe.Pointer(&mem[0]), layout: l}
+	*g.u32(hVersion) = layoutVersion
+	*g.u32(hHeaderSize) = headerSize
+	*g.u64(hSegSize) = uint64(l.segSize)
+	*g.u32(hShards) = uint32(l.shards)
+	*g.u32(hProcSlots) = procSlots
+	*g.u32(hWaitSlots) = waitSlots
+	*g.u32(hIndexSlots) = uint32(l.indexSlots)
+	*g.u64(hProcOff) = uint64(l.procOff)
+	*g.u64(hWaitOff) = uint64(l.waitOff)
+	*g.u64(hShardOff) = uint64(l.shardOff)
+	*g.u64(hIndexOff) = uint64(l.indexOff)
+	*g.u64(hHeapOff) = uint64(l.heapOff)
+	*g.u64(hHeapSize) = uint64(l.heapSize)
+	*g.u64(hLimit) = uint64(l.limit)
+	if _, err := rand.Read(unsafe.Slice((*byte)(g.ptr(hInstance)), 16)); err != nil {
+		g.unmap()
+		return nil, fmt.Errorf("shm: instance id: %w", err)
+	}
+	init(g)
+	atomic.StoreUint64(g.u64(hMagic), magic)
+	atomic.StoreUint32(g.u32(hReady), readyValue)
+	return g, nil
+}
+
+func (g *segment) unmap() {
+	if g.mem != nil {
+		unix.Munmap(g.mem)
+		g.mem, g.base = nil, nil
+	}
+}
+
+// instanceID formats the segment's 16 random bytes as a UUID.
+func (g *segment) instanceID() string {
+	b := unsafe.Slice((*byte)(g.ptr(hInstance)), 16)
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

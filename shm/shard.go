@@ -1,0 +1,75 @@
+package shm
+
+import "sync/atomic"
+
+// A shard is self-contained: its lock word, counters and free-list heads
+// (this header), an index and a heap. Everything but the counters is
+// changed only under its lock; the derived figures (entries, tombstones,
+// bytes, waiters, free lists) are recomputed when the shard is recovered.
+const (
+	shardHeaderSize = 512
+
+	sLock       = 0   // uint32: the lock word (lock.go)
+	sWaiters    = 4   // uint32: wait slots registered on this shard (derived)
+	sTicket     = 8   // uint64: the next waiter's ticket
+	sEntries    = 16  // uint32: live index slots (derived)
+	sTombs      = 20  // uint32: tombstones (derived)
+	sSweep      = 24  // uint32: the sweep cursor
+	sBroken     = 28  // uint32: nonzero when recovery found the shard corrupt
+	sEvictAll   = 32  // int64: bytes of unpinned entries (derived)
+	sEvictTTL   = 40  // int64: bytes of unpinned entries with a TTL (derived)
+	sHeapUsed   = 48  // int64: bytes of blocks not free (derived)
+	sCounters   = 64  // [nCounters]uint64
+	sRecoveries = 160 // uint64: times this shard was recovered
+	sFreeLists  = 256 // [nClasses]uint32: free-list heads (off/8 + 1; 0: empty)
+)
+
+// Counters, as kv.Stats names them; changed under the shard lock.
+const (
+	cHits = iota
+	cMisses
+	cSets
+	cSetNXWins
+	cSetNXLosses
+	cDelIfEqMatches
+	cDelIfEqMismatches
+	cEvictions
+	cExpirations
+	nCounters
+)
+
+// shard is this process's handle on one shard of the segment.
+type shard struct {
+	g     *segment
+	i     int
+	hdr   int64 // offset of the header
+	index int64 // offset of the index
+	heap  int64 // offset of the heap
+}
+
+func (g *segment) shard(i int) shard {
+	return shard{g: g, i: i,
+		hdr:   g.shardOff + int64(i)*shardHeaderSize,
+		index: g.indexOff + int64(i)*int64(g.indexSlots)*8,
+		heap:  g.heapOff + int64(i)*g.heapSize}
+}
+
+func (sh *shard) u32(f int64) *uint32 { return sh.g.u32(sh.hdr + f) }
+func (sh *shard) u64(f int64) *uint64 { return sh.g.u64(sh.hdr + f) }
+func (sh *shard) i64(f int64) *int64  { return sh.g.i64(sh.hdr + f) }
+
+// used is the bytes charged to this shard's entries, read by writers in
+// every shard to check the memory limit.
+func (sh *shard) used() *int64 { return sh.g.i64(hUsed + int64(sh.i)*8) }
+
+func (sh *shard) count(c int) { p := sh.u64(sCounters + int64(c)*8); atomic.StoreUint64(p, atomic.LoadUint64(p)+1) }
+
+func (sh *shard) addI64(f int64, d int64) {
+	p := sh.i64(f)
+	atomic.StoreInt64(p, atomic.LoadInt64(p)+d)
+}
+
+func (sh *shard) addU32(f int64, d int32) {
+	p := sh.u32(f)
+	atomic.StoreUint32(p, uint32(int32(atomic.LoadUint32(p))+d))
+}

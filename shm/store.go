@@ -1,0 +1,933 @@
+// Package shm is ephpm's shared-memory store: the key-value store of package
+// kv with the same contracts, kept in a named segment that every process
+// mapping it shares (php-fpm workers, CLI scripts), and that survives any
+// of them being killed at any instruction.
+//
+// The segment is a file /dev/shm/ephpm-NAME.UID mapped MAP_SHARED. Nothing
+// in it is a Go pointer: every structure is addressed by offset and every
+// shared word is read and written with sync/atomic. It is split into
+// shards, each with its own lock word, hash index and heap; an operation on
+// one key runs entirely under its shard's lock, so a decision and the change
+// it leads to are one step no other process can interleave with. A process
+// that dies holding a lock is detected by the waiters (lock.go), and its
+// shard is recovered (recover.go) before anyone uses it: every entry then
+// reads as its old or its new value, and nothing acknowledged is lost.
+//
+// See "The shared-memory store" in docs/design.md.
+package shm
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+	_ "unsafe" // go:linkname
+
+	"github.com/ephpm/ephpm/kv"
+)
+
+// Options configure Open.
+type Options struct {
+	// Dir holds the segment file; "" means /dev/shm.
+	Dir string
+	// Memory: Limit sizes a segment this call creates (0: DefaultMemoryLimit)
+	// and must match an existing one's if nonzero; Policy, Compression and
+	// CompressionMinSize are segment-wide and applied on every Open.
+	Memory kv.MemoryConfig
+	// PinnedPrefixes lists key prefixes whose entries this process writes
+	// pinned: never evicted.
+	PinnedPrefixes []string
+}
+
+// Store is one process's attachment to a segment. It is safe for
+// concurrent use; Close detaches it.
+type Store struct {
+	g      *segment
+	slot   int
+	tag    uint32
+	pinned []string
+	shards []shard
+
+	calls  atomic.Int64
+	closed atomic.Bool
+}
+
+var (
+	errClosed = errors.New("shm: store closed")
+	// ErrCorrupt: recovery found a shard's structures inconsistent; the
+	// shard serves no more calls (its outcome would be unknown).
+	ErrCorrupt = errors.New("shm: segment shard is corrupt")
+)
+
+// entryOverhead is what each entry is charged beyond its block: its index
+// slot.
+const entryOverhead = 8
+
+//go:linkname nanotime runtime.nanotime
+func nanotime() int64
+
+// now is CLOCK_MONOTONIC in ns: the same clock in every process.
+func now() int64 { return nanotime() }
+
+// Open attaches to the segment called name (1-64 of [A-Za-z0-9._-]),
+// creating it if it does not exist.
+func Open(name string, opts Options) (*Store, error) {
+	if !namePattern.MatchString(name) {
+		return nil, fmt.Errorf("%w: shared-memory segment name %q is not 1-64 of [A-Za-z0-9._-]", kv.ErrInvalidArgument, name)
+	}
+	cfg := opts.Memory
+	if cfg.Policy < kv.NoEviction || cfg.Policy > kv.AllKeysLRU || cfg.CompressionMinSize < 0 || cfg.Limit < 0 {
+		return nil, fmt.Errorf("%w: memory setting %+v", kv.ErrInvalidArgument, cfg)
+	}
+	g, err := openSegment(Path(opts.Dir, name), cfg.Limit, initShards)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{g: g, pinned: append([]string(nil), opts.PinnedPrefixes...)}
+	for i := 0; i < g.shards; i++ {
+		s.shards = append(s.shards, g.shard(i))
+	}
+	if s.slot, s.tag, err = g.attach(); err != nil {
+		g.unmap()
+		return nil, err
+	}
+	s.applyConfig(cfg)
+	return s, nil
+}
+
+func initShards(g *segment) {
+	for i := 0; i < g.shards; i++ {
+		sh := g.shard(i)
+		sh.initHeap()
+	}
+}
+
+func (s *Store) applyConfig(cfg kv.MemoryConfig) {
+	atomic.StoreUint32(s.g.u32(hPolicy), uint32(cfg.Policy))
+	comp := uint32(0)
+	if cfg.Compression {
+		comp = 1
+	}
+	atomic.StoreUint32(s.g.u32(hCompression), comp)
+	atomic.StoreUint32(s.g.u32(hMinSize), uint32(cfg.CompressionMinSize))
+}
+
+// MemoryConfig returns the segment's memory setting.
+func (s *Store) MemoryConfig() kv.MemoryConfig {
+	return kv.MemoryConfig{
+		Limit:              s.g.limit,
+		Policy:             kv.Policy(atomic.LoadUint32(s.g.u32(hPolicy))),
+		Compression:        atomic.LoadUint32(s.g.u32(hCompression)) == 1,
+		CompressionMinSize: int(atomic.LoadUint32(s.g.u32(hMinSize))),
+	}
+}
+
+// Configure applies one memory setting of the configure member to the
+// whole segment, for every process using it: eviction, compression,
+// compression_min_size. memory_limit is fixed when the segment is created:
+// the same value (or 0) is accepted, another is an error.
+func (s *Store) Configure(name, value string) error {
+	cfg := s.MemoryConfig()
+	bad := func() error { return fmt.Errorf("%w: %s=%q", kv.ErrInvalidArgument, name, value) }
+	switch name {
+	case "memory_limit", "compression_min_size":
+		n, err := strconv.ParseInt(value, 10, 64)
+		if err != nil || n < 0 || (name == "compression_min_size" && n > kv.MaxValueLen) {
+			return bad()
+		}
+		if name == "compression_min_size" {
+			cfg.CompressionMinSize = int(n)
+		} else if n != 0 && n != s.g.limit {
+			return fmt.Errorf("%w: segment %s has memory_limit %d, fixed when it was created; stop the processes "+
+				"using it and remove the file to resize it", kv.ErrInvalidArgument, s.g.path, s.g.limit)
+		}
+	case "eviction":
+		p, err := kv.ParsePolicy(value)
+		if err != nil {
+			return bad()
+		}
+		cfg.Policy = p
+	case "compression":
+		switch value {
+		case "none":
+			cfg.Compression = false
+		case "lz4":
+			cfg.Compression = true
+		default:
+			return bad()
+		}
+	default:
+		return fmt.Errorf("%w: unknown setting %q", kv.ErrInvalidArgument, name)
+	}
+	s.applyConfig(cfg)
+	return nil
+}
+
+// Path is the segment's file.
+func (s *Store) Path() string { return s.g.path }
+
+// Name is the backend's kind, as stats report it.
+func (s *Store) Name() string { return "shm" }
+
+// Close detaches this process from the segment once calls in progress have
+// returned, and unmaps it. Calls after Close fail. The segment and its
+// entries stay.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	for s.calls.Load() != 0 {
+		time.Sleep(time.Millisecond)
+	}
+	s.g.detach(s.slot)
+	s.g.unmap()
+	return nil
+}
+
+// enter counts a call in progress, or fails if the store is closed.
+func (s *Store) enter() error {
+	s.calls.Add(1)
+	if s.closed.Load() {
+		s.calls.Add(-1)
+		return errClosed
+	}
+	return nil
+}
+
+func (s *Store) leave() { s.calls.Add(-1) }
+
+// locate returns key's shard, its hash and its index tag.
+func (s *Store) locate(key string) (*shard, uint64, uint32) {
+	h := hashKey(key)
+	return &s.shards[h&uint64(len(s.shards)-1)], h, tagOfHash(h)
+}
+
+// lock takes sh's lock, recovering the shard first if its owner died.
+func (s *Store) lock(sh *shard) error {
+	if s.g.lockWord(sh.u32(sLock), s.tag) {
+		s.recoverShard(sh)
+	}
+	if atomic.LoadUint32(sh.u32(sBroken)) != 0 {
+		unlockWord(sh.u32(sLock))
+		return fmt.Errorf("%w: shard %d of %s: stop the processes using it and remove the file", ErrCorrupt, sh.i, s.g.path)
+	}
+	return nil
+}
+
+func (s *Store) unlock(sh *shard) { unlockWord(sh.u32(sLock)) }
+
+// lockTwo takes the locks of a two-key operation in shard order, so that
+// two such operations never deadlock; b may be a.
+func (s *Store) lockTwo(a, b *shard) error {
+	first, second := a, b
+	if b.i < a.i {
+		first, second = b, a
+	}
+	if err := s.lock(first); err != nil {
+		return err
+	}
+	if second != first {
+		if err := s.lock(second); err != nil {
+			s.unlock(first)
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) unlockTwo(a, b *shard) {
+	s.unlock(a)
+	if b != a {
+		s.unlock(b)
+	}
+}
+
+func (s *Store) pinFlag(key string) uint32 {
+	for _, p := range s.pinned {
+		if strings.HasPrefix(key, p) {
+			return flagPinned
+		}
+	}
+	return 0
+}
+
+// lruClock returns the coarse clock (ms) stamped on entries, advancing the
+// segment's copy when t (a clock reading, 0: none) is newer.
+func (s *Store) lruClock(t int64) uint32 {
+	p := s.g.u32(hLRUClock)
+	c := atomic.LoadUint32(p)
+	if t != 0 {
+		if ms := uint32(t / int64(time.Millisecond)); ms != c {
+			atomic.StoreUint32(p, ms)
+			return ms
+		}
+	}
+	return c
+}
+
+func checkKey(key string) error {
+	if len(key) == 0 || len(key) > kv.MaxKeyLen {
+		return fmt.Errorf("%w: key length %d is outside 1..%d", kv.ErrInvalidArgument, len(key), kv.MaxKeyLen)
+	}
+	return nil
+}
+
+func checkTTL(ttl time.Duration) error {
+	if ttl < 0 || ttl > kv.MaxTTL {
+		return fmt.Errorf("%w: ttl %v is outside 0..%v", kv.ErrInvalidArgument, ttl, kv.MaxTTL)
+	}
+	return nil
+}
+
+func checkWrite(key string, value []byte, ttl time.Duration) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	if len(value) > kv.MaxValueLen {
+		return fmt.Errorf("%w: value length %d exceeds %d", kv.ErrInvalidArgument, len(value), kv.MaxValueLen)
+	}
+	return checkTTL(ttl)
+}
+
+func expired(at, t int64) bool { return at != 0 && at <= t }
+
+func chargeOf(size int64) int64 { return size + entryOverhead }
+
+// account adds (sign 1) or takes away (sign -1) the live entry b's charge
+// to the shard's figures. Caller holds the lock.
+func (sh *shard) account(b int64, sign int64) {
+	c := sign * chargeOf(sh.blockSize(b))
+	p := sh.used()
+	atomic.StoreInt64(p, atomic.LoadInt64(p)+c)
+	if !sh.entryPinned(b) {
+		sh.addI64(sEvictAll, c)
+		if sh.entryExpireAt(b) != 0 {
+			sh.addI64(sEvictTTL, c)
+		}
+	}
+}
+
+// totalUsed sums the bytes charged in every shard.
+func (s *Store) totalUsed() int64 {
+	var n int64
+	for i := range s.shards {
+		n += atomic.LoadInt64(s.shards[i].used())
+	}
+	return n
+}
+
+// live returns key's slot and block if it holds an entry that has not
+// expired at t (an expired one is removed). Caller holds the lock.
+func (s *Store) live(sh *shard, h uint64, tag uint32, key string, t *int64) (int, int64) {
+	pos, b, _ := sh.lookup(tag, key)
+	if pos < 0 {
+		return -1, noBlock
+	}
+	if at := sh.entryExpireAt(b); at != 0 {
+		if *t == 0 {
+			*t = now()
+		}
+		if at <= *t {
+			s.removeEntry(sh, pos, b, h)
+			sh.count(cExpirations)
+			return -1, noBlock
+		}
+	}
+	return pos, b
+}
+
+// removeEntry removes the entry b in slot pos, whose key hashes to h, and
+// wakes the oldest process waiting for that key. A SIGKILL between any two
+// steps leaves either the entry (still referenced: recovery makes it live
+// again) or its absence (a tombstone: recovery frees the block). Caller
+// holds the lock.
+func (s *Store) removeEntry(sh *shard, pos int, b int64, h uint64) {
+	sh.setState(b, stateInFlight)
+	sh.removeAt(pos)
+	sh.account(b, -1)
+	sh.release(b)
+	if atomic.LoadUint32(sh.u32(sWaiters)) != 0 {
+		s.wakeOne(sh, h)
+	}
+}
+
+// room says why a write did not fit.
+type room int
+
+const (
+	fits      room = iota
+	overLimit      // the memory limit
+	heapFull       // no free block large enough in the shard
+	indexFull      // no index slot for a new key in the shard
+	neverFits      // larger than a shard's heap, or than the limit
+)
+
+// write is one write for put.
+type write struct {
+	key      string
+	h        uint64
+	tag      uint32
+	stored   []byte
+	flags    uint32
+	expireAt int64
+	// delta is what put found the write adds to the bytes charged.
+	delta int64
+}
+
+// put stores w in sh in place of old (in slot pos), or in the free slot
+// ins when old is noBlock, and reports whether it fitted; if not, nothing
+// changed. The steps: the new block is allocated in flight and written;
+// old is marked in flight; one index store publishes the new block (the
+// commit); the new block is marked live; old is freed. Caller holds the
+// lock and called sh.roomFor before looking the key up.
+func (s *Store) put(sh *shard, w *write, pos int, old int64, ins int, room bool) room {
+	size := entrySize(len(w.key), len(w.stored))
+	if size > s.g.heapSize || chargeOf(size) > s.g.limit {
+		return neverFits
+	}
+	w.delta = chargeOf(size)
+	if old != noBlock {
+		w.delta -= chargeOf(sh.blockSize(old))
+	}
+	if w.delta > 0 && s.totalUsed()+w.delta > s.g.limit {
+		return overLimit
+	}
+	if old == noBlock && (!room || ins < 0) {
+		return indexFull
+	}
+	b := sh.alloc(size)
+	if b == noBlock {
+		return heapFull
+	}
+	sh.writeEntry(b, w.key, w.stored, w.flags, w.expireAt, s.lruClock(0))
+	if old != noBlock {
+		sh.setState(old, stateInFlight)
+		atomic.StoreUint64(sh.slot(pos), makeSlot(w.tag, b))
+	} else {
+		sh.insertAt(ins, w.tag, b)
+	}
+	sh.setState(b, stateLive)
+	if old != noBlock {
+		sh.account(old, -1)
+		sh.release(old)
+	}
+	sh.account(b, 1)
+	return fits
+}
+
+// sweepSome looks at a few index slots from the shard's sweep cursor and
+// removes the expired entries there. Caller holds the lock.
+func (s *Store) sweepSome(sh *shard, n int, t int64) {
+	mask := s.g.indexSlots - 1
+	cur := int(atomic.LoadUint32(sh.u32(sSweep)))
+	for k := 0; k < n; k++ {
+		i := (cur + k) & mask
+		v := atomic.LoadUint64(sh.slot(i))
+		if v == slotEmpty || v == slotTomb {
+			continue
+		}
+		b := slotBlock(v)
+		if at := sh.entryExpireAt(b); expired(at, t) {
+			s.removeEntry(sh, i, b, hashKey(sh.entryKey(b)))
+			sh.count(cExpirations)
+		}
+	}
+	atomic.StoreUint32(sh.u32(sSweep), uint32((cur+n)&mask))
+}
+
+// sweepShard removes every expired entry of the shard. Caller holds the
+// lock.
+func (s *Store) sweepShard(sh *shard) {
+	atomic.StoreUint32(sh.u32(sSweep), 0)
+	s.sweepSome(sh, s.g.indexSlots, now())
+}
+
+const sweepPerWrite = 4
+
+// mode is the condition a write is stored under.
+type mode int
+
+const (
+	modeSet     mode = iota // always
+	modeSetNX               // only if the key holds no live entry
+	modeGuarded             // only while guardKey holds guardToken
+)
+
+// install stores key's new value if m's condition holds and reports whether
+// it did. A write that does not fit makes room (makeRoom) with no lock held
+// and tries again; if it cannot, it fails with kv.ErrNoMemory and nothing
+// changed. ttl counts from the moment the condition is decided.
+func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint32, m mode, guardKey string, guardToken []byte) (bool, error) {
+	if err := s.enter(); err != nil {
+		return false, err
+	}
+	defer s.leave()
+	comp := s.MemoryConfig()
+	stored, cflag := storedForm(value, comp.Compression, comp.CompressionMinSize)
+	sh, h, tag := s.locate(key)
+	w := write{key: key, h: h, tag: tag, stored: stored, flags: flags | cflag}
+	gsh, gh, gtag := sh, uint64(0), uint32(0)
+	if m == modeGuarded {
+		gsh, gh, gtag = s.locate(guardKey)
+	}
+	for attempt := 0; ; attempt++ {
+		if err := s.lockTwo(sh, gsh); err != nil {
+			return false, err
+		}
+		t := now()
+		ok := true
+		if m == modeGuarded {
+			_, g := s.live(gsh, gh, gtag, guardKey, &t)
+			if g != noBlock {
+				eq, good := gsh.valueEquals(g, guardToken)
+				if !good {
+					s.unlockTwo(sh, gsh)
+					return false, s.corrupt(gsh)
+				}
+				ok = eq
+			} else {
+				ok = false
+			}
+		}
+		room := sh.roomFor()
+		pos, old, ins := sh.lookup(tag, key)
+		oldExpired := old != noBlock && expired(sh.entryExpireAt(old), t)
+		if m == modeSetNX && old != noBlock && !oldExpired {
+			ok = false
+		}
+		r := fits
+		if ok {
+			w.expireAt = 0
+			if ttl != 0 {
+				w.expireAt = t + int64(ttl)
+			}
+			r = s.put(sh, &w, pos, old, ins, room)
+			if r == fits {
+				if oldExpired {
+					sh.count(cExpirations)
+				}
+				switch m {
+				case modeSetNX:
+					sh.count(cSetNXWins)
+				default:
+					sh.count(cSets)
+				}
+				s.sweepSome(sh, sweepPerWrite, t)
+			}
+		} else if m == modeSetNX {
+			sh.count(cSetNXLosses)
+		}
+		s.unlockTwo(sh, gsh)
+		if !ok || r == fits {
+			return ok, nil
+		}
+		if r == neverFits || attempt == 3 || !s.makeRoom(sh, r, &w) {
+			return false, s.noMemory(len(key), len(stored))
+		}
+	}
+}
+
+func (s *Store) noMemory(keyLen, storedLen int) error {
+	size := entrySize(keyLen, storedLen)
+	if size > s.g.heapSize {
+		return fmt.Errorf("%w: an entry of %d bytes exceeds the largest this segment holds (%d bytes, a shard's heap)",
+			kv.ErrNoMemory, size, s.g.heapSize)
+	}
+	return kv.ErrNoMemory
+}
+
+// corrupt marks the shard unusable and returns the error for it. Caller
+// holds its lock.
+func (s *Store) corrupt(sh *shard) error {
+	atomic.StoreUint32(sh.u32(sBroken), 1)
+	return fmt.Errorf("%w: shard %d of %s", ErrCorrupt, sh.i, s.g.path)
+}
+
+// GetInto copies a live entry's value into dst if it fits, and returns its
+// length either way. The copy is made under the shard lock.
+func (s *Store) GetInto(key string, dst []byte) (int, bool, error) {
+	if err := s.enter(); err != nil {
+		return 0, false, err
+	}
+	defer s.leave()
+	sh, h, tag := s.locate(key)
+	if err := s.lock(sh); err != nil {
+		return 0, false, err
+	}
+	defer s.unlock(sh)
+	var t int64
+	_, b := s.live(sh, h, tag, key, &t)
+	if b == noBlock {
+		sh.count(cMisses)
+		return 0, false, nil
+	}
+	if p := sh.entryAccess(b); atomic.LoadUint32(p) != s.lruClock(t) {
+		atomic.StoreUint32(p, s.lruClock(t))
+	}
+	sh.count(cHits)
+	n := sh.logicalLen(b)
+	if n <= len(dst) && !sh.readInto(b, dst[:n]) {
+		return 0, false, s.corrupt(sh)
+	}
+	return n, true, nil
+}
+
+// Set stores value under key with a TTL (0: none), replacing any entry.
+func (s *Store) Set(key string, value []byte, ttl time.Duration) error {
+	if err := checkWrite(key, value, ttl); err != nil {
+		return err
+	}
+	_, err := s.install(key, value, ttl, s.pinFlag(key), modeSet, "", nil)
+	return err
+}
+
+// SetNX stores value under key only if no live entry is there, with its
+// TTL in the same step; the entry is a lock and is never evicted.
+func (s *Store) SetNX(key string, value []byte, ttl time.Duration) (kv.SetNXOutcome, error) {
+	if err := checkWrite(key, value, ttl); err != nil {
+		return 0, err
+	}
+	ok, err := s.install(key, value, ttl, flagPinned, modeSetNX, "", nil)
+	switch {
+	case err != nil:
+		return 0, err
+	case ok:
+		return kv.Inserted, nil
+	}
+	return kv.Exists, nil
+}
+
+// SetGuarded stores value under key only while guardKey holds a live entry
+// equal to guardToken, with both shards held.
+func (s *Store) SetGuarded(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
+	if err := checkWrite(key, value, ttl); err != nil {
+		return false, err
+	}
+	if err := checkKey(guardKey); err != nil {
+		return false, err
+	}
+	return s.install(key, value, ttl, s.pinFlag(key), modeGuarded, guardKey, guardToken)
+}
+
+// DelGuarded removes key only while guardKey holds a live entry equal to
+// guardToken, and reports whether the guard held.
+func (s *Store) DelGuarded(key, guardKey string, guardToken []byte) (bool, error) {
+	if err := checkKey(key); err != nil {
+		return false, err
+	}
+	if err := checkKey(guardKey); err != nil {
+		return false, err
+	}
+	if err := s.enter(); err != nil {
+		return false, err
+	}
+	defer s.leave()
+	sh, h, tag := s.locate(key)
+	gsh, gh, gtag := s.locate(guardKey)
+	if err := s.lockTwo(sh, gsh); err != nil {
+		return false, err
+	}
+	defer s.unlockTwo(sh, gsh)
+	var t int64
+	_, g := s.live(gsh, gh, gtag, guardKey, &t)
+	if g == noBlock {
+		return false, nil
+	}
+	if eq, ok := gsh.valueEquals(g, guardToken); !ok {
+		return false, s.corrupt(gsh)
+	} else if !eq {
+		return false, nil
+	}
+	if pos, b, _ := sh.lookup(tag, key); pos >= 0 {
+		if expired(sh.entryExpireAt(b), t) {
+			sh.count(cExpirations)
+		}
+		s.removeEntry(sh, pos, b, h)
+	}
+	return true, nil
+}
+
+// Del removes key and reports whether a live entry was removed.
+func (s *Store) Del(key string) (bool, error) {
+	if err := s.enter(); err != nil {
+		return false, err
+	}
+	defer s.leave()
+	sh, h, tag := s.locate(key)
+	if err := s.lock(sh); err != nil {
+		return false, err
+	}
+	defer s.unlock(sh)
+	pos, b, _ := sh.lookup(tag, key)
+	if pos < 0 {
+		return false, nil
+	}
+	gone := expired(sh.entryExpireAt(b), now())
+	if gone {
+		sh.count(cExpirations)
+	}
+	s.removeEntry(sh, pos, b, h)
+	return !gone, nil
+}
+
+// DelIfEq removes key only if it holds a live entry whose (decompressed)
+// value equals token, in one step; an expired entry never matches.
+func (s *Store) DelIfEq(key string, token []byte) (bool, error) {
+	if err := s.enter(); err != nil {
+		return false, err
+	}
+	defer s.leave()
+	sh, h, tag := s.locate(key)
+	if err := s.lock(sh); err != nil {
+		return false, err
+	}
+	defer s.unlock(sh)
+	var t int64
+	pos, b := s.live(sh, h, tag, key, &t)
+	if b != noBlock {
+		eq, ok := sh.valueEquals(b, token)
+		if !ok {
+			return false, s.corrupt(sh)
+		}
+		if eq {
+			s.removeEntry(sh, pos, b, h)
+			sh.count(cDelIfEqMatches)
+			return true, nil
+		}
+	}
+	sh.count(cDelIfEqMismatches)
+	return false, nil
+}
+
+// Expire gives a live entry a new TTL counted from now (0: none).
+func (s *Store) Expire(key string, ttl time.Duration) (bool, error) {
+	return s.expireIf(key, nil, ttl)
+}
+
+// ExpireIfEq is Expire only while key holds a live entry equal to token.
+func (s *Store) ExpireIfEq(key string, token []byte, ttl time.Duration) (bool, error) {
+	if token == nil {
+		token = []byte{}
+	}
+	return s.expireIf(key, token, ttl)
+}
+
+func (s *Store) expireIf(key string, token []byte, ttl time.Duration) (bool, error) {
+	if err := checkKey(key); err != nil {
+		return false, err
+	}
+	if err := checkTTL(ttl); err != nil {
+		return false, err
+	}
+	if err := s.enter(); err != nil {
+		return false, err
+	}
+	defer s.leave()
+	sh, h, tag := s.locate(key)
+	if err := s.lock(sh); err != nil {
+		return false, err
+	}
+	defer s.unlock(sh)
+	t := now()
+	_, b := s.live(sh, h, tag, key, &t)
+	if b == noBlock {
+		return false, nil
+	}
+	if token != nil {
+		eq, ok := sh.valueEquals(b, token)
+		if !ok {
+			return false, s.corrupt(sh)
+		}
+		if !eq {
+			return false, nil
+		}
+	}
+	at := int64(0)
+	if ttl != 0 {
+		at = t + int64(ttl)
+	}
+	sh.account(b, -1)
+	sh.setEntryExpireAt(b, at)
+	sh.account(b, 1)
+	return true, nil
+}
+
+// Exists reports whether key holds a live entry. It counts no hit or miss.
+func (s *Store) Exists(key string) (bool, error) {
+	if err := s.enter(); err != nil {
+		return false, err
+	}
+	defer s.leave()
+	sh, h, tag := s.locate(key)
+	if err := s.lock(sh); err != nil {
+		return false, err
+	}
+	defer s.unlock(sh)
+	var t int64
+	_, b := s.live(sh, h, tag, key, &t)
+	return b != noBlock, nil
+}
+
+// PTTL returns a live entry's remaining TTL, -1 if it has none.
+func (s *Store) PTTL(key string) (time.Duration, bool, error) {
+	if err := s.enter(); err != nil {
+		return 0, false, err
+	}
+	defer s.leave()
+	sh, h, tag := s.locate(key)
+	if err := s.lock(sh); err != nil {
+		return 0, false, err
+	}
+	defer s.unlock(sh)
+	var t int64
+	_, b := s.live(sh, h, tag, key, &t)
+	if b == noBlock {
+		return 0, false, nil
+	}
+	at := sh.entryExpireAt(b)
+	if at == 0 {
+		return -1, true, nil
+	}
+	return time.Duration(at - t), true, nil
+}
+
+// IncrBy adds delta to the decimal integer under key and returns the sum,
+// atomically; a missing key is created holding delta with ttlOnCreate, an
+// existing entry keeps its TTL.
+func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int64, error) {
+	if err := checkKey(key); err != nil {
+		return 0, err
+	}
+	if err := checkTTL(ttlOnCreate); err != nil {
+		return 0, err
+	}
+	if err := s.enter(); err != nil {
+		return 0, err
+	}
+	defer s.leave()
+	sh, h, tag := s.locate(key)
+	for attempt := 0; ; attempt++ {
+		if err := s.lock(sh); err != nil {
+			return 0, err
+		}
+		t := now()
+		room := sh.roomFor()
+		pos, old := s.live(sh, h, tag, key, &t)
+		var ins int
+		if pos < 0 {
+			_, _, ins = sh.lookup(tag, key)
+		}
+		w := write{key: key, h: h, tag: tag, flags: s.pinFlag(key)}
+		result := delta
+		if ttlOnCreate != 0 {
+			w.expireAt = t + int64(ttlOnCreate)
+		}
+		if old != noBlock {
+			v := make([]byte, sh.logicalLen(old))
+			if !sh.readInto(old, v) {
+				err := s.corrupt(sh)
+				s.unlock(sh)
+				return 0, err
+			}
+			n, err := strconv.ParseInt(string(v), 10, 64)
+			if err != nil || len(v) == 0 || v[0] == '+' {
+				s.unlock(sh)
+				if len(v) > 32 {
+					v = v[:32]
+				}
+				return 0, fmt.Errorf("%w: %q", kv.ErrNotInteger, v)
+			}
+			if (delta > 0 && n > maxInt64-delta) || (delta < 0 && n < minInt64-delta) {
+				s.unlock(sh)
+				return 0, kv.ErrOverflow
+			}
+			result = n + delta
+			w.flags = sh.entryMeta(old) & flagPinned
+			w.expireAt = sh.entryExpireAt(old)
+		}
+		w.stored = strconv.AppendInt(nil, result, 10)
+		r := s.put(sh, &w, pos, old, ins, room)
+		if r == fits {
+			s.sweepSome(sh, sweepPerWrite, t)
+		}
+		s.unlock(sh)
+		if r == fits {
+			return result, nil
+		}
+		if r == neverFits || attempt == 3 || !s.makeRoom(sh, r, &w) {
+			return 0, kv.ErrNoMemory
+		}
+	}
+}
+
+const (
+	maxInt64 = 1<<63 - 1
+	minInt64 = -1 << 63
+)
+
+// Flush removes every entry, one shard at a time, and wakes every waiter.
+func (s *Store) Flush() error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	for i := range s.shards {
+		sh := &s.shards[i]
+		if err := s.lock(sh); err != nil {
+			return err
+		}
+		for j := 0; j < s.g.indexSlots; j++ {
+			if v := atomic.LoadUint64(sh.slot(j)); v != slotEmpty && v != slotTomb {
+				b := slotBlock(v)
+				sh.setState(b, stateInFlight)
+				sh.removeAt(j)
+				sh.account(b, -1)
+				sh.release(b)
+			}
+		}
+		sh.compact()
+		s.wakeAll(sh)
+		s.unlock(sh)
+	}
+	return nil
+}
+
+// Stats fills kv.Stats as the in-process store does, taking each shard
+// lock in turn. Attached reports the live processes attached.
+func (s *Store) Stats() (kv.Stats, error) {
+	if err := s.enter(); err != nil {
+		return kv.Stats{}, err
+	}
+	defer s.leave()
+	cfg := s.MemoryConfig()
+	st := kv.Stats{InstanceID: s.g.instanceID(), MemoryLimit: cfg.Limit, Eviction: cfg.Policy.String(), Compression: cfg.Compression}
+	for i := range s.shards {
+		sh := &s.shards[i]
+		if err := s.lock(sh); err != nil {
+			return kv.Stats{}, err
+		}
+		c := func(k int) uint64 { return atomic.LoadUint64(sh.u64(sCounters + int64(k)*8)) }
+		st.Keys += int64(atomic.LoadUint32(sh.u32(sEntries)))
+		st.BytesUsed += atomic.LoadInt64(sh.used())
+		st.Hits += c(cHits)
+		st.Misses += c(cMisses)
+		st.Sets += c(cSets)
+		st.Evictions += c(cEvictions)
+		st.Expirations += c(cExpirations)
+		st.SetNXWins += c(cSetNXWins)
+		st.SetNXLosses += c(cSetNXLosses)
+		st.DelIfEqMatches += c(cDelIfEqMatches)
+		st.DelIfEqMismatches += c(cDelIfEqMismatches)
+		s.unlock(sh)
+	}
+	return st, nil
+}
+
+// Attached returns the number of live processes attached to the segment.
+func (s *Store) Attached() int { return s.g.attached() }
+
+// Recoveries returns how many times a shard of the segment was recovered
+// from a dead owner since it was created.
+func (s *Store) Recoveries() uint64 { return atomic.LoadUint64(s.g.u64(hRecoveries)) }

@@ -1,0 +1,241 @@
+package shm
+
+import (
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+)
+
+// The wait table: waitSlots slots of waitSlotSize bytes through which a
+// caller of Wait sleeps until the key it waits for is removed.
+//
+//	[0:8)    ctl     owner tag<<32 | state
+//	[8:12)   seq     futex word: incremented (then woken) when the state becomes woken
+//	[12:16)  shard
+//	[16:24)  hash    the key's 64-bit hash
+//	[24:32)  ticket  from the shard's counter: lower is older
+//
+// A waiter claims a free slot by CAS under its shard's lock, fills it, and
+// marks it waiting; it then sleeps on seq (FUTEX_WAIT, shared) for at most
+// the key's remaining TTL, its own budget, and maxWaitSleep, after which it
+// looks at the key again under the lock. A removal of a key with waiters
+// (Del, DelIfEq, DelGuarded, expiry, eviction) marks the waiting slot with
+// that key's hash and the lowest ticket woken, under the same lock, and
+// wakes it: one waiter per removal, oldest first, no herd. A slot whose
+// owner died is freed by whoever finds it so (a waker, recovery, a
+// registering waiter); the shard's count of waiters is derived and
+// recomputed when the shard is recovered.
+const (
+	waitSlotSize = 32
+	maxWaitSleep = 100 * time.Millisecond
+
+	wFree        = 0
+	wRegistering = 1
+	wWaiting     = 2
+	wWoken       = 3
+)
+
+func (g *segment) waitCtl(i int) *uint64    { return g.u64(g.waitOff + int64(i)*waitSlotSize) }
+func (g *segment) waitSeq(i int) *uint32    { return g.u32(g.waitOff + int64(i)*waitSlotSize + 8) }
+func (g *segment) waitShard(i int) *uint32  { return g.u32(g.waitOff + int64(i)*waitSlotSize + 12) }
+func (g *segment) waitHash(i int) *uint64   { return g.u64(g.waitOff + int64(i)*waitSlotSize + 16) }
+func (g *segment) waitTicket(i int) *uint64 { return g.u64(g.waitOff + int64(i)*waitSlotSize + 24) }
+
+func ctlState(c uint64) int    { return int(c & 0xffffffff) }
+func ctlOwner(c uint64) uint32 { return uint32(c >> 32) }
+
+// register claims a wait slot for key hash h in sh and returns it, or -1 if
+// every slot is taken. Caller holds sh's lock.
+func (s *Store) register(sh *shard, h uint64) int {
+	g := s.g
+	start := rand.IntN(waitSlots)
+	for k := 0; k < waitSlots; k++ {
+		i := (start + k) % waitSlots
+		c := atomic.LoadUint64(g.waitCtl(i))
+		// A woken slot whose owner died is nobody's: take it too.
+		if c != 0 && (ctlState(c) != wWoken || g.tagAlive(ctlOwner(c))) {
+			continue
+		}
+		if !atomic.CompareAndSwapUint64(g.waitCtl(i), c, uint64(s.tag)<<32|wRegistering) {
+			continue
+		}
+		atomic.StoreUint32(g.waitShard(i), uint32(sh.i))
+		atomic.StoreUint64(g.waitHash(i), h)
+		t := sh.u64(sTicket)
+		ticket := atomic.LoadUint64(t)
+		atomic.StoreUint64(t, ticket+1)
+		atomic.StoreUint64(g.waitTicket(i), ticket)
+		sh.addU32(sWaiters, 1)
+		atomic.StoreUint64(g.waitCtl(i), uint64(s.tag)<<32|wWaiting)
+		return i
+	}
+	return -1
+}
+
+// unregister frees slot i after a timeout and reports false, or reports
+// true if it was woken meanwhile (it is then this waiter's turn). Caller
+// holds sh's lock.
+func (s *Store) unregister(sh *shard, i int) (woken bool) {
+	mine := uint64(s.tag) << 32
+	if atomic.CompareAndSwapUint64(s.g.waitCtl(i), mine|wWaiting, 0) {
+		sh.addU32(sWaiters, -1)
+		return false
+	}
+	atomic.StoreUint64(s.g.waitCtl(i), 0)
+	return true
+}
+
+// wake marks slot i, waiting as c, woken and wakes its owner.
+func (s *Store) wake(sh *shard, i int, c uint64) bool {
+	if !atomic.CompareAndSwapUint64(s.g.waitCtl(i), c, uint64(ctlOwner(c))<<32|wWoken) {
+		return false
+	}
+	sh.addU32(sWaiters, -1)
+	atomic.AddUint32(s.g.waitSeq(i), 1)
+	futexWakeOne(s.g.waitSeq(i))
+	return true
+}
+
+// wakeOne wakes the live waiter on key hash h in sh with the oldest
+// ticket, freeing the slots of dead ones it meets. Caller holds sh's lock.
+func (s *Store) wakeOne(sh *shard, h uint64) {
+	g := s.g
+	for {
+		best, bestTicket, bestCtl := -1, uint64(0), uint64(0)
+		for i := 0; i < waitSlots; i++ {
+			c := atomic.LoadUint64(g.waitCtl(i))
+			if ctlState(c) != wWaiting || atomic.LoadUint32(g.waitShard(i)) != uint32(sh.i) || atomic.LoadUint64(g.waitHash(i)) != h {
+				continue
+			}
+			if t := atomic.LoadUint64(g.waitTicket(i)); best < 0 || t < bestTicket {
+				best, bestTicket, bestCtl = i, t, c
+			}
+		}
+		if best < 0 {
+			return
+		}
+		if !g.tagAlive(ctlOwner(bestCtl)) {
+			if atomic.CompareAndSwapUint64(g.waitCtl(best), bestCtl, 0) {
+				sh.addU32(sWaiters, -1)
+			}
+			continue
+		}
+		if s.wake(sh, best, bestCtl) {
+			return
+		}
+	}
+}
+
+// wakeAll wakes every waiter in sh. Caller holds sh's lock.
+func (s *Store) wakeAll(sh *shard) {
+	for i := 0; i < waitSlots; i++ {
+		c := atomic.LoadUint64(s.g.waitCtl(i))
+		if ctlState(c) == wWaiting && atomic.LoadUint32(s.g.waitShard(i)) == uint32(sh.i) {
+			s.wake(sh, i, c)
+		}
+	}
+}
+
+// Wait blocks for at most timeout until key holds no live entry, and
+// reports whether it is free when it returns. It returns early when the
+// entry is removed (one waiter per removal, oldest first: a woken caller
+// is expected to take the key at once) or when its TTL passes. Every sleep
+// is bounded by maxWaitSleep, after which the key is looked at again, so a
+// lost wake-up (its waker killed) costs at most that.
+func (s *Store) Wait(key string, timeout time.Duration) (bool, error) {
+	if err := s.enter(); err != nil {
+		return false, err
+	}
+	defer s.leave()
+	sh, h, tag := s.locate(key)
+	if err := s.lock(sh); err != nil {
+		return false, err
+	}
+	t := now()
+	_, b := s.live(sh, h, tag, key, &t)
+	if b == noBlock || timeout <= 0 {
+		s.unlock(sh)
+		return b == noBlock, nil
+	}
+	deadline := t + int64(timeout)
+	at := sh.entryExpireAt(b)
+	slot := s.register(sh, h)
+	s.unlock(sh)
+	for {
+		var seq uint32
+		if slot >= 0 {
+			seq = atomic.LoadUint32(s.g.waitSeq(slot))
+			if ctlState(atomic.LoadUint64(s.g.waitCtl(slot))) == wWoken {
+				atomic.StoreUint64(s.g.waitCtl(slot), 0)
+				return true, nil
+			}
+		}
+		t = now()
+		d := min(time.Duration(deadline-t), maxWaitSleep)
+		if at != 0 {
+			d = min(d, time.Duration(at-t))
+		}
+		if slot < 0 {
+			d = min(d, lockPoll) // no slot: poll
+		}
+		if d > 0 {
+			if slot >= 0 {
+				futexSleep(s.g.waitSeq(slot), seq, d)
+			} else {
+				time.Sleep(d)
+			}
+		}
+		if err := s.lock(sh); err != nil {
+			return false, err
+		}
+		if slot >= 0 && ctlState(atomic.LoadUint64(s.g.waitCtl(slot))) == wWoken {
+			s.unlock(sh)
+			atomic.StoreUint64(s.g.waitCtl(slot), 0)
+			return true, nil
+		}
+		t = now()
+		_, b = s.live(sh, h, tag, key, &t)
+		if b == noBlock || t >= deadline {
+			if slot >= 0 && s.unregister(sh, slot) {
+				s.unlock(sh)
+				return true, nil
+			}
+			s.unlock(sh)
+			return b == noBlock, nil
+		}
+		at = sh.entryExpireAt(b)
+		if slot < 0 {
+			slot = s.register(sh, h)
+		}
+		s.unlock(sh)
+	}
+}
+
+// recountWaiters frees the wait slots whose owners died and recounts sh's
+// waiters. Caller holds sh's lock (and is recovering it).
+func (s *Store) recountWaiters(sh *shard) {
+	g := s.g
+	var n uint32
+	for i := 0; i < waitSlots; i++ {
+		c := atomic.LoadUint64(g.waitCtl(i))
+		if c == 0 {
+			continue
+		}
+		st := ctlState(c)
+		// A registering slot belongs to a shard whose lock its owner held:
+		// if the owner is dead, so is that lock's, and this is its recovery
+		// or a later one.
+		mine := st == wRegistering || atomic.LoadUint32(g.waitShard(i)) == uint32(sh.i)
+		if !mine {
+			continue
+		}
+		if !g.tagAlive(ctlOwner(c)) {
+			atomic.CompareAndSwapUint64(g.waitCtl(i), c, 0)
+			continue
+		}
+		if st == wWaiting && atomic.LoadUint32(g.waitShard(i)) == uint32(sh.i) {
+			n++
+		}
+	}
+	atomic.StoreUint32(sh.u32(sWaiters), n)
+}
