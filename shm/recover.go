@@ -70,7 +70,9 @@ func (s *Store) checkSlot(sh *shard, pos int, v uint64, starts bitset) error {
 	}
 	kl := sh.entryKeyLen(b)
 	stored := int64(sh.entryMeta(b) & metaLenMask)
-	if kl < 1 || entrySize(kl, int(stored)) != size {
+	// A block is the entry's size, or up to minBlock-8 more when the rest
+	// of the free block it was cut from would not have made a block.
+	if need := entrySize(kl, int(stored)); kl < 1 || size < need || size >= need+minBlock {
 		return fmt.Errorf("slot %d: block %d of %d bytes holds a key of %d and a value of %d", pos, b, size, kl, stored)
 	}
 	h := hashKey(sh.entryKey(b))

@@ -169,6 +169,9 @@ func openSegment(path string, limit int64, init func(g *segment)) (*segment, err
 	if err := flock(fd, how); err != nil {
 		return nil, fmt.Errorf("shm: flock %s: %w", path, err)
 	}
+	// A mapping keeps the open file, and with it the flock, alive: unlock
+	// explicitly.
+	defer unix.Flock(fd, unix.LOCK_UN)
 	for {
 		g, ready, err := mapIfReady(fd, path)
 		if err != nil {

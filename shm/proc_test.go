@@ -1,0 +1,140 @@
+package shm
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ephpm/ephpm/kv"
+)
+
+func TestTwoStoresOnOneSegmentShareEverything(t *testing.T) {
+	a := openTest(t, kv.MemoryConfig{Limit: 1 << 20})
+	b, err := Open(testName(t), Options{})
+	require.NoError(t, err)
+	defer b.Close()
+	require.NoError(t, a.Set("k", []byte("from a"), 0))
+	dst := make([]byte, 16)
+	n, found, err := b.GetInto("k", dst)
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.Equal(t, "from a", string(dst[:n]))
+	out, _ := b.SetNX("lock", []byte("b"), time.Minute)
+	assert.Equal(t, kv.Inserted, out)
+	out, _ = a.SetNX("lock", []byte("a"), time.Minute)
+	assert.Equal(t, kv.Exists, out, "b's lock holds for a")
+	st, err := a.Stats()
+	require.NoError(t, err)
+	assert.Equal(t, "shm", a.Name())
+	assert.Equal(t, int64(2), st.Keys)
+	assert.Equal(t, 2, a.Attached(), "two attachments of this process")
+	sa, _ := a.Stats()
+	sb, _ := b.Stats()
+	assert.Equal(t, sa.InstanceID, sb.InstanceID, "one segment, one instance id")
+}
+
+func TestASecondProcessSeesWrites(t *testing.T) {
+	s := openTest(t, kv.MemoryConfig{Limit: 1 << 20})
+	require.NoError(t, s.Set("parent", []byte("p"), 0))
+	w := startWorker(t, "echo", []string{"SHM_NAME=" + testName(t)})
+	w.expect(t, "got p")
+	require.NoError(t, w.cmd.Wait())
+	dst := make([]byte, 8)
+	n, found, _ := s.GetInto("child", dst)
+	require.True(t, found)
+	assert.Equal(t, "c", string(dst[:n]))
+}
+
+func init() {
+	workers["echo"] = func() {
+		s, err := Open(os.Getenv("SHM_NAME"), Options{})
+		if err != nil {
+			fmt.Println("error", err)
+			return
+		}
+		defer s.Close()
+		dst := make([]byte, 8)
+		n, _, _ := s.GetInto("parent", dst)
+		fmt.Println("got", string(dst[:n]))
+		s.Set("child", []byte("c"), 0)
+	}
+	workers["setnx"] = setNXWorker
+}
+
+// setNXWorker races SetNX on the key of each round r once released by the
+// end of the pipe on fd 3+r (closing it wakes every reader at once), and
+// reports win or lose.
+func setNXWorker() {
+	s, err := Open(os.Getenv("SHM_NAME"), Options{})
+	if err != nil {
+		fmt.Println("error", err)
+		return
+	}
+	defer s.Close()
+	rounds, _ := strconv.Atoi(os.Getenv("SHM_ROUNDS"))
+	for r := 0; r < rounds; r++ {
+		release := os.NewFile(uintptr(3+r), "release")
+		fmt.Println("ready")
+		var b [1]byte
+		if n, _ := release.Read(b[:]); n != 0 {
+			return
+		}
+		out, err := s.SetNX(fmt.Sprintf("race:%d", r), []byte(os.Getenv("SHM_ID")), time.Minute)
+		switch {
+		case err != nil:
+			fmt.Println("error", err)
+		case out == kv.Inserted:
+			fmt.Println("win")
+		default:
+			fmt.Println("lose")
+		}
+	}
+}
+
+func TestSetNXAcrossProcessesHasExactlyOneWinner(t *testing.T) {
+	const procs, rounds = 20, 50
+	s := openTest(t, kv.MemoryConfig{Limit: 1 << 20})
+	// A pipe per round: closing its write end is the barrier's release.
+	reads, writes := make([]*os.File, rounds), make([]*os.File, rounds)
+	for i := range reads {
+		var err error
+		reads[i], writes[i], err = os.Pipe()
+		require.NoError(t, err)
+	}
+	ws := make([]*worker, procs)
+	for i := range ws {
+		ws[i] = startWorker(t, "setnx", []string{"SHM_NAME=" + testName(t), fmt.Sprintf("SHM_ID=%d", i),
+			fmt.Sprintf("SHM_ROUNDS=%d", rounds)}, reads...)
+	}
+	for _, r := range reads {
+		r.Close()
+	}
+	for round := 0; round < rounds; round++ {
+		for _, w := range ws {
+			w.expect(t, "ready")
+		}
+		writes[round].Close()
+		wins := 0
+		for _, w := range ws {
+			switch l := <-w.lines; l {
+			case "win":
+				wins++
+			case "lose":
+			default:
+				t.Fatalf("round %d: %q", round, l)
+			}
+		}
+		require.Equal(t, 1, wins, "round %d", round)
+	}
+	for _, w := range ws {
+		require.NoError(t, w.cmd.Wait())
+	}
+	st, _ := s.Stats()
+	assert.Equal(t, uint64(rounds), st.SetNXWins)
+	assert.Equal(t, uint64(rounds*(procs-1)), st.SetNXLosses)
+}
