@@ -73,7 +73,7 @@ func sizeClass(size int64) int {
 	return min(bits.Len64(uint64(size>>5))-1, nClasses-1)
 }
 
-func (sh *shard) listHead(c int) *uint32  { return sh.u32(sFreeLists + int64(c)*4) }
+func (sh *shard) listHead(c int) *uint32   { return sh.u32(sFreeLists + int64(c)*4) }
 func (sh *shard) nextFree(b int64) *uint32 { return sh.g.u32(sh.heap + b + 8) }
 func (sh *shard) prevFreeLink(b int64) *uint32 {
 	return sh.g.u32(sh.heap + b + 12)

@@ -22,7 +22,6 @@ func testName(t *testing.T) string {
 	return n
 }
 
-
 // openTest opens a fresh segment for t with cfg, closed and removed when
 // t ends, after its integrity is checked.
 func openTest(t *testing.T, cfg kv.MemoryConfig, pinned ...string) *Store {

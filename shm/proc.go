@@ -35,7 +35,7 @@ func (g *segment) procIdent(slot int) *uint64 { return g.u64(g.procOff + int64(s
 func (g *segment) procGen(slot int) *uint32   { return g.u32(g.procOff + int64(slot)*procSlotSize + 8) }
 
 func tagOf(slot int, gen uint32) uint32 { return (gen&genMask)<<14 | uint32(slot+1)<<1 }
-func tagSlot(tag uint32) int          { return int(tag>>1&slotMask) - 1 }
+func tagSlot(tag uint32) int            { return int(tag>>1&slotMask) - 1 }
 
 // selfIdent is this process's ident.
 func selfIdent() (uint64, error) {

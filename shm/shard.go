@@ -62,7 +62,10 @@ func (sh *shard) i64(f int64) *int64  { return sh.g.i64(sh.hdr + f) }
 // every shard to check the memory limit.
 func (sh *shard) used() *int64 { return sh.g.i64(hUsed + int64(sh.i)*8) }
 
-func (sh *shard) count(c int) { p := sh.u64(sCounters + int64(c)*8); atomic.StoreUint64(p, atomic.LoadUint64(p)+1) }
+func (sh *shard) count(c int) {
+	p := sh.u64(sCounters + int64(c)*8)
+	atomic.StoreUint64(p, atomic.LoadUint64(p)+1)
+}
 
 func (sh *shard) addI64(f int64, d int64) {
 	p := sh.i64(f)
