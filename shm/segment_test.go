@@ -1,0 +1,146 @@
+package shm
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ephpm/ephpm/kv"
+)
+
+const small = 1 << 20
+
+func openIn(dir string) (*Store, error) {
+	return Open("seg", Options{Dir: dir, Memory: kv.MemoryConfig{Limit: small}})
+}
+
+func TestOpenRefusesWhatIsNotOurs(t *testing.T) {
+	cases := map[string]struct {
+		make func(t *testing.T, path string)
+		want string
+	}{
+		"symlink": {func(t *testing.T, path string) {
+			require.NoError(t, os.WriteFile(path+".target", nil, 0o600))
+			require.NoError(t, os.Symlink(path+".target", path))
+		}, "symbolic link"},
+		"directory": {func(t *testing.T, path string) {
+			require.NoError(t, os.Mkdir(path, 0o700))
+		}, "is a directory"},
+		"fifo": {func(t *testing.T, path string) {
+			require.NoError(t, syscall.Mkfifo(path, 0o600))
+		}, "not a regular file"},
+		"other owner": {func(t *testing.T, path string) {
+			if os.Geteuid() != 0 {
+				t.Skip("chown needs root")
+			}
+			require.NoError(t, os.WriteFile(path, nil, 0o600))
+			require.NoError(t, os.Chown(path, 65534, 65534))
+		}, "owned by uid 65534"},
+		"mode 0644": {func(t *testing.T, path string) {
+			require.NoError(t, os.WriteFile(path, nil, 0o600))
+			require.NoError(t, os.Chmod(path, 0o644))
+		}, "mode 0644"},
+		"bad magic": {func(t *testing.T, path string) {
+			b := make([]byte, 8192)
+			copy(b, "NOTOURS!")
+			require.NoError(t, os.WriteFile(path, b, 0o600))
+		}, "bad magic"},
+		"short file, bad magic": {func(t *testing.T, path string) {
+			require.NoError(t, os.WriteFile(path, []byte("NOTOURS!"), 0o600))
+		}, "bad magic"},
+		"another layout version": {func(t *testing.T, path string) {
+			s, err := openIn(filepath.Dir(path))
+			require.NoError(t, err)
+			s.Close()
+			f, err := os.OpenFile(path, os.O_RDWR, 0)
+			require.NoError(t, err)
+			defer f.Close()
+			var v [4]byte
+			binary.LittleEndian.PutUint32(v[:], layoutVersion+1)
+			_, err = f.WriteAt(v[:], hVersion)
+			require.NoError(t, err)
+		}, "layout version 2"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := Path(dir, "seg")
+			c.make(t, path)
+			before := contents(path)
+			s, err := openIn(dir)
+			if err == nil {
+				s.Close()
+				t.Fatal("opened")
+			}
+			assert.Contains(t, err.Error(), path, "the error names the file")
+			assert.Contains(t, err.Error(), c.want)
+			after := contents(path)
+			assert.Equal(t, before, after, "a refused file is left as it was")
+		})
+	}
+}
+
+// contents reads a regular file (not one a symlink names, not a FIFO).
+func contents(path string) []byte {
+	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	b, _ := os.ReadFile(path)
+	return b
+}
+
+func TestAnIncompatibleHeaderSaysWhatToDo(t *testing.T) {
+	dir := t.TempDir()
+	b := make([]byte, 8192)
+	copy(b, "NOTOURS!")
+	require.NoError(t, os.WriteFile(Path(dir, "seg"), b, 0o600))
+	_, err := openIn(dir)
+	require.ErrorIs(t, err, ErrIncompatible)
+	assert.Contains(t, err.Error(), "remove the file, or choose another name")
+}
+
+func TestAHalfMadeSegmentIsMadeAgain(t *testing.T) {
+	// Its creator died before writing the header: the file exists, empty.
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(Path(dir, "seg"), nil, 0o600))
+	s, err := openIn(dir)
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.Set("k", []byte("v"), 0))
+	require.NoError(t, s.Check())
+}
+
+func TestTheSizeIsFixedAtCreation(t *testing.T) {
+	dir := t.TempDir()
+	s, err := openIn(dir)
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.Set("k", []byte("v"), 0))
+	_, err = Open("seg", Options{Dir: dir, Memory: kv.MemoryConfig{Limit: 2 * small}})
+	require.ErrorIs(t, err, kv.ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "memory_limit 1048576")
+	again, err := Open("seg", Options{Dir: dir}) // 0: whatever it has
+	require.NoError(t, err)
+	defer again.Close()
+	st, _ := again.Stats()
+	assert.Equal(t, int64(small), st.MemoryLimit)
+	assert.Equal(t, int64(1), st.Keys, "reopening keeps the entries")
+	fi, err := os.Stat(Path(dir, "seg"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+}
+
+func TestBadNamesAreRefused(t *testing.T) {
+	for _, n := range []string{"", "a/b", "..", "x y", string(make([]byte, 65))} {
+		if n == ".." {
+			continue // a valid file name component inside dir: ephpm-...UID
+		}
+		_, err := Open(n, Options{Dir: t.TempDir()})
+		assert.ErrorIs(t, err, kv.ErrInvalidArgument, "%q", n)
+	}
+}
