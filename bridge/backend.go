@@ -10,6 +10,7 @@
 package bridge
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -20,16 +21,18 @@ import (
 	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/redisstore"
 	"github.com/ephpm/ephpm/session"
+	"github.com/ephpm/ephpm/shm"
 )
 
 // Backend is what the table's members call (see package backend).
 type Backend = backend.Backend
 
+// pinned are the key prefixes never evicted to make room: session data and
+// locks.
+var pinned = []string{session.DataPrefix, session.LockPrefix}
+
 var (
-	store = kv.New(kv.Options{
-		// Session data and locks must never be evicted to make room.
-		PinnedPrefixes: []string{session.DataPrefix, session.LockPrefix},
-	})
+	store  = kv.New(kv.Options{PinnedPrefixes: pinned})
 	served atomic.Pointer[Backend]
 	// lockTimeouts counts set_nx_wait calls that ran out of time.
 	lockTimeouts atomic.Uint64
@@ -53,7 +56,11 @@ func SetBackend(b Backend) {
 }
 
 // configure applies one setting of the configure member: "backend" chooses
-// what the table serves; the others set the in-process store.
+// what the table serves ("memory", "shm", "shm://NAME", or a Redis URL);
+// the others set the in-process store, and the shared-memory segment too
+// while one is served. A shared-memory segment is opened with the
+// in-process store's settings (the configure member sends them first): it
+// is created with that memory limit, or must have been.
 func configure(name, value string) error {
 	invalid := func() error { return fmt.Errorf("%w: %s=%q", kv.ErrInvalidArgument, name, value) }
 	switch name {
@@ -78,10 +85,27 @@ func configure(name, value string) error {
 		}
 		return nil
 	default:
-		return backend.Memory{Store: store}.Configure(name, value)
+		if err := (backend.Memory{Store: store}).Configure(name, value); err != nil {
+			return err
+		}
+		if s, ok := current().(*shm.Store); ok {
+			return s.Configure(name, value)
+		}
+		return nil
 	}
 	if value == "memory" {
 		SetBackend(backend.Memory{Store: store})
+		return nil
+	}
+	if seg, ok := shmName(value); ok {
+		s, err := shm.Open(seg, shm.Options{Memory: store.MemoryConfig(), PinnedPrefixes: pinned})
+		if err != nil {
+			if errors.Is(err, kv.ErrInvalidArgument) {
+				return err
+			}
+			return fmt.Errorf("%w: %v", kv.ErrInvalidArgument, err)
+		}
+		SetBackend(s)
 		return nil
 	}
 	r, err := redisstore.Open(value, near)
@@ -93,3 +117,12 @@ func configure(name, value string) error {
 }
 
 func current() Backend { return *served.Load() }
+
+// shmName returns the segment a backend setting names: "shm" is the
+// segment "default", "shm://NAME" the segment NAME.
+func shmName(value string) (string, bool) {
+	if value == "shm" {
+		return "default", true
+	}
+	return strings.CutPrefix(value, "shm://")
+}

@@ -72,16 +72,14 @@ foreach ($functions as $fn => [$args, $keyAt, $ttlAt, $valueAt]) {
 ksort($outcomes);
 print_r($outcomes);
 
-// A value one byte over the 256 MiB limit is refused; one at it is stored.
+// A value one byte over the 256 MiB limit is refused (025 stores one at it).
 $big = str_repeat('x', 256 * 1024 * 1024 + 1);
 try {
     ephpm_kv_set('t22:big', $big);
 } catch (ValueError $e) {
     echo $e->getMessage(), "\n";
 }
-var_dump(ephpm_kv_set('t22:big', substr($big, 1)), strlen(ephpm_kv_get('t22:big')));
 unset($big);
-ephpm_kv_del('t22:big');
 
 // Keys are bytes: NUL bytes, invalid UTF-8 and a key of exactly 4096 bytes work.
 foreach (["t22:\0nul", "t22:\xff\xfe", str_repeat('m', 4096)] as $key) {
@@ -100,8 +98,6 @@ Array
     [ValueError] => 62
 )
 ephpm_kv_set(): Argument #2 ($value) must not be longer than 268435456 bytes
-bool(true)
-int(268435456)
 7432323a006e756c ok 1
 7432323afffe ok 1
 6d6d6d6d6d6d6d6d ok 1
