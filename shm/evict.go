@@ -8,15 +8,16 @@ import (
 )
 
 // Eviction. A write that does not fit makes room with no lock held, then
-// tries again (install, IncrBy). Expired entries go first; then, as the
-// policy allows, the least recently used of a sample of eligible entries:
+// tries again (install, IncrBy). Expired entries go first (a sampled one is
+// reclaimed rather than compared; a full sweep runs when only they can
+// make room); then, as the policy allows, the least recently used of a sample of eligible entries:
 // never a pinned one (a lock, a pinned prefix) nor the key being written,
 // whose old value must survive a write that fails. Before evicting anything
 // makeRoom checks, from the shards' counts of evictable bytes, that
 // eviction can make the write fit; if it cannot, the write fails at once
 // and nothing is evicted.
 const (
-	evictSpan    = 64 // slots looked at per sample
+	evictSpan    = 64 // slots looked at per sample, at least
 	evictSamples = 8  // eligible entries compared per sample
 )
 
@@ -26,23 +27,20 @@ func (s *Store) makeRoom(sh *shard, r room, w *write) bool {
 	size := entrySize(len(w.key), len(w.stored))
 	policy := s.MemoryConfig().Policy
 	if r == overLimit {
-		for i := range s.shards {
-			if s.lock(&s.shards[i]) != nil {
+		deficit := func() int64 { return s.totalUsed() + w.delta - s.g.limit }
+		if policy == kv.NoEviction || s.evictableTotal(policy)-s.protected(sh, w, policy) < deficit() {
+			// Only expired entries can go: reclaim them all.
+			if !s.sweepAll() {
 				return false
 			}
-			s.sweepShard(&s.shards[i])
-			s.unlock(&s.shards[i])
+			if deficit() <= 0 {
+				return true
+			}
+			if policy == kv.NoEviction || s.evictableTotal(policy)-s.protected(sh, w, policy) < deficit() {
+				return false
+			}
 		}
-		if s.totalUsed()+w.delta <= s.g.limit {
-			return true
-		}
-		if policy == kv.NoEviction {
-			return false
-		}
-		if s.evictableTotal(policy)-s.protected(sh, w, policy) < s.totalUsed()+w.delta-s.g.limit {
-			return false
-		}
-		for misses := 0; s.totalUsed()+w.delta > s.g.limit; {
+		for misses := 0; deficit() > 0; {
 			v := s.mostEvictable(policy)
 			if v == nil || s.lock(v) != nil {
 				return false
@@ -61,24 +59,41 @@ func (s *Store) makeRoom(sh *shard, r room, w *write) bool {
 		return false
 	}
 	defer s.unlock(sh)
-	s.sweepShard(sh)
 	if s.shardHasRoom(sh, r, size) {
 		return true
 	}
-	if policy == kv.NoEviction {
-		return false
+	fitsIfEvicted := func() bool {
+		evictable := atomic.LoadInt64(sh.i64(evictField(policy))) - s.protected(nil, w, policy)
+		if r == indexFull {
+			return evictable > 0
+		}
+		return evictable+(s.g.heapSize-atomic.LoadInt64(sh.i64(sHeapUsed))) >= size
 	}
-	evictable := atomic.LoadInt64(sh.i64(evictField(policy))) - s.protected(nil, w, policy)
-	if r == indexFull && evictable <= 0 {
-		return false
-	}
-	if r == heapFull && evictable+(s.g.heapSize-atomic.LoadInt64(sh.i64(sHeapUsed))) < size {
-		return false
+	if policy == kv.NoEviction || !fitsIfEvicted() {
+		s.sweepShard(sh)
+		if s.shardHasRoom(sh, r, size) {
+			return true
+		}
+		if policy == kv.NoEviction || !fitsIfEvicted() {
+			return false
+		}
 	}
 	for !s.shardHasRoom(sh, r, size) {
 		if !s.evictOne(sh, policy, w.key) {
 			return false
 		}
+	}
+	return true
+}
+
+// sweepAll reclaims every expired entry, one shard lock at a time.
+func (s *Store) sweepAll() bool {
+	for i := range s.shards {
+		if s.lock(&s.shards[i]) != nil {
+			return false
+		}
+		s.sweepShard(&s.shards[i])
+		s.unlock(&s.shards[i])
 	}
 	return true
 }
@@ -154,14 +169,23 @@ func eligible(sh *shard, b int64, policy kv.Policy, protect string) bool {
 // there was one. Caller holds the lock.
 func (s *Store) evictOne(sh *shard, policy kv.Policy, protect string) bool {
 	n := s.g.indexSlots
-	clock := s.lruClock(now())
+	t := now()
+	clock := s.lruClock(t)
 	victim, pos, oldest := int64(noBlock), -1, uint32(0)
+	reclaimed := false
 	consider := func(i int) bool {
 		v := atomic.LoadUint64(sh.slot(i))
 		if v == slotEmpty || v == slotTomb {
 			return false
 		}
 		b := slotBlock(v)
+		if expired(sh.entryExpireAt(b), t) {
+			// Expired: gone already, whatever the policy; reclaim it first.
+			s.removeEntry(sh, i, b, hashKey(sh.entryKey(b)))
+			sh.count(cExpirations)
+			reclaimed = true
+			return true
+		}
 		if !eligible(sh, b, policy, protect) {
 			return false
 		}
@@ -170,16 +194,24 @@ func (s *Store) evictOne(sh *shard, policy kv.Policy, protect string) bool {
 		}
 		return true
 	}
+	// Look far enough to meet about evictSamples entries in a sparse index.
+	span := evictSpan
+	if e := int(atomic.LoadUint32(sh.u32(sEntries))); e > 0 {
+		span = min(max(span, evictSamples*n/e), n)
+	}
 	first, found := rand.IntN(n), 0
-	for j := 0; j < evictSpan && found < evictSamples; j++ {
+	for j := 0; j < span && found < evictSamples && !reclaimed; j++ {
 		if consider((first + j) & (n - 1)) {
 			found++
 		}
 	}
-	if victim == noBlock {
-		for i := 0; i < n; i++ {
+	if victim == noBlock && !reclaimed {
+		for i := 0; i < n && !reclaimed; i++ {
 			consider(i)
 		}
+	}
+	if reclaimed {
+		return true
 	}
 	if victim == noBlock {
 		return false
