@@ -3,6 +3,7 @@ package shm
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -33,15 +34,35 @@ func TestMain(m *testing.M) {
 type worker struct {
 	cmd   *exec.Cmd
 	lines chan string
+	stdin io.WriteCloser // set by startWorkerIn
+}
+
+// startWorkerIn is startWorker with a pipe to the worker's standard input.
+func startWorkerIn(t *testing.T, name string, env []string) *worker {
+	t.Helper()
+	var in io.WriteCloser
+	w := startWorkerWith(t, name, env, func(cmd *exec.Cmd) {
+		var err error
+		if in, err = cmd.StdinPipe(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	w.stdin = in
+	return w
 }
 
 // startWorker runs the worker function name with env added; extra become
 // its file descriptors 3, 4, ...
 func startWorker(t *testing.T, name string, env []string, extra ...*os.File) *worker {
 	t.Helper()
+	return startWorkerWith(t, name, env, func(cmd *exec.Cmd) { cmd.ExtraFiles = extra })
+}
+
+func startWorkerWith(t *testing.T, name string, env []string, setup func(*exec.Cmd)) *worker {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(append(os.Environ(), workerEnv+"="+name), env...)
-	cmd.ExtraFiles = extra
+	setup(cmd)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

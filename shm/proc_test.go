@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"strconv"
@@ -137,4 +138,45 @@ func TestSetNXAcrossProcessesHasExactlyOneWinner(t *testing.T) {
 	st, _ := s.Stats()
 	assert.Equal(t, uint64(rounds), st.SetNXWins)
 	assert.Equal(t, uint64(rounds*(procs-1)), st.SetNXLosses)
+}
+
+func init() {
+	workers["wait"] = func() {
+		s, err := Open(os.Getenv("SHM_NAME"), Options{})
+		if err != nil {
+			fmt.Println("error", err)
+			return
+		}
+		defer s.Close()
+		in := bufio.NewScanner(os.Stdin)
+		for in.Scan() {
+			free, err := s.Wait("lock", 10*time.Second)
+			fmt.Println("free", free, err)
+		}
+	}
+}
+
+// TestAReleaseWakesAWaiterInAnotherProcess releases a lock a process
+// waits for, three times: each time it must wake well before the re-check
+// every maxWaitSleep would have found the key free (a re-check lands within
+// a fifth of that one time in five: three in a row, one in 125).
+func TestAReleaseWakesAWaiterInAnotherProcess(t *testing.T) {
+	s := openTest(t, kv.MemoryConfig{Limit: 1 << 20})
+	w := startWorkerIn(t, "wait", []string{"SHM_NAME=" + testName(t)})
+	sh, _, _ := s.locate("lock")
+	for round := 0; round < 3; round++ {
+		_, err := s.SetNX("lock", []byte("tok"), time.Minute)
+		require.NoError(t, err)
+		fmt.Fprintln(w.stdin, "wait")
+		require.Eventually(t, func() bool { return s.waitingOn(sh) == 1 }, 5*time.Second, time.Millisecond)
+		released := time.Now()
+		ok, err := s.DelIfEq("lock", []byte("tok"))
+		require.NoError(t, err)
+		require.True(t, ok)
+		w.expect(t, "free true <nil>")
+		assert.Less(t, time.Since(released), maxWaitSleep/5, "round %d: woken by the release", round)
+		assert.Zero(t, s.waitingOn(sh))
+	}
+	w.stdin.Close()
+	require.NoError(t, w.cmd.Wait())
 }
