@@ -40,3 +40,5 @@ func openTest(t *testing.T, cfg kv.MemoryConfig, pinned ...string) *Store {
 	})
 	return s
 }
+
+func removeSegment(name string) { os.Remove(Path("", name)) }
