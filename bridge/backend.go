@@ -89,7 +89,7 @@ func configure(name, value string) error {
 			return err
 		}
 		if s, ok := current().(*shm.Store); ok {
-			return s.Configure(name, value)
+			return s.SetMemoryConfig(store.MemoryConfig())
 		}
 		return nil
 	}

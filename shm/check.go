@@ -44,7 +44,7 @@ func (s *Store) checkShard(sh *shard) error {
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	// The heap.
 	free := map[int64]bool{}
-	var heapUsed, used, evictAll, evictTTL int64
+	var f figures
 	prevFree := false
 	for b := int64(0); b < s.g.heapSize; {
 		size, st, pf := sh.header(b)
@@ -56,20 +56,12 @@ func (s *Store) checkShard(sh *shard) error {
 			if prevFree {
 				fail("block %d: free after a free block", b)
 			}
-			if f := int64(atomic.LoadUint64(sh.g.u64(sh.heap + b + size - 8))); f != size {
-				fail("free block %d: footer %d, size %d", b, f, size)
+			if foot := int64(atomic.LoadUint64(sh.g.u64(sh.heap + b + size - 8))); foot != size {
+				fail("free block %d: footer %d, size %d", b, foot, size)
 			}
 			free[b] = true
 		case stateLive:
-			heapUsed += size
-			c := chargeOf(size)
-			used += c
-			if !sh.entryPinned(b) {
-				evictAll += c
-				if sh.entryExpireAt(b) != 0 {
-					evictTTL += c
-				}
-			}
+			f.add(sh, b, size)
 		default:
 			fail("block %d: state %d outside a locked shard", b, st)
 		}
@@ -137,10 +129,10 @@ func (s *Store) checkShard(sh *shard) error {
 	}{
 		{"entries", int64(atomic.LoadUint32(sh.u32(sEntries))), int64(entries)},
 		{"tombstones", int64(atomic.LoadUint32(sh.u32(sTombs))), int64(tombs)},
-		{"bytes used", atomic.LoadInt64(sh.used()), used},
-		{"heap used", atomic.LoadInt64(sh.i64(sHeapUsed)), heapUsed},
-		{"evictable", atomic.LoadInt64(sh.i64(sEvictAll)), evictAll},
-		{"evictable with a TTL", atomic.LoadInt64(sh.i64(sEvictTTL)), evictTTL},
+		{"bytes used", atomic.LoadInt64(sh.used()), f.used},
+		{"heap used", atomic.LoadInt64(sh.i64(sHeapUsed)), f.heapUsed},
+		{"evictable", atomic.LoadInt64(sh.i64(sEvictAll)), f.evictAll},
+		{"evictable with a TTL", atomic.LoadInt64(sh.i64(sEvictTTL)), f.evictTTL},
 		{"waiters", int64(atomic.LoadUint32(sh.u32(sWaiters))), int64(s.waitingOn(sh))},
 	}
 	for _, c := range counts {

@@ -152,7 +152,7 @@ func (s *Store) derive(sh *shard) {
 	for c := 0; c < nClasses; c++ {
 		atomic.StoreUint32(sh.listHead(c), 0)
 	}
-	var heapUsed, used, evictAll, evictTTL int64
+	var f figures
 	prevFree := false
 	for b := int64(0); b < s.g.heapSize; {
 		size, st, pf := sh.header(b)
@@ -162,23 +162,30 @@ func (s *Store) derive(sh *shard) {
 		if st == stateFree {
 			sh.listInsert(b, size)
 		} else {
-			heapUsed += size
-			c := chargeOf(size)
-			used += c
-			if !sh.entryPinned(b) {
-				evictAll += c
-				if sh.entryExpireAt(b) != 0 {
-					evictTTL += c
-				}
-			}
+			f.add(sh, b, size)
 		}
 		prevFree = st == stateFree
 		b += size
 	}
-	atomic.StoreInt64(sh.i64(sHeapUsed), heapUsed)
-	atomic.StoreInt64(sh.used(), used)
-	atomic.StoreInt64(sh.i64(sEvictAll), evictAll)
-	atomic.StoreInt64(sh.i64(sEvictTTL), evictTTL)
+	atomic.StoreInt64(sh.i64(sHeapUsed), f.heapUsed)
+	atomic.StoreInt64(sh.used(), f.used)
+	atomic.StoreInt64(sh.i64(sEvictAll), f.evictAll)
+	atomic.StoreInt64(sh.i64(sEvictTTL), f.evictTTL)
 	sh.recount()
 	s.recountWaiters(sh)
+}
+
+// figures are the counts a heap walk derives from a shard's live blocks.
+type figures struct{ heapUsed, used, evictAll, evictTTL int64 }
+
+func (f *figures) add(sh *shard, b, size int64) {
+	f.heapUsed += size
+	c := chargeOf(size)
+	f.used += c
+	if !sh.entryPinned(b) {
+		f.evictAll += c
+		if sh.entryExpireAt(b) != 0 {
+			f.evictTTL += c
+		}
+	}
 }

@@ -124,42 +124,16 @@ func (s *Store) MemoryConfig() kv.MemoryConfig {
 	}
 }
 
-// Configure applies one memory setting of the configure member to the
-// whole segment, for every process using it: eviction, compression,
-// compression_min_size. memory_limit is fixed when the segment is created:
-// the same value (or 0) is accepted, another is an error.
-func (s *Store) Configure(name, value string) error {
-	cfg := s.MemoryConfig()
-	bad := func() error { return fmt.Errorf("%w: %s=%q", kv.ErrInvalidArgument, name, value) }
-	switch name {
-	case "memory_limit", "compression_min_size":
-		n, err := strconv.ParseInt(value, 10, 64)
-		if err != nil || n < 0 || (name == "compression_min_size" && n > kv.MaxValueLen) {
-			return bad()
-		}
-		if name == "compression_min_size" {
-			cfg.CompressionMinSize = int(n)
-		} else if n != 0 && n != s.g.limit {
-			return fmt.Errorf("%w: segment %s has memory_limit %d, fixed when it was created; stop the processes "+
-				"using it and remove the file to resize it", kv.ErrInvalidArgument, s.g.path, s.g.limit)
-		}
-	case "eviction":
-		p, err := kv.ParsePolicy(value)
-		if err != nil {
-			return bad()
-		}
-		cfg.Policy = p
-	case "compression":
-		switch value {
-		case "none":
-			cfg.Compression = false
-		case "lz4":
-			cfg.Compression = true
-		default:
-			return bad()
-		}
-	default:
-		return fmt.Errorf("%w: unknown setting %q", kv.ErrInvalidArgument, name)
+// SetMemoryConfig applies a memory setting to the whole segment, for every
+// process using it: the eviction policy and compression. The memory limit
+// is fixed when the segment is created: cfg.Limit must be 0 or that limit.
+func (s *Store) SetMemoryConfig(cfg kv.MemoryConfig) error {
+	if cfg.Policy < kv.NoEviction || cfg.Policy > kv.AllKeysLRU || cfg.CompressionMinSize < 0 {
+		return fmt.Errorf("%w: memory setting %+v", kv.ErrInvalidArgument, cfg)
+	}
+	if cfg.Limit != 0 && cfg.Limit != s.g.limit {
+		return fmt.Errorf("%w: segment %s has memory_limit %d, fixed when it was created, not %d; stop the "+
+			"processes using it and remove the file to resize it", kv.ErrInvalidArgument, s.g.path, s.g.limit, cfg.Limit)
 	}
 	s.applyConfig(cfg)
 	return nil
@@ -197,6 +171,25 @@ func (s *Store) enter() error {
 }
 
 func (s *Store) leave() { s.calls.Add(-1) }
+
+// lockKey enters a call on key: it locates key's shard and takes its lock.
+// unlockKey ends the call.
+func (s *Store) lockKey(key string) (*shard, uint64, uint32, error) {
+	if err := s.enter(); err != nil {
+		return nil, 0, 0, err
+	}
+	sh, h, tag := s.locate(key)
+	if err := s.lock(sh); err != nil {
+		s.leave()
+		return nil, 0, 0, err
+	}
+	return sh, h, tag, nil
+}
+
+func (s *Store) unlockKey(sh *shard) {
+	s.unlock(sh)
+	s.leave()
+}
 
 // locate returns key's shard, its hash and its index tag.
 func (s *Store) locate(key string) (*shard, uint64, uint32) {
@@ -548,15 +541,11 @@ func (s *Store) corrupt(sh *shard) error {
 // GetInto copies a live entry's value into dst if it fits, and returns its
 // length either way. The copy is made under the shard lock.
 func (s *Store) GetInto(key string, dst []byte) (int, bool, error) {
-	if err := s.enter(); err != nil {
+	sh, h, tag, err := s.lockKey(key)
+	if err != nil {
 		return 0, false, err
 	}
-	defer s.leave()
-	sh, h, tag := s.locate(key)
-	if err := s.lock(sh); err != nil {
-		return 0, false, err
-	}
-	defer s.unlock(sh)
+	defer s.unlockKey(sh)
 	var t int64
 	_, b := s.live(sh, h, tag, key, &t)
 	if b == noBlock {
@@ -651,15 +640,11 @@ func (s *Store) DelGuarded(key, guardKey string, guardToken []byte) (bool, error
 
 // Del removes key and reports whether a live entry was removed.
 func (s *Store) Del(key string) (bool, error) {
-	if err := s.enter(); err != nil {
+	sh, h, tag, err := s.lockKey(key)
+	if err != nil {
 		return false, err
 	}
-	defer s.leave()
-	sh, h, tag := s.locate(key)
-	if err := s.lock(sh); err != nil {
-		return false, err
-	}
-	defer s.unlock(sh)
+	defer s.unlockKey(sh)
 	pos, b, _ := sh.lookup(tag, key)
 	if pos < 0 {
 		return false, nil
@@ -675,15 +660,11 @@ func (s *Store) Del(key string) (bool, error) {
 // DelIfEq removes key only if it holds a live entry whose (decompressed)
 // value equals token, in one step; an expired entry never matches.
 func (s *Store) DelIfEq(key string, token []byte) (bool, error) {
-	if err := s.enter(); err != nil {
+	sh, h, tag, err := s.lockKey(key)
+	if err != nil {
 		return false, err
 	}
-	defer s.leave()
-	sh, h, tag := s.locate(key)
-	if err := s.lock(sh); err != nil {
-		return false, err
-	}
-	defer s.unlock(sh)
+	defer s.unlockKey(sh)
 	var t int64
 	pos, b := s.live(sh, h, tag, key, &t)
 	if b != noBlock {
@@ -721,15 +702,11 @@ func (s *Store) expireIf(key string, token []byte, ttl time.Duration) (bool, err
 	if err := checkTTL(ttl); err != nil {
 		return false, err
 	}
-	if err := s.enter(); err != nil {
+	sh, h, tag, err := s.lockKey(key)
+	if err != nil {
 		return false, err
 	}
-	defer s.leave()
-	sh, h, tag := s.locate(key)
-	if err := s.lock(sh); err != nil {
-		return false, err
-	}
-	defer s.unlock(sh)
+	defer s.unlockKey(sh)
 	t := now()
 	_, b := s.live(sh, h, tag, key, &t)
 	if b == noBlock {
@@ -756,15 +733,11 @@ func (s *Store) expireIf(key string, token []byte, ttl time.Duration) (bool, err
 
 // Exists reports whether key holds a live entry. It counts no hit or miss.
 func (s *Store) Exists(key string) (bool, error) {
-	if err := s.enter(); err != nil {
+	sh, h, tag, err := s.lockKey(key)
+	if err != nil {
 		return false, err
 	}
-	defer s.leave()
-	sh, h, tag := s.locate(key)
-	if err := s.lock(sh); err != nil {
-		return false, err
-	}
-	defer s.unlock(sh)
+	defer s.unlockKey(sh)
 	var t int64
 	_, b := s.live(sh, h, tag, key, &t)
 	return b != noBlock, nil
@@ -772,15 +745,11 @@ func (s *Store) Exists(key string) (bool, error) {
 
 // PTTL returns a live entry's remaining TTL, -1 if it has none.
 func (s *Store) PTTL(key string) (time.Duration, bool, error) {
-	if err := s.enter(); err != nil {
+	sh, h, tag, err := s.lockKey(key)
+	if err != nil {
 		return 0, false, err
 	}
-	defer s.leave()
-	sh, h, tag := s.locate(key)
-	if err := s.lock(sh); err != nil {
-		return 0, false, err
-	}
-	defer s.unlock(sh)
+	defer s.unlockKey(sh)
 	var t int64
 	_, b := s.live(sh, h, tag, key, &t)
 	if b == noBlock {

@@ -156,13 +156,12 @@ func TestConfigureAppliesToEveryAttachment(t *testing.T) {
 	b, err := Open(testName(t), Options{Memory: kv.MemoryConfig{Limit: 1 << 20}})
 	require.NoError(t, err)
 	defer b.Close()
-	require.NoError(t, a.Configure("eviction", "allkeys-lru"))
-	require.NoError(t, a.Configure("compression", "lz4"))
+	require.NoError(t, a.SetMemoryConfig(kv.MemoryConfig{Policy: kv.AllKeysLRU, Compression: true}))
 	st, _ := b.Stats()
 	assert.Equal(t, "allkeys-lru", st.Eviction)
 	assert.True(t, st.Compression)
-	assert.ErrorIs(t, a.Configure("memory_limit", "999999999"), kv.ErrInvalidArgument)
-	assert.NoError(t, a.Configure("memory_limit", "1048576"))
+	assert.ErrorIs(t, a.SetMemoryConfig(kv.MemoryConfig{Limit: 999999999}), kv.ErrInvalidArgument)
+	assert.NoError(t, a.SetMemoryConfig(kv.MemoryConfig{Limit: 1 << 20}))
 }
 
 // deadTag claims a process slot for a process that has exited, as a

@@ -143,14 +143,11 @@ func (s *Store) wakeAll(sh *shard) {
 // is bounded by maxWaitSleep, after which the key is looked at again, so a
 // lost wake-up (its waker killed) costs at most that.
 func (s *Store) Wait(key string, timeout time.Duration) (bool, error) {
-	if err := s.enter(); err != nil {
+	sh, h, tag, err := s.lockKey(key)
+	if err != nil {
 		return false, err
 	}
 	defer s.leave()
-	sh, h, tag := s.locate(key)
-	if err := s.lock(sh); err != nil {
-		return false, err
-	}
 	t := now()
 	_, b := s.live(sh, h, tag, key, &t)
 	if b == noBlock || timeout <= 0 {
