@@ -316,25 +316,27 @@ func (s *Store) SetGuarded(key string, value []byte, ttl time.Duration, guardKey
 	return n == 1, err
 }
 
+// expireScript refreshes a live key's TTL (ARGV[1] ms, 0: none); with
+// ARGV[2] = '1' only while the key holds ARGV[3]. The flag, not an empty
+// token, says "compare": an empty token is a token like any other and
+// matches an empty value.
 var expireScript = newScript(`
-if ARGV[2] ~= '' and redis.call('get', KEYS[1]) ~= ARGV[2] then return 0 end
-if redis.call('exists', KEYS[1]) == 0 then return 0 end
+if ARGV[2] == '1' then
+  if redis.call('get', KEYS[1]) ~= ARGV[3] then return 0 end
+elseif redis.call('exists', KEYS[1]) == 0 then return 0 end
 if ARGV[1] == '0' then redis.call('persist', KEYS[1]) else redis.call('pexpire', KEYS[1], ARGV[1]) end
 return 1`)
 
 // Expire gives a live key a new TTL (0: none).
 func (s *Store) Expire(key string, ttl time.Duration) (bool, error) {
-	n, err := s.run(expireScript, []string{redisKey(key)}, ms(ttl), "")
+	n, err := s.run(expireScript, []string{redisKey(key)}, ms(ttl), "0", "")
 	return n == 1, err
 }
 
-// ExpireIfEq is Expire only while key holds token. An empty token cannot
-// be told from "no token" by the script, so it is compared here first.
+// ExpireIfEq is Expire only while key holds token, compared and refreshed
+// in one script.
 func (s *Store) ExpireIfEq(key string, token []byte, ttl time.Duration) (bool, error) {
-	if len(token) == 0 {
-		return false, nil // a lock token is never empty
-	}
-	n, err := s.run(expireScript, []string{redisKey(key)}, ms(ttl), token)
+	n, err := s.run(expireScript, []string{redisKey(key)}, ms(ttl), "1", token)
 	return n == 1, err
 }
 

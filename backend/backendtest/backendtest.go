@@ -156,6 +156,36 @@ var contract = []struct {
 			assert.Equal(t, want, n, "%q", value)
 		}
 	}},
+	{"EmptyTokenMatchesOnlyAnEmptyValue", func(t *testing.T, b backend.Backend, p string) {
+		// "Equal to token" holds for an empty token as for any other: it
+		// matches a live empty value, and nothing else.
+		require.NoError(t, b.Set(p+"empty", []byte{}, 0))
+		require.NoError(t, b.Set(p+"full", []byte("x"), 0))
+		ok, err := b.ExpireIfEq(p+"empty", []byte{}, time.Minute)
+		require.NoError(t, err)
+		assert.True(t, ok, "an empty value equals an empty token")
+		ttl, _, _ := b.PTTL(p + "empty")
+		assert.Greater(t, ttl, 50*time.Second)
+		ok, err = b.ExpireIfEq(p+"full", []byte{}, time.Minute)
+		require.NoError(t, err)
+		assert.False(t, ok)
+		ok, err = b.ExpireIfEq(p+"none", []byte{}, time.Minute)
+		require.NoError(t, err)
+		assert.False(t, ok, "no entry equals any token")
+		ttl, _, _ = b.PTTL(p + "full")
+		assert.Equal(t, time.Duration(-1), ttl, "a mismatch changes nothing")
+		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
+		require.NoError(t, b.Set(lock, []byte{}, time.Minute))
+		ok, err = b.SetGuarded(data, []byte("v"), time.Minute, lock, []byte{})
+		require.NoError(t, err)
+		assert.True(t, ok)
+		ok, err = b.DelIfEq(p+"full", []byte{})
+		require.NoError(t, err)
+		assert.False(t, ok)
+		ok, err = b.DelIfEq(p+"empty", []byte{})
+		require.NoError(t, err)
+		assert.True(t, ok)
+	}},
 	{"SetGuarded", func(t *testing.T, b backend.Backend, p string) {
 		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
 		ok, err := b.SetGuarded(data, []byte("v1"), time.Minute, lock, []byte("tok"))
