@@ -38,7 +38,10 @@ type config struct {
 	// goroutine, which must not hold a P while it waits (see hub).
 	pubsubOpts redis.UniversalOptions
 	mode       Mode
-	dial       func(ctx context.Context, addr string) (nc net.Conn, raw *threadConn, err error)
+	// allowEvicting is allow_evicting_server=1: locks and sessions on a
+	// server that may evict them (see Store.noEviction).
+	allowEvicting bool
+	dial          func(ctx context.Context, addr string) (nc net.Conn, raw *threadConn, err error)
 }
 
 // parse turns a backend URL into client options.
@@ -58,6 +61,8 @@ type config struct {
 // TLS. Retries are always off and max_retries is refused: a command whose
 // reply was lost may have run, and retrying it (a SET NX, a release) would
 // report a lock the caller holds as held by someone else.
+// allow_evicting_server=1 lets locks and sessions run on a server that may
+// evict them (see Store.noEviction), which is unsafe.
 //
 // An error names the URL with its secrets masked (see redact), and says
 // what is wrong as parsing the masked URL finds it, so that no message
@@ -97,6 +102,17 @@ func parseURL(raw string) (config, error) {
 	q := u.Query()
 	if q.Has("max_retries") {
 		return none, errors.New("max_retries is not accepted: ephpm never retries a command whose reply was lost")
+	}
+	allowEvicting := false
+	if q.Has("allow_evicting_server") {
+		switch q.Get("allow_evicting_server") {
+		case "1":
+			allowEvicting = true
+		case "0":
+		default:
+			return none, errors.New("allow_evicting_server is 1 or 0")
+		}
+		q.Del("allow_evicting_server")
 	}
 	tlsFiles := map[string]string{}
 	for _, k := range []string{"tls_ca", "tls_cert", "tls_key", "tls_server_name"} {
@@ -195,7 +211,7 @@ func parseURL(raw string) (config, error) {
 		nc, _, err := dialConn(ctx, d, tlsConfig, network, addr, false)
 		return nc, err
 	}
-	return config{opts: o, pubsubOpts: ps, mode: mode, dial: dial}, nil
+	return config{opts: o, pubsubOpts: ps, mode: mode, allowEvicting: allowEvicting, dial: dial}, nil
 }
 
 // keepAlive is go-redis's default for the connections it dials itself.
