@@ -94,8 +94,8 @@ typedef enum ephpm_kv_status {
     /* Consumer-side: the loaded provider's table lacks the member needed
      * (EPHPM_KV_OPS_HAS was false). Never returned by a provider. */
     EPHPM_KV_E_UNSUPPORTED = -6,
-    /* incr_by: the stored value is not a decimal 64-bit integer. Nothing
-     * changed. */
+    /* incr_by: the stored value is not a decimal 64-bit integer (see
+     * incr_by for what is one). Nothing changed. */
     EPHPM_KV_E_NOT_INTEGER = -7,
     /* incr_by: the result would leave the 64-bit range. Nothing changed. */
     EPHPM_KV_E_OVERFLOW = -8
@@ -222,7 +222,11 @@ typedef struct ephpm_kv_ops {
     /* incr_by: add delta to the decimal integer stored under key, atomically,
      * and put the sum in *result. A missing key is created holding delta
      * with ttl_ms (0: none); an existing entry keeps its TTL. OK, or
-     * E_NOT_INTEGER, E_OVERFLOW, E_NOMEM with nothing changed. */
+     * E_NOT_INTEGER, E_OVERFLOW, E_NOMEM with nothing changed.
+     * A decimal integer is what Redis's INCRBY takes, on every backend: an
+     * optional '-' and the digits 0-9, with no leading zero ("0" itself
+     * excepted), within the int64 range. "007", "-0", "+1", " 1", "1 " and
+     * "" are not integers. */
     int (*incr_by)(const char *key, size_t key_len, int64_t delta,
                    int64_t ttl_ms, int64_t *result);
 

@@ -9,8 +9,9 @@ import (
 // IncrBy adds delta to the decimal integer stored under key and returns the
 // result, atomically. A missing key is created holding delta, with
 // ttlOnCreate (0: none); an existing entry keeps its TTL. It fails with
-// ErrNotInteger if the value is not a decimal int64, ErrOverflow if the
-// sum leaves the int64 range, or ErrNoMemory; then nothing changed.
+// ErrNotInteger if the value is not an integer as parseInteger reads it,
+// ErrOverflow if the sum leaves the int64 range, or ErrNoMemory; then
+// nothing changed.
 func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int64, error) {
 	if err := checkKey(key); err != nil {
 		return 0, err
@@ -29,8 +30,8 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 		}
 		if old != nil {
 			v := logicalValue(old)
-			n, err := strconv.ParseInt(string(v), 10, 64)
-			if err != nil || len(v) == 0 || v[0] == '+' {
+			n, ok := parseInteger(v)
+			if !ok {
 				// Formatted before unlocking: v may be a recyclable block,
 				// which another writer can reuse once the lock is dropped.
 				err := fmt.Errorf("%w: %q", ErrNotInteger, truncate(v))
@@ -59,6 +60,40 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 			return 0, ErrNoMemory
 		}
 	}
+}
+
+// parseInteger reads v as Redis reads a counter (string2ll), so that both
+// backends take and refuse the same values: an optional '-' and decimal
+// digits, without a leading zero ("0" itself excepted), so no "-0", "007",
+// '+', spaces or other characters, and within the int64 range. These are
+// exactly the strings strconv.FormatInt writes.
+func parseInteger(v []byte) (int64, bool) {
+	if len(v) == 1 && v[0] == '0' {
+		return 0, true
+	}
+	digits := v
+	neg := len(v) > 0 && v[0] == '-'
+	if neg {
+		digits = v[1:]
+	}
+	// 19 digits hold every int64 and cannot overflow a uint64.
+	if len(digits) == 0 || len(digits) > 19 || digits[0] < '1' || digits[0] > '9' {
+		return 0, false
+	}
+	var u uint64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		u = u*10 + uint64(c-'0')
+	}
+	switch {
+	case neg && u <= 1<<63:
+		return int64(-u), true
+	case !neg && u <= maxInt64:
+		return int64(u), true
+	}
+	return 0, false
 }
 
 const (

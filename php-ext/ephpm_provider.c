@@ -199,8 +199,11 @@ static bool ephpm_configure(const ephpm_kv_ops *ops, char *err, size_t err_len)
                 && ops->last_error(detail, sizeof detail - 1, &len) == EPHPM_KV_OK) {
                 detail[len] = '\0';
             }
-            snprintf(err, err_len, "the library %s refused %s=%s: %s",
-                     loaded_origin, settings[i].ini, settings[i].value,
+            /* The setting's name and the library's message only: the
+             * value may hold a password, which the library's message
+             * masks (backend URL) or names (other settings). */
+            snprintf(err, err_len, "the library %s refused %s: %s",
+                     loaded_origin, settings[i].ini,
                      detail[0] ? detail : ephpm_status_cause(rc));
             return false;
         }

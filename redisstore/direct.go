@@ -34,6 +34,8 @@ type direct struct {
 	addr  string
 	dial  func(ctx context.Context, addr string) (net.Conn, *threadConn, error)
 	setup [][]any // sent on every new connection: AUTH, SELECT, CLIENT SETNAME
+	// connected, if set, is called after each new connection is set up.
+	connected func()
 
 	// Timeouts as go-redis resolved them; 0 or less: no deadline.
 	dialTimeout, readTimeout, writeTimeout, poolTimeout time.Duration
@@ -155,6 +157,9 @@ func (d *direct) get() (*wireConn, error) {
 	if err != nil {
 		<-d.slots
 		return nil, err
+	}
+	if d.connected != nil {
+		d.connected()
 	}
 	return c, nil
 }

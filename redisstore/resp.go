@@ -42,6 +42,10 @@ type redisError string
 
 func (e redisError) Error() string { return string(e) }
 
+// RedisError makes a redisError a redis.Error, as go-redis's error replies
+// are, so that one test tells a refusal from a failure on either path.
+func (redisError) RedisError() {}
+
 // errProtocol reports a reply this client does not expect (it sends only
 // commands whose replies are a status, an error, an integer or a bulk
 // string).

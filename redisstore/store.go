@@ -42,12 +42,16 @@ type quiet struct{}
 func (quiet) Printf(context.Context, string, ...any) {}
 
 // Store is a Redis-backed store. Its methods are safe for concurrent use.
+// Those that need exclusion or durability fail, sending nothing, while a
+// master may evict keys (see noEviction).
 type Store struct {
 	c      redis.UniversalClient
 	direct *direct // the single-key commands on a standalone server; nil: through c
 	mode   Mode
 	hub    *hub
 	near   *near // nil: no near cache
+	evict  *evictionGuard
+	where  string // the server, as messages name it
 
 	setNXWins, setNXLosses            atomic.Uint64
 	delIfEqMatches, delIfEqMismatches atomic.Uint64
@@ -67,10 +71,20 @@ func Open(rawURL string, nc ...NearCache) (*Store, error) {
 			return nil, err
 		}
 	}
+	g := &evictionGuard{allowed: cfg.allowEvicting, every: evictionCheckEvery}
+	cfg.opts.OnConnect = func(context.Context, *redis.Conn) error { g.reconnected(); return nil }
 	c := redis.NewUniversalClient(&cfg.opts)
-	s := &Store{c: c, mode: cfg.mode, hub: newHub(redis.NewUniversalClient(&cfg.pubsubOpts)), near: n}
+	s := &Store{c: c, mode: cfg.mode, hub: newHub(redis.NewUniversalClient(&cfg.pubsubOpts)), near: n, evict: g}
+	switch {
+	case cfg.mode == Sentinel:
+		s.where = "the master " + cfg.opts.MasterName
+	case len(cfg.opts.Addrs) > 0:
+		s.where = cfg.opts.Addrs[0]
+	}
 	if one, ok := c.(*redis.Client); ok && cfg.mode == Standalone {
 		s.direct = newDirect(one.Options(), cfg.dial)
+		s.direct.connected = g.reconnected
+		s.where = s.direct.addr
 	}
 	return s, nil
 }
@@ -204,6 +218,9 @@ func classify(err error) error {
 // GetInto copies the value into dst if it fits; n is its length. A key
 // under a near-cache prefix may come from this process's cache.
 func (s *Store) GetInto(key string, dst []byte) (int, bool, error) {
+	if err := s.durable(key); err != nil {
+		return 0, false, err
+	}
 	if v, cached := s.near.get(key); cached {
 		if len(v) <= len(dst) {
 			copy(dst, v)
@@ -230,6 +247,9 @@ func (s *Store) GetInto(key string, dst []byte) (int, bool, error) {
 
 // Set is SET (with PX when ttl > 0), which also clears an old TTL.
 func (s *Store) Set(key string, value []byte, ttl time.Duration) error {
+	if err := s.durable(key); err != nil {
+		return err
+	}
 	defer s.near.forget(key)
 	var err error
 	if ttl > 0 {
@@ -242,6 +262,9 @@ func (s *Store) Set(key string, value []byte, ttl time.Duration) error {
 
 // SetNX is SET NX PX: the check, the insert and the TTL in one command.
 func (s *Store) SetNX(key string, value []byte, ttl time.Duration) (kv.SetNXOutcome, error) {
+	if err := s.noEviction(); err != nil {
+		return 0, err
+	}
 	defer s.near.forget(key)
 	var r reply
 	var err error
@@ -268,6 +291,9 @@ return n`)
 
 // Del removes key and announces it to waiters.
 func (s *Store) Del(key string) (bool, error) {
+	if err := s.durable(key); err != nil {
+		return false, err
+	}
 	defer s.near.forget(key)
 	rk := redisKey(key)
 	n, err := s.run(delScript, []string{rk}, releaseChannel(rk))
@@ -285,6 +311,9 @@ return 0`)
 // DelIfEq deletes key only while it holds token, in one script on the
 // server that owns the key. An expired key reads as absent there.
 func (s *Store) DelIfEq(key string, token []byte) (bool, error) {
+	if err := s.noEviction(); err != nil {
+		return false, err
+	}
 	defer s.near.forget(key)
 	rk := redisKey(key)
 	n, err := s.run(delIfEqScript, []string{rk}, token, releaseChannel(rk))
@@ -311,6 +340,9 @@ return 1`)
 // SetGuarded writes key only while guardKey holds guardToken: one script,
 // so both keys must live on one server (sessions do: see redisKey).
 func (s *Store) SetGuarded(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
+	if err := s.noEviction(); err != nil {
+		return false, err
+	}
 	defer s.near.forget(key)
 	n, err := s.run(setGuardedScript, []string{redisKey(key), redisKey(guardKey)}, value, guardToken, ms(ttl))
 	return n == 1, err
@@ -325,42 +357,59 @@ return 1`)
 // so both keys must live on one server, as for SetGuarded. A deletion is
 // announced to waiters as Del announces it.
 func (s *Store) DelGuarded(key, guardKey string, guardToken []byte) (bool, error) {
+	if err := s.noEviction(); err != nil {
+		return false, err
+	}
 	defer s.near.forget(key)
 	rk := redisKey(key)
 	n, err := s.run(delGuardedScript, []string{rk, redisKey(guardKey)}, guardToken, releaseChannel(rk))
 	return n == 1, err
 }
 
+// expireScript refreshes a live key's TTL (ARGV[1] ms, 0: none); with
+// ARGV[2] = '1' only while the key holds ARGV[3]. The flag, not an empty
+// token, says "compare": an empty token is a token like any other and
+// matches an empty value.
 var expireScript = newScript(`
-if ARGV[2] ~= '' and redis.call('get', KEYS[1]) ~= ARGV[2] then return 0 end
-if redis.call('exists', KEYS[1]) == 0 then return 0 end
+if ARGV[2] == '1' then
+  if redis.call('get', KEYS[1]) ~= ARGV[3] then return 0 end
+elseif redis.call('exists', KEYS[1]) == 0 then return 0 end
 if ARGV[1] == '0' then redis.call('persist', KEYS[1]) else redis.call('pexpire', KEYS[1], ARGV[1]) end
 return 1`)
 
 // Expire gives a live key a new TTL (0: none).
 func (s *Store) Expire(key string, ttl time.Duration) (bool, error) {
-	n, err := s.run(expireScript, []string{redisKey(key)}, ms(ttl), "")
+	if err := s.durable(key); err != nil {
+		return false, err
+	}
+	n, err := s.run(expireScript, []string{redisKey(key)}, ms(ttl), "0", "")
 	return n == 1, err
 }
 
-// ExpireIfEq is Expire only while key holds token. An empty token cannot
-// be told from "no token" by the script, so it is compared here first.
+// ExpireIfEq is Expire only while key holds token, compared and refreshed
+// in one script.
 func (s *Store) ExpireIfEq(key string, token []byte, ttl time.Duration) (bool, error) {
-	if len(token) == 0 {
-		return false, nil // a lock token is never empty
+	if err := s.noEviction(); err != nil {
+		return false, err
 	}
-	n, err := s.run(expireScript, []string{redisKey(key)}, ms(ttl), token)
+	n, err := s.run(expireScript, []string{redisKey(key)}, ms(ttl), "1", token)
 	return n == 1, err
 }
 
 // Exists is EXISTS.
 func (s *Store) Exists(key string) (bool, error) {
+	if err := s.durable(key); err != nil {
+		return false, err
+	}
 	r, err := s.do(nil, "exists", redisKey(key))
 	return r.n == 1, classify(err)
 }
 
 // PTTL is PTTL: -1 for no expiry; found is false for no key.
 func (s *Store) PTTL(key string) (time.Duration, bool, error) {
+	if err := s.durable(key); err != nil {
+		return 0, false, err
+	}
 	r, err := s.do(nil, "pttl", redisKey(key))
 	if err != nil {
 		return 0, false, classify(err)
@@ -384,6 +433,9 @@ return v`)
 // (a script then: the check and the increment must be one step). Without
 // a TTL it is the plain command, which fails the same way.
 func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int64, error) {
+	if err := s.durable(key); err != nil {
+		return 0, err
+	}
 	defer s.near.forget(key)
 	if ttlOnCreate == 0 {
 		r, err := s.do(nil, "incrby", redisKey(key), delta)
