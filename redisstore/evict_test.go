@@ -72,6 +72,8 @@ func TestAnEvictingServerRefusesLocksAndSessions(t *testing.T) {
 			refusedForEviction(t, err, "ExpireIfEq", policy)
 			_, err = s.SetGuarded(data, []byte("v"), time.Minute, lock, []byte("A"))
 			refusedForEviction(t, err, "SetGuarded", policy)
+			_, err = s.DelGuarded(data, lock, []byte("A"))
+			refusedForEviction(t, err, "DelGuarded", policy)
 			refusedForEviction(t, s.Set(data, []byte("v"), time.Minute), "Set of session data", policy)
 			_, _, err = s.GetInto(data, nil)
 			refusedForEviction(t, err, "GetInto of session data", policy)
