@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -209,6 +210,7 @@ func TestRefreshOnAFullServer(t *testing.T) {
 func TestReleaseWakesAWaiterAtOnce(t *testing.T) {
 	srv := redistest.Start(t)
 	nodes := redistest.StartCluster(t)
+	clusterBusCarriesPublish(t, nodes)
 	const timeout = 10 * time.Second
 	for _, tc := range []struct {
 		name, url   string
@@ -259,5 +261,26 @@ func TestReleaseWakesAWaiterAtOnce(t *testing.T) {
 				assert.Less(t, got.at.Sub(released), 50*time.Millisecond, "woken by the release, not the timeout")
 			})
 		}
+	}
+}
+
+// clusterBusCarriesPublish waits until a message published on any node of
+// a new Cluster reaches a subscriber on every other: the nodes' links come
+// up after the slots are served, and a PUBLISH before then reaches only
+// its own node's subscribers.
+func clusterBusCarriesPublish(t *testing.T, nodes []*redistest.Server) {
+	for _, to := range nodes {
+		sub := admin(t, to.Addr).Subscribe(ctx, "bus")
+		_, err := sub.Receive(ctx) // the subscription stands
+		require.NoError(t, err)
+		for _, from := range nodes {
+			pub := admin(t, from.Addr)
+			require.Eventually(t, func() bool {
+				require.NoError(t, pub.Publish(ctx, "bus", from.Addr).Err())
+				m, err := sub.ReceiveTimeout(ctx, 20*time.Millisecond)
+				return err == nil && m.(*redis.Message).Payload == from.Addr
+			}, 10*time.Second, time.Millisecond, "%s to %s", from.Addr, to.Addr)
+		}
+		sub.Close()
 	}
 }
