@@ -183,6 +183,10 @@ func parseURL(raw string) (config, error) {
 		}
 	}
 	o.MaxRetries = -1 // see above: never retry
+	// A native release and its PUBLISH go as a pipeline (see nativeHook):
+	// on the commands' own connections, not a second pool of them per
+	// node and process.
+	o.PipelinePoolSize = -1
 	if !q.Has("dialer_retries") {
 		// One dial per attempt, so a call fails within dial_timeout, not
 		// five times that (the client's default).

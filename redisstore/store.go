@@ -55,6 +55,10 @@ type Store struct {
 
 	setNXWins, setNXLosses            atomic.Uint64
 	delIfEqMatches, delIfEqMismatches atomic.Uint64
+
+	// scriptsOnly sends every member as its script, where the server has
+	// native commands too: for tests of the scripts on any server.
+	scriptsOnly bool
 }
 
 // Open parses a backend URL (see parse) and makes a client, with an
@@ -73,7 +77,29 @@ func Open(rawURL string, nc ...NearCache) (*Store, error) {
 	}
 	g := &evictionGuard{allowed: cfg.allowEvicting, every: evictionCheckEvery}
 	cfg.opts.OnConnect = func(context.Context, *redis.Conn) error { g.reconnected(); return nil }
-	c := redis.NewUniversalClient(&cfg.opts)
+	var c redis.UniversalClient
+	switch cfg.mode {
+	case Cluster:
+		// Each node learns what it has: a Cluster in a rolling upgrade
+		// mixes versions.
+		co := cfg.opts.Cluster()
+		co.NewClient = func(o *redis.Options) *redis.Client {
+			h := newNativeHook()
+			o.OnConnect = h.onConnect(o.OnConnect)
+			return h.attach(redis.NewClient(o))
+		}
+		c = redis.NewClusterClient(co)
+	case Sentinel:
+		h := newNativeHook()
+		fo := cfg.opts.Failover()
+		fo.OnConnect = h.onConnect(fo.OnConnect)
+		c = h.attach(redis.NewFailoverClient(fo))
+	default:
+		h := newNativeHook()
+		o := cfg.opts.Simple()
+		o.OnConnect = h.onConnect(o.OnConnect)
+		c = h.attach(redis.NewClient(o))
+	}
 	s := &Store{c: c, mode: cfg.mode, hub: newHub(redis.NewUniversalClient(&cfg.pubsubOpts)), near: n, evict: g}
 	switch {
 	case cfg.mode == Sentinel:
@@ -138,6 +164,11 @@ func (s *Store) do(dst []byte, args ...any) (reply, error) {
 	}
 	cmd := redis.NewCmd(ctx, args...)
 	s.c.Process(ctx, sendOnce{cmd})
+	return goRedisReply(dst, cmd)
+}
+
+// goRedisReply is cmd's reply as do returns it.
+func goRedisReply(dst []byte, cmd *redis.Cmd) (reply, error) {
 	v, err := cmd.Result()
 	switch {
 	case errors.Is(err, redis.Nil):
@@ -179,13 +210,43 @@ func newScript(src string) *script {
 // run is EVALSHA, then EVAL if the server answers NOSCRIPT (it ran
 // nothing). The script's reply must be an integer.
 func (s *Store) run(sc *script, keys []string, argv ...any) (int64, error) {
+	return s.runNative(nil, sc, keys, argv...)
+}
+
+// runNative is call's native command on a server that has it (see
+// nativeCall), else run. On the direct path the store picks the form for
+// the connection it takes; through go-redis the script goes out as a
+// nativeCmd and the hook of the client it reaches (in a Cluster, the
+// owner's node) picks it.
+func (s *Store) runNative(call *nativeCall, sc *script, keys []string, argv ...any) (int64, error) {
+	if s.scriptsOnly {
+		call = nil
+	}
+	if call != nil && s.direct != nil {
+		r, err := s.direct.doNative(call)
+		if err != errScript {
+			if err != nil {
+				return 0, classify(err)
+			}
+			n, err := nativeReply(r)
+			return n, err
+		}
+	}
 	args := make([]any, 0, 3+len(keys)+len(argv))
 	args = append(args, "evalsha", sc.sha, int64(len(keys)))
 	for _, k := range keys {
 		args = append(args, k)
 	}
 	args = append(args, argv...)
-	r, err := s.do(nil, args...)
+	var r reply
+	var err error
+	if call != nil && s.direct == nil {
+		cmd := redis.NewCmd(ctx, args...)
+		s.c.Process(ctx, nativeCmd{cmd, call})
+		r, err = goRedisReply(nil, cmd)
+	} else {
+		r, err = s.do(nil, args...)
+	}
 	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
 		args[0], args[1] = "eval", sc.src
 		r, err = s.do(nil, args...)
@@ -308,15 +369,26 @@ if redis.call('get', KEYS[1]) == ARGV[1] then
 end
 return 0`)
 
-// DelIfEq deletes key only while it holds token, in one script on the
-// server that owns the key. An expired key reads as absent there.
+// DelIfEq deletes key only while it holds token, in one step on the
+// server that owns the key: its native command where it has one (see
+// native.release), else one script. An expired key reads as absent there.
 func (s *Store) DelIfEq(key string, token []byte) (bool, error) {
 	if err := s.noEviction(); err != nil {
 		return false, err
 	}
 	defer s.near.forget(key)
 	rk := redisKey(key)
-	n, err := s.run(delIfEqScript, []string{rk}, token, releaseChannel(rk))
+	ch := releaseChannel(rk)
+	release := &nativeCall{
+		form: func(have native) []any { return have.release(rk, token) },
+		uses: releaseCmds,
+		// The native commands publish nothing: the PUBLISH that wakes
+		// the key's waiters goes in the same write, and runs whether or
+		// not the key was released (a waiter woken for nothing looks and
+		// waits again).
+		then: []any{"publish", ch, ""},
+	}
+	n, err := s.runNative(release, delIfEqScript, []string{rk}, token, ch)
 	if err != nil {
 		return false, err
 	}
@@ -387,12 +459,18 @@ func (s *Store) Expire(key string, ttl time.Duration) (bool, error) {
 }
 
 // ExpireIfEq is Expire only while key holds token, compared and refreshed
-// in one script.
+// in one step: SET ... IFEQ where the server has it (see native.refresh),
+// else one script.
 func (s *Store) ExpireIfEq(key string, token []byte, ttl time.Duration) (bool, error) {
 	if err := s.noEviction(); err != nil {
 		return false, err
 	}
-	n, err := s.run(expireScript, []string{redisKey(key)}, ms(ttl), "1", token)
+	rk, t := redisKey(key), ms(ttl)
+	refresh := &nativeCall{
+		form: func(have native) []any { return have.refresh(rk, token, t) },
+		uses: setIfEqCmd,
+	}
+	n, err := s.runNative(refresh, expireScript, []string{rk}, t, "1", token)
 	return n == 1, err
 }
 
