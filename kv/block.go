@@ -29,7 +29,9 @@ import (
 //   - Any other block never changes once built except its expiry and
 //     access fields and flagRead, so a reader may copy its value after
 //     dropping the lock (a 64 KiB copy or an lz4 decompression does not
-//     hold a shard). flagRead is set atomically and meta read atomically.
+//     hold a shard). flagRead is set atomically, and such a reader loads
+//     meta atomically (blockStoredUnlocked); under the lock a plain load
+//     is ordered by the lock.
 type block = unsafe.Pointer
 
 const (
@@ -88,7 +90,7 @@ func blockExpireAt(b block) int64          { return *(*int64)(b) }
 func setBlockExpireAt(b block, at int64)   { *(*int64)(b) = at }
 func blockAccess(b block) *uint32          { return (*uint32)(unsafe.Add(b, 8)) }
 func blockMetaPtr(b block) *uint32         { return (*uint32)(unsafe.Add(b, 12)) }
-func blockMeta(b block) uint32             { return atomic.LoadUint32(blockMetaPtr(b)) }
+func blockMeta(b block) uint32             { return *blockMetaPtr(b) }
 func blockKeyLen(b block) int              { return int(*(*uint16)(unsafe.Add(b, 16))) }
 func blockFlags(b block, f uint32) bool    { return blockMeta(b)&f != 0 }
 func blockExpired(b block, now int64) bool { at := blockExpireAt(b); return at != 0 && at <= now }
@@ -98,9 +100,19 @@ func blockKey(b block) string {
 	return unsafe.String((*byte)(unsafe.Add(b, blockHeader)), blockKeyLen(b))
 }
 
-// blockStored returns the stored value (possibly compressed).
-func blockStored(b block) []byte {
-	n := blockStoredLen(b)
+// blockStored returns the stored value (possibly compressed). Caller
+// holds b's shard lock.
+func blockStored(b block) []byte { return storedIn(b, blockMeta(b)) }
+
+// blockStoredUnlocked is blockStored for a reader without the lock (see
+// block), with b's meta, loaded atomically.
+func blockStoredUnlocked(b block) ([]byte, uint32) {
+	meta := atomic.LoadUint32(blockMetaPtr(b))
+	return storedIn(b, meta), meta
+}
+
+func storedIn(b block, meta uint32) []byte {
+	n := int(meta & metaLenMask)
 	if n == 0 {
 		return []byte{}
 	}

@@ -15,9 +15,9 @@ const (
 
 // makeRoom is the slow path of a write of kind, under kp[0] and guarded by
 // kp[1] (or ""), that needs need more bytes and that short refused for the
-// attempt-th time. It returns
-// the room it made as a grant for the write's next attempt, or the error
-// the write fails with (and then holds no grant).
+// attempt-th time. It returns the room it made as a grant for the write's
+// next attempt, or the error the write fails with (and then holds no
+// grant).
 //
 // It first returns every shard's credit and removes every expired entry.
 // Then it decides, from the evictable totals of the shards, whether

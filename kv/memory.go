@@ -184,16 +184,12 @@ func (s *Store) reserve(sh *shard, kind keyKind, delta int64, g *grant) shortfal
 		sh.credit += g.store // reserved already: now sh's credit
 		g.store = 0
 	}
-	if kind == kindSession {
-		return s.reserveSession(sh, delta, g)
+	if kind != kindSession {
+		if !s.charge(sh, delta) {
+			return storeFull
+		}
+		return fits
 	}
-	if !s.charge(sh, delta) {
-		return storeFull
-	}
-	return fits
-}
-
-func (s *Store) reserveSession(sh *shard, delta int64, g *grant) shortfall {
 	granted := g.sessions
 	g.sessions = 0
 	if more := delta - granted; more <= 0 {

@@ -44,8 +44,8 @@ func newSessionRule(opts Options) sessionRule {
 	if r.limitName == "" {
 		r.limitName = "session_memory_limit"
 	}
-	if r.data == "" {
-		r.lock = "" // without session data there is nothing to hold
+	if r.data == "" || r.lock == r.data {
+		r.lock = "" // without session data (or apart from it) nothing is held
 	}
 	for _, p := range []sessionPrefix{{r.data, kindSession}, {r.lock, kindSessionLock}} {
 		if p.prefix != "" {
@@ -170,17 +170,21 @@ func (s *Store) sessionSlot(sh *shard, b block, h uint32) int {
 // tally adds charge, b's cost (blockCost) or its negative, to the total of
 // b's slot. Every change to what decides a slot (the entry entering or
 // leaving the table, its TTL, its read flag, its session's lock coming or
-// going) is bracketed by a tally of -cost before and of cost after. It is
-// small enough to inline: writes of other keys pay for no call. Caller
-// holds sh.mu.
+// going) is bracketed by a tally of -cost before and of cost after. The
+// hot paths call tallyPlain instead for keys that are not session data,
+// which inlines. Caller holds sh.mu.
 func (s *Store) tally(sh *shard, b block, kind keyKind, h uint32, charge int64) {
 	if kind == kindSession {
 		s.tallySession(sh, b, h, charge)
-		return
+	} else {
+		sh.tallyPlain(b, charge)
 	}
-	sh.evictable[plainSlot(b)] += charge
 }
 
+// tallyPlain is tally for a key that is not session data.
+func (sh *shard) tallyPlain(b block, charge int64) { sh.evictable[plainSlot(b)] += charge }
+
+// tallySession is tally for session data.
 func (s *Store) tallySession(sh *shard, b block, h uint32, charge int64) {
 	sh.evictable[s.sessionSlot(sh, b, h)] += charge
 }

@@ -444,10 +444,11 @@ func (s *Store) install(r *writeReq) (bool, error) {
 		if i >= 0 {
 			old = sh.t.blocks[i]
 		}
+		oldExpired := old != nil && c.expired(old)
 		ok := true
 		switch r.mode {
 		case modeSetNX:
-			ok = old == nil || c.expired(old)
+			ok = old == nil || oldExpired
 		case modeGuarded:
 			g := gsh.t.get(gh, r.guardKey)
 			ok = g != nil && !c.expired(g) && valueEquals(g, r.guardToken)
@@ -455,12 +456,18 @@ func (s *Store) install(r *writeReq) (bool, error) {
 		delta, need := size, size
 		if old != nil {
 			delta -= blockCost(old)
-			if !c.expired(old) {
+			if !oldExpired {
 				need = delta // else the sweep in makeRoom removes old
 			}
 		}
 		short := fits
-		if ok {
+		switch {
+		case !ok:
+		case kind != kindSession && g.store == 0: // the common case, inline
+			if !s.charge(sh, delta) {
+				short = storeFull
+			}
+		default:
 			short = s.reserve(sh, kind, delta, &g)
 		}
 		reserved := ok && short == fits
@@ -470,7 +477,7 @@ func (s *Store) install(r *writeReq) (bool, error) {
 				at = c.now() + int64(r.ttl)
 			}
 			flags := r.flags
-			if old != nil && c.expired(old) {
+			if oldExpired {
 				sh.c.expirations++
 			} else if kind == kindSession && old != nil {
 				flags |= blockMeta(old) & flagRead // the same session, rewritten
@@ -529,7 +536,11 @@ func (s *Store) putEntry(sh *shard, old block, i int, h uint32, kind keyKind, b 
 	var oldAt int64
 	if old != nil {
 		oldAt = blockExpireAt(old) // before place may rewrite old itself
-		s.tally(sh, old, kind, h, -blockCost(old))
+		if kind == kindSession {
+			s.tallySession(sh, old, h, -blockCost(old))
+		} else {
+			sh.tallyPlain(old, -blockCost(old))
+		}
 	}
 	if b == nil {
 		var dst []byte
@@ -558,7 +569,11 @@ func (s *Store) putEntry(sh *shard, old block, i int, h uint32, kind keyKind, b 
 		}
 	}
 	sh.noteExpiry(at, h, true)
-	s.tally(sh, b, kind, h, blockCost(b))
+	if kind == kindSession {
+		s.tallySession(sh, b, h, blockCost(b))
+	} else {
+		sh.tallyPlain(b, blockCost(b))
+	}
 }
 
 // recycle keeps b, just taken out of the table, as the shard's spare if it
@@ -596,7 +611,11 @@ func (sh *shard) noteExpiry(at int64, h uint32, added bool) {
 func (s *Store) removeAt(sh *shard, i int, expired bool) {
 	b, h := sh.t.blocks[i], sh.t.hashes[i]
 	kind := s.sess.kindOf(blockKey(b))
-	s.tally(sh, b, kind, h, -blockCost(b))
+	if kind == kindSession {
+		s.tallySession(sh, b, h, -blockCost(b))
+	} else {
+		sh.tallyPlain(b, -blockCost(b))
+	}
 	var data block
 	if kind == kindSessionLock {
 		data = s.untallyData(sh, h, blockKey(b))
@@ -616,7 +635,17 @@ func (s *Store) removeAt(sh *shard, i int, expired bool) {
 	sh.recycle(b)
 }
 
+// pinFlag returns flagPinned for a key never evicted: under a pinned prefix
+// or the session lock prefix. key is not empty. It is small enough to
+// inline: for most keys it is a length and a one-byte test.
 func (s *Store) pinFlag(key string) uint32 {
+	if len(s.pinned) == 0 && !s.sess.first[key[0]] {
+		return 0
+	}
+	return s.pinFlagOf(key)
+}
+
+func (s *Store) pinFlagOf(key string) uint32 {
 	if s.isPinnedKey(key) || s.sess.kindOf(key) == kindSessionLock {
 		return flagPinned
 	}
