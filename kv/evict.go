@@ -152,7 +152,9 @@ func (s *Store) survey(kp keep) evictable {
 		sh, h, kind := s.locate(key)
 		sh.mu.Lock()
 		if b := sh.t.get(h, key); b != nil {
-			ev[s.slotOf(sh, b, kind, h)] -= blockCost(b)
+			if slot := s.slotOf(sh, b, kind, h); slot != slotKept {
+				ev[slot] -= blockCost(b)
+			}
 		}
 		sh.mu.Unlock()
 	}

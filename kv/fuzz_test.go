@@ -225,7 +225,7 @@ func checkTotals(s *Store) error {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		var ev [numSlots]int64
+		var ev [numSlots + 1]int64 // and slotKept
 		var used int64
 		for j, b := range sh.t.blocks {
 			if b == nil {
@@ -239,7 +239,7 @@ func checkTotals(s *Store) error {
 		}
 		got, gotUsed := sh.evictable, sh.sessionUsed
 		sh.mu.Unlock()
-		if got != ev || gotUsed != used {
+		if got != [numSlots]int64(ev[:numSlots]) || gotUsed != used {
 			return fmt.Errorf("shard %d: totals %v, session data %d; recounted %v, %d", i, got, gotUsed, ev, used)
 		}
 		sessions += used

@@ -206,14 +206,12 @@ func (s *Store) reserve(sh *shard, kind keyKind, delta int64, g *grant) shortfal
 	return fits
 }
 
-// release gives back what a removed entry of kind was charged. Caller
+// releaseSession gives back the session budget a removed session data
+// entry was charged (the store's limit is released by charge). Caller
 // holds sh.mu.
-func (s *Store) release(sh *shard, kind keyKind, cost int64) {
-	s.charge(sh, -cost)
-	if kind == kindSession {
-		sh.sessionUsed -= cost
-		s.mem.sessions.Add(-cost)
-	}
+func (s *Store) releaseSession(sh *shard, cost int64) {
+	sh.sessionUsed -= cost
+	s.mem.sessions.Add(-cost)
 }
 
 // takeSession adds n bytes to the session data charged if they fit in the

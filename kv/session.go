@@ -104,8 +104,10 @@ func (s *Store) pairOf(sh *shard, h uint32, kind keyKind, key string) block {
 // eviction may take it: slot 2*class + 1 for an entry with a TTL, 2*class
 // for one without, and slotKept for an entry never evicted (a lock, a
 // pinned key, the data of a session whose lock is there). Each shard adds
-// up the memory charged to the entries of each slot (shard.evictable), so
-// the store knows how much eviction could free before it frees anything.
+// up the memory charged to the entries of each evictable slot
+// (shard.evictable), so the store knows how much eviction could free
+// before it frees anything; what is kept is not counted, so a lock taken
+// and released counts nothing.
 type class uint8
 
 const (
@@ -116,8 +118,8 @@ const (
 )
 
 const (
-	slotKept = 2 * int(numClasses)
-	numSlots = slotKept + 1
+	numSlots = 2 * int(numClasses) // evictable slots
+	slotKept = numSlots
 )
 
 // slots returns the range [lo, hi] of the slots of class c that policy
@@ -167,26 +169,32 @@ func (s *Store) sessionSlot(sh *shard, b block, h uint32) int {
 	return slot
 }
 
-// tally adds charge, b's cost (blockCost) or its negative, to the total of
-// b's slot. Every change to what decides a slot (the entry entering or
+// tally takes b's cost (blockCost) away from its slot's total (sign -1) or
+// adds it (1). Every change to what decides a slot (the entry entering or
 // leaving the table, its TTL, its read flag, its session's lock coming or
-// going) is bracketed by a tally of -cost before and of cost after. The
-// hot paths call tallyPlain instead for keys that are not session data,
-// which inlines. Caller holds sh.mu.
-func (s *Store) tally(sh *shard, b block, kind keyKind, h uint32, charge int64) {
+// going) is bracketed by a tally of -1 before and of 1 after. The hot
+// paths call tallyPlain instead for keys that are not session data, which
+// inlines. Caller holds sh.mu.
+func (s *Store) tally(sh *shard, b block, kind keyKind, h uint32, sign int64) {
 	if kind == kindSession {
-		s.tallySession(sh, b, h, charge)
+		s.tallySession(sh, b, h, sign)
 	} else {
-		sh.tallyPlain(b, charge)
+		sh.tallyPlain(b, sign)
 	}
 }
 
 // tallyPlain is tally for a key that is not session data.
-func (sh *shard) tallyPlain(b block, charge int64) { sh.evictable[plainSlot(b)] += charge }
+func (sh *shard) tallyPlain(b block, sign int64) {
+	if slot := plainSlot(b); slot != slotKept {
+		sh.evictable[slot] += sign * blockCost(b)
+	}
+}
 
 // tallySession is tally for session data.
-func (s *Store) tallySession(sh *shard, b block, h uint32, charge int64) {
-	sh.evictable[s.sessionSlot(sh, b, h)] += charge
+func (s *Store) tallySession(sh *shard, b block, h uint32, sign int64) {
+	if slot := s.sessionSlot(sh, b, h); slot != slotKept {
+		sh.evictable[slot] += sign * blockCost(b)
+	}
 }
 
 // untallyData takes the data of lock key's session, if there, out of its
@@ -196,7 +204,7 @@ func (s *Store) tallySession(sh *shard, b block, h uint32, charge int64) {
 func (s *Store) untallyData(sh *shard, h uint32, key string) block {
 	d := s.pairOf(sh, h, kindSessionLock, key)
 	if d != nil {
-		s.tallySession(sh, d, h, -blockCost(d))
+		s.tallySession(sh, d, h, -1)
 	}
 	return d
 }
@@ -206,7 +214,7 @@ func (s *Store) untallyData(sh *shard, h uint32, key string) block {
 // read back. Readers outside the lock load the header atomically, so the
 // flag is set atomically. Caller holds sh.mu.
 func (s *Store) markRead(sh *shard, b block, h uint32) {
-	s.tallySession(sh, b, h, -blockCost(b))
+	s.tallySession(sh, b, h, -1)
 	atomic.OrUint32(blockMetaPtr(b), flagRead)
-	s.tallySession(sh, b, h, blockCost(b))
+	s.tallySession(sh, b, h, 1)
 }

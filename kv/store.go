@@ -537,9 +537,9 @@ func (s *Store) putEntry(sh *shard, old block, i int, h uint32, kind keyKind, b 
 	if old != nil {
 		oldAt = blockExpireAt(old) // before place may rewrite old itself
 		if kind == kindSession {
-			s.tallySession(sh, old, h, -blockCost(old))
+			s.tallySession(sh, old, h, -1)
 		} else {
-			sh.tallyPlain(old, -blockCost(old))
+			sh.tallyPlain(old, -1)
 		}
 	}
 	if b == nil {
@@ -565,14 +565,14 @@ func (s *Store) putEntry(sh *shard, old block, i int, h uint32, kind keyKind, b 
 		}
 		sh.t.add(h, b)
 		if data != nil {
-			s.tallySession(sh, data, h, blockCost(data)) // now held
+			s.tallySession(sh, data, h, 1) // now held
 		}
 	}
 	sh.noteExpiry(at, h, true)
 	if kind == kindSession {
-		s.tallySession(sh, b, h, blockCost(b))
+		s.tallySession(sh, b, h, 1)
 	} else {
-		sh.tallyPlain(b, blockCost(b))
+		sh.tallyPlain(b, 1)
 	}
 }
 
@@ -612,9 +612,9 @@ func (s *Store) removeAt(sh *shard, i int, expired bool) {
 	b, h := sh.t.blocks[i], sh.t.hashes[i]
 	kind := s.sess.kindOf(blockKey(b))
 	if kind == kindSession {
-		s.tallySession(sh, b, h, -blockCost(b))
+		s.tallySession(sh, b, h, -1)
 	} else {
-		sh.tallyPlain(b, -blockCost(b))
+		sh.tallyPlain(b, -1)
 	}
 	var data block
 	if kind == kindSessionLock {
@@ -622,10 +622,13 @@ func (s *Store) removeAt(sh *shard, i int, expired bool) {
 	}
 	sh.t.removeAt(i)
 	if data != nil {
-		s.tallySession(sh, data, h, blockCost(data)) // no longer held
+		s.tallySession(sh, data, h, 1) // no longer held
 	}
 	sh.noteExpiry(blockExpireAt(b), h, false)
-	s.release(sh, kind, blockCost(b))
+	s.charge(sh, -blockCost(b))
+	if kind == kindSession {
+		s.releaseSession(sh, blockCost(b))
+	}
 	if expired {
 		sh.c.expirations++
 	}
@@ -777,11 +780,11 @@ func (s *Store) expireIf(key string, token []byte, ttl time.Duration) (bool, err
 	if b == nil || (token != nil && !valueEquals(b, token)) {
 		return false, nil
 	}
-	s.tally(sh, b, kind, h, -blockCost(b))
+	s.tally(sh, b, kind, h, -1)
 	sh.noteExpiry(blockExpireAt(b), h, false)
 	setBlockExpireAt(b, expiryAt(c.now(), ttl))
 	sh.noteExpiry(blockExpireAt(b), h, true)
-	s.tally(sh, b, kind, h, blockCost(b))
+	s.tally(sh, b, kind, h, 1)
 	return true, nil
 }
 
