@@ -67,7 +67,7 @@ type compressionConfig struct {
 // reserved in chunks, and charges its writes against that under its own
 // lock. So reserved = the sum over shards of used + credit <= limit, and
 // the limit is never exceeded; credit stranded in other shards can make a
-// write look as if it does not fit, so the slow path (evict) first returns
+// write look as if it does not fit, so the slow path (makeRoom) first returns
 // every shard's credit and checks again.
 //
 // Session data is charged a second time, to sessions (one counter: session
@@ -178,7 +178,8 @@ func (s *Store) giveBack(g *grant) {
 // reserve charges delta more bytes (negative: freed) to sh for an entry of
 // kind: to the store's limit, and for session data to the session budget
 // too, spending g first. It reports which limit refused; then nothing
-// changed but that g is spent or given back. Caller holds sh.mu.
+// changed but that g is spent (its store part is now sh's credit, its
+// session part given back). Caller holds sh.mu.
 func (s *Store) reserve(sh *shard, kind keyKind, delta int64, g *grant) shortfall {
 	if g.store != 0 {
 		sh.credit += g.store // reserved already: now sh's credit
