@@ -27,8 +27,11 @@ type Backend = backend.Backend
 
 var (
 	store = kv.New(kv.Options{
-		// Session data and locks must never be evicted to make room.
-		PinnedPrefixes: []string{session.DataPrefix, session.LockPrefix},
+		// Session data lives within its budget, and only while no request
+		// holds its lock may it be evicted; locks never are.
+		SessionDataPrefix: session.DataPrefix,
+		SessionLockPrefix: session.LockPrefix,
+		SessionLimitName:  "ephpm.session_memory_limit",
 	})
 	served atomic.Pointer[Backend]
 	// lockTimeouts counts set_nx_wait calls that ran out of time.

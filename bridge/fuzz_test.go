@@ -21,7 +21,10 @@ func FuzzTableMembers(f *testing.F) {
 			arg %= 5 // wait and set_nx_wait block for up to arg ms: keep the fuzzer fast
 		}
 		if o == 13 {
-			defer configure("memory_limit", "0") // leave the store as the other inputs expect it
+			defer func() { // leave the store as the other inputs expect it
+				configure("memory_limit", "0")
+				configure("session_memory_limit", "0")
+			}()
 		}
 		rc, out := invokeMember(o, key, value, nullKey, nullValue, arg, int(bufCap))
 		if !valid[rc] {

@@ -238,7 +238,9 @@ typedef struct ephpm_kv_ops {
 
     /* configure: set one setting of the store, by name, as text:
      *   "memory_limit"          bytes, decimal; "0" means no limit     } the in-process
-     *   "eviction"              "noeviction" | "volatile-lru" | "allkeys-lru" } store
+     *   "session_memory_limit"  bytes of session data, below memory_limit;   } store
+     *                           "0" means half of memory_limit          }
+     *   "eviction"              "noeviction" | "volatile-lru" | "allkeys-lru" }
      *   "compression"           "none" | "lz4"                          }
      *   "compression_min_size"  bytes, decimal                          }
      *   "near_cache_prefixes"   comma-separated key prefixes a Redis backend may }

@@ -19,7 +19,8 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 	if err := checkTTL(ttlOnCreate); err != nil {
 		return 0, err
 	}
-	sh, h := s.locate(key)
+	sh, h, kind := s.locate(key)
+	var g grant // room made by a failed attempt; see makeRoom
 	for attempt := 0; ; attempt++ {
 		sh.mu.Lock()
 		c := clock{s: s}
@@ -36,28 +37,34 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 				// which another writer can reuse once the lock is dropped.
 				err := fmt.Errorf("%w: %q", ErrNotInteger, truncate(v))
 				sh.mu.Unlock()
+				s.giveBack(&g) // a retry found the value changed
 				return 0, err
 			}
 			if (delta > 0 && n > maxInt64-delta) || (delta < 0 && n < minInt64-delta) {
 				sh.mu.Unlock()
+				s.giveBack(&g)
 				return 0, ErrOverflow
 			}
-			result, flags, at = n+delta, blockMeta(old)&flagPinned, blockExpireAt(old)
+			result, flags, at = n+delta, blockMeta(old)&(flagPinned|flagRead), blockExpireAt(old)
+		} else {
+			flags = s.pinFlag(key)
 		}
 		var digits [20]byte
 		value := strconv.AppendInt(digits[:0], result, 10)
 		delta2 := int64(valueOffset(len(key))+len(value)) + entryOverhead
 		if old != nil {
-			delta2 -= int64(blockSize(old)) + entryOverhead
+			delta2 -= blockCost(old)
 		}
-		if s.charge(sh, delta2) {
-			s.putEntry(sh, old, i, h, nil, key, value, flags, at)
+		short := s.reserve(sh, kind, delta2, &g)
+		if short == fits {
+			s.putEntry(sh, old, i, h, kind, nil, key, value, flags, at)
 			sh.mu.Unlock()
 			return result, nil
 		}
 		sh.mu.Unlock()
-		if attempt == 3 || !s.evict(delta2, key) {
-			return 0, ErrNoMemory
+		var err error
+		if g, err = s.makeRoom(delta2, keep{key}, kind, short, attempt); err != nil {
+			return 0, err
 		}
 	}
 }

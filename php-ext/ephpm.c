@@ -47,6 +47,11 @@ static ZEND_INI_MH(OnUpdateEphpmMemoryLimit)
     return ephpm_ini_size(new_value, entry->name, ZEND_LONG_MAX, &EPHPM_G(kv_memory_limit));
 }
 
+static ZEND_INI_MH(OnUpdateEphpmSessionMemoryLimit)
+{
+    return ephpm_ini_size(new_value, entry->name, ZEND_LONG_MAX, &EPHPM_G(session_memory_limit));
+}
+
 static ZEND_INI_MH(OnUpdateEphpmNearCacheSize)
 {
     return ephpm_ini_size(new_value, entry->name, ZEND_LONG_MAX, &EPHPM_G(kv_near_cache_size));
@@ -164,6 +169,7 @@ PHP_INI_BEGIN()
     STD_PHP_INI_ENTRY("ephpm.library", "", PHP_INI_SYSTEM, OnUpdateString,
                       library, zend_ephpm_globals, ephpm_globals)
     PHP_INI_ENTRY("ephpm.kv_memory_limit", "64M", PHP_INI_SYSTEM, OnUpdateEphpmMemoryLimit)
+    PHP_INI_ENTRY("ephpm.session_memory_limit", "0", PHP_INI_SYSTEM, OnUpdateEphpmSessionMemoryLimit)
     PHP_INI_ENTRY("ephpm.kv_eviction", "noeviction", PHP_INI_SYSTEM, OnUpdateEphpmEviction)
     PHP_INI_ENTRY("ephpm.kv_compression", "none", PHP_INI_SYSTEM, OnUpdateEphpmCompression)
     PHP_INI_ENTRY("ephpm.kv_compression_min_size", "1024", PHP_INI_SYSTEM, OnUpdateEphpmCompressionMinSize)
@@ -294,6 +300,7 @@ static PHP_GINIT_FUNCTION(ephpm)
     ephpm_globals->session_lock_ttl = 30;
     ephpm_globals->session_lock_wait = 30;
     ephpm_globals->kv_memory_limit = 64 * 1024 * 1024;
+    ephpm_globals->session_memory_limit = 0;
     ephpm_globals->kv_eviction = "noeviction";
     ephpm_globals->kv_compression = "none";
     ephpm_globals->kv_compression_min_size = 1024;
