@@ -9,6 +9,8 @@
 // Go runtimes).
 package bridge
 
+//go:generate go run ./internal/memberlist/gen
+
 import (
 	"fmt"
 	"strconv"

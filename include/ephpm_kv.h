@@ -278,7 +278,9 @@ typedef struct ephpm_kv_ops {
                        const char *guard_key, size_t guard_key_len,
                        const char *guard_token, size_t guard_token_len);
 
-    /* Members appended by later versions go here, and only here. */
+    /* Members appended by later versions go here, and only here: this
+     * struct is the one list of members that bridge/members.c is generated
+     * from (docs/design.md, "To append a member"). */
 } ephpm_kv_ops;
 
 /* The size of the first table (the five members above). A consumer refuses
