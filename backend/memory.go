@@ -44,21 +44,25 @@ func (m Memory) Stats() (kv.Stats, error) { return m.Store.Stats(), nil }
 func (m Memory) Close() error { return nil }
 
 // Configure applies one memory setting of the configure member
-// (memory_limit, eviction, compression, compression_min_size) to the store.
+// (memory_limit, session_memory_limit, eviction, compression,
+// compression_min_size) to the store.
 func (m Memory) Configure(name, value string) error {
 	cfg := m.Store.MemoryConfig()
 	bad := func() error {
 		return fmt.Errorf("%w: %s=%q", kv.ErrInvalidArgument, name, value)
 	}
 	switch name {
-	case "memory_limit", "compression_min_size":
+	case "memory_limit", "session_memory_limit", "compression_min_size":
 		n, err := strconv.ParseInt(value, 10, 64)
 		if err != nil || n < 0 || (name == "compression_min_size" && n > kv.MaxValueLen) {
 			return bad()
 		}
-		if name == "memory_limit" {
+		switch name {
+		case "memory_limit":
 			cfg.Limit = n
-		} else {
+		case "session_memory_limit":
+			cfg.SessionLimit = n
+		default:
 			cfg.CompressionMinSize = int(n)
 		}
 	case "eviction":

@@ -9,6 +9,8 @@
 // Go runtimes).
 package bridge
 
+//go:generate go run ./internal/memberlist/gen
+
 import (
 	"errors"
 	"fmt"
@@ -27,12 +29,18 @@ import (
 // Backend is what the table's members call (see package backend).
 type Backend = backend.Backend
 
-// pinned are the key prefixes never evicted to make room: session data and
-// locks.
-var pinned = []string{session.DataPrefix, session.LockPrefix}
+// shmPinned are the key prefixes a shared-memory segment never evicts to
+// make room: session data and locks (it has no session budget).
+var shmPinned = []string{session.DataPrefix, session.LockPrefix}
 
 var (
-	store  = kv.New(kv.Options{PinnedPrefixes: pinned})
+	store = kv.New(kv.Options{
+		// Session data lives within its budget, and only while no request
+		// holds its lock may it be evicted; locks never are.
+		SessionDataPrefix: session.DataPrefix,
+		SessionLockPrefix: session.LockPrefix,
+		SessionLimitName:  "ephpm.session_memory_limit",
+	})
 	served atomic.Pointer[Backend]
 	// lockTimeouts counts set_nx_wait calls that ran out of time.
 	lockTimeouts atomic.Uint64
@@ -98,7 +106,7 @@ func configure(name, value string) error {
 		return nil
 	}
 	if seg, ok := shmName(value); ok {
-		s, err := shm.Open(seg, shm.Options{Memory: store.MemoryConfig(), PinnedPrefixes: pinned})
+		s, err := shm.Open(seg, shm.Options{Memory: store.MemoryConfig(), PinnedPrefixes: shmPinned})
 		if err != nil {
 			if errors.Is(err, kv.ErrInvalidArgument) {
 				return err

@@ -4,6 +4,7 @@ package bridge
 #cgo CFLAGS: -I${SRCDIR}/../include
 #include <stdlib.h>
 #include "ephpm_kv.h"
+#include "members.h"
 
 // Calls through this package's own table, as a C consumer would: the fork
 // guard, the NULL checks and the crossing back into Go all run.
@@ -11,23 +12,26 @@ static int call_member(int op, const char *k, size_t kl, const char *v, size_t v
                        int64_t ttl, char *buf, size_t cap, size_t *len, int64_t *num)
 {
     const ephpm_kv_ops *o = ephpm_kv_get_ops();
+    ephpm_kv_stats st = {.struct_size = sizeof st};
     switch (op) {
-    case 0: return o->get(k, kl, buf, cap, len);
-    case 1: return o->set(k, kl, v, vl, ttl);
-    case 2: return o->set_nx(k, kl, v, vl, ttl);
-    case 3: return o->del(k, kl);
-    case 4: return o->del_if_eq(k, kl, v, vl);
-    case 5: return o->wait(k, kl, ttl);
-    case 6: return o->set_nx_wait(k, kl, v, vl, ttl, ttl);
-    case 7: return o->set_guarded(k, kl, v, vl, ttl, v, vl, k, kl);
-    case 8: return o->expire(k, kl, ttl);
-    case 9: return o->exists(k, kl);
-    case 10: return o->pttl(k, kl, num);
-    case 11: return o->expire_if_eq(k, kl, v, vl, ttl);
-    case 12: return o->incr_by(k, kl, ttl, ttl, num);
-    case 13: return o->configure(k, kl, v, vl);
-    case 14: return o->last_error(buf, cap, len);
-    case 15: return o->del_guarded(k, kl, v, vl, k, kl);
+    case EPHPM_MEMBER_GET: return o->get(k, kl, buf, cap, len);
+    case EPHPM_MEMBER_SET: return o->set(k, kl, v, vl, ttl);
+    case EPHPM_MEMBER_SET_NX: return o->set_nx(k, kl, v, vl, ttl);
+    case EPHPM_MEMBER_DEL: return o->del(k, kl);
+    case EPHPM_MEMBER_DEL_IF_EQ: return o->del_if_eq(k, kl, v, vl);
+    case EPHPM_MEMBER_WAIT: return o->wait(k, kl, ttl);
+    case EPHPM_MEMBER_SET_NX_WAIT: return o->set_nx_wait(k, kl, v, vl, ttl, ttl);
+    case EPHPM_MEMBER_SET_GUARDED: return o->set_guarded(k, kl, v, vl, ttl, v, vl, k, kl);
+    case EPHPM_MEMBER_EXPIRE: return o->expire(k, kl, ttl);
+    case EPHPM_MEMBER_EXISTS: return o->exists(k, kl);
+    case EPHPM_MEMBER_PTTL: return o->pttl(k, kl, num);
+    case EPHPM_MEMBER_EXPIRE_IF_EQ: return o->expire_if_eq(k, kl, v, vl, ttl);
+    case EPHPM_MEMBER_INCR_BY: return o->incr_by(k, kl, ttl, ttl, num);
+    case EPHPM_MEMBER_FLUSH: return o->flush();
+    case EPHPM_MEMBER_STATS: return o->stats(&st);
+    case EPHPM_MEMBER_CONFIGURE: return o->configure(k, kl, v, vl);
+    case EPHPM_MEMBER_LAST_ERROR: return o->last_error(buf, cap, len);
+    case EPHPM_MEMBER_DEL_GUARDED: return o->del_guarded(k, kl, v, vl, k, kl);
     }
     return -100;
 }
@@ -35,9 +39,6 @@ static int call_member(int op, const char *k, size_t kl, const char *v, size_t v
 import "C"
 
 import "unsafe"
-
-// tableMembers is how many members invokeMember can reach.
-const tableMembers = 16
 
 // invokeMember calls member op (see call_member) of the table with C copies
 // of key and value (or NULL pointers, when asked), and returns its status
@@ -63,7 +64,7 @@ func invokeMember(op int, key, value []byte, nullKey, nullValue bool, arg int64,
 	rc := C.call_member(C.int(op), k, C.size_t(len(key)), v, C.size_t(len(value)), C.int64_t(arg),
 		(*C.char)(buf), C.size_t(bufCap), &n, &num)
 	out := []byte(nil)
-	if (op == 0 || op == 14) && rc == C.EPHPM_KV_OK {
+	if (op == memberGet || op == memberLastError) && rc == C.EPHPM_KV_OK {
 		out = C.GoBytes(buf, C.int(n))
 	}
 	return int(rc), out

@@ -94,8 +94,8 @@ typedef enum ephpm_kv_status {
     /* Consumer-side: the loaded provider's table lacks the member needed
      * (EPHPM_KV_OPS_HAS was false). Never returned by a provider. */
     EPHPM_KV_E_UNSUPPORTED = -6,
-    /* incr_by: the stored value is not a decimal 64-bit integer. Nothing
-     * changed. */
+    /* incr_by: the stored value is not a decimal 64-bit integer (see
+     * incr_by for what is one). Nothing changed. */
     EPHPM_KV_E_NOT_INTEGER = -7,
     /* incr_by: the result would leave the 64-bit range. Nothing changed. */
     EPHPM_KV_E_OVERFLOW = -8
@@ -222,7 +222,11 @@ typedef struct ephpm_kv_ops {
     /* incr_by: add delta to the decimal integer stored under key, atomically,
      * and put the sum in *result. A missing key is created holding delta
      * with ttl_ms (0: none); an existing entry keeps its TTL. OK, or
-     * E_NOT_INTEGER, E_OVERFLOW, E_NOMEM with nothing changed. */
+     * E_NOT_INTEGER, E_OVERFLOW, E_NOMEM with nothing changed.
+     * A decimal integer is what Redis's INCRBY takes, on every backend: an
+     * optional '-' and the digits 0-9, with no leading zero ("0" itself
+     * excepted), within the int64 range. "007", "-0", "+1", " 1", "1 " and
+     * "" are not integers. */
     int (*incr_by)(const char *key, size_t key_len, int64_t delta,
                    int64_t ttl_ms, int64_t *result);
 
@@ -234,7 +238,9 @@ typedef struct ephpm_kv_ops {
 
     /* configure: set one setting of the store, by name, as text:
      *   "memory_limit"          bytes, decimal; "0" means no limit     } the in-process
-     *   "eviction"              "noeviction" | "volatile-lru" | "allkeys-lru" } store
+     *   "session_memory_limit"  bytes of session data, below memory_limit;   } store
+     *                           "0" means half of memory_limit          }
+     *   "eviction"              "noeviction" | "volatile-lru" | "allkeys-lru" }
      *   "compression"           "none" | "lz4"                          }
      *   "compression_min_size"  bytes, decimal                          }
      *   "near_cache_prefixes"   comma-separated key prefixes a Redis backend may }
@@ -272,7 +278,9 @@ typedef struct ephpm_kv_ops {
                        const char *guard_key, size_t guard_key_len,
                        const char *guard_token, size_t guard_token_len);
 
-    /* Members appended by later versions go here, and only here. */
+    /* Members appended by later versions go here, and only here: this
+     * struct is the one list of members that bridge/members.c is generated
+     * from (docs/design.md, "To append a member"). */
 } ephpm_kv_ops;
 
 /* The size of the first table (the five members above). A consumer refuses

@@ -10,7 +10,7 @@ import (
 //
 //	[0:8)    expireAt  int64   monotonic ns; 0 = no expiry (written under the shard's write lock)
 //	[8:12)   access    uint32  LRU clock at the last write or read (under the shard lock)
-//	[12:16)  meta      uint32  stored value length (low 29 bits) | flagCompressed | flagPinned
+//	[12:16)  meta      uint32  stored value length (low 29 bits) | flagCompressed | flagPinned | flagRead
 //	[16:18)  keyLen    uint16
 //	[18:...) key, then padding to a multiple of 8, then the stored value
 //
@@ -27,8 +27,11 @@ import (
 //     only under its shard's lock; allocating a block per write cost as
 //     much as the rest of Set (measured: newBlock was 43% of Set's time).
 //   - Any other block never changes once built except its expiry and
-//     access fields, so a reader may copy its value after dropping the
-//     lock (a 64 KiB copy or an lz4 decompression does not hold a shard).
+//     access fields and flagRead, so a reader may copy its value after
+//     dropping the lock (a 64 KiB copy or an lz4 decompression does not
+//     hold a shard). flagRead is set atomically, and such a reader loads
+//     meta atomically (blockStoredUnlocked); under the lock a plain load
+//     is ordered by the lock.
 type block = unsafe.Pointer
 
 const (
@@ -36,6 +39,8 @@ const (
 	metaLenMask    = 1<<29 - 1
 	flagCompressed = 1 << 29
 	flagPinned     = 1 << 30 // never evicted: a lock (SetNX) or a pinned prefix
+	// flagRead marks session data read since it was written (see markRead).
+	flagRead = 1 << 31
 )
 
 // recycleMax is the largest recyclable block.
@@ -84,7 +89,8 @@ func valueOffset(keyLen int) int { return (blockHeader + keyLen + 7) &^ 7 }
 func blockExpireAt(b block) int64          { return *(*int64)(b) }
 func setBlockExpireAt(b block, at int64)   { *(*int64)(b) = at }
 func blockAccess(b block) *uint32          { return (*uint32)(unsafe.Add(b, 8)) }
-func blockMeta(b block) uint32             { return *(*uint32)(unsafe.Add(b, 12)) }
+func blockMetaPtr(b block) *uint32         { return (*uint32)(unsafe.Add(b, 12)) }
+func blockMeta(b block) uint32             { return *blockMetaPtr(b) }
 func blockKeyLen(b block) int              { return int(*(*uint16)(unsafe.Add(b, 16))) }
 func blockFlags(b block, f uint32) bool    { return blockMeta(b)&f != 0 }
 func blockExpired(b block, now int64) bool { at := blockExpireAt(b); return at != 0 && at <= now }
@@ -94,9 +100,19 @@ func blockKey(b block) string {
 	return unsafe.String((*byte)(unsafe.Add(b, blockHeader)), blockKeyLen(b))
 }
 
-// blockStored returns the stored value (possibly compressed).
-func blockStored(b block) []byte {
-	n := blockStoredLen(b)
+// blockStored returns the stored value (possibly compressed). Caller
+// holds b's shard lock.
+func blockStored(b block) []byte { return storedIn(b, blockMeta(b)) }
+
+// blockStoredUnlocked is blockStored for a reader without the lock (see
+// block), with b's meta, loaded atomically.
+func blockStoredUnlocked(b block) ([]byte, uint32) {
+	meta := atomic.LoadUint32(blockMetaPtr(b))
+	return storedIn(b, meta), meta
+}
+
+func storedIn(b block, meta uint32) []byte {
+	n := int(meta & metaLenMask)
 	if n == 0 {
 		return []byte{}
 	}

@@ -66,9 +66,10 @@ func logicalLen(b block) int {
 }
 
 // readInto writes b's value into dst, which is exactly logicalLen(b) long.
+// It may run without b's shard lock (see block).
 func readInto(b block, dst []byte) {
-	stored := blockStored(b)
-	if !blockFlags(b, flagCompressed) {
+	stored, meta := blockStoredUnlocked(b)
+	if meta&flagCompressed == 0 {
 		copy(dst, stored)
 		return
 	}

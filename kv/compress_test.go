@@ -11,7 +11,7 @@ import (
 )
 
 func stored(s *Store, key string) block {
-	sh, h := s.locate(key)
+	sh, h, _ := s.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	return sh.t.get(h, key)

@@ -9,8 +9,9 @@ import (
 // IncrBy adds delta to the decimal integer stored under key and returns the
 // result, atomically. A missing key is created holding delta, with
 // ttlOnCreate (0: none); an existing entry keeps its TTL. It fails with
-// ErrNotInteger if the value is not a decimal int64, ErrOverflow if the
-// sum leaves the int64 range, or ErrNoMemory; then nothing changed.
+// ErrNotInteger if the value is not an integer as parseInteger reads it,
+// ErrOverflow if the sum leaves the int64 range, or ErrNoMemory; then
+// nothing changed.
 func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int64, error) {
 	if err := checkKey(key); err != nil {
 		return 0, err
@@ -18,7 +19,8 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 	if err := checkTTL(ttlOnCreate); err != nil {
 		return 0, err
 	}
-	sh, h := s.locate(key)
+	sh, h, kind := s.locate(key)
+	var g grant // room made by a failed attempt; see makeRoom
 	for attempt := 0; ; attempt++ {
 		sh.mu.Lock()
 		c := clock{s: s}
@@ -28,37 +30,87 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 			at = c.now() + int64(ttlOnCreate)
 		}
 		if old != nil {
-			v := logicalValue(old)
-			n, err := strconv.ParseInt(string(v), 10, 64)
-			if err != nil || len(v) == 0 || v[0] == '+' {
-				// Formatted before unlocking: v may be a recyclable block,
-				// which another writer can reuse once the lock is dropped.
-				err := fmt.Errorf("%w: %q", ErrNotInteger, truncate(v))
+			// Under the lock: v may be a recyclable block, which another
+			// writer can reuse once the lock is dropped, and the error
+			// quotes it.
+			sum, err := AddToCounter(logicalValue(old), delta)
+			if err != nil {
 				sh.mu.Unlock()
+				s.giveBack(&g) // a retry found the value changed
 				return 0, err
 			}
-			if (delta > 0 && n > maxInt64-delta) || (delta < 0 && n < minInt64-delta) {
-				sh.mu.Unlock()
-				return 0, ErrOverflow
-			}
-			result, flags, at = n+delta, blockMeta(old)&flagPinned, blockExpireAt(old)
+			result, flags, at = sum, blockMeta(old)&(flagPinned|flagRead), blockExpireAt(old)
+		} else {
+			flags = s.pinFlag(key)
 		}
 		var digits [20]byte
 		value := strconv.AppendInt(digits[:0], result, 10)
 		delta2 := int64(valueOffset(len(key))+len(value)) + entryOverhead
 		if old != nil {
-			delta2 -= int64(blockSize(old)) + entryOverhead
+			delta2 -= blockCost(old)
 		}
-		if s.charge(sh, delta2) {
-			s.putEntry(sh, old, i, h, nil, key, value, flags, at)
+		short := s.reserve(sh, kind, delta2, &g)
+		if short == fits {
+			s.putEntry(sh, old, i, h, kind, nil, key, value, flags, at)
 			sh.mu.Unlock()
 			return result, nil
 		}
 		sh.mu.Unlock()
-		if attempt == 3 || !s.evict(delta2, key) {
-			return 0, ErrNoMemory
+		var err error
+		if g, err = s.makeRoom(delta2, keep{key}, kind, short, attempt); err != nil {
+			return 0, err
 		}
 	}
+}
+
+// AddToCounter returns the stored counter v plus delta: the one rule for
+// IncrBy in every backend that computes it itself. It fails with
+// ErrNotInteger (quoting the start of v) if v is not an integer as
+// parseInteger reads it, and with ErrOverflow if the sum leaves the int64
+// range.
+func AddToCounter(v []byte, delta int64) (int64, error) {
+	n, ok := parseInteger(v)
+	if !ok {
+		return 0, fmt.Errorf("%w: %q", ErrNotInteger, truncate(v))
+	}
+	if (delta > 0 && n > maxInt64-delta) || (delta < 0 && n < minInt64-delta) {
+		return 0, ErrOverflow
+	}
+	return n + delta, nil
+}
+
+// parseInteger reads v as Redis reads a counter (string2ll), so that both
+// backends take and refuse the same values: an optional '-' and decimal
+// digits, without a leading zero ("0" itself excepted), so no "-0", "007",
+// '+', spaces or other characters, and within the int64 range. These are
+// exactly the strings strconv.FormatInt writes.
+func parseInteger(v []byte) (int64, bool) {
+	if len(v) == 1 && v[0] == '0' {
+		return 0, true
+	}
+	digits := v
+	neg := len(v) > 0 && v[0] == '-'
+	if neg {
+		digits = v[1:]
+	}
+	// 19 digits hold every int64 and cannot overflow a uint64.
+	if len(digits) == 0 || len(digits) > 19 || digits[0] < '1' || digits[0] > '9' {
+		return 0, false
+	}
+	var u uint64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		u = u*10 + uint64(c-'0')
+	}
+	switch {
+	case neg && u <= 1<<63:
+		return int64(-u), true
+	case !neg && u <= maxInt64:
+		return int64(u), true
+	}
+	return 0, false
 }
 
 const (

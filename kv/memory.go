@@ -2,7 +2,6 @@ package kv
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"sync/atomic"
 )
 
@@ -46,7 +45,12 @@ func ParsePolicy(name string) (Policy, error) {
 // MemoryConfig is the store's memory setting. Locks and pinned prefixes
 // are never evicted whatever the policy.
 type MemoryConfig struct {
-	Limit              int64 // bytes; 0 means no limit
+	Limit int64 // bytes; 0 means no limit
+	// SessionLimit is the budget of session data (Options.SessionDataPrefix)
+	// within Limit, in bytes: session data never takes more, so a flood of
+	// sessions cannot crowd out other keys and locks. It must be below a
+	// Limit that is set. 0 means half of Limit (no budget when Limit is 0).
+	SessionLimit       int64
 	Policy             Policy
 	Compression        bool // lz4 for values of at least CompressionMinSize bytes
 	CompressionMinSize int
@@ -63,13 +67,20 @@ type compressionConfig struct {
 // reserved in chunks, and charges its writes against that under its own
 // lock. So reserved = the sum over shards of used + credit <= limit, and
 // the limit is never exceeded; credit stranded in other shards can make a
-// write look as if it does not fit, so the slow path (evict) first returns
+// write look as if it does not fit, so the slow path (makeRoom) first returns
 // every shard's credit and checks again.
+//
+// Session data is charged a second time, to sessions (one counter: session
+// writes are a few per request, not a hot path), within sessionLimit.
 type memory struct {
 	reserved atomic.Int64
 	limit    atomic.Int64
 	policy   atomic.Int32
 	comp     atomic.Pointer[compressionConfig]
+
+	sessions       atomic.Int64 // memory charged to session data
+	sessionLimit   atomic.Int64 // the budget in force; 0: none
+	sessionSetting atomic.Int64 // MemoryConfig.SessionLimit as configured
 }
 
 // creditChunk is how much a shard reserves beyond a write that its credit
@@ -100,11 +111,6 @@ func (m *memory) take(n int64) bool {
 			return true
 		}
 	}
-}
-
-func (m *memory) fits(n int64) bool {
-	limit := m.limit.Load()
-	return limit == 0 || m.reserved.Load()+n <= limit
 }
 
 // tight reports whether the store is within tightMargin of its limit.
@@ -144,6 +150,85 @@ func (s *Store) charge(sh *shard, delta int64) bool {
 	return true
 }
 
+// shortfall says which limit refused a reservation.
+type shortfall int
+
+const (
+	fits         shortfall = iota
+	storeFull              // the store's memory limit
+	sessionsFull           // the session budget
+)
+
+// grant is room that makeRoom made and took for one writer, so that no
+// other writer takes it first: bytes added to the store's reserved total
+// and, for session data, to the session data charged. The writer spends
+// it on its next attempt (reserve), or gives it back (giveBack).
+type grant struct{ store, sessions int64 }
+
+func (s *Store) giveBack(g *grant) {
+	if g.store != 0 {
+		s.mem.reserved.Add(-g.store)
+	}
+	if g.sessions != 0 {
+		s.mem.sessions.Add(-g.sessions)
+	}
+	*g = grant{}
+}
+
+// reserve charges delta more bytes (negative: freed) to sh for an entry of
+// kind: to the store's limit, and for session data to the session budget
+// too, spending g first. It reports which limit refused; then nothing
+// changed but that g is spent (its store part is now sh's credit, its
+// session part given back). Caller holds sh.mu.
+func (s *Store) reserve(sh *shard, kind keyKind, delta int64, g *grant) shortfall {
+	if g.store != 0 {
+		sh.credit += g.store // reserved already: now sh's credit
+		g.store = 0
+	}
+	if kind != kindSession {
+		if !s.charge(sh, delta) {
+			return storeFull
+		}
+		return fits
+	}
+	granted := g.sessions
+	g.sessions = 0
+	if more := delta - granted; more <= 0 {
+		s.mem.sessions.Add(more) // what the grant has beyond delta
+	} else if !s.mem.takeSession(more) {
+		s.mem.sessions.Add(-granted)
+		return sessionsFull
+	}
+	if !s.charge(sh, delta) {
+		s.mem.sessions.Add(-delta)
+		return storeFull
+	}
+	sh.sessionUsed += delta
+	return fits
+}
+
+// releaseSession gives back the session budget a removed session data
+// entry was charged (the store's limit is released by charge). Caller
+// holds sh.mu.
+func (s *Store) releaseSession(sh *shard, cost int64) {
+	sh.sessionUsed -= cost
+	s.mem.sessions.Add(-cost)
+}
+
+// takeSession adds n bytes to the session data charged if they fit in the
+// budget (or are not more: a shrinking write always fits).
+func (m *memory) takeSession(n int64) bool {
+	for {
+		used, limit := m.sessions.Load(), m.sessionLimit.Load()
+		if n > 0 && limit > 0 && used+n > limit {
+			return false
+		}
+		if m.sessions.CompareAndSwap(used, used+n) {
+			return true
+		}
+	}
+}
+
 // returnCredit gives sh's unused reservation back to the store. Caller
 // holds sh.mu.
 func (s *Store) returnCredit(sh *shard) {
@@ -178,6 +263,19 @@ func (s *Store) Configure(cfg MemoryConfig) error {
 	if cfg.CompressionMinSize < 0 {
 		return fmt.Errorf("%w: compression minimum size %d is negative", ErrInvalidArgument, cfg.CompressionMinSize)
 	}
+	if cfg.SessionLimit < 0 {
+		return fmt.Errorf("%w: %s %d is negative", ErrInvalidArgument, s.sess.limitName, cfg.SessionLimit)
+	}
+	if cfg.Limit > 0 && cfg.SessionLimit >= cfg.Limit {
+		return fmt.Errorf("%w: %s %d is not below the memory limit %d: other keys and locks need room that sessions cannot take",
+			ErrInvalidArgument, s.sess.limitName, cfg.SessionLimit, cfg.Limit)
+	}
+	sessionLimit := cfg.SessionLimit
+	if sessionLimit == 0 && cfg.Limit > 0 {
+		sessionLimit = max(cfg.Limit/2, 1)
+	}
+	s.mem.sessionSetting.Store(cfg.SessionLimit)
+	s.mem.sessionLimit.Store(sessionLimit)
 	s.mem.limit.Store(cfg.Limit)
 	s.mem.policy.Store(int32(cfg.Policy))
 	s.reclaimCredit() // a lowered limit applies to the credit shards hold too
@@ -190,111 +288,9 @@ func (s *Store) MemoryConfig() MemoryConfig {
 	c := s.mem.compression()
 	return MemoryConfig{
 		Limit:              s.mem.limit.Load(),
+		SessionLimit:       s.mem.sessionSetting.Load(),
 		Policy:             Policy(s.mem.policy.Load()),
 		Compression:        c.on,
 		CompressionMinSize: c.minSize,
 	}
-}
-
-const (
-	evictShards   = 8  // shards sampled per eviction
-	evictSamples  = 5  // candidates taken from each sampled shard
-	evictScanSpan = 32 // slots scanned per sampled shard
-	evictMisses   = 16 // samplings in a row that found no candidate before a full scan
-)
-
-// evict makes room for need more bytes and reports whether they fit. It
-// first removes every expired entry, then evicts the least recently used
-// entries the policy allows. It never evicts protect (the key being
-// written: its old value must survive a write that fails), and holds one
-// shard lock at a time; the caller holds none.
-func (s *Store) evict(need int64, protect string) bool {
-	s.reclaimCredit()
-	if s.mem.fits(need) {
-		return true
-	}
-	s.Sweep()
-	s.reclaimCredit()
-	policy := Policy(s.mem.policy.Load())
-	if policy == NoEviction {
-		return s.mem.fits(need)
-	}
-	for misses := 0; !s.mem.fits(need); {
-		if misses < evictMisses {
-			if s.evictOne(policy, protect, evictShards, evictScanSpan) {
-				misses = 0
-			} else {
-				misses++
-			}
-			continue
-		}
-		// Candidates are rare: look at every slot of every shard.
-		if !s.evictOne(policy, protect, numShards, 0) {
-			return false
-		}
-	}
-	return true
-}
-
-// evictOne looks at shards shards (numShards: all of them, in order; fewer:
-// at random), takes up to evictSamples eligible entries from each within
-// span slots (0: the whole table), and evicts the least recently used of
-// them. It reports whether it found a candidate.
-func (s *Store) evictOne(policy Policy, protect string, shards, span int) bool {
-	var victim block
-	var victimShard *shard
-	var oldest, victimAccess uint32
-	clock := s.lru.Load()
-	for k := 0; k < shards; k++ {
-		sh := &s.shards[k]
-		if shards < numShards {
-			sh = &s.shards[rand.IntN(numShards)]
-		}
-		sh.mu.Lock()
-		if size := len(sh.t.hashes); sh.t.n > 0 {
-			first, found, limit := rand.IntN(size), 0, size
-			if span > 0 {
-				limit = min(size, span)
-			}
-			for j := 0; j < limit && found < evictSamples; j++ {
-				b := sh.t.blocks[(first+j)%size]
-				if b == nil || !s.evictable(b, policy, protect) {
-					continue
-				}
-				found++
-				access := atomic.LoadUint32(blockAccess(b))
-				if age := clock - access; victim == nil || age > oldest {
-					victim, victimShard, oldest, victimAccess = b, sh, age, access
-				}
-			}
-		}
-		sh.mu.Unlock()
-	}
-	if victim == nil {
-		return false
-	}
-	sh := victimShard
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	// Evict it only if it is still the same entry, untouched since it was
-	// sampled, and still eligible: it may have been replaced, removed or
-	// read since, and a recycled block may now hold a new entry, of its key
-	// or another (a lock, even); every write or read stamps the access
-	// field, so an unchanged stamp means the same, still cold, entry.
-	key := blockKey(victim)
-	_, h := s.locate(key)
-	if i := sh.t.find(h, key); i >= 0 && sh.t.blocks[i] == victim &&
-		atomic.LoadUint32(blockAccess(victim)) == victimAccess && s.evictable(victim, policy, protect) {
-		s.removeAt(sh, i, false)
-		sh.c.evictions++
-		s.returnCredit(sh) // the room made must be visible to the writer
-	}
-	return true
-}
-
-// evictable reports whether policy lets b go: never a pinned entry (a lock
-// or a pinned prefix) nor protect; under volatile-lru only an entry with a
-// TTL. Caller holds b's shard lock.
-func (s *Store) evictable(b block, policy Policy, protect string) bool {
-	return !blockFlags(b, flagPinned) && (policy != VolatileLRU || blockExpireAt(b) != 0) && blockKey(b) != protect
 }

@@ -71,7 +71,9 @@ func TestIncrBy(t *testing.T) {
 	n, _ = s.IncrBy("c", 1, 0)
 	assert.Equal(t, int64(1), n, "expired: created anew")
 
-	for _, bad := range []string{"abc", "", "1.5", " 1", "+1", "99999999999999999999"} {
+	// Redis's rules (see parseInteger): the backends agree.
+	for _, bad := range []string{"abc", "", "1.5", " 1", "1 ", "+1", "007", "00", "-0", "-", "-01",
+		"9223372036854775808", "-9223372036854775809", "99999999999999999999"} {
 		require.NoError(t, s.Set("bad", []byte(bad), 0))
 		_, err := s.IncrBy("bad", 1, 0)
 		assert.ErrorIs(t, err, ErrNotInteger, "%q", bad)

@@ -19,8 +19,11 @@ type Stats struct {
 	Keys        int64  // entries, including expired ones not yet removed
 	BytesUsed   int64  // memory charged to entries (see entryOverhead)
 	MemoryLimit int64  // 0: no limit
-	Eviction    string // the eviction policy's name
-	Compression bool
+	// SessionBytes is the part of BytesUsed charged to session data, and
+	// SessionLimit its budget in force (0: none); see MemoryConfig.
+	SessionBytes, SessionLimit int64
+	Eviction                   string // the eviction policy's name
+	Compression                bool
 
 	Hits, Misses      uint64 // Get and GetInto
 	Sets              uint64 // Set and successful SetGuarded
@@ -37,12 +40,14 @@ func (s *Store) Stats() Stats {
 	st := Stats{InstanceID: s.id}
 	cfg := s.MemoryConfig()
 	st.MemoryLimit, st.Eviction, st.Compression = cfg.Limit, cfg.Policy.String(), cfg.Compression
+	st.SessionLimit = s.mem.sessionLimit.Load()
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		c := &sh.c
 		st.Keys += int64(sh.t.n)
 		st.BytesUsed += sh.used
+		st.SessionBytes += sh.sessionUsed
 		st.Hits += c.hits
 		st.Misses += c.misses
 		st.Sets += c.sets

@@ -16,8 +16,10 @@
 //
 // A write that would take the store past its memory limit evicts entries if
 // the policy allows, or fails with ErrNoMemory and leaves the old value in
-// place. Locks (entries made by SetNX) and keys under a pinned prefix are
-// never evicted.
+// place; a write that eviction cannot make fit fails at once and evicts
+// nothing. Locks (entries made by SetNX) and keys under a pinned prefix are
+// never evicted. Session data (see Options.SessionDataPrefix) lives within
+// a budget of its own and is evicted only to make room for session data.
 package kv
 
 import (
@@ -90,6 +92,18 @@ type Options struct {
 	Memory MemoryConfig
 	// PinnedPrefixes lists key prefixes whose entries are never evicted.
 	PinnedPrefixes []string
+	// SessionDataPrefix and SessionLockPrefix are the session rule: the data
+	// of session sid is under SessionDataPrefix+sid and the lock a request
+	// holds on it under SessionLockPrefix+sid. Session data is charged to
+	// a budget of its own (MemoryConfig.SessionLimit) and is evicted only
+	// to make room for other session data: never while its lock is there,
+	// and data not read since it was written (a session nobody came back
+	// to) before data that was. Keys under the lock prefix are never
+	// evicted. An empty data prefix: no key is session data.
+	SessionDataPrefix, SessionLockPrefix string
+	// SessionLimitName is the session budget's name for the user, in the
+	// message of a write the budget refuses; "" means "session_memory_limit".
+	SessionLimitName string
 }
 
 // DefaultSweepInterval is the sweeper's period when Options leave it 0.
@@ -105,6 +119,7 @@ type Store struct {
 	origin int64
 	pinned []string
 	id     string
+	sess   sessionRule
 
 	mem memory
 	lru atomic.Uint32 // LRU clock: ms since New, advanced by the sweeper
@@ -134,6 +149,11 @@ type shard struct {
 	// used is the memory charged to this shard's entries; credit is memory
 	// reserved from the store's limit but not yet charged (see charge).
 	used, credit int64
+	// sessionUsed is the part of used charged to session data.
+	sessionUsed int64
+	// evictable is the memory charged to the entries of each eviction
+	// slot (see slotOf): what eviction could free, by policy and order.
+	evictable [numSlots]int64
 	// spare is a recyclable block taken out of the table, kept for the
 	// next small write (see place). Not charged: at most recycleMax bytes.
 	spare block
@@ -149,6 +169,7 @@ func New(opts Options) *Store {
 	}
 	s.origin = s.now()
 	s.pinned = append([]string(nil), opts.PinnedPrefixes...)
+	s.sess = newSessionRule(opts)
 	if err := s.Configure(opts.Memory); err != nil {
 		panic(err)
 	}
@@ -174,13 +195,16 @@ func (s *Store) Close() {
 // php-fpm workers) with different ids have different stores.
 func (s *Store) InstanceID() string { return s.id }
 
-func (s *Store) locate(key string) (*shard, uint32) {
-	h := maphash.String(s.seed, key)
+// locate returns key's shard, its hash in the shard's table, and its kind.
+// A session key hashes by its sid (see sessionRule).
+func (s *Store) locate(key string) (*shard, uint32, keyKind) {
+	kind, part := s.sess.split(key)
+	h := maphash.String(s.seed, part)
 	th := uint32(h >> 32)
 	if th == 0 {
 		th = 1 // 0 marks an empty slot
 	}
-	return &s.shards[h&(numShards-1)], th
+	return &s.shards[h&(numShards-1)], th, kind
 }
 
 func checkKey(key string) error {
@@ -265,8 +289,10 @@ func (s *Store) live(sh *shard, h uint32, key string, c *clock) (block, int) {
 // A compressed value is decompressed straight into dst. A recyclable block
 // is copied under the shard lock; any other after it is dropped (its value
 // never changes, and a large copy should not hold the shard).
+//
+// A hit on session data marks it read (see Options.SessionDataPrefix).
 func (s *Store) GetInto(key string, dst []byte) (n int, found bool) {
-	sh, h := s.locate(key)
+	sh, h, kind := s.locate(key)
 	sh.mu.Lock()
 	b, _ := s.live(sh, h, key, &clock{s: s})
 	if b == nil {
@@ -275,6 +301,9 @@ func (s *Store) GetInto(key string, dst []byte) (n int, found bool) {
 		return 0, false
 	}
 	touch(b, s.lru.Load())
+	if kind == kindSession && !blockFlags(b, flagRead) {
+		s.markRead(sh, b, h)
+	}
 	sh.c.hits++
 	n = logicalLen(b)
 	underLock := recyclable(b)
@@ -308,7 +337,7 @@ func (s *Store) Get(key string) ([]byte, bool) {
 // Exists reports whether key holds a live entry. It does not count as a
 // hit or a miss, and does not touch the LRU.
 func (s *Store) Exists(key string) bool {
-	sh, h := s.locate(key)
+	sh, h, _ := s.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	b := sh.t.get(h, key)
@@ -317,7 +346,7 @@ func (s *Store) Exists(key string) bool {
 
 // PTTL returns the remaining TTL of a live entry (-1 if it has none).
 func (s *Store) PTTL(key string) (time.Duration, bool) {
-	sh, h := s.locate(key)
+	sh, h, _ := s.locate(key)
 	sh.mu.Lock()
 	b := sh.t.get(h, key)
 	var at int64
@@ -384,20 +413,21 @@ func (s *Store) prepare(r *writeReq) {
 // replaces frees (evicting, if the policy allows, with no lock held) and
 // only then swaps the blocks, so a write that does not fit changes nothing.
 // For modeGuarded both shards are held, locked in address order so that two
-// writers can never deadlock.
+// writers can never deadlock (a session's data and lock share one shard).
 func (s *Store) install(r *writeReq) (bool, error) {
-	sh, h := s.locate(r.key)
+	sh, h, kind := s.locate(r.key)
 	var gsh *shard
 	var gh uint32
 	first, second := sh, (*shard)(nil)
 	if r.mode == modeGuarded {
-		gsh, gh = s.locate(r.guardKey)
+		gsh, gh, _ = s.locate(r.guardKey)
 		first, second = lockOrder(sh, gsh)
 	}
 	size := int64(valueOffset(len(r.key))+len(r.value)) + entryOverhead
 	if r.b != nil {
 		size = int64(blockSize(r.b)) + entryOverhead
 	}
+	var g grant
 	for attempt := 0; ; attempt++ {
 		first.mu.Lock()
 		if second != nil {
@@ -409,28 +439,45 @@ func (s *Store) install(r *writeReq) (bool, error) {
 		if i >= 0 {
 			old = sh.t.blocks[i]
 		}
+		oldExpired := old != nil && c.expired(old)
 		ok := true
 		switch r.mode {
 		case modeSetNX:
-			ok = old == nil || c.expired(old)
+			ok = old == nil || oldExpired
 		case modeGuarded:
 			g := gsh.t.get(gh, r.guardKey)
 			ok = g != nil && !c.expired(g) && valueEquals(g, r.guardToken)
 		}
-		delta := size
+		delta, need := size, size
 		if old != nil {
-			delta -= int64(blockSize(old)) + entryOverhead
+			delta -= blockCost(old)
+			if !oldExpired {
+				need = delta // else the sweep in makeRoom removes old
+			}
 		}
-		reserved := ok && s.charge(sh, delta)
+		short := fits
+		switch {
+		case !ok:
+		case kind != kindSession && g.store == 0: // the common case, inline
+			if !s.charge(sh, delta) {
+				short = storeFull
+			}
+		default:
+			short = s.reserve(sh, kind, delta, &g)
+		}
+		reserved := ok && short == fits
 		if reserved {
 			at := r.at
 			if r.mode != modeSet && r.ttl != 0 {
 				at = c.now() + int64(r.ttl)
 			}
-			if old != nil && c.expired(old) {
+			flags := r.flags
+			if oldExpired {
 				sh.c.expirations++
+			} else if kind == kindSession && old != nil {
+				flags |= blockMeta(old) & flagRead // the same session, rewritten
 			}
-			s.putEntry(sh, old, i, h, r.b, r.key, r.value, r.flags, at)
+			s.putEntry(sh, old, i, h, kind, r.b, r.key, r.value, flags, at)
 		}
 		switch {
 		case r.mode == modeSetNX && !ok:
@@ -445,10 +492,12 @@ func (s *Store) install(r *writeReq) (bool, error) {
 		}
 		first.mu.Unlock()
 		if !ok || reserved {
+			s.giveBack(&g) // a retried condition may fail
 			return ok, nil
 		}
-		if attempt == 3 || !s.evict(delta, r.key) {
-			return false, ErrNoMemory
+		var err error
+		if g, err = s.makeRoom(need, keep{r.key, r.guardKey}, kind, short, attempt); err != nil {
+			return false, err
 		}
 	}
 }
@@ -485,15 +534,21 @@ func (s *Store) place(sh *shard, old block, key string, n int, flags uint32, exp
 	return newBlock(key, n, flags, expireAt, access)
 }
 
-// putEntry puts key's new entry, expiring at at (0: never), in slot i in
-// place of old, or as a new entry when old is nil: b if it was built before
-// the lock, else value written now into old itself, the shard's spare or a
-// new block (see place). It keeps the expiry heap and the spare block in
-// step. Caller holds sh.mu and has charged the memory.
-func (s *Store) putEntry(sh *shard, old block, i int, h uint32, b block, key string, value []byte, flags uint32, at int64) {
+// putEntry puts key (of kind) 's new entry, expiring at at (0: never), in
+// slot i in place of old, or as a new entry when old is nil: b if it was
+// built before the lock (it gets flags' flagRead), else value written now
+// into old itself, the shard's spare or a new block (see place). It keeps
+// the expiry heap, the eviction totals and the spare block in step. Caller
+// holds sh.mu and has charged the memory.
+func (s *Store) putEntry(sh *shard, old block, i int, h uint32, kind keyKind, b block, key string, value []byte, flags uint32, at int64) {
 	var oldAt int64
 	if old != nil {
 		oldAt = blockExpireAt(old) // before place may rewrite old itself
+		if kind == kindSession {
+			s.tallySession(sh, old, h, -1)
+		} else {
+			sh.tallyPlain(old, -1)
+		}
 	}
 	if b == nil {
 		var dst []byte
@@ -501,6 +556,9 @@ func (s *Store) putEntry(sh *shard, old block, i int, h uint32, b block, key str
 		copy(dst, value)
 	} else {
 		setBlockExpireAt(b, at)
+		if flags&flagRead != 0 {
+			atomic.OrUint32(blockMetaPtr(b), flagRead)
+		}
 	}
 	if old != nil {
 		sh.t.blocks[i] = b
@@ -509,9 +567,21 @@ func (s *Store) putEntry(sh *shard, old block, i int, h uint32, b block, key str
 			sh.recycle(old)
 		}
 	} else {
+		var data block
+		if kind == kindSessionLock {
+			data = s.untallyData(sh, h, key)
+		}
 		sh.t.add(h, b)
+		if data != nil {
+			s.tallySession(sh, data, h, 1) // now held
+		}
 	}
 	sh.noteExpiry(at, h, true)
+	if kind == kindSession {
+		s.tallySession(sh, b, h, 1)
+	} else {
+		sh.tallyPlain(b, 1)
+	}
 }
 
 // recycle keeps b, just taken out of the table, as the shard's spare if it
@@ -548,9 +618,25 @@ func (sh *shard) noteExpiry(at int64, h uint32, added bool) {
 // for its key. Caller holds sh.mu for writing.
 func (s *Store) removeAt(sh *shard, i int, expired bool) {
 	b, h := sh.t.blocks[i], sh.t.hashes[i]
+	kind := s.sess.kindOf(blockKey(b))
+	if kind == kindSession {
+		s.tallySession(sh, b, h, -1)
+	} else {
+		sh.tallyPlain(b, -1)
+	}
+	var data block
+	if kind == kindSessionLock {
+		data = s.untallyData(sh, h, blockKey(b))
+	}
 	sh.t.removeAt(i)
+	if data != nil {
+		s.tallySession(sh, data, h, 1) // no longer held
+	}
 	sh.noteExpiry(blockExpireAt(b), h, false)
-	s.charge(sh, -(int64(blockSize(b)) + entryOverhead))
+	s.charge(sh, -blockCost(b))
+	if kind == kindSession {
+		s.releaseSession(sh, blockCost(b))
+	}
 	if expired {
 		sh.c.expirations++
 	}
@@ -560,8 +646,18 @@ func (s *Store) removeAt(sh *shard, i int, expired bool) {
 	sh.recycle(b)
 }
 
+// pinFlag returns flagPinned for a key never evicted: under a pinned prefix
+// or the session lock prefix. key is not empty. It is small enough to
+// inline: for most keys it is a length and a one-byte test.
 func (s *Store) pinFlag(key string) uint32 {
-	if s.isPinnedKey(key) {
+	if len(s.pinned) == 0 && !s.sess.first[key[0]] {
+		return 0
+	}
+	return s.pinFlagOf(key)
+}
+
+func (s *Store) pinFlagOf(key string) uint32 {
+	if s.isPinnedKey(key) || s.sess.kindOf(key) == kindSessionLock {
 		return flagPinned
 	}
 	return 0
@@ -641,8 +737,8 @@ func (s *Store) DelGuarded(key, guardKey string, guardToken []byte) (bool, error
 	if err := checkKey(guardKey); err != nil {
 		return false, err
 	}
-	sh, h := s.locate(key)
-	gsh, gh := s.locate(guardKey)
+	sh, h, _ := s.locate(key)
+	gsh, gh, _ := s.locate(guardKey)
 	first, second := lockOrder(sh, gsh)
 	first.mu.Lock()
 	if second != nil {
@@ -663,7 +759,7 @@ func (s *Store) DelGuarded(key, guardKey string, guardToken []byte) (bool, error
 // Del removes key and reports whether a live entry was removed. An expired
 // entry is removed too but reported as absent.
 func (s *Store) Del(key string) bool {
-	sh, h := s.locate(key)
+	sh, h, _ := s.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	i := sh.t.find(h, key)
@@ -681,7 +777,7 @@ func (s *Store) Del(key string) bool {
 // decompressed value) and the delete are one step under the shard lock; an
 // expired entry never matches.
 func (s *Store) DelIfEq(key string, token []byte) bool {
-	sh, h := s.locate(key)
+	sh, h, _ := s.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	b, i := s.live(sh, h, key, &clock{s: s})
@@ -716,7 +812,7 @@ func (s *Store) expireIf(key string, token []byte, ttl time.Duration) (bool, err
 	if err := checkTTL(ttl); err != nil {
 		return false, err
 	}
-	sh, h := s.locate(key)
+	sh, h, kind := s.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	c := clock{s: s}
@@ -724,9 +820,11 @@ func (s *Store) expireIf(key string, token []byte, ttl time.Duration) (bool, err
 	if b == nil || (token != nil && !valueEquals(b, token)) {
 		return false, nil
 	}
+	s.tally(sh, b, kind, h, -1)
 	sh.noteExpiry(blockExpireAt(b), h, false)
 	setBlockExpireAt(b, expiryAt(c.now(), ttl))
 	sh.noteExpiry(blockExpireAt(b), h, true)
+	s.tally(sh, b, kind, h, 1)
 	return true, nil
 }
 
@@ -748,11 +846,14 @@ func (s *Store) Flush() {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
+		s.mem.sessions.Add(-sh.sessionUsed)
+		sh.sessionUsed = 0
 		s.charge(sh, -sh.used)
 		s.returnCredit(sh)
 		sh.t.reset()
 		sh.expiries = nil
 		sh.volatile = 0
+		sh.evictable = [numSlots]int64{}
 		for key := range sh.waiters {
 			for sh.waiters[key] != nil {
 				sh.wakeOne(key)

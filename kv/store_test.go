@@ -330,7 +330,7 @@ func collidingKeys(s *Store) (string, string) {
 	seen := map[place]string{}
 	for i := 0; ; i++ {
 		k := strconv.Itoa(i)
-		sh, h := s.locate(k)
+		sh, h, _ := s.locate(k)
 		if other, ok := seen[place{sh, h}]; ok {
 			return other, k
 		}
@@ -410,6 +410,6 @@ func TestFreshValueSurvivesConcurrentExpiry(t *testing.T) {
 }
 
 func (s *Store) shardFor(key string) *shard {
-	sh, _ := s.locate(key)
+	sh, _, _ := s.locate(key)
 	return sh
 }

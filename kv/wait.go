@@ -23,7 +23,7 @@ type waitQueue struct{ list []*waiter }
 // arrival order instead of all racing for it; a woken caller is expected to
 // try to take the key at once. Callers waiting when the TTL passes all wake.
 func (s *Store) Wait(key string, timeout time.Duration) bool {
-	sh, h := s.locate(key)
+	sh, h, _ := s.locate(key)
 	sh.mu.Lock()
 	c := clock{s: s}
 	b, _ := s.live(sh, h, key, &c)

@@ -8,7 +8,7 @@ EPHPM_GO_SRC = $(srcdir)/..
 
 all: $(phplibdir)/libephpm.so
 
-$(phplibdir)/libephpm.so: $(shell find $(EPHPM_GO_SRC) -name '*.go' -not -path '*/build/*' 2>/dev/null) $(EPHPM_GO_SRC)/bridge/table.c
+$(phplibdir)/libephpm.so: $(shell find $(EPHPM_GO_SRC) -name '*.go' -not -path '*/build/*' 2>/dev/null) $(wildcard $(EPHPM_GO_SRC)/bridge/*.c $(EPHPM_GO_SRC)/bridge/*.h)
 	cd $(EPHPM_GO_SRC) && CGO_ENABLED=1 GOTOOLCHAIN=auto PATH="$$PATH:/usr/local/go/bin" $(EPHPM_GO) build -trimpath -buildvcs=false \
 		-buildmode=c-shared "-ldflags=-extldflags=-Wl,--version-script=$(EPHPM_GO_SRC)/bridge/exports.map,-soname,libephpm.so" \
 		-o $(phplibdir)/libephpm.so ./cmd/libephpm

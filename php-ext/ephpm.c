@@ -12,6 +12,10 @@
 
 #include "php.h"
 #include "php_ini.h"
+#include "php_main.h"
+#include "SAPI.h"
+#include "zend_smart_str.h"
+#include "ext/standard/url.h"
 #include "ext/standard/info.h"
 #include "zend_exceptions.h"
 #include "ext/spl/spl_exceptions.h"
@@ -41,6 +45,11 @@ static zend_result ephpm_ini_size(zend_string *new_value, zend_string *name, zen
 static ZEND_INI_MH(OnUpdateEphpmMemoryLimit)
 {
     return ephpm_ini_size(new_value, entry->name, ZEND_LONG_MAX, &EPHPM_G(kv_memory_limit));
+}
+
+static ZEND_INI_MH(OnUpdateEphpmSessionMemoryLimit)
+{
+    return ephpm_ini_size(new_value, entry->name, ZEND_LONG_MAX, &EPHPM_G(session_memory_limit));
 }
 
 static ZEND_INI_MH(OnUpdateEphpmNearCacheSize)
@@ -82,15 +91,90 @@ static ZEND_INI_MH(OnUpdateEphpmCompression)
     return ephpm_ini_one_of(new_value, "ephpm.kv_compression", words, &EPHPM_G(kv_compression));
 }
 
+/* Whether a query parameter's name (percent-escapes decoded) contains
+ * "password", in any case. */
+static bool ephpm_names_password(const char *name, size_t len)
+{
+    char *buf = estrndup(name, len);
+    len = php_url_decode(buf, len);
+    zend_str_tolower(buf, len);
+    bool found = zend_memnstr(buf, "password", sizeof "password" - 1, buf + len) != NULL;
+    efree(buf);
+    return found;
+}
+
+/* The backend URL with its secrets masked, for phpinfo(): the value of
+ * every query parameter whose name contains "password", then the user info
+ * (from the start of the authority to the last '@'). It reads the URL as
+ * text, so a malformed one is masked too. The same rule as redact in
+ * redisstore/redact.go, which masks the URL in the library's messages. */
+static zend_string *ephpm_redact_url(const char *url, size_t len)
+{
+    static const char mask[] = "xxxxx";
+    const char *end = url + len, *query = memchr(url, '?', len);
+    smart_str out = {0};
+
+    smart_str_appendl(&out, url, query ? (size_t)(query - url) : len);
+    for (const char *p = query; p != NULL && p < end;) {
+        const char *pair = p + 1;
+        const char *amp = memchr(pair, '&', end - pair);
+        const char *stop = amp ? amp : end;
+        const char *eq = memchr(pair, '=', stop - pair);
+        smart_str_appendc(&out, *p); /* '?' or '&' */
+        if (eq != NULL && ephpm_names_password(pair, eq - pair)) {
+            smart_str_appendl(&out, pair, eq + 1 - pair);
+            smart_str_appends(&out, mask);
+        } else {
+            smart_str_appendl(&out, pair, stop - pair);
+        }
+        p = amp;
+    }
+    smart_str_0(&out);
+
+    /* The user info, in what is left. */
+    zend_string *s = out.s ? out.s : ZSTR_EMPTY_ALLOC();
+    const char *v = ZSTR_VAL(s), *vend = v + ZSTR_LEN(s);
+    const char *scheme_end = zend_memnstr(v, "://", 3, vend);
+    const char *colon = memchr(v, ':', ZSTR_LEN(s));
+    size_t start = scheme_end ? (size_t)(scheme_end - v) + 3 : colon ? (size_t)(colon - v) + 1 : 0;
+    const char *at = zend_memrchr(v, '@', ZSTR_LEN(s));
+    if (at == NULL || (size_t)(at - v) < start) {
+        return s;
+    }
+    zend_string *masked = zend_string_concat3(v, start, mask, sizeof mask - 1, at, vend - at);
+    zend_string_release(s);
+    return masked;
+}
+
+/* phpinfo() shows ephpm.kv_backend with its secrets masked: a Redis
+ * password must not reach a page that visitors may see. */
+static ZEND_INI_DISP(ephpm_display_backend)
+{
+    zend_string *value = type == ZEND_INI_DISPLAY_ORIG && ini_entry->modified ? ini_entry->orig_value
+                                                                              : ini_entry->value;
+    if (value == NULL || ZSTR_LEN(value) == 0) {
+        PUTS(sapi_module.phpinfo_as_text ? "no value" : "<i>no value</i>");
+        return;
+    }
+    zend_string *shown = ephpm_redact_url(ZSTR_VAL(value), ZSTR_LEN(value));
+    if (sapi_module.phpinfo_as_text) {
+        PHPWRITE(ZSTR_VAL(shown), ZSTR_LEN(shown));
+    } else {
+        php_html_puts(ZSTR_VAL(shown), ZSTR_LEN(shown));
+    }
+    zend_string_release(shown);
+}
+
 PHP_INI_BEGIN()
     STD_PHP_INI_ENTRY("ephpm.library", "", PHP_INI_SYSTEM, OnUpdateString,
                       library, zend_ephpm_globals, ephpm_globals)
     PHP_INI_ENTRY("ephpm.kv_memory_limit", "64M", PHP_INI_SYSTEM, OnUpdateEphpmMemoryLimit)
+    PHP_INI_ENTRY("ephpm.session_memory_limit", "0", PHP_INI_SYSTEM, OnUpdateEphpmSessionMemoryLimit)
     PHP_INI_ENTRY("ephpm.kv_eviction", "noeviction", PHP_INI_SYSTEM, OnUpdateEphpmEviction)
     PHP_INI_ENTRY("ephpm.kv_compression", "none", PHP_INI_SYSTEM, OnUpdateEphpmCompression)
     PHP_INI_ENTRY("ephpm.kv_compression_min_size", "1024", PHP_INI_SYSTEM, OnUpdateEphpmCompressionMinSize)
-    STD_PHP_INI_ENTRY("ephpm.kv_backend", "memory", PHP_INI_SYSTEM, OnUpdateString,
-                      kv_backend, zend_ephpm_globals, ephpm_globals)
+    STD_PHP_INI_ENTRY_EX("ephpm.kv_backend", "memory", PHP_INI_SYSTEM, OnUpdateString,
+                         kv_backend, zend_ephpm_globals, ephpm_globals, ephpm_display_backend)
     STD_PHP_INI_ENTRY("ephpm.kv_near_cache_prefixes", "", PHP_INI_SYSTEM, OnUpdateString,
                       kv_near_cache_prefixes, zend_ephpm_globals, ephpm_globals)
     STD_PHP_INI_ENTRY("ephpm.kv_near_cache_staleness_ms", "1000", PHP_INI_SYSTEM, OnUpdateLong,
@@ -216,6 +300,7 @@ static PHP_GINIT_FUNCTION(ephpm)
     ephpm_globals->session_lock_ttl = 30;
     ephpm_globals->session_lock_wait = 30;
     ephpm_globals->kv_memory_limit = 64 * 1024 * 1024;
+    ephpm_globals->session_memory_limit = 0;
     ephpm_globals->kv_eviction = "noeviction";
     ephpm_globals->kv_compression = "none";
     ephpm_globals->kv_compression_min_size = 1024;

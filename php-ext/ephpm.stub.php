@@ -1,8 +1,10 @@
 <?php
 
 /**
- * The documented signatures of the ephpm extension. ephpm_arginfo.h carries
- * the same types for the engine; keep the two in step.
+ * The documented signatures of the ephpm extension: the one place they are
+ * written. ephpm_arginfo.h is generated from it (php -n
+ * php-ext/gen_arginfo.php); each class constant's C value is its @cvalue,
+ * the negated ephpm_kv_status of include/ephpm_kv.h.
  *
  * TTLs are whole seconds, 0 = no expiry, at most 2147483647.
  * Keys are 1..4096 bytes and binary-safe; values are at most 256 MiB.
@@ -75,21 +77,21 @@ namespace Ephpm {
     /** A runtime failure of the store; the code says which. */
     class KvException extends \RuntimeException
     {
-        /** The store has no room; the old value is kept. */
+        /** The store has no room; the old value is kept. @cvalue -EPHPM_KV_E_NOMEM */
         public const OUT_OF_MEMORY = 1;
-        /** The outcome is unknown (backend unreachable, timed out). */
+        /** The outcome is unknown (backend unreachable, timed out). @cvalue -EPHPM_KV_E_UNAVAILABLE */
         public const UNAVAILABLE = 2;
-        /** The provider rejected an argument. */
+        /** The provider rejected an argument. @cvalue -EPHPM_KV_E_INVALID */
         public const INVALID_ARGUMENT = 3;
-        /** This process was forked after the library was loaded. */
+        /** This process was forked after the library was loaded. @cvalue -EPHPM_KV_E_FORKED */
         public const FORKED = 4;
-        /** The library could not be loaded. */
+        /** The library could not be loaded. @cvalue -EPHPM_KV_E_NOT_LOADED */
         public const NOT_LOADED = 5;
-        /** The loaded library is too old for this function. */
+        /** The loaded library is too old for this function. @cvalue -EPHPM_KV_E_UNSUPPORTED */
         public const UNSUPPORTED = 6;
-        /** The stored value is not an integer (ephpm_kv_incr and kin). */
+        /** The stored value is not an integer (ephpm_kv_incr and kin). @cvalue -EPHPM_KV_E_NOT_INTEGER */
         public const NOT_INTEGER = 7;
-        /** The counter would overflow a 64-bit integer. */
+        /** The counter would overflow a 64-bit integer. @cvalue -EPHPM_KV_E_OVERFLOW */
         public const OVERFLOW = 8;
     }
 }

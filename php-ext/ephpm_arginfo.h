@@ -1,5 +1,5 @@
-/* Arginfo for ephpm.stub.php, written by hand: gen_stub.php needs a
- * download this build cannot make. Keep it in step with the stub. */
+/* This is a generated file, edit ephpm.stub.php instead and run
+ * php -n php-ext/gen_arginfo.php (ctest's arginfo-current checks it). */
 
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ephpm_kv_get, 0, 1, IS_STRING, 1)
 	ZEND_ARG_TYPE_INFO(0, key, IS_STRING, 0)
@@ -26,11 +26,9 @@ ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ephpm_kv_exists, 0, 1, _IS_BOOL,
 	ZEND_ARG_TYPE_INFO(0, key, IS_STRING, 0)
 ZEND_END_ARG_INFO()
 
-ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ephpm_kv_ttl, 0, 1, IS_LONG, 0)
-	ZEND_ARG_TYPE_INFO(0, key, IS_STRING, 0)
-ZEND_END_ARG_INFO()
+#define arginfo_ephpm_kv_ttl arginfo_ephpm_kv_del
 
-#define arginfo_ephpm_kv_pttl arginfo_ephpm_kv_ttl
+#define arginfo_ephpm_kv_pttl arginfo_ephpm_kv_del
 
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ephpm_kv_expire, 0, 2, _IS_BOOL, 0)
 	ZEND_ARG_TYPE_INFO(0, key, IS_STRING, 0)
@@ -125,7 +123,6 @@ static zend_class_entry *register_class_Ephpm_KvException(zend_class_entry *clas
 	INIT_NS_CLASS_ENTRY(ce, "Ephpm", "KvException", class_Ephpm_KvException_methods);
 	class_entry = zend_register_internal_class_ex(&ce, class_entry_RuntimeException);
 
-	/* Each code is the negated ephpm_kv_status of include/ephpm_kv.h. */
 	zend_declare_class_constant_long(class_entry, "OUT_OF_MEMORY", sizeof("OUT_OF_MEMORY") - 1, -EPHPM_KV_E_NOMEM);
 	zend_declare_class_constant_long(class_entry, "UNAVAILABLE", sizeof("UNAVAILABLE") - 1, -EPHPM_KV_E_UNAVAILABLE);
 	zend_declare_class_constant_long(class_entry, "INVALID_ARGUMENT", sizeof("INVALID_ARGUMENT") - 1, -EPHPM_KV_E_INVALID);

@@ -170,25 +170,34 @@ static bool ephpm_configure(const ephpm_kv_ops *ops, char *err, size_t err_len)
     if (!EPHPM_KV_OPS_HAS(ops, configure)) {
         return true;
     }
-    char limit[32], min_size[32], staleness[32], near_size[32];
+    char limit[32], session_limit[32], min_size[32], staleness[32], near_size[32];
     snprintf(limit, sizeof limit, ZEND_LONG_FMT, EPHPM_G(kv_memory_limit));
+    snprintf(session_limit, sizeof session_limit, ZEND_LONG_FMT, EPHPM_G(session_memory_limit));
     snprintf(min_size, sizeof min_size, ZEND_LONG_FMT, EPHPM_G(kv_compression_min_size));
     snprintf(staleness, sizeof staleness, ZEND_LONG_FMT, EPHPM_G(kv_near_cache_staleness_ms));
     snprintf(near_size, sizeof near_size, ZEND_LONG_FMT, EPHPM_G(kv_near_cache_size));
+    /* A setting marked newer is sent only when it differs from its default
+     * ("0"), so that a library older than the setting still loads. */
     const struct {
         const char *ini, *name, *value;
+        bool newer;
     } settings[] = {
-        {"ephpm.kv_memory_limit", "memory_limit", limit},
-        {"ephpm.kv_eviction", "eviction", EPHPM_G(kv_eviction)},
-        {"ephpm.kv_compression", "compression", EPHPM_G(kv_compression)},
-        {"ephpm.kv_compression_min_size", "compression_min_size", min_size},
+        {"ephpm.kv_memory_limit", "memory_limit", limit, false},
+        /* After memory_limit, which it must stay below. */
+        {"ephpm.session_memory_limit", "session_memory_limit", session_limit, true},
+        {"ephpm.kv_eviction", "eviction", EPHPM_G(kv_eviction), false},
+        {"ephpm.kv_compression", "compression", EPHPM_G(kv_compression), false},
+        {"ephpm.kv_compression_min_size", "compression_min_size", min_size, false},
         /* The near cache before the backend, which is opened with it. */
-        {"ephpm.kv_near_cache_prefixes", "near_cache_prefixes", EPHPM_G(kv_near_cache_prefixes)},
-        {"ephpm.kv_near_cache_staleness_ms", "near_cache_staleness_ms", staleness},
-        {"ephpm.kv_near_cache_size", "near_cache_size", near_size},
-        {"ephpm.kv_backend", "backend", EPHPM_G(kv_backend)},
+        {"ephpm.kv_near_cache_prefixes", "near_cache_prefixes", EPHPM_G(kv_near_cache_prefixes), false},
+        {"ephpm.kv_near_cache_staleness_ms", "near_cache_staleness_ms", staleness, false},
+        {"ephpm.kv_near_cache_size", "near_cache_size", near_size, false},
+        {"ephpm.kv_backend", "backend", EPHPM_G(kv_backend), false},
     };
     for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
+        if (settings[i].newer && strcmp(settings[i].value, "0") == 0) {
+            continue;
+        }
         int rc = ops->configure(settings[i].name, strlen(settings[i].name),
                                 settings[i].value, strlen(settings[i].value));
         if (rc != EPHPM_KV_OK) {
@@ -199,8 +208,11 @@ static bool ephpm_configure(const ephpm_kv_ops *ops, char *err, size_t err_len)
                 && ops->last_error(detail, sizeof detail - 1, &len) == EPHPM_KV_OK) {
                 detail[len] = '\0';
             }
-            snprintf(err, err_len, "the library %s refused %s=%s: %s",
-                     loaded_origin, settings[i].ini, settings[i].value,
+            /* The setting's name and the library's message only: the
+             * value may hold a password, which the library's message
+             * masks (backend URL) or names (other settings). */
+            snprintf(err, err_len, "the library %s refused %s: %s",
+                     loaded_origin, settings[i].ini,
                      detail[0] ? detail : ephpm_status_cause(rc));
             return false;
         }

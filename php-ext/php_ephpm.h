@@ -23,6 +23,7 @@ ZEND_BEGIN_MODULE_GLOBALS(ephpm)
 
     /* ini settings of the store, handed to the library when it is loaded */
     zend_long kv_memory_limit;        /* bytes; 0: none */
+    zend_long session_memory_limit;   /* bytes of session data within it; 0: half of it */
     char *kv_eviction;                /* noeviction | volatile-lru | allkeys-lru */
     char *kv_compression;             /* none | lz4 */
     zend_long kv_compression_min_size; /* bytes */

@@ -31,6 +31,10 @@ foreach ([
     }
 }
 var_dump(ephpm_kv_get('t15:text'), ephpm_kv_get('t15:max') === (string) PHP_INT_MAX);
+foreach (['007', '-0', '+1'] as $v) {    // not integers as Redis reads them, on either backend
+    ephpm_kv_set('t15:odd', $v);
+    try { var_dump(ephpm_kv_incr('t15:odd')); } catch (Ephpm\KvException $e) { echo "$v: ", $e->getCode(), "\n"; }
+}
 ?>
 --EXPECTF--
 int(1)
@@ -49,3 +53,6 @@ ValueError: ephpm_kv_decr(): Argument #2 ($by) must be greater than -92233720368
 ArgumentCountError: ephpm_kv_incr_by() expects at least 2 arguments, 1 given
 string(3) "abc"
 bool(true)
+007: 7
+-0: 7
++1: 7

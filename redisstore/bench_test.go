@@ -1,6 +1,9 @@
 package redisstore
 
 import (
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -84,4 +87,80 @@ func cpuTimes() (user, sys time.Duration) {
 		panic(err)
 	}
 	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
+}
+
+// A release on the direct path, as the script and natively: wall time per
+// release from this process and the server's CPU per release (INFO
+// commandstats), for docs/design.md. "native, no wake" is the native
+// command alone, which would leave waiters to their timeouts: what the
+// PUBLISH beside it costs.
+func BenchmarkRelease(b *testing.B) {
+	srv := redistest.Start(b)
+	s, err := Open("redis://" + srv.Addr)
+	require.NoError(b, err)
+	defer s.Close()
+	token := []byte("0123456789abcdef0123456789abcdef")
+	release := map[string]func(string) error{
+		"script": func(key string) error {
+			_, err := s.run(delIfEqScript, []string{key}, token, releaseChannel(key))
+			return err
+		},
+		"native": func(key string) error {
+			_, err := s.DelIfEq(key, token)
+			return err
+		},
+		"native, no wake": func(key string) error {
+			_, err := s.direct.doNative(&nativeCall{form: func(have native) []any { return have.release(key, token) }})
+			return err
+		},
+	}
+	for _, name := range []string{"script", "native", "native, no wake"} {
+		b.Run(name, func(b *testing.B) {
+			err := release[name]("bench:warm") // loads the script, learns the server
+			if err == errScript {
+				b.Skip("the server has no native release")
+			}
+			require.NoError(b, err)
+			require.NoError(b, s.c.ConfigResetStat(ctx).Err())
+			var inRelease time.Duration
+			for b.Loop() {
+				if _, err := s.SetNX("bench:l", token, 30*time.Second); err != nil {
+					b.Fatal(err)
+				}
+				start := time.Now()
+				if err := release[name]("bench:l"); err != nil {
+					b.Fatal(err)
+				}
+				inRelease += time.Since(start)
+			}
+			b.ReportMetric(float64(inRelease.Nanoseconds())/float64(b.N), "release-ns/op")
+			cmds := []string{"delifeq", "delex", "publish"}
+			if name == "script" {
+				cmds = []string{"evalsha"} // its own time holds its inner commands'
+			}
+			b.ReportMetric(serverMicros(b, s, cmds...)/float64(b.N), "server-us/release")
+		})
+	}
+}
+
+// serverMicros is the server's time in cmds since the last CONFIG
+// RESETSTAT.
+func serverMicros(b *testing.B, s *Store, cmds ...string) float64 {
+	text, err := s.c.Info(ctx, "commandstats").Result()
+	require.NoError(b, err)
+	var total float64
+	for _, line := range strings.Split(text, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":")
+		if !ok || !slices.Contains(cmds, name) {
+			continue
+		}
+		for _, field := range strings.Split(rest, ",") {
+			if v, ok := strings.CutPrefix(field, "usec="); ok {
+				n, err := strconv.ParseFloat(v, 64)
+				require.NoError(b, err)
+				total += n
+			}
+		}
+	}
+	return total
 }

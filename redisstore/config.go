@@ -38,7 +38,10 @@ type config struct {
 	// goroutine, which must not hold a P while it waits (see hub).
 	pubsubOpts redis.UniversalOptions
 	mode       Mode
-	dial       func(ctx context.Context, addr string) (nc net.Conn, raw *threadConn, err error)
+	// allowEvicting is allow_evicting_server=1: locks and sessions on a
+	// server that may evict them (see Store.noEviction).
+	allowEvicting bool
+	dial          func(ctx context.Context, addr string) (nc net.Conn, raw *threadConn, err error)
 }
 
 // parse turns a backend URL into client options.
@@ -58,15 +61,58 @@ type config struct {
 // TLS. Retries are always off and max_retries is refused: a command whose
 // reply was lost may have run, and retrying it (a SET NX, a release) would
 // report a lock the caller holds as held by someone else.
+// allow_evicting_server=1 lets locks and sessions run on a server that may
+// evict them (see Store.noEviction), which is unsafe.
+//
+// An error names the URL with its secrets masked (see redact), and says
+// what is wrong as parsing the masked URL finds it, so that no message
+// quotes a secret: url.Parse quotes the whole URL it refuses, and
+// go-redis the values it refuses.
 func parse(raw string) (config, error) {
+	cfg, err := parseURL(raw)
+	if err == nil {
+		return cfg, nil
+	}
+	shown := redact(raw)
+	_, err = parseURL(shown)
+	var quoting *url.Error
+	switch {
+	case err == nil:
+		err = errors.New("its user info or a password parameter is not valid in a URL " +
+			"(percent-encode characters such as @ : / ? # & % in it)")
+	case errors.As(err, &quoting):
+		err = quoting.Err // the URL is named once, below
+	}
+	return config{}, fmt.Errorf("%w %s: %v", ErrConfig, shown, err)
+}
+
+// parseURL is parse without the care for secrets: its errors may quote
+// any part of raw.
+func parseURL(raw string) (config, error) {
 	var none config
 	u, err := url.Parse(splitHosts(raw))
 	if err != nil {
-		return none, fmt.Errorf("%w: %v", ErrConfig, err)
+		return none, err
+	}
+	if u.Opaque != "" {
+		// redis:host reads as scheme and path, which would connect to
+		// the default address.
+		return none, errors.New("a backend URL is scheme://..., with two slashes")
 	}
 	q := u.Query()
 	if q.Has("max_retries") {
-		return none, fmt.Errorf("%w: max_retries is not accepted: ephpm never retries a command whose reply was lost", ErrConfig)
+		return none, errors.New("max_retries is not accepted: ephpm never retries a command whose reply was lost")
+	}
+	allowEvicting := false
+	if q.Has("allow_evicting_server") {
+		switch q.Get("allow_evicting_server") {
+		case "1":
+			allowEvicting = true
+		case "0":
+		default:
+			return none, errors.New("allow_evicting_server is 1 or 0")
+		}
+		q.Del("allow_evicting_server")
 	}
 	tlsFiles := map[string]string{}
 	for _, k := range []string{"tls_ca", "tls_cert", "tls_key", "tls_server_name"} {
@@ -86,10 +132,10 @@ func parse(raw string) (config, error) {
 	case "sentinel":
 		mode = Sentinel
 	default:
-		return none, fmt.Errorf("%w: unknown scheme %q", ErrConfig, u.Scheme)
+		return none, fmt.Errorf("unknown scheme %q", u.Scheme)
 	}
 	if scheme != "redis" && scheme != "rediss" && !(scheme == "unix" && mode == Standalone) {
-		return none, fmt.Errorf("%w: unknown scheme %q (redis, rediss, unix, redis+cluster, redis+sentinel)", ErrConfig, u.Scheme)
+		return none, fmt.Errorf("unknown scheme %q (redis, rediss, unix, redis+cluster, redis+sentinel)", u.Scheme)
 	}
 	u.Scheme = scheme
 
@@ -99,7 +145,7 @@ func parse(raw string) (config, error) {
 	case Standalone:
 		so, err := redis.ParseURL(u.String())
 		if err != nil {
-			return none, fmt.Errorf("%w: %v", ErrConfig, err)
+			return none, err
 		}
 		o = redis.UniversalOptions{
 			Addrs: []string{so.Addr}, Username: so.Username, Password: so.Password, DB: so.DB,
@@ -111,7 +157,7 @@ func parse(raw string) (config, error) {
 	case Cluster:
 		co, err := redis.ParseClusterURL(u.String())
 		if err != nil {
-			return none, fmt.Errorf("%w: %v", ErrConfig, err)
+			return none, err
 		}
 		o = redis.UniversalOptions{
 			Addrs: co.Addrs, Username: co.Username, Password: co.Password, IsClusterMode: true,
@@ -122,10 +168,10 @@ func parse(raw string) (config, error) {
 	case Sentinel:
 		fo, err := redis.ParseFailoverURL(u.String())
 		if err != nil {
-			return none, fmt.Errorf("%w: %v", ErrConfig, err)
+			return none, err
 		}
 		if fo.MasterName == "" {
-			return none, fmt.Errorf("%w: a sentinel URL needs master_name", ErrConfig)
+			return none, errors.New("a sentinel URL needs master_name")
 		}
 		o = redis.UniversalOptions{
 			Addrs: fo.SentinelAddrs, MasterName: fo.MasterName,
@@ -137,6 +183,10 @@ func parse(raw string) (config, error) {
 		}
 	}
 	o.MaxRetries = -1 // see above: never retry
+	// A native release and its PUBLISH go as a pipeline (see nativeHook):
+	// on the commands' own connections, not a second pool of them per
+	// node and process.
+	o.PipelinePoolSize = -1
 	if !q.Has("dialer_retries") {
 		// One dial per attempt, so a call fails within dial_timeout, not
 		// five times that (the client's default).
@@ -145,7 +195,7 @@ func parse(raw string) (config, error) {
 
 	if len(tlsFiles) > 0 {
 		if o.TLSConfig == nil {
-			return none, fmt.Errorf("%w: tls_* settings need a rediss scheme", ErrConfig)
+			return none, errors.New("tls_* settings need a rediss scheme")
 		}
 		if err := applyTLSFiles(o.TLSConfig, tlsFiles); err != nil {
 			return none, err
@@ -165,7 +215,7 @@ func parse(raw string) (config, error) {
 		nc, _, err := dialConn(ctx, d, tlsConfig, network, addr, false)
 		return nc, err
 	}
-	return config{opts: o, pubsubOpts: ps, mode: mode, dial: dial}, nil
+	return config{opts: o, pubsubOpts: ps, mode: mode, allowEvicting: allowEvicting, dial: dial}, nil
 }
 
 // keepAlive is go-redis's default for the connections it dials itself.
@@ -210,24 +260,24 @@ func applyTLSFiles(c *tls.Config, files map[string]string) error {
 	if ca, ok := files["tls_ca"]; ok {
 		pem, err := os.ReadFile(ca)
 		if err != nil {
-			return fmt.Errorf("%w: tls_ca: %v", ErrConfig, err)
+			return fmt.Errorf("tls_ca: %v", err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return fmt.Errorf("%w: tls_ca: no certificate in %s", ErrConfig, ca)
+			return fmt.Errorf("tls_ca: no certificate in %s", ca)
 		}
 		c.RootCAs = pool
 	}
 	certFile, hasCert := files["tls_cert"]
 	keyFile, hasKey := files["tls_key"]
 	if hasCert != hasKey {
-		return fmt.Errorf("%w: tls_cert and tls_key go together", ErrConfig)
+		return errors.New("tls_cert and tls_key go together")
 	}
 	if hasCert {
 		// Read the pair at each handshake, so a renewed certificate needs
 		// no restart; check it once now so a bad path is a clear error.
 		if _, err := tls.LoadX509KeyPair(certFile, keyFile); err != nil {
-			return fmt.Errorf("%w: tls_cert/tls_key: %v", ErrConfig, err)
+			return fmt.Errorf("tls_cert/tls_key: %v", err)
 		}
 		c.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 			pair, err := tls.LoadX509KeyPair(certFile, keyFile)

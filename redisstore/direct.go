@@ -34,6 +34,8 @@ type direct struct {
 	addr  string
 	dial  func(ctx context.Context, addr string) (net.Conn, *threadConn, error)
 	setup [][]any // sent on every new connection: AUTH, SELECT, CLIENT SETNAME
+	// connected, if set, is called after each new connection is set up.
+	connected func()
 
 	// Timeouts as go-redis resolved them; 0 or less: no deadline.
 	dialTimeout, readTimeout, writeTimeout, poolTimeout time.Duration
@@ -105,6 +107,51 @@ func (d *direct) do(dst []byte, args []any) (reply, error) {
 	return r, err
 }
 
+// doNative runs call's native form for the server behind the connection
+// it takes, learning what that server has (INFO server) on the
+// connection's first such call. It returns errScript, having run nothing
+// of the member, where the form is nil or the server refused it unrun
+// (see unrun); else the native command's reply and error, which the
+// release's PUBLISH after it does not change.
+func (d *direct) doNative(call *nativeCall) (reply, error) {
+	c, err := d.get()
+	if err != nil {
+		return reply{}, err
+	}
+	now := monoBase.Add(time.Since(monoBase))
+	if !c.learned {
+		r, err := c.roundTrip(nil, deadline(now, d.writeTimeout), deadline(now, d.readTimeout), []any{"info", "server"})
+		var refused redisError
+		switch {
+		case errors.As(err, &refused):
+		case err != nil:
+			d.put(c, false)
+			return reply{}, err
+		default:
+			c.native = nativeOf(string(r.b))
+		}
+		c.learned = true
+		now = monoBase.Add(time.Since(monoBase))
+	}
+	form := call.form(c.native)
+	if form == nil {
+		d.put(c, true)
+		return reply{}, errScript
+	}
+	r, err, thenErr := c.roundTripThen(nil, deadline(now, d.writeTimeout), deadline(now, d.readTimeout), form, call.then)
+	var refused redisError
+	inStep := (err == nil || errors.As(err, &refused)) && (thenErr == nil || errors.As(thenErr, &refused))
+	if script, forget := unrun(err); script {
+		if forget {
+			c.native &^= call.uses
+		}
+		d.put(c, inStep)
+		return reply{}, errScript
+	}
+	d.put(c, inStep)
+	return r, err
+}
+
 func deadline(now time.Time, timeout time.Duration) time.Time {
 	if timeout <= 0 {
 		return time.Time{}
@@ -155,6 +202,9 @@ func (d *direct) get() (*wireConn, error) {
 	if err != nil {
 		<-d.slots
 		return nil, err
+	}
+	if d.connected != nil {
+		d.connected()
 	}
 	return c, nil
 }

@@ -24,6 +24,11 @@ type wireConn struct {
 	wbuf     []byte
 	rbuf     []byte
 	rpos, rn int // unread bytes are rbuf[rpos:rn]
+
+	// What the server has of the native commands, once learned (see
+	// direct.doNative).
+	native  native
+	learned bool
 }
 
 // wireBufSize is the initial size of each buffer; a command grows its
@@ -41,6 +46,10 @@ func newWireConn(nc net.Conn, raw *threadConn) *wireConn {
 type redisError string
 
 func (e redisError) Error() string { return string(e) }
+
+// RedisError makes a redisError a redis.Error, as go-redis's error replies
+// are, so that one test tells a refusal from a failure on either path.
+func (redisError) RedisError() {}
 
 // errProtocol reports a reply this client does not expect (it sends only
 // commands whose replies are a status, an error, an integer or a bulk
@@ -96,20 +105,38 @@ func appendBulk(buf []byte, n int) []byte {
 // dst when it fits (see reply). The deadlines bound the write and the read;
 // zero means none.
 func (c *wireConn) roundTrip(dst []byte, writeBy, readBy time.Time, args []any) (reply, error) {
+	r, err, _ := c.roundTripThen(dst, writeBy, readBy, args, nil)
+	return r, err
+}
+
+// roundTripThen is roundTrip with a second command, then, sent in the same
+// write and its reply read after args's (then nil: none). r and err are
+// args's; thenErr is then's error reply or a failure to read it, which
+// leaves args's known outcome as it is (but the connection, after a
+// failure other than an error reply, unusable).
+func (c *wireConn) roundTripThen(dst []byte, writeBy, readBy time.Time, args, then []any) (r reply, err, thenErr error) {
 	c.wbuf = appendCommand(c.wbuf[:0], args)
+	if then != nil {
+		c.wbuf = appendCommand(c.wbuf, then)
+	}
 	if cap(c.wbuf) > 64*wireBufSize {
 		defer func() { c.wbuf = make([]byte, 0, wireBufSize) }() // do not keep a large value's buffer
 	}
 	if err := c.nc.SetWriteDeadline(writeBy); err != nil {
-		return reply{}, err
+		return reply{}, err, nil
 	}
 	if _, err := c.nc.Write(c.wbuf); err != nil {
-		return reply{}, err
+		return reply{}, err, nil
 	}
 	if err := c.nc.SetReadDeadline(readBy); err != nil {
-		return reply{}, err
+		return reply{}, err, nil
 	}
-	return c.readReply(dst)
+	r, err = c.readReply(dst)
+	var refused redisError
+	if then != nil && (err == nil || errors.As(err, &refused)) {
+		_, thenErr = c.readReply(nil)
+	}
+	return r, err, thenErr
 }
 
 // readReply reads one reply. A server's error reply is a redisError.

@@ -42,15 +42,23 @@ type quiet struct{}
 func (quiet) Printf(context.Context, string, ...any) {}
 
 // Store is a Redis-backed store. Its methods are safe for concurrent use.
+// Those that need exclusion or durability fail, sending nothing, while a
+// master may evict keys (see noEviction).
 type Store struct {
 	c      redis.UniversalClient
 	direct *direct // the single-key commands on a standalone server; nil: through c
 	mode   Mode
 	hub    *hub
 	near   *near // nil: no near cache
+	evict  *evictionGuard
+	where  string // the server, as messages name it
 
 	setNXWins, setNXLosses            atomic.Uint64
 	delIfEqMatches, delIfEqMismatches atomic.Uint64
+
+	// scriptsOnly sends every member as its script, where the server has
+	// native commands too: for tests of the scripts on any server.
+	scriptsOnly bool
 }
 
 // Open parses a backend URL (see parse) and makes a client, with an
@@ -67,10 +75,42 @@ func Open(rawURL string, nc ...NearCache) (*Store, error) {
 			return nil, err
 		}
 	}
-	c := redis.NewUniversalClient(&cfg.opts)
-	s := &Store{c: c, mode: cfg.mode, hub: newHub(redis.NewUniversalClient(&cfg.pubsubOpts)), near: n}
+	g := &evictionGuard{allowed: cfg.allowEvicting, every: evictionCheckEvery}
+	cfg.opts.OnConnect = func(context.Context, *redis.Conn) error { g.reconnected(); return nil }
+	var c redis.UniversalClient
+	switch cfg.mode {
+	case Cluster:
+		// Each node learns what it has: a Cluster in a rolling upgrade
+		// mixes versions.
+		co := cfg.opts.Cluster()
+		co.NewClient = func(o *redis.Options) *redis.Client {
+			h := newNativeHook()
+			o.OnConnect = h.onConnect(o.OnConnect)
+			return h.attach(redis.NewClient(o))
+		}
+		c = redis.NewClusterClient(co)
+	case Sentinel:
+		h := newNativeHook()
+		fo := cfg.opts.Failover()
+		fo.OnConnect = h.onConnect(fo.OnConnect)
+		c = h.attach(redis.NewFailoverClient(fo))
+	default:
+		h := newNativeHook()
+		o := cfg.opts.Simple()
+		o.OnConnect = h.onConnect(o.OnConnect)
+		c = h.attach(redis.NewClient(o))
+	}
+	s := &Store{c: c, mode: cfg.mode, hub: newHub(redis.NewUniversalClient(&cfg.pubsubOpts)), near: n, evict: g}
+	switch {
+	case cfg.mode == Sentinel:
+		s.where = "the master " + cfg.opts.MasterName
+	case len(cfg.opts.Addrs) > 0:
+		s.where = cfg.opts.Addrs[0]
+	}
 	if one, ok := c.(*redis.Client); ok && cfg.mode == Standalone {
 		s.direct = newDirect(one.Options(), cfg.dial)
+		s.direct.connected = g.reconnected
+		s.where = s.direct.addr
 	}
 	return s, nil
 }
@@ -124,6 +164,11 @@ func (s *Store) do(dst []byte, args ...any) (reply, error) {
 	}
 	cmd := redis.NewCmd(ctx, args...)
 	s.c.Process(ctx, sendOnce{cmd})
+	return goRedisReply(dst, cmd)
+}
+
+// goRedisReply is cmd's reply as do returns it.
+func goRedisReply(dst []byte, cmd *redis.Cmd) (reply, error) {
 	v, err := cmd.Result()
 	switch {
 	case errors.Is(err, redis.Nil):
@@ -165,13 +210,43 @@ func newScript(src string) *script {
 // run is EVALSHA, then EVAL if the server answers NOSCRIPT (it ran
 // nothing). The script's reply must be an integer.
 func (s *Store) run(sc *script, keys []string, argv ...any) (int64, error) {
+	return s.runNative(nil, sc, keys, argv...)
+}
+
+// runNative is call's native command on a server that has it (see
+// nativeCall), else run. On the direct path the store picks the form for
+// the connection it takes; through go-redis the script goes out as a
+// nativeCmd and the hook of the client it reaches (in a Cluster, the
+// owner's node) picks it.
+func (s *Store) runNative(call *nativeCall, sc *script, keys []string, argv ...any) (int64, error) {
+	if s.scriptsOnly {
+		call = nil
+	}
+	if call != nil && s.direct != nil {
+		r, err := s.direct.doNative(call)
+		if err != errScript {
+			if err != nil {
+				return 0, classify(err)
+			}
+			n, err := nativeReply(r)
+			return n, err
+		}
+	}
 	args := make([]any, 0, 3+len(keys)+len(argv))
 	args = append(args, "evalsha", sc.sha, int64(len(keys)))
 	for _, k := range keys {
 		args = append(args, k)
 	}
 	args = append(args, argv...)
-	r, err := s.do(nil, args...)
+	var r reply
+	var err error
+	if call != nil && s.direct == nil {
+		cmd := redis.NewCmd(ctx, args...)
+		s.c.Process(ctx, nativeCmd{cmd, call})
+		r, err = goRedisReply(nil, cmd)
+	} else {
+		r, err = s.do(nil, args...)
+	}
 	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
 		args[0], args[1] = "eval", sc.src
 		r, err = s.do(nil, args...)
@@ -204,6 +279,9 @@ func classify(err error) error {
 // GetInto copies the value into dst if it fits; n is its length. A key
 // under a near-cache prefix may come from this process's cache.
 func (s *Store) GetInto(key string, dst []byte) (int, bool, error) {
+	if err := s.durable(key); err != nil {
+		return 0, false, err
+	}
 	if v, cached := s.near.get(key); cached {
 		if len(v) <= len(dst) {
 			copy(dst, v)
@@ -230,6 +308,9 @@ func (s *Store) GetInto(key string, dst []byte) (int, bool, error) {
 
 // Set is SET (with PX when ttl > 0), which also clears an old TTL.
 func (s *Store) Set(key string, value []byte, ttl time.Duration) error {
+	if err := s.durable(key); err != nil {
+		return err
+	}
 	defer s.near.forget(key)
 	var err error
 	if ttl > 0 {
@@ -242,6 +323,9 @@ func (s *Store) Set(key string, value []byte, ttl time.Duration) error {
 
 // SetNX is SET NX PX: the check, the insert and the TTL in one command.
 func (s *Store) SetNX(key string, value []byte, ttl time.Duration) (kv.SetNXOutcome, error) {
+	if err := s.noEviction(); err != nil {
+		return 0, err
+	}
 	defer s.near.forget(key)
 	var r reply
 	var err error
@@ -268,6 +352,9 @@ return n`)
 
 // Del removes key and announces it to waiters.
 func (s *Store) Del(key string) (bool, error) {
+	if err := s.durable(key); err != nil {
+		return false, err
+	}
 	defer s.near.forget(key)
 	rk := redisKey(key)
 	n, err := s.run(delScript, []string{rk}, releaseChannel(rk))
@@ -282,12 +369,26 @@ if redis.call('get', KEYS[1]) == ARGV[1] then
 end
 return 0`)
 
-// DelIfEq deletes key only while it holds token, in one script on the
-// server that owns the key. An expired key reads as absent there.
+// DelIfEq deletes key only while it holds token, in one step on the
+// server that owns the key: its native command where it has one (see
+// native.release), else one script. An expired key reads as absent there.
 func (s *Store) DelIfEq(key string, token []byte) (bool, error) {
+	if err := s.noEviction(); err != nil {
+		return false, err
+	}
 	defer s.near.forget(key)
 	rk := redisKey(key)
-	n, err := s.run(delIfEqScript, []string{rk}, token, releaseChannel(rk))
+	ch := releaseChannel(rk)
+	release := &nativeCall{
+		form: func(have native) []any { return have.release(rk, token) },
+		uses: releaseCmds,
+		// The native commands publish nothing: the PUBLISH that wakes
+		// the key's waiters goes in the same write, and runs whether or
+		// not the key was released (a waiter woken for nothing looks and
+		// waits again).
+		then: []any{"publish", ch, ""},
+	}
+	n, err := s.runNative(release, delIfEqScript, []string{rk}, token, ch)
 	if err != nil {
 		return false, err
 	}
@@ -311,6 +412,9 @@ return 1`)
 // SetGuarded writes key only while guardKey holds guardToken: one script,
 // so both keys must live on one server (sessions do: see redisKey).
 func (s *Store) SetGuarded(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
+	if err := s.noEviction(); err != nil {
+		return false, err
+	}
 	defer s.near.forget(key)
 	n, err := s.run(setGuardedScript, []string{redisKey(key), redisKey(guardKey)}, value, guardToken, ms(ttl))
 	return n == 1, err
@@ -325,42 +429,65 @@ return 1`)
 // so both keys must live on one server, as for SetGuarded. A deletion is
 // announced to waiters as Del announces it.
 func (s *Store) DelGuarded(key, guardKey string, guardToken []byte) (bool, error) {
+	if err := s.noEviction(); err != nil {
+		return false, err
+	}
 	defer s.near.forget(key)
 	rk := redisKey(key)
 	n, err := s.run(delGuardedScript, []string{rk, redisKey(guardKey)}, guardToken, releaseChannel(rk))
 	return n == 1, err
 }
 
+// expireScript refreshes a live key's TTL (ARGV[1] ms, 0: none); with
+// ARGV[2] = '1' only while the key holds ARGV[3]. The flag, not an empty
+// token, says "compare": an empty token is a token like any other and
+// matches an empty value.
 var expireScript = newScript(`
-if ARGV[2] ~= '' and redis.call('get', KEYS[1]) ~= ARGV[2] then return 0 end
-if redis.call('exists', KEYS[1]) == 0 then return 0 end
+if ARGV[2] == '1' then
+  if redis.call('get', KEYS[1]) ~= ARGV[3] then return 0 end
+elseif redis.call('exists', KEYS[1]) == 0 then return 0 end
 if ARGV[1] == '0' then redis.call('persist', KEYS[1]) else redis.call('pexpire', KEYS[1], ARGV[1]) end
 return 1`)
 
 // Expire gives a live key a new TTL (0: none).
 func (s *Store) Expire(key string, ttl time.Duration) (bool, error) {
-	n, err := s.run(expireScript, []string{redisKey(key)}, ms(ttl), "")
+	if err := s.durable(key); err != nil {
+		return false, err
+	}
+	n, err := s.run(expireScript, []string{redisKey(key)}, ms(ttl), "0", "")
 	return n == 1, err
 }
 
-// ExpireIfEq is Expire only while key holds token. An empty token cannot
-// be told from "no token" by the script, so it is compared here first.
+// ExpireIfEq is Expire only while key holds token, compared and refreshed
+// in one step: SET ... IFEQ where the server has it (see native.refresh),
+// else one script.
 func (s *Store) ExpireIfEq(key string, token []byte, ttl time.Duration) (bool, error) {
-	if len(token) == 0 {
-		return false, nil // a lock token is never empty
+	if err := s.noEviction(); err != nil {
+		return false, err
 	}
-	n, err := s.run(expireScript, []string{redisKey(key)}, ms(ttl), token)
+	rk, t := redisKey(key), ms(ttl)
+	refresh := &nativeCall{
+		form: func(have native) []any { return have.refresh(rk, token, t) },
+		uses: setIfEqCmd,
+	}
+	n, err := s.runNative(refresh, expireScript, []string{rk}, t, "1", token)
 	return n == 1, err
 }
 
 // Exists is EXISTS.
 func (s *Store) Exists(key string) (bool, error) {
+	if err := s.durable(key); err != nil {
+		return false, err
+	}
 	r, err := s.do(nil, "exists", redisKey(key))
 	return r.n == 1, classify(err)
 }
 
 // PTTL is PTTL: -1 for no expiry; found is false for no key.
 func (s *Store) PTTL(key string) (time.Duration, bool, error) {
+	if err := s.durable(key); err != nil {
+		return 0, false, err
+	}
 	r, err := s.do(nil, "pttl", redisKey(key))
 	if err != nil {
 		return 0, false, classify(err)
@@ -384,6 +511,9 @@ return v`)
 // (a script then: the check and the increment must be one step). Without
 // a TTL it is the plain command, which fails the same way.
 func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int64, error) {
+	if err := s.durable(key); err != nil {
+		return 0, err
+	}
 	defer s.near.forget(key)
 	if ttlOnCreate == 0 {
 		r, err := s.do(nil, "incrby", redisKey(key), delta)

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Every test: installs and builds what is missing, then runs the Go tests
-# (with the race detector), the C table tests, the library's export check,
-# the phpt suite under PHP's run-tests.php, and the php-fpm process test.
+# Every test: installs and builds what is missing, then runs, through ctest,
+# the Go tests (with the race detector), the C table tests, the export
+# checks, the phpt suite under PHP's run-tests.php on the in-process store,
+# on Redis and on a Redis Cluster, the process tests (php-fpm, php -S,
+# signals), sanitizers, valgrind, the framework adapters, the status page,
+# and the same suites on PHP 8.4 with Valkey 9 and Redis 8 in a Debian
+# unstable chroot (tests/matrix/debian.sh; made once, then reused).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh test

@@ -800,19 +800,12 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 				s.unlock(sh)
 				return 0, err
 			}
-			n, err := strconv.ParseInt(string(v), 10, 64)
-			if err != nil || len(v) == 0 || v[0] == '+' {
+			sum, err := kv.AddToCounter(v, delta)
+			if err != nil {
 				s.unlock(sh)
-				if len(v) > 32 {
-					v = v[:32]
-				}
-				return 0, fmt.Errorf("%w: %q", kv.ErrNotInteger, v)
+				return 0, err
 			}
-			if (delta > 0 && n > maxInt64-delta) || (delta < 0 && n < minInt64-delta) {
-				s.unlock(sh)
-				return 0, kv.ErrOverflow
-			}
-			result = n + delta
+			result = sum
 			w.flags = sh.entryMeta(old) & flagPinned
 			w.expireAt = sh.entryExpireAt(old)
 		}
@@ -830,11 +823,6 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 		}
 	}
 }
-
-const (
-	maxInt64 = 1<<63 - 1
-	minInt64 = -1 << 63
-)
 
 // Flush removes every entry, one shard at a time, and wakes every waiter.
 func (s *Store) Flush() error {

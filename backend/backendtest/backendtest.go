@@ -136,6 +136,56 @@ var contract = []struct {
 		_, err = b.IncrBy(p+"m", 1, 0)
 		assert.ErrorIs(t, err, kv.ErrOverflow)
 	}},
+	{"IncrByReadsIntegersAsRedisDoes", func(t *testing.T, b backend.Backend, p string) {
+		// An integer is an optional '-' and digits without a leading zero
+		// ("0" itself excepted), within int64: Redis's rule, which every
+		// backend follows so that a counter means the same everywhere.
+		for _, bad := range []string{"007", "00", "-0", "-01", "+1", " 1", "1 ", "", "-", "1.0", "0x10",
+			"9223372036854775808", "-9223372036854775809"} {
+			require.NoError(t, b.Set(p+"bad", []byte(bad), 0))
+			_, err := b.IncrBy(p+"bad", 1, 0)
+			assert.ErrorIs(t, err, kv.ErrNotInteger, "%q", bad)
+			dst := make([]byte, 32)
+			n, _, _ := b.GetInto(p+"bad", dst)
+			assert.Equal(t, bad, string(dst[:n]), "%q is unchanged", bad)
+		}
+		for value, want := range map[string]int64{"0": 1, "-1": 0, "10": 11, "-9223372036854775808": -9223372036854775807} {
+			require.NoError(t, b.Set(p+"good", []byte(value), 0))
+			n, err := b.IncrBy(p+"good", 1, 0)
+			require.NoError(t, err, "%q", value)
+			assert.Equal(t, want, n, "%q", value)
+		}
+	}},
+	{"EmptyTokenMatchesOnlyAnEmptyValue", func(t *testing.T, b backend.Backend, p string) {
+		// "Equal to token" holds for an empty token as for any other: it
+		// matches a live empty value, and nothing else.
+		require.NoError(t, b.Set(p+"empty", []byte{}, 0))
+		require.NoError(t, b.Set(p+"full", []byte("x"), 0))
+		ok, err := b.ExpireIfEq(p+"empty", []byte{}, time.Minute)
+		require.NoError(t, err)
+		assert.True(t, ok, "an empty value equals an empty token")
+		ttl, _, _ := b.PTTL(p + "empty")
+		assert.Greater(t, ttl, 50*time.Second)
+		ok, err = b.ExpireIfEq(p+"full", []byte{}, time.Minute)
+		require.NoError(t, err)
+		assert.False(t, ok)
+		ok, err = b.ExpireIfEq(p+"none", []byte{}, time.Minute)
+		require.NoError(t, err)
+		assert.False(t, ok, "no entry equals any token")
+		ttl, _, _ = b.PTTL(p + "full")
+		assert.Equal(t, time.Duration(-1), ttl, "a mismatch changes nothing")
+		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
+		require.NoError(t, b.Set(lock, []byte{}, time.Minute))
+		ok, err = b.SetGuarded(data, []byte("v"), time.Minute, lock, []byte{})
+		require.NoError(t, err)
+		assert.True(t, ok)
+		ok, err = b.DelIfEq(p+"full", []byte{})
+		require.NoError(t, err)
+		assert.False(t, ok)
+		ok, err = b.DelIfEq(p+"empty", []byte{})
+		require.NoError(t, err)
+		assert.True(t, ok)
+	}},
 	{"SetGuarded", func(t *testing.T, b backend.Backend, p string) {
 		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
 		ok, err := b.SetGuarded(data, []byte("v1"), time.Minute, lock, []byte("tok"))

@@ -37,6 +37,11 @@ go_root=$(go env GOROOT)
 go_modcache=$(go env GOMODCACHE)
 go mod download # the modules (and the toolchain go.mod names) the chroot builds with
 
+# One run at a time per chroot: runs share its /src mount and /build.
+mkdir -p "$(dirname "$root")"
+exec 9> "$root.lock"
+flock 9
+
 mounted=()
 cleanup() {
   # Servers started inside the chroot by a test that failed halfway.
@@ -64,7 +69,6 @@ if ! current; then
   echo "matrix: making a Debian $suite chroot in $root"
   command -v debootstrap >/dev/null || apt-get install -y -qq debootstrap
   rm -rf "$root.new"
-  mkdir -p "$(dirname "$root")"
   debootstrap --variant=minbase "$suite" "$root.new" "$mirror" > "$root.new.log" 2>&1 \
     || { tail -20 "$root.new.log"; exit 1; }
   # No service starts inside the chroot when its package is installed.

@@ -1,0 +1,54 @@
+package memberlist
+
+import (
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The generated files are what the header generates: a member added to
+// the header without go generate ./bridge fails here.
+func TestGeneratedFilesAreCurrent(t *testing.T) {
+	header, err := os.ReadFile("../../../include/ephpm_kv.h")
+	require.NoError(t, err)
+	members, err := Parse(header)
+	require.NoError(t, err)
+	for name, want := range map[string][]byte{
+		"members.c": C(members), "members.h": H(members), "members_gen.go": Go(members),
+	} {
+		got, err := os.ReadFile("../../" + name)
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(got), "bridge/%s is stale: run go generate ./bridge", name)
+	}
+}
+
+func TestParseReadsEveryMemberInOrder(t *testing.T) {
+	members, err := Parse([]byte(`
+typedef struct ephpm_kv_ops {
+    uint32_t abi_version;
+    uint32_t struct_size;
+    /* get: a comment with (parentheses); and a semicolon */
+    int (*get)(const char *key, size_t key_len,
+               char *buf, size_t buf_cap, size_t *value_len);
+    int (*flush)(void);
+    int (*stats)(ephpm_kv_stats *out);
+} ephpm_kv_ops;`))
+	require.NoError(t, err)
+	require.Len(t, members, 3)
+	assert.Equal(t, "get", members[0].Name)
+	assert.Equal(t, []Param{{"const char *", "key"}, {"size_t", "key_len"}, {"char *", "buf"}, {"size_t", "buf_cap"}, {"size_t *", "value_len"}}, members[0].Params)
+	assert.Empty(t, members[1].Params)
+	assert.Equal(t, "EPHPM_BAD_BUF(key, key_len)\n        || EPHPM_BAD_BUF(buf, buf_cap)\n        || value_len == NULL", members[0].invalid())
+	assert.Equal(t, "out == NULL || out->struct_size < sizeof(uint32_t)", members[2].invalid())
+}
+
+func TestGoExportNames(t *testing.T) {
+	for name, want := range map[string]string{
+		"get": "ephpmGoGet", "set_nx": "ephpmGoSetNX", "set_nx_wait": "ephpmGoSetNXWait",
+		"del_if_eq": "ephpmGoDelIfEq", "pttl": "ephpmGoPTTL", "incr_by": "ephpmGoIncrBy",
+	} {
+		assert.Equal(t, want, GoExport(name))
+	}
+}

@@ -1,0 +1,52 @@
+--TEST--
+Redis backend on a server that may evict keys: locks and sessions fail with UNAVAILABLE naming the policy and the fix, plain values work; allow_evicting_server=1 opts in
+--EXTENSIONS--
+ephpm
+session
+--SKIPIF--
+<?php if (!is_executable(trim((string) shell_exec('command -v redis-server')))) die('skip redis-server not installed'); ?>
+--FILE--
+<?php
+require __DIR__ . '/inc/child.inc';
+// A server of this test's own, which evicts any key when 3 MB are used.
+$sock = stream_socket_server('tcp://127.0.0.1:0');
+$port = (int) substr(strrchr(stream_socket_get_name($sock, false), ':'), 1);
+fclose($sock);
+$redis = proc_open(['redis-server', '--bind', '127.0.0.1', '--port', (string) $port, '--save', '', '--appendonly', 'no',
+                    '--maxmemory', '3mb', '--maxmemory-policy', 'allkeys-lru'],
+                   [1 => ['file', '/dev/null', 'w'], 2 => ['file', '/dev/null', 'w']], $pipes);
+register_shutdown_function(static function () use ($redis): void { proc_terminate($redis); proc_close($redis); });
+for ($i = 0; $i < 100 && !($c = @fsockopen('127.0.0.1', $port, $errno, $errstr, 0.1)); $i++) {
+    usleep(50_000);
+}
+fclose($c);
+
+$code = <<<'PHP'
+    try { var_dump(ephpm_kv_lock('report', 300)); } catch (Ephpm\KvException $e) {
+        echo $e->getCode() === Ephpm\KvException::UNAVAILABLE ? 'UNAVAILABLE' : $e->getCode(), ': ', $e->getMessage(), "\n";
+    }
+    for ($i = 0; $i < 1000; $i++) { ephpm_kv_set("cache:$i", str_repeat('x', 4096)); }
+    var_dump(strlen(ephpm_kv_get('cache:999')), ephpm_kv_incr('hits'));
+    set_error_handler(function ($no, $msg) { echo "warning: $msg\n"; return true; });
+    session_id('t25');
+    var_dump(session_start());
+    restore_error_handler();
+    PHP;
+$ini = ['session.save_handler' => 'ephpm', 'session.use_cookies' => '0', 'session.cache_limiter' => ''];
+echo ephpm_child($code, $ini + ['ephpm.kv_backend' => "redis://127.0.0.1:$port"]);
+echo "-- allow_evicting_server=1\n";
+echo ephpm_child($code, $ini + ['ephpm.kv_backend' => "\"redis://127.0.0.1:$port?allow_evicting_server=1\""]);
+?>
+--EXPECTF--
+UNAVAILABLE: ephpm_kv_lock(): the store is unavailable; the outcome is unknown (the Redis server may evict keys: 127.0.0.1:%d has maxmemory 3145728 and maxmemory-policy allkeys-lru, so when full it evicts keys, and an evicted lock is granted to a second holder and an evicted session is lost; locks, sessions and compare-and-set calls are refused. Set maxmemory-policy noeviction (or maxmemory 0) on the server, or add allow_evicting_server=1 to ephpm.kv_backend to accept that risk)
+int(4096)
+int(1)
+warning: session_start(): ephpm: session t25: lock not acquired: the store is unavailable; the outcome is unknown (the Redis server may evict keys: %s); continuing without the lock (ephpm.session_lock_timeout_action=proceed)
+warning: session_start(): ephpm: session t25: reading its data failed: %s
+%A
+bool(false)
+-- allow_evicting_server=1
+string(36) "%s"
+int(4096)
+int(%d)
+bool(true)

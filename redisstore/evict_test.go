@@ -1,0 +1,245 @@
+package redisstore
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ephpm/ephpm/internal/redistest"
+	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/session"
+)
+
+// evicting is the configuration of a server that evicts keys when full.
+func evicting(policy string) []string {
+	return []string{"maxmemory 3mb", "maxmemory-policy " + policy}
+}
+
+// admin is a plain client for changing a server's configuration.
+func admin(t *testing.T, addr string) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// checkEvictionEvery sets evictionCheckEvery for the stores t opens.
+// Tests that drop a chosen reply set it long, so that no check of the
+// policy falls due and takes the drop instead.
+func checkEvictionEvery(t *testing.T, d time.Duration) {
+	old := evictionCheckEvery
+	evictionCheckEvery = d
+	t.Cleanup(func() { evictionCheckEvery = old })
+}
+
+// refusedForEviction asserts that err is the guard's: it names the policy
+// and the fix, and wraps none of kv's errors (the bridge reports it as
+// E_UNAVAILABLE).
+func refusedForEviction(t *testing.T, err error, what string, names ...string) {
+	t.Helper()
+	require.ErrorIs(t, err, ErrEvictingServer, what)
+	for _, s := range append(names, "noeviction", "allow_evicting_server=1") {
+		assert.Contains(t, err.Error(), s, what)
+	}
+	for _, known := range []error{kv.ErrInvalidArgument, kv.ErrNoMemory, kv.ErrNotInteger, kv.ErrOverflow} {
+		assert.NotErrorIs(t, err, known, what)
+	}
+}
+
+// The scenario of the issue: on a server that evicts, A's lock and a
+// session would be evicted by ordinary caching and B granted the lock.
+// Every call that needs exclusion or durability is refused instead;
+// plain reads and writes go on.
+func TestAnEvictingServerRefusesLocksAndSessions(t *testing.T) {
+	for _, policy := range []string{"allkeys-lru", "volatile-lru"} {
+		t.Run(policy, func(t *testing.T) {
+			srv := redistest.Start(t, evicting(policy)...)
+			s := open(t, "redis://"+srv.Addr)
+			data, lock := session.DataKey("sid"), session.LockKey("sid")
+
+			_, err := s.SetNX("lock", []byte("A"), 300*time.Second)
+			refusedForEviction(t, err, "SetNX", policy, "maxmemory 3145728", srv.Addr)
+			_, err = (&session.Locker{Store: s}).Acquire(lock, []byte("A"), time.Minute, time.Second)
+			refusedForEviction(t, err, "Locker.Acquire", policy)
+			_, err = s.DelIfEq("lock", []byte("A"))
+			refusedForEviction(t, err, "DelIfEq", policy)
+			_, err = s.ExpireIfEq("lock", []byte("A"), time.Minute)
+			refusedForEviction(t, err, "ExpireIfEq", policy)
+			_, err = s.SetGuarded(data, []byte("v"), time.Minute, lock, []byte("A"))
+			refusedForEviction(t, err, "SetGuarded", policy)
+			_, err = s.DelGuarded(data, lock, []byte("A"))
+			refusedForEviction(t, err, "DelGuarded", policy)
+			refusedForEviction(t, s.Set(data, []byte("v"), time.Minute), "Set of session data", policy)
+			_, _, err = s.GetInto(data, nil)
+			refusedForEviction(t, err, "GetInto of session data", policy)
+			_, err = s.Del(data)
+			refusedForEviction(t, err, "Del of session data", policy)
+			_, err = s.Expire(data, time.Minute)
+			refusedForEviction(t, err, "Expire of session data", policy)
+
+			// The application's cache works, evictions and all.
+			value := []byte(strings.Repeat("x", 4096))
+			for i := 0; i < 5000; i++ {
+				require.NoError(t, s.Set(fmt.Sprintf("cache:%d", i), value, time.Hour))
+			}
+			dst := make([]byte, 4096)
+			n, found, err := s.GetInto("cache:4999", dst)
+			require.NoError(t, err)
+			assert.True(t, found)
+			assert.Equal(t, value, dst[:n])
+			c, err := s.IncrBy("counter", 2, 0)
+			require.NoError(t, err)
+			assert.Equal(t, int64(2), c)
+			_, err = s.Del("cache:4999")
+			require.NoError(t, err)
+
+			// The refused calls changed nothing.
+			for _, key := range []string{"lock", data, lock} {
+				n, err := admin(t, srv.Addr).Exists(ctx, redisKey(key)).Result()
+				require.NoError(t, err)
+				assert.Zero(t, n, key)
+			}
+		})
+	}
+}
+
+// allow_evicting_server=1 is the operator's opt-in: the guard is off.
+func TestAllowEvictingServerOptsIn(t *testing.T) {
+	srv := redistest.Start(t, evicting("allkeys-lru")...)
+	s := open(t, "redis://"+srv.Addr+"?allow_evicting_server=1")
+	out, err := s.SetNX("lock", []byte("A"), time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, kv.Inserted, out)
+	ok, err := s.DelIfEq("lock", []byte("A"))
+	require.NoError(t, err)
+	assert.True(t, ok)
+	res, err := (&session.Locker{Store: s}).Acquire(session.LockKey("sid"), []byte("A"), time.Minute, time.Second)
+	require.NoError(t, err)
+	assert.True(t, res.Acquired)
+
+	for _, bad := range []string{"yes", "true", ""} {
+		_, err := parse("redis://" + srv.Addr + "?allow_evicting_server=" + bad)
+		assert.ErrorIs(t, err, ErrConfig, bad)
+	}
+	c, err := parse("redis://" + srv.Addr + "?allow_evicting_server=0")
+	require.NoError(t, err)
+	assert.False(t, c.allowEvicting)
+}
+
+// A CONFIG SET at run time is noticed within evictionCheckEvery, in both
+// directions.
+func TestAConfigSetIsNoticedWithinTheCheckPeriod(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, "redis://"+srv.Addr)
+	_, err := s.SetNX("k:first", []byte("v"), time.Minute)
+	require.NoError(t, err, "maxmemory 0: nothing is evicted")
+
+	// until calls SetNX until done says its outcome is the awaited one,
+	// and returns how long that took.
+	until := func(done func(error) bool) time.Duration {
+		start := time.Now()
+		for i := 0; ; i++ {
+			_, err := s.SetNX(fmt.Sprintf("k:%d", i), []byte("v"), time.Minute)
+			if done(err) {
+				return time.Since(start)
+			}
+			require.Less(t, time.Since(start), evictionCheckEvery+5*time.Second, "never noticed")
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	a := admin(t, srv.Addr)
+	require.NoError(t, a.ConfigSet(ctx, "maxmemory", "3mb").Err())
+	require.NoError(t, a.ConfigSet(ctx, "maxmemory-policy", "volatile-lru").Err())
+	took := until(func(err error) bool {
+		if err != nil {
+			refusedForEviction(t, err, "SetNX after CONFIG SET", "volatile-lru")
+		}
+		return err != nil
+	})
+	assert.LessOrEqual(t, took, evictionCheckEvery+300*time.Millisecond, "noticed within the period")
+
+	require.NoError(t, a.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err())
+	took = until(func(err error) bool {
+		require.True(t, err == nil || errors.Is(err, ErrEvictingServer), "%v", err)
+		return err == nil
+	})
+	assert.LessOrEqual(t, took, evictionCheckEvery+300*time.Millisecond, "noticed within the period")
+}
+
+// A new connection (here, to a server restarted with another
+// configuration) makes the next call learn the policy again, long before
+// the period would.
+func TestANewConnectionLearnsThePolicyAgain(t *testing.T) {
+	checkEvictionEvery(t, time.Hour)
+	srv := redistest.Start(t, evicting("allkeys-lru")...)
+	require.NoError(t, admin(t, srv.Addr).ConfigSet(ctx, "maxmemory-policy", "noeviction").Err())
+	s := open(t, "redis://"+srv.Addr)
+	_, err := s.SetNX("before", []byte("v"), time.Minute)
+	require.NoError(t, err)
+
+	srv.Restart(t)                                  // back to its file: allkeys-lru
+	s.SetNX("reconnects", []byte("v"), time.Minute) // checked before it found the connection closed
+	_, err = s.SetNX("after", []byte("v"), time.Minute)
+	refusedForEviction(t, err, "SetNX after the reconnect", "allkeys-lru")
+}
+
+// In a Cluster every master counts: one that may evict refuses locks on
+// keys of every master.
+func TestClusterEveryMasterCounts(t *testing.T) {
+	nodes := redistest.StartCluster(t)
+	a := admin(t, nodes[2].Addr)
+	require.NoError(t, a.ConfigSet(ctx, "maxmemory", "3mb").Err())
+	require.NoError(t, a.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru").Err())
+	s := open(t, clusterURL(nodes))
+	for i := 0; i < 10; i++ { // keys on every master
+		_, err := s.SetNX(fmt.Sprintf("lock:%d", i), []byte("A"), time.Minute)
+		refusedForEviction(t, err, "SetNX", "allkeys-lru", nodes[2].Addr)
+	}
+	require.NoError(t, s.Set("cache", []byte("v"), 0))
+}
+
+// Under Sentinel the current master counts.
+func TestSentinelMasterCounts(t *testing.T) {
+	master := redistest.Start(t, evicting("volatile-lru")...)
+	sentinel := redistest.StartSentinel(t, master)
+	s := open(t, "redis+sentinel://"+sentinel.Addr+"?master_name=mymaster")
+	_, err := s.SetNX("lock", []byte("A"), time.Minute)
+	refusedForEviction(t, err, "SetNX", "volatile-lru", "the master mymaster")
+	require.NoError(t, s.Set("cache", []byte("v"), 0))
+}
+
+// The policy comes from INFO, else CONFIG GET; a server that answers
+// neither cannot be trusted with locks.
+func TestThePolicyFromInfoElseConfig(t *testing.T) {
+	srv := redistest.Start(t, evicting("allkeys-lru")...)
+	a := admin(t, srv.Addr)
+	for _, rule := range []string{
+		"SETUSER noconfig on >pw ~* &* +@all -config",
+		"SETUSER noinfo on >pw ~* &* +@all -info",
+		"SETUSER neither on >pw ~* &* +@all -info -config",
+	} {
+		args := []any{"acl"}
+		for _, w := range strings.Fields(rule) {
+			args = append(args, w)
+		}
+		require.NoError(t, a.Do(ctx, args...).Err(), rule)
+	}
+	for _, user := range []string{"noconfig", "noinfo"} {
+		s := open(t, "redis://"+user+":pw@"+srv.Addr)
+		_, err := s.SetNX("lock", []byte("A"), time.Minute)
+		refusedForEviction(t, err, user, "allkeys-lru")
+	}
+	s := open(t, "redis://neither:pw@"+srv.Addr)
+	_, err := s.SetNX("lock", []byte("A"), time.Minute)
+	refusedForEviction(t, err, "neither", "does not say", "NOPERM")
+
+	require.NoError(t, a.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err())
+	s = open(t, "redis://noinfo:pw@"+srv.Addr)
+	_, err = s.SetNX("lock", []byte("A"), time.Minute)
+	require.NoError(t, err, "learned from CONFIG GET")
+}
