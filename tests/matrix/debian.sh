@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds ephpm and runs its suites on a newer Debian, in a chroot: PHP 8.4,
-# Symfony Lock 7.4, Laravel's cache 13, psr/simple-cache 3 and phpunit 13 on
-# the in-process store, and the Redis backend's suites (phpt, the Cluster
-# subset, the adapters, the Go contract suite) on Valkey 9 and on Redis 8.
+# Builds ephpm and runs its suites on a newer Debian, in a chroot: PHP 8.4
+# with that release's Symfony Lock, Laravel cache, psr/simple-cache and
+# phpunit on the in-process store, and the Redis backend's suites (phpt,
+# the Cluster subset, the adapters, the Go contract suite) on its Valkey and
+# on its Redis (trixie: Valkey 8.1, Redis 8.0; sid: Valkey 9, Redis 8.0).
 #
 # The chroot is made once with debootstrap and reused while it is current
 # (the same package list, made less than a week ago); it lives outside the
@@ -10,7 +11,7 @@
 # tree, Go's installation and Go's module cache are bind-mounted into it;
 # every mount is undone and every server it started is stopped on exit.
 #
-# Usage: tests/matrix/debian.sh [SUITE]   (SUITE: sid, the default)
+# Usage: tests/matrix/debian.sh [SUITE]   (SUITE: trixie, or sid, the default)
 # Needs root (debootstrap, mount, chroot); exits 77 (skipped) without it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
