@@ -371,6 +371,8 @@ func ephpmGoStats(out *C.ephpm_kv_stats) (rc C.int) {
 	full.del_if_eq_matches = C.uint64_t(st.DelIfEqMatches)
 	full.del_if_eq_mismatches = C.uint64_t(st.DelIfEqMismatches)
 	full.lock_timeouts = C.uint64_t(lockTimeouts.Load())
+	full.session_bytes, full.session_limit = C.int64_t(st.SessionBytes), C.int64_t(st.SessionLimit)
+	full.processes = C.int64_t(st.Processes)
 	// Fill only what the caller's struct has room for.
 	n := min(uintptr(out.struct_size), unsafe.Sizeof(full))
 	copy(unsafe.Slice((*byte)(unsafe.Pointer(out)), n), unsafe.Slice((*byte)(unsafe.Pointer(&full)), n))

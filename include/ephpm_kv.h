@@ -109,7 +109,7 @@ typedef struct ephpm_kv_stats {
     uint32_t struct_size;
     uint32_t reserved;
     char instance_id[40];  /* a UUID drawn when the store was made */
-    char backend[16];      /* "memory" */
+    char backend[16];      /* "memory", "shm" or "redis" */
     char eviction[16];     /* "noeviction", "volatile-lru" or "allkeys-lru" */
     char compression[8];   /* "none" or "lz4" */
     int64_t keys;          /* entries, counting expired ones not yet reclaimed */
@@ -122,6 +122,11 @@ typedef struct ephpm_kv_stats {
     uint64_t set_nx_wins, set_nx_losses;
     uint64_t del_if_eq_matches, del_if_eq_mismatches;
     uint64_t lock_timeouts; /* set_nx_wait calls that ran out of time */
+    /* ---- appended for the session budget and the shared-memory store ---- */
+    int64_t session_bytes;  /* the part of bytes_used charged to session data */
+    int64_t session_limit;  /* the session data's budget; 0: none */
+    int64_t processes;      /* processes attached to the shared-memory segment;
+                             * 0 for a backend that has none */
 } ephpm_kv_stats;
 
 typedef struct ephpm_kv_ops {

@@ -33,6 +33,10 @@ type Stats struct {
 	SetNXLosses       uint64
 	DelIfEqMatches    uint64
 	DelIfEqMismatches uint64
+
+	// Processes is how many processes share the store (a shared-memory
+	// segment's attached processes); 0 for a store of one process.
+	Processes int64
 }
 
 // Stats returns the store's figures now. It takes each shard lock in turn.

@@ -288,6 +288,10 @@ void ephpm_stats_to_array(const ephpm_kv_stats *st, zval *arr)
     add_assoc_long(arr, "del_if_eq_matches", (zend_long)st->del_if_eq_matches);
     add_assoc_long(arr, "del_if_eq_mismatches", (zend_long)st->del_if_eq_mismatches);
     add_assoc_long(arr, "lock_timeouts", (zend_long)st->lock_timeouts);
+    /* Fields a provider older than them leaves as the caller zeroed them. */
+    add_assoc_long(arr, "session_bytes", (zend_long)st->session_bytes);
+    add_assoc_long(arr, "session_limit", (zend_long)st->session_limit);
+    add_assoc_long(arr, "processes", (zend_long)st->processes);
 }
 
 static PHP_GINIT_FUNCTION(ephpm)

@@ -59,6 +59,9 @@ set_nx_losses => 0
 del_if_eq_matches => 0
 del_if_eq_mismatches => 0
 lock_timeouts => 0
+session_bytes => 0
+session_limit => 33554432
+processes => 0
 
 instance_id: same
 keys: same

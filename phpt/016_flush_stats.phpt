@@ -24,6 +24,7 @@ var_dump($after['set_nx_losses'] - $before['set_nx_losses'] >= 3);
 var_dump($after['keys'], $after['bytes_used'] > 0, $after['backend'], $after['memory_limit']);
 var_dump(preg_match('/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/', $after['instance_id']));
 var_dump($after['pid'] === getmypid(), str_ends_with($after['library'], 'libephpm.so'));
+var_dump($after['session_bytes'], $after['session_limit'], $after['processes']);
 
 var_dump(ephpm_kv_flush_all());
 $flushed = ephpm_kv_stats();
@@ -47,6 +48,9 @@ int(67108864)
 int(1)
 bool(true)
 bool(true)
+int(0)
+int(33554432)
+int(0)
 bool(true)
 int(0)
 int(0)

@@ -879,6 +879,7 @@ func (s *Store) Stats() (kv.Stats, error) {
 		st.DelIfEqMismatches += c(cDelIfEqMismatches)
 		s.unlock(sh)
 	}
+	st.Processes = int64(s.Attached())
 	return st, nil
 }
 
