@@ -1,4 +1,9 @@
+// Expiry: the store's clock, when an entry is expired, and the per-shard
+// heap of expiry items the sweeper works from.
+
 package kv
+
+import "time"
 
 // expiryItem says that an entry whose key hashes to h was due to expire at
 // at. The entry may since have been replaced, deleted or given another TTL;
@@ -63,4 +68,55 @@ func (h expiryHeap) down(i int) {
 		h[i], h[least] = h[least], h[i]
 		i = least
 	}
+}
+
+// clock reads the store's clock at most once, and only if asked: a clock
+// read costs about as much as a whole lookup, and entries without a TTL
+// never need one.
+type clock struct {
+	s   *Store
+	t   int64
+	set bool
+}
+
+func expiryAt(now int64, ttl time.Duration) int64 {
+	if ttl == 0 {
+		return 0
+	}
+	return now + int64(ttl)
+}
+
+// noteExpiry keeps the volatile count and the expiry heap in step when a
+// block with expiry at (0: none), whose key hashes to h, enters (added) or
+// leaves the table. Caller holds sh.mu for writing.
+func (sh *shard) noteExpiry(at int64, h uint32, added bool) {
+	if at == 0 {
+		return
+	}
+	if !added {
+		sh.volatile--
+		// The item pushed last is usually this block's (a lock taken and
+		// released, a refreshed TTL): take it back now rather than leave a
+		// stale item for the sweeper or a compaction.
+		if n := len(sh.expiries) - 1; n >= 0 && sh.expiries[n] == (expiryItem{at: at, h: h}) {
+			sh.expiries = sh.expiries[:n]
+		}
+		return
+	}
+	sh.volatile++
+	sh.expiries.push(expiryItem{at: at, h: h})
+	sh.compactExpiries()
+}
+
+func (c *clock) now() int64 {
+	if !c.set {
+		c.t, c.set = c.s.now(), true
+	}
+	return c.t
+}
+
+// expired reports whether b has a TTL that has passed.
+func (c *clock) expired(b block) bool {
+	at := blockExpireAt(b)
+	return at != 0 && at <= c.now()
 }
