@@ -15,7 +15,7 @@ import (
 //	[18:...) key, then padding to a multiple of 8, then the stored value
 //
 // The value starts 8-byte aligned because copying from an odd address runs
-// at a third of the speed (measured: 4 KiB in 134 ns against 39 ns).
+// at a third of the speed (docs/measurements.md, "kv: aligned values").
 //
 // A stored value is the value itself, or with flagCompressed a 4-byte
 // little-endian length of the value followed by its lz4 block.
@@ -25,7 +25,7 @@ import (
 //     it in place for a value of the same rounded size, and a removed one
 //     becomes its shard's spare for the next small write. So it is read
 //     only under its shard's lock; allocating a block per write cost as
-//     much as the rest of Set (measured: newBlock was 43% of Set's time).
+//     much as the rest of Set (docs/measurements.md, "kv: recycled blocks").
 //   - Any other block never changes once built except its expiry and
 //     access fields and flagRead, so a reader may copy its value after
 //     dropping the lock (a 64 KiB copy or an lz4 decompression does not

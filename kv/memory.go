@@ -94,8 +94,8 @@ const creditChunk = 4 << 10
 // so that credit never stands between a write and room that is there.
 // Otherwise, with writers in other shards taking a chunk again as soon as
 // a refused write had returned their credit, a write that fits could be
-// refused and every write near the limit slowed down (a review measured
-// 28-41 of 200 refused, and 70 s for 200 writes, with 16 writers).
+// refused and every write near the limit slowed down (docs/measurements.md,
+// "kv: credit near the limit").
 const tightMargin = numShards * 2 * creditChunk
 
 func (m *memory) compression() compressionConfig { return *m.comp.Load() }

@@ -3,7 +3,8 @@ package kv
 // counters are one shard's; Stats adds them up. They are plain integers
 // guarded by the shard lock, which every operation that counts holds
 // anyway: an atomic store on amd64 is a locked XCHG, and eight of them on
-// the lock path cost more than the store's own work (measured with perf).
+// the lock path cost more than the store's own work (docs/measurements.md,
+// "kv: counters").
 type counters struct {
 	hits, misses                      uint64
 	sets, evictions, expirations      uint64

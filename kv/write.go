@@ -45,7 +45,7 @@ const (
 // Callers fill their request field by field and prepare completes it in
 // place: a request returned by value, or written as a composite literal,
 // is built aside and copied (120 bytes in 8- and 16-byte moves), and the
-// copy stalled on store forwarding, ~10 ns per write.
+// copy stalls on store forwarding (docs/measurements.md, "kv: write requests").
 func (s *Store) prepare(r *writeReq) {
 	if !s.buildsPlainSmall(r.key, r.value) {
 		r.b = s.build(r.key, r.value, r.flags, r.at)

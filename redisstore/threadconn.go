@@ -157,10 +157,9 @@ const rawWaitLimit = 10 * time.Millisecond
 //
 // The first rawWaitLimit is a raw ppoll(2): the runtime is not told that
 // the thread is in a system call. Told (as syscall.Syscall does), it keeps
-// sysmon polling every 20 µs or so to see whether to hand this goroutine's
-// P to another thread, and that alone cost ~10 µs per round trip against
-// phpredis on a 2-core VM (redis_bench.php: 1.10-1.16× with the told
-// call, 0.97-1.06× with the raw one). A raw call holds the P, so it is
+// sysmon polling to see whether to hand this goroutine's P to another
+// thread, which makes a round trip measurably slower than phpredis's
+// (docs/measurements.md, "Redis: raw and told waits"). A raw call holds the P, so it is
 // bounded: a stop-the-world or a goroutine that needs this P waits at most
 // rawWaitLimit (less where the preemption signal reaches the thread: it
 // interrupts ppoll, which is never restarted; a host thread that blocks
@@ -175,9 +174,8 @@ const rawWaitLimit = 10 * time.Millisecond
 // The limit is not shorter because a timeout shorter than the kernel's
 // tick must be programmed into the timer device, once when the wait
 // starts and once when it ends early, and under a hypervisor each is a
-// trap: on the build VM a C loop of GETs (peek, send, ppoll, recv) took
-// 17.0 µs per GET with a 1 ms timeout against 10.2-10.4 µs with 10 ms or
-// more and 9.9 µs with none (4 ms tick); ephpm's wait had been 1 ms.
+// trap that costs a large part of a loopback round trip (docs/measurements.md,
+// "Redis: the raw wait's bound").
 //
 // A deadline set while a wait without one is under way does not end that
 // wait (net.Conn's would); go-redis and crypto/tls set deadlines before
