@@ -157,7 +157,10 @@ typedef struct ephpm_kv_ops {
     /* set_nx: store value under key only if no live entry holds it, and
      * apply ttl_ms in the same atomic step. Among any number of concurrent
      * callers on a free key exactly one gets OK; the others get EXISTS.
-     * An expired entry counts as absent. */
+     * An expired entry counts as absent. The entry is a lock: the store
+     * never evicts it, only its TTL, del, del_if_eq and flush remove it (a
+     * Redis backend refuses set_nx, with E_UNAVAILABLE, while the server
+     * may evict keys, unless its URL says allow_evicting_server=1). */
     int (*set_nx)(const char *key, size_t key_len,
                   const char *value, size_t value_len, int64_t ttl_ms);
 

@@ -1,9 +1,9 @@
 /*
  * ephpm_session.h - the names the session protocol gives to keys.
  *
- * The PHP session handler (php-ext/ephpm_session.c) and the Go package
- * session/ must agree on them; session/keys_test.go reads this file to
- * prove it. A session <sid> keeps its data under
+ * The PHP session handler (php-ext/ephpm_session_handler.c) and the Go
+ * package session/ must agree on them; session/session_test.go reads this
+ * file to prove it. A session <sid> keeps its data under
  * EPHPM_SESSION_DATA_PREFIX<sid> and its lock under
  * EPHPM_SESSION_LOCK_PREFIX<sid>; the lock's value is the holder's token,
  * EPHPM_SESSION_TOKEN_BYTES random bytes from a CSPRNG, hex-encoded.

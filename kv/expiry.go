@@ -88,7 +88,7 @@ func expiryAt(now int64, ttl time.Duration) int64 {
 
 // noteExpiry keeps the volatile count and the expiry heap in step when a
 // block with expiry at (0: none), whose key hashes to h, enters (added) or
-// leaves the table. Caller holds sh.mu for writing.
+// leaves the table. Caller holds sh.mu.
 func (sh *shard) noteExpiry(at int64, h uint32, added bool) {
 	if at == 0 {
 		return

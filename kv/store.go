@@ -240,7 +240,7 @@ func (s *Store) isPinnedKey(key string) bool {
 }
 
 // live returns key's block and slot if it is there and not expired; an
-// expired block is removed. Caller holds sh.mu for writing.
+// expired block is removed. Caller holds sh.mu.
 func (s *Store) live(sh *shard, h uint32, key string, c *clock) (block, int) {
 	i := sh.t.find(h, key)
 	if i < 0 {

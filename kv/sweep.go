@@ -55,7 +55,7 @@ func (s *Store) sweepShard(sh *shard) int {
 }
 
 // removeExpired removes the entries whose key hashes to h and that are
-// expired at now. Caller holds sh.mu for writing.
+// expired at now. Caller holds sh.mu.
 func (s *Store) removeExpired(sh *shard, h uint32, now int64) int {
 	removed := 0
 	for i := sh.t.nextWithHash(h, -1); i >= 0; i = sh.t.nextWithHash(h, i) {

@@ -70,7 +70,7 @@ func (s *Store) Wait(key string, timeout time.Duration) bool {
 	return b == nil
 }
 
-// wakeOne wakes the oldest waiter on key. Caller holds sh.mu for writing.
+// wakeOne wakes the oldest waiter on key. Caller holds sh.mu.
 func (sh *shard) wakeOne(key string) {
 	q := sh.waiters[key]
 	if q == nil {
@@ -85,7 +85,7 @@ func (sh *shard) wakeOne(key string) {
 }
 
 // dropWaiter removes w from key's queue if it is still there. Caller holds
-// sh.mu for writing.
+// sh.mu.
 func (sh *shard) dropWaiter(key string, w *waiter) {
 	q := sh.waiters[key]
 	if q == nil {

@@ -237,7 +237,7 @@ func (sh *shard) recycle(b block) {
 }
 
 // removeAt deletes the entry in slot i and wakes the oldest caller waiting
-// for its key. Caller holds sh.mu for writing.
+// for its key. Caller holds sh.mu.
 func (s *Store) removeAt(sh *shard, i int, expired bool) {
 	b, h := sh.t.blocks[i], sh.t.hashes[i]
 	kind := s.sess.kindOf(blockKey(b))
