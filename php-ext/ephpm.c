@@ -1,8 +1,9 @@
 /*
- * ephpm: the module. Its ini settings, the exception class, phpinfo(), and
- * the mapping of the table's failure codes to messages and exceptions. The
- * PHP functions are in ephpm_functions.c, the session handler in
- * ephpm_session_handler.c; the store's logic lives in Go, behind the table.
+ * ephpm: the module. Its ini settings, the exception class, phpinfo() and
+ * the request hooks. The PHP functions are in ephpm_functions.c, the
+ * session handler in ephpm_session_handler.c, the reads and figures both
+ * use in ephpm_store.c, the failure texts and exceptions in ephpm_errors.c;
+ * the store's logic lives in Go, behind the table.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -186,113 +187,6 @@ PHP_INI_BEGIN()
     PHP_INI_ENTRY("ephpm.session_lock_wait", "30", PHP_INI_ALL, OnUpdateEphpmLockWait)
     PHP_INI_ENTRY("ephpm.session_lock_timeout_action", "proceed", PHP_INI_ALL, OnUpdateEphpmLockAction)
 PHP_INI_END()
-
-const char *ephpm_status_cause(int rc)
-{
-    switch (rc) {
-    case EPHPM_KV_E_NOMEM:
-        return "the store is out of memory; nothing was written";
-    case EPHPM_KV_E_UNAVAILABLE:
-        return "the store is unavailable; the outcome is unknown";
-    case EPHPM_KV_E_INVALID:
-        return "the store rejected an argument";
-    case EPHPM_KV_E_FORKED:
-        return "this process was forked after the ephpm library was loaded";
-    case EPHPM_KV_E_NOT_LOADED:
-        return "the ephpm library is not loaded";
-    case EPHPM_KV_E_UNSUPPORTED:
-        return "not supported by the loaded ephpm library";
-    case EPHPM_KV_E_NOT_INTEGER:
-        return "the stored value is not an integer";
-    case EPHPM_KV_E_OVERFLOW:
-        return "the result would overflow a 64-bit integer";
-    default:
-        return "the library answered with an unknown status";
-    }
-}
-
-const char *ephpm_failure_text(int rc, char *buf, size_t buf_len)
-{
-    const ephpm_kv_ops *ops = ephpm_provider_loaded();
-    char detail[512];
-    size_t len = 0;
-    /* Only codes the provider's Go side sets come with a message there;
-     * for the others, last_error may still hold an older, unrelated one. */
-    bool from_provider = rc == EPHPM_KV_E_NOMEM || rc == EPHPM_KV_E_UNAVAILABLE
-                         || rc == EPHPM_KV_E_NOT_INTEGER || rc == EPHPM_KV_E_OVERFLOW;
-    if (from_provider && ops != NULL && EPHPM_KV_OPS_HAS(ops, last_error)
-        && ops->last_error(detail, sizeof detail - 1, &len) == EPHPM_KV_OK && len > 0) {
-        detail[len] = '\0';
-        snprintf(buf, buf_len, "%s (%s)", ephpm_status_cause(rc), detail);
-    } else {
-        snprintf(buf, buf_len, "%s", ephpm_status_cause(rc));
-    }
-    return buf;
-}
-
-ZEND_COLD void ephpm_throw_status(int rc)
-{
-    const char *func = get_active_function_name();
-    switch (rc) {
-    case EPHPM_KV_E_NOMEM:
-    case EPHPM_KV_E_UNAVAILABLE:
-    case EPHPM_KV_E_INVALID:
-    case EPHPM_KV_E_NOT_INTEGER:
-    case EPHPM_KV_E_OVERFLOW: {
-        char text[768];
-        zend_throw_exception_ex(ephpm_kv_exception_ce, -rc, "%s(): %s", func,
-                                ephpm_failure_text(rc, text, sizeof text));
-        break;
-    }
-    case EPHPM_KV_E_FORKED:
-        zend_throw_exception_ex(ephpm_kv_exception_ce, -rc,
-            "%s(): this process (pid %ld) was forked from pid %ld after the ephpm library was "
-            "loaded there, and a Go runtime does not survive fork. Use the store only in "
-            "pid %ld, or fork before the first ephpm call so the child loads its own",
-            func, (long)getpid(), (long)ephpm_provider_pid(), (long)ephpm_provider_pid());
-        break;
-    case EPHPM_KV_E_UNSUPPORTED: {
-        const ephpm_kv_ops *ops = ephpm_provider_loaded();
-        zend_throw_exception_ex(ephpm_kv_exception_ce, -rc,
-            "%s(): not supported by the loaded library %s: its table (%u bytes) is older than "
-            "this extension's (%zu bytes); install the library built with this extension",
-            func, ephpm_provider_origin(), ops ? ops->struct_size : 0, sizeof(ephpm_kv_ops));
-        break;
-    }
-    default:
-        zend_throw_exception_ex(ephpm_kv_exception_ce, -EPHPM_KV_E_UNAVAILABLE,
-            "%s(): the library answered with the unknown status %d", func, rc);
-        break;
-    }
-}
-
-void ephpm_stats_to_array(const ephpm_kv_stats *st, zval *arr)
-{
-    array_init(arr);
-    add_assoc_string(arr, "instance_id", st->instance_id);
-    add_assoc_string(arr, "backend", st->backend);
-    add_assoc_string(arr, "library", ephpm_provider_origin());
-    add_assoc_long(arr, "pid", (zend_long)ephpm_provider_pid());
-    add_assoc_string(arr, "eviction", st->eviction);
-    add_assoc_string(arr, "compression", st->compression);
-    add_assoc_long(arr, "keys", (zend_long)st->keys);
-    add_assoc_long(arr, "bytes_used", (zend_long)st->bytes_used);
-    add_assoc_long(arr, "memory_limit", (zend_long)st->memory_limit);
-    add_assoc_long(arr, "hits", (zend_long)st->hits);
-    add_assoc_long(arr, "misses", (zend_long)st->misses);
-    add_assoc_long(arr, "sets", (zend_long)st->sets);
-    add_assoc_long(arr, "evictions", (zend_long)st->evictions);
-    add_assoc_long(arr, "expirations", (zend_long)st->expirations);
-    add_assoc_long(arr, "set_nx_wins", (zend_long)st->set_nx_wins);
-    add_assoc_long(arr, "set_nx_losses", (zend_long)st->set_nx_losses);
-    add_assoc_long(arr, "del_if_eq_matches", (zend_long)st->del_if_eq_matches);
-    add_assoc_long(arr, "del_if_eq_mismatches", (zend_long)st->del_if_eq_mismatches);
-    add_assoc_long(arr, "lock_timeouts", (zend_long)st->lock_timeouts);
-    /* Fields a provider older than them leaves as the caller zeroed them. */
-    add_assoc_long(arr, "session_bytes", (zend_long)st->session_bytes);
-    add_assoc_long(arr, "session_limit", (zend_long)st->session_limit);
-    add_assoc_long(arr, "processes", (zend_long)st->processes);
-}
 
 static PHP_GINIT_FUNCTION(ephpm)
 {

@@ -3,7 +3,7 @@
  *
  * Each parses and checks its arguments (ValueError or TypeError, store
  * unchanged), makes exactly one call through the provider's ops table (two
- * for a value larger than the get buffer of ephpm_kv_fetch), and turns the
+ * for a value larger than the get buffer of ephpm_kv_fetch, ephpm_store.c), and turns the
  * status into a return value or an Ephpm\KvException. Every function here
  * crosses into Go through the table.
  */
@@ -73,60 +73,6 @@ static const ephpm_kv_ops *ephpm_ops_with(size_t offset, size_t size)
 }
 
 /* ---- reads -------------------------------------------------------------- */
-
-/* A get crosses into Go once, into a buffer of two pages: a zend_string of
- * EPHPM_GET_BUF bytes, the largest that fits them with its header. The
- * value is copied once, by Go, into the buffer. A value too big for a small
- * allocation (the size at which emalloc would take whole pages anyway) is
- * handed out as the buffer itself, truncated in place, so it is not copied
- * again (get 4 KiB: 188 ns with a second copy, APCu 148 ns); a smaller
- * one is copied into a string of its size and the buffer kept. A value
- * over EPHPM_GET_BUF takes a second crossing into a string of exactly the
- * size the first one reported. */
-#define EPHPM_GET_BUF (2 * 4096 - _ZSTR_HEADER_SIZE - 1)
-#define EPHPM_GET_HANDOUT_MIN (3072 - _ZSTR_HEADER_SIZE)
-
-int ephpm_kv_fetch(const ephpm_kv_ops *ops, const char *key, size_t key_len, zend_string **value)
-{
-    if (EPHPM_G(get_buf) == NULL) {
-        EPHPM_G(get_buf) = zend_string_alloc(EPHPM_GET_BUF, 0);
-    }
-    zend_string *buf = EPHPM_G(get_buf);
-    size_t len = 0;
-    int rc = ops->get(key, key_len, ZSTR_VAL(buf), EPHPM_GET_BUF, &len);
-    if (EXPECTED(rc == EPHPM_KV_OK)) {
-        if (len >= EPHPM_GET_HANDOUT_MIN) {
-            EPHPM_G(get_buf) = NULL;
-            *value = zend_string_truncate(buf, len, 0);
-            ZSTR_VAL(*value)[len] = '\0';
-        } else {
-            *value = len <= 1 ? (len ? ZSTR_CHAR((zend_uchar)ZSTR_VAL(buf)[0]) : ZSTR_EMPTY_ALLOC())
-                              : zend_string_init(ZSTR_VAL(buf), len, 0);
-        }
-        return rc;
-    }
-    /* The value may grow between calls: retry into its newest size. */
-    while (rc == EPHPM_KV_TOO_SMALL) {
-        zend_string *str = zend_string_alloc(len, 0);
-        rc = ops->get(key, key_len, ZSTR_VAL(str), ZSTR_LEN(str), &len);
-        if (rc == EPHPM_KV_OK) {
-            ZSTR_LEN(str) = len;
-            ZSTR_VAL(str)[len] = '\0';
-            *value = str;
-            return rc;
-        }
-        zend_string_efree(str);
-    }
-    return rc;
-}
-
-void ephpm_kv_fetch_request_end(void)
-{
-    if (EPHPM_G(get_buf) != NULL) {
-        zend_string_efree(EPHPM_G(get_buf));
-        EPHPM_G(get_buf) = NULL;
-    }
-}
 
 /* {{{ ephpm_kv_get(string $key): ?string */
 ZEND_FUNCTION(ephpm_kv_get)

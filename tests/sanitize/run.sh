@@ -15,8 +15,7 @@ san=(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=
 
 gcc -shared -fPIC -fvisibility=hidden "${san[@]}" -D_GNU_SOURCE -DCOMPILE_DL_EPHPM=1 -DZEND_ENABLE_STATIC_TSRMLS_CACHE=1 \
     -I"$src/include" -I"$src/php-ext" $(php-config --includes) \
-    "$src"/php-ext/ephpm.c "$src"/php-ext/ephpm_functions.c "$src"/php-ext/ephpm_provider.c \
-    "$src"/php-ext/ephpm_session_handler.c -o "$out/ephpm.so" -ldl -lpthread
+    "$src"/php-ext/*.c -o "$out/ephpm.so" -ldl -lpthread
 cp "$build/modules/libephpm.so" "$out/"
 mkdir -p "$out/test" && cp "$build"/modules/test/*.so "$out/test/"
 gcc "${san[@]}" -I"$src/include" "$src/tests/c/kv_table_test.c" -o "$out/kv_table_test" -lpthread -ldl
