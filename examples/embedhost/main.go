@@ -4,7 +4,12 @@
 // writes. The host links the bridge into its own runtime and exports the
 // ops table; the extension finds it there and loads no second Go runtime.
 //
-//	go run ./examples/embedhost -ext build/modules/ephpm.so -addr 127.0.0.1:8132
+//	cd examples/embedhost && CGO_CFLAGS="$(php-config --includes)" CGO_LDFLAGS="-lphp$(php-config --version | cut -d. -f1,2)" \
+//	    go run . -ext ../../build/modules/ephpm.so -addr 127.0.0.1:8132
+//
+// It is a module of its own, so that go test ./... in the repository's root
+// needs no PHP headers; PHP's include paths and library come from php-config
+// (CMake passes them to its test).
 //
 // Beside the PHP scripts it serves /go/get?key=K and /go/set?key=K&value=V,
 // answered by Go straight from the store. PHP here is NTS, so scripts run
@@ -12,8 +17,7 @@
 package main
 
 /*
-#cgo CFLAGS: -I/usr/include/php/20220829 -I/usr/include/php/20220829/main -I/usr/include/php/20220829/Zend -I/usr/include/php/20220829/TSRM -I/usr/include/php/20220829/sapi/embed
-#cgo LDFLAGS: -lphp8.2 -rdynamic
+#cgo LDFLAGS: -rdynamic
 #include <stdlib.h>
 int host_php_start(const char *ini_path);
 int host_php_run(const char *path, const char *query, const char *cookie);
