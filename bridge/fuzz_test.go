@@ -1,3 +1,5 @@
+//go:build ephpmtest
+
 package bridge
 
 import (

@@ -1,3 +1,8 @@
+//go:build ephpmtest
+
+// invoke.go calls the table's members from Go as a C consumer would, for
+// the fuzz test; the ephpmtest build tag keeps it out of libephpm.so.
+
 package bridge
 
 /*
