@@ -13,10 +13,10 @@ import (
 // ErrOverflow if the sum leaves the int64 range, or ErrNoMemory; then
 // nothing changed.
 func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int64, error) {
-	if err := checkKey(key); err != nil {
+	if err := CheckKey(key); err != nil {
 		return 0, err
 	}
-	if err := checkTTL(ttlOnCreate); err != nil {
+	if err := CheckTTL(ttlOnCreate); err != nil {
 		return 0, err
 	}
 	sh, h, kind := s.locate(key)

@@ -206,28 +206,31 @@ func (s *Store) locate(key string) (*shard, uint32, keyKind) {
 	return &s.shards[h&(numShards-1)], th, kind
 }
 
-func checkKey(key string) error {
+// CheckKey, CheckTTL and CheckWrite are the store's limits on its
+// arguments, for every backend that enforces them itself: each returns an
+// error wrapping ErrInvalidArgument that says what is out of range, or nil.
+func CheckKey(key string) error {
 	if len(key) == 0 || len(key) > MaxKeyLen {
 		return fmt.Errorf("%w: key length %d is outside 1..%d", ErrInvalidArgument, len(key), MaxKeyLen)
 	}
 	return nil
 }
 
-func checkTTL(ttl time.Duration) error {
+func CheckTTL(ttl time.Duration) error {
 	if ttl < 0 || ttl > MaxTTL {
 		return fmt.Errorf("%w: ttl %v is outside 0..%v", ErrInvalidArgument, ttl, MaxTTL)
 	}
 	return nil
 }
 
-func checkWrite(key string, value []byte, ttl time.Duration) error {
-	if err := checkKey(key); err != nil {
+func CheckWrite(key string, value []byte, ttl time.Duration) error {
+	if err := CheckKey(key); err != nil {
 		return err
 	}
 	if len(value) > MaxValueLen {
 		return fmt.Errorf("%w: value length %d exceeds %d", ErrInvalidArgument, len(value), MaxValueLen)
 	}
-	return checkTTL(ttl)
+	return CheckTTL(ttl)
 }
 
 func (s *Store) isPinnedKey(key string) bool {
@@ -342,7 +345,7 @@ func (s *Store) PTTL(key string) (time.Duration, bool) {
 // an absent key. It fails on an invalid argument or with ErrNoMemory, and
 // then changes nothing.
 func (s *Store) Set(key string, value []byte, ttl time.Duration) error {
-	if err := checkWrite(key, value, ttl); err != nil {
+	if err := CheckWrite(key, value, ttl); err != nil {
 		return err
 	}
 	var at int64
@@ -362,7 +365,7 @@ func (s *Store) Set(key string, value []byte, ttl time.Duration) error {
 // and is replaced. The entry is a lock: it is never evicted. On an error
 // nothing changed.
 func (s *Store) SetNX(key string, value []byte, ttl time.Duration) (SetNXOutcome, error) {
-	if err := checkWrite(key, value, ttl); err != nil {
+	if err := CheckWrite(key, value, ttl); err != nil {
 		return 0, err
 	}
 	var r writeReq
@@ -385,10 +388,10 @@ func (s *Store) SetNX(key string, value []byte, ttl time.Duration) (SetNXOutcome
 // what the new holder protects. On an error (invalid argument, ErrNoMemory)
 // nothing changed.
 func (s *Store) SetGuarded(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
-	if err := checkWrite(key, value, ttl); err != nil {
+	if err := CheckWrite(key, value, ttl); err != nil {
 		return false, err
 	}
-	if err := checkKey(guardKey); err != nil {
+	if err := CheckKey(guardKey); err != nil {
 		return false, err
 	}
 	var r writeReq
@@ -405,10 +408,10 @@ func (s *Store) SetGuarded(key string, value []byte, ttl time.Duration, guardKey
 // was taken by another cannot delete what the new holder protects. It fails
 // only on an invalid argument, and then changes nothing.
 func (s *Store) DelGuarded(key, guardKey string, guardToken []byte) (bool, error) {
-	if err := checkKey(key); err != nil {
+	if err := CheckKey(key); err != nil {
 		return false, err
 	}
-	if err := checkKey(guardKey); err != nil {
+	if err := CheckKey(guardKey); err != nil {
 		return false, err
 	}
 	sh, h, _ := s.locate(key)
@@ -480,10 +483,10 @@ func (s *Store) ExpireIfEq(key string, token []byte, ttl time.Duration) (bool, e
 }
 
 func (s *Store) expireIf(key string, token []byte, ttl time.Duration) (bool, error) {
-	if err := checkKey(key); err != nil {
+	if err := CheckKey(key); err != nil {
 		return false, err
 	}
-	if err := checkTTL(ttl); err != nil {
+	if err := CheckTTL(ttl); err != nil {
 		return false, err
 	}
 	sh, h, kind := s.locate(key)

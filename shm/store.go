@@ -260,30 +260,6 @@ func (s *Store) lruClock(t int64) uint32 {
 	return c
 }
 
-func checkKey(key string) error {
-	if len(key) == 0 || len(key) > kv.MaxKeyLen {
-		return fmt.Errorf("%w: key length %d is outside 1..%d", kv.ErrInvalidArgument, len(key), kv.MaxKeyLen)
-	}
-	return nil
-}
-
-func checkTTL(ttl time.Duration) error {
-	if ttl < 0 || ttl > kv.MaxTTL {
-		return fmt.Errorf("%w: ttl %v is outside 0..%v", kv.ErrInvalidArgument, ttl, kv.MaxTTL)
-	}
-	return nil
-}
-
-func checkWrite(key string, value []byte, ttl time.Duration) error {
-	if err := checkKey(key); err != nil {
-		return err
-	}
-	if len(value) > kv.MaxValueLen {
-		return fmt.Errorf("%w: value length %d exceeds %d", kv.ErrInvalidArgument, len(value), kv.MaxValueLen)
-	}
-	return checkTTL(ttl)
-}
-
 func expired(at, t int64) bool { return at != 0 && at <= t }
 
 func chargeOf(size int64) int64 { return size + entryOverhead }
@@ -565,7 +541,7 @@ func (s *Store) GetInto(key string, dst []byte) (int, bool, error) {
 
 // Set stores value under key with a TTL (0: none), replacing any entry.
 func (s *Store) Set(key string, value []byte, ttl time.Duration) error {
-	if err := checkWrite(key, value, ttl); err != nil {
+	if err := kv.CheckWrite(key, value, ttl); err != nil {
 		return err
 	}
 	_, err := s.install(key, value, ttl, s.pinFlag(key), modeSet, "", nil)
@@ -575,7 +551,7 @@ func (s *Store) Set(key string, value []byte, ttl time.Duration) error {
 // SetNX stores value under key only if no live entry is there, with its
 // TTL in the same step; the entry is a lock and is never evicted.
 func (s *Store) SetNX(key string, value []byte, ttl time.Duration) (kv.SetNXOutcome, error) {
-	if err := checkWrite(key, value, ttl); err != nil {
+	if err := kv.CheckWrite(key, value, ttl); err != nil {
 		return 0, err
 	}
 	ok, err := s.install(key, value, ttl, flagPinned, modeSetNX, "", nil)
@@ -591,10 +567,10 @@ func (s *Store) SetNX(key string, value []byte, ttl time.Duration) (kv.SetNXOutc
 // SetGuarded stores value under key only while guardKey holds a live entry
 // equal to guardToken, with both shards held.
 func (s *Store) SetGuarded(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
-	if err := checkWrite(key, value, ttl); err != nil {
+	if err := kv.CheckWrite(key, value, ttl); err != nil {
 		return false, err
 	}
-	if err := checkKey(guardKey); err != nil {
+	if err := kv.CheckKey(guardKey); err != nil {
 		return false, err
 	}
 	return s.install(key, value, ttl, s.pinFlag(key), modeGuarded, guardKey, guardToken)
@@ -603,10 +579,10 @@ func (s *Store) SetGuarded(key string, value []byte, ttl time.Duration, guardKey
 // DelGuarded removes key only while guardKey holds a live entry equal to
 // guardToken, and reports whether the guard held.
 func (s *Store) DelGuarded(key, guardKey string, guardToken []byte) (bool, error) {
-	if err := checkKey(key); err != nil {
+	if err := kv.CheckKey(key); err != nil {
 		return false, err
 	}
-	if err := checkKey(guardKey); err != nil {
+	if err := kv.CheckKey(guardKey); err != nil {
 		return false, err
 	}
 	if err := s.enter(); err != nil {
@@ -696,10 +672,10 @@ func (s *Store) ExpireIfEq(key string, token []byte, ttl time.Duration) (bool, e
 }
 
 func (s *Store) expireIf(key string, token []byte, ttl time.Duration) (bool, error) {
-	if err := checkKey(key); err != nil {
+	if err := kv.CheckKey(key); err != nil {
 		return false, err
 	}
-	if err := checkTTL(ttl); err != nil {
+	if err := kv.CheckTTL(ttl); err != nil {
 		return false, err
 	}
 	sh, h, tag, err := s.lockKey(key)
@@ -766,10 +742,10 @@ func (s *Store) PTTL(key string) (time.Duration, bool, error) {
 // atomically; a missing key is created holding delta with ttlOnCreate, an
 // existing entry keeps its TTL.
 func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int64, error) {
-	if err := checkKey(key); err != nil {
+	if err := kv.CheckKey(key); err != nil {
 		return 0, err
 	}
-	if err := checkTTL(ttlOnCreate); err != nil {
+	if err := kv.CheckTTL(ttlOnCreate); err != nil {
 		return 0, err
 	}
 	if err := s.enter(); err != nil {
