@@ -9,8 +9,6 @@
 #include "config.h"
 #endif
 
-#include <unistd.h>
-
 #include "php.h"
 #include "php_ini.h"
 #include "php_main.h"
