@@ -36,6 +36,16 @@ type Backend interface {
 	PTTL(key string) (ttl time.Duration, found bool, err error)
 	ExpireIfEq(key string, token []byte, ttl time.Duration) (bool, error)
 	IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int64, error)
+	// GetMany writes the get_many value record of each key, in order, into
+	// dst if they all fit, and returns their total length either way
+	// (n > len(dst): dst holds nothing usable). Each key is read on its own.
+	GetMany(keys []string, dst []byte) (n int, err error)
+	// SetMany stores values[i] under keys[i] with ttl, in order, each
+	// atomically on its own, after checking them all (CheckBatch: a bad
+	// entry writes nothing). It returns how many leading entries are
+	// stored; on an error, the entry at that index failed (include/
+	// ephpm_kv.h, set_many, says what the entries after it hold).
+	SetMany(keys []string, values [][]byte, ttl time.Duration) (stored int, err error)
 	Flush() error
 	Stats() (kv.Stats, error)
 	// Name is the backend's kind, as stats report it ("memory", "redis").

@@ -8,6 +8,7 @@ void ephpm_set_last_error(const char *msg, size_t len);
 import "C"
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -429,6 +430,100 @@ func ephpmGoConfigure(name *C.char, nameLen C.size_t, value *C.char, valueLen C.
 		return failure(a.err)
 	}
 	if err := configure(string(n), string(v)); err != nil {
+		return failure(err)
+	}
+	return C.EPHPM_KV_OK
+}
+
+// records reads count batch records of buf (include/ephpm_kv.h, "Batch
+// records"), viewed, not copied: each is handed to add in turn. It reports
+// false, having called add for a prefix at most, unless they fill buf
+// exactly.
+func records(buf []byte, count int, add func(rec []byte) bool) bool {
+	for i := 0; i < count; i++ {
+		if len(buf) < 4 {
+			return false
+		}
+		n := binary.NativeEndian.Uint32(buf)
+		if uint64(n) > uint64(len(buf)-4) {
+			return false
+		}
+		if !add(buf[4 : 4+n]) {
+			return false
+		}
+		buf = buf[4+n:]
+	}
+	return len(buf) == 0
+}
+
+// batchArg is the buffer of a batch of count records, each at least 4
+// bytes (false if it cannot hold them).
+func batchArg(p *C.char, n, count C.size_t, perRecord uint64) ([]byte, int, bool) {
+	if uint64(count) > uint64(n)/perRecord {
+		return nil, 0, false
+	}
+	if n == 0 {
+		return nil, 0, true
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(p)), int(n)), int(count), true
+}
+
+func asString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+//export ephpmGoGetMany
+func ephpmGoGetMany(keys *C.char, keysLen C.size_t, count C.size_t, buf *C.char, bufCap C.size_t, outLen *C.size_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	*outLen = 0
+	in, n, ok := batchArg(keys, keysLen, count, 4)
+	if !ok {
+		return C.EPHPM_KV_E_INVALID
+	}
+	list := make([]string, 0, n)
+	if !records(in, n, func(k []byte) bool {
+		list = append(list, asString(k))
+		return len(k) > 0 && len(k) <= kv.MaxKeyLen
+	}) {
+		return C.EPHPM_KV_E_INVALID
+	}
+	var dst []byte
+	if bufCap > 0 {
+		dst = unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(bufCap))
+	}
+	need, err := current().GetMany(list, dst)
+	if err != nil {
+		return failure(err)
+	}
+	*outLen = C.size_t(need)
+	if need > int(bufCap) {
+		return C.EPHPM_KV_TOO_SMALL
+	}
+	return C.EPHPM_KV_OK
+}
+
+//export ephpmGoSetMany
+func ephpmGoSetMany(entries *C.char, entriesLen C.size_t, count C.size_t, ttlMs C.int64_t, stored *C.size_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	*stored = 0
+	in, n, ok := batchArg(entries, entriesLen, count, 8)
+	ttl, okT := ttlArg(ttlMs)
+	if !ok || !okT {
+		return C.EPHPM_KV_E_INVALID
+	}
+	keys := make([]string, 0, n)
+	values := make([][]byte, 0, n)
+	if !records(in, 2*n, func(rec []byte) bool {
+		if len(keys) == len(values) {
+			keys = append(keys, asString(rec))
+		} else {
+			values = append(values, rec)
+		}
+		return true
+	}) {
+		return C.EPHPM_KV_E_INVALID
+	}
+	done, err := current().SetMany(keys, values, ttl)
+	*stored = C.size_t(done)
+	if err != nil {
 		return failure(err)
 	}
 	return C.EPHPM_KV_OK

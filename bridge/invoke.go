@@ -37,6 +37,8 @@ static int call_member(int op, const char *k, size_t kl, const char *v, size_t v
     case EPHPM_MEMBER_CONFIGURE: return o->configure(k, kl, v, vl);
     case EPHPM_MEMBER_LAST_ERROR: return o->last_error(buf, cap, len);
     case EPHPM_MEMBER_DEL_GUARDED: return o->del_guarded(k, kl, v, vl, k, kl);
+    case EPHPM_MEMBER_GET_MANY: return o->get_many(k, kl, (size_t)ttl, buf, cap, len);
+    case EPHPM_MEMBER_SET_MANY: return o->set_many(k, kl, (size_t)ttl, 0, len);
     }
     return -100;
 }
@@ -69,7 +71,7 @@ func invokeMember(op int, key, value []byte, nullKey, nullValue bool, arg int64,
 	rc := C.call_member(C.int(op), k, C.size_t(len(key)), v, C.size_t(len(value)), C.int64_t(arg),
 		(*C.char)(buf), C.size_t(bufCap), &n, &num)
 	out := []byte(nil)
-	if (op == memberGet || op == memberLastError) && rc == C.EPHPM_KV_OK {
+	if (op == memberGet || op == memberLastError || op == memberGetMany) && rc == C.EPHPM_KV_OK {
 		out = C.GoBytes(buf, C.int(n))
 	}
 	return int(rc), out

@@ -227,6 +227,33 @@ static int ephpm_op_del_guarded(const char *key, size_t key_len, const char *gua
     return ephpmGoDelGuarded((char *)key, key_len, (char *)guard_key, guard_key_len, (char *)guard_token, guard_token_len);
 }
 
+/* Crosses into Go: ephpmGoGetMany. */
+static int ephpm_op_get_many(const char *keys, size_t keys_len, size_t count, char *buf, size_t buf_cap, size_t *out_len)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(keys, keys_len)
+        || EPHPM_BAD_BUF(buf, buf_cap)
+        || out_len == NULL) {
+        return EPHPM_KV_E_INVALID;
+    }
+    return ephpmGoGetMany((char *)keys, keys_len, count, buf, buf_cap, out_len);
+}
+
+/* Crosses into Go: ephpmGoSetMany. */
+static int ephpm_op_set_many(const char *entries, size_t entries_len, size_t count, int64_t ttl_ms, size_t *stored)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(entries, entries_len)
+        || stored == NULL) {
+        return EPHPM_KV_E_INVALID;
+    }
+    return ephpmGoSetMany((char *)entries, entries_len, count, ttl_ms, stored);
+}
+
 static const ephpm_kv_ops ephpm_ops = {
     .abi_version = EPHPM_KV_ABI_VERSION,
     .struct_size = sizeof(ephpm_kv_ops),
@@ -248,6 +275,8 @@ static const ephpm_kv_ops ephpm_ops = {
     .configure = ephpm_op_configure,
     .last_error = ephpm_op_last_error,
     .del_guarded = ephpm_op_del_guarded,
+    .get_many = ephpm_op_get_many,
+    .set_many = ephpm_op_set_many,
 };
 
 /* The provider's one exported symbol. */

@@ -63,6 +63,9 @@ extern "C" {
 #define EPHPM_KV_MAX_TTL_SECONDS INT64_C(2147483647)
 #define EPHPM_KV_MAX_TTL_MS    (EPHPM_KV_MAX_TTL_SECONDS * 1000)
 
+/* value_len of a get_many value record for a key without a live entry. */
+#define EPHPM_KV_BATCH_MISSING UINT32_C(0xFFFFFFFF)
+
 /* Return codes. Never renumbered; new codes take new numbers. */
 typedef enum ephpm_kv_status {
     /* The operation happened: found, stored, deleted. */
@@ -288,6 +291,53 @@ typedef struct ephpm_kv_ops {
     int (*del_guarded)(const char *key, size_t key_len,
                        const char *guard_key, size_t guard_key_len,
                        const char *guard_token, size_t guard_token_len);
+
+    /* ---- appended for batches (one crossing for many keys) ---- */
+
+    /* Batch records. A batch crosses as one buffer of count records laid
+     * end to end, without padding; every length is a uint32_t in the
+     * machine's byte order (provider and consumer share a process), read
+     * and written with memcpy (records are not aligned):
+     *   key record    uint32_t key_len, then key_len bytes of key
+     *   value record  uint32_t value_len, then value_len bytes of value;
+     *                 EPHPM_KV_BATCH_MISSING as value_len (and no bytes)
+     *                 for a key that holds no live entry
+     * Each key and value obeys the limits of the calling conventions. A
+     * buffer whose records do not add up to exactly count records of
+     * buf_len bytes is refused with E_INVALID, and nothing is read or
+     * written. Each key of a batch is read or written atomically on its
+     * own, as get or set would; the batch as a whole is not one atomic
+     * step (another caller may see some of its writes and not others). */
+
+    /* get_many: look up the count keys of the key records in keys[0..
+     * keys_len) and write one value record per key, in the same order,
+     * into buf. Values are the logical (decompressed) ones.
+     *   OK         buf[0..*out_len) holds the count value records.
+     *   TOO_SMALL  *out_len is the length the records need, larger than
+     *              buf_cap; buf holds nothing usable. Values may change
+     *              before a retry, which may answer TOO_SMALL again.
+     *   E_INVALID  malformed records (see above); nothing read.
+     * count may be 0 (OK, *out_len 0). A Redis backend sends the batch in
+     * one round trip to each server that owns some of its keys (a Cluster:
+     * one per node). out_len must not be NULL. */
+    int (*get_many)(const char *keys, size_t keys_len, size_t count,
+                    char *buf, size_t buf_cap, size_t *out_len);
+
+    /* set_many: store each of the count entries of entries[0..entries_len)
+     * (a key record followed by a value record, never MISSING) with ttl_ms,
+     * as set does, in order. Every entry is checked before any is written:
+     * a bad one is E_INVALID with nothing written.
+     *   OK         every entry is stored; *stored is count.
+     *   a failure  (E_NOMEM, E_UNAVAILABLE, ...) the entries before
+     *              *stored are stored; the entry at *stored failed with
+     *              this status (E_NOMEM: its old value is kept). The
+     *              in-process and shared-memory stores write nothing after
+     *              it; a Redis backend has sent the whole batch at once, so
+     *              each entry after it may or may not have been written.
+     * A key given twice ends with its later value. stored must not be
+     * NULL. */
+    int (*set_many)(const char *entries, size_t entries_len, size_t count,
+                    int64_t ttl_ms, size_t *stored);
 
     /* Members appended by later versions go here, and only here: this
      * struct is the one list of members that bridge/members.c is generated
