@@ -71,6 +71,33 @@ namespace {
 
     /** Releases the lock only if it still holds $token; true if it did. */
     function ephpm_kv_unlock(string $name, string $token): bool {}
+
+    /**
+     * The values of the live entries among $keys (strings or integers), as
+     * key => value in the order of $keys; a key without one is absent from
+     * the result, as apcu_fetch(array) does. One call into the store: each
+     * key is read atomically on its own, the batch is no snapshot.
+     */
+    function ephpm_kv_get_many(array $keys): array {}
+
+    /**
+     * Stores every key => value of $values (string values) with $ttl, in
+     * order, each atomically on its own; true. Every key and value is checked
+     * first: a bad one throws ValueError or TypeError and writes nothing. A
+     * failure throws Ephpm\KvException saying how many entries were stored
+     * before the one that failed and naming that key.
+     */
+    function ephpm_kv_set_many(array $values, int $ttl = 0): bool {}
+
+    /**
+     * The value of $key; on a miss, exactly one caller among all processes
+     * sharing the store runs $compute (holding a lock on the key, for $wait
+     * and at least 1 s), stores its string with $ttl and returns it, while
+     * the others wait up to $wait seconds, woken when it is stored. An
+     * exception of $compute reaches its caller, and the next waiter computes.
+     * A wait that runs out throws Ephpm\KvException (code 0).
+     */
+    function ephpm_kv_remember(string $key, int $ttl, callable $compute, float $wait = 10.0): string {}
 }
 
 namespace Ephpm {

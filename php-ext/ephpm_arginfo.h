@@ -73,6 +73,22 @@ ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ephpm_kv_unlock, 0, 2, _IS_BOOL,
 	ZEND_ARG_TYPE_INFO(0, token, IS_STRING, 0)
 ZEND_END_ARG_INFO()
 
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ephpm_kv_get_many, 0, 1, IS_ARRAY, 0)
+	ZEND_ARG_TYPE_INFO(0, keys, IS_ARRAY, 0)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ephpm_kv_set_many, 0, 1, _IS_BOOL, 0)
+	ZEND_ARG_TYPE_INFO(0, values, IS_ARRAY, 0)
+	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, ttl, IS_LONG, 0, "0")
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ephpm_kv_remember, 0, 3, IS_STRING, 0)
+	ZEND_ARG_TYPE_INFO(0, key, IS_STRING, 0)
+	ZEND_ARG_TYPE_INFO(0, ttl, IS_LONG, 0)
+	ZEND_ARG_TYPE_INFO(0, compute, IS_CALLABLE, 0)
+	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, wait, IS_DOUBLE, 0, "10.0")
+ZEND_END_ARG_INFO()
+
 ZEND_FUNCTION(ephpm_kv_get);
 ZEND_FUNCTION(ephpm_kv_set);
 ZEND_FUNCTION(ephpm_kv_setnx);
@@ -90,6 +106,9 @@ ZEND_FUNCTION(ephpm_kv_flush_all);
 ZEND_FUNCTION(ephpm_kv_stats);
 ZEND_FUNCTION(ephpm_kv_lock);
 ZEND_FUNCTION(ephpm_kv_unlock);
+ZEND_FUNCTION(ephpm_kv_get_many);
+ZEND_FUNCTION(ephpm_kv_set_many);
+ZEND_FUNCTION(ephpm_kv_remember);
 
 static const zend_function_entry ext_functions[] = {
 	ZEND_FE(ephpm_kv_get, arginfo_ephpm_kv_get)
@@ -109,6 +128,9 @@ static const zend_function_entry ext_functions[] = {
 	ZEND_FE(ephpm_kv_stats, arginfo_ephpm_kv_stats)
 	ZEND_FE(ephpm_kv_lock, arginfo_ephpm_kv_lock)
 	ZEND_FE(ephpm_kv_unlock, arginfo_ephpm_kv_unlock)
+	ZEND_FE(ephpm_kv_get_many, arginfo_ephpm_kv_get_many)
+	ZEND_FE(ephpm_kv_set_many, arginfo_ephpm_kv_set_many)
+	ZEND_FE(ephpm_kv_remember, arginfo_ephpm_kv_remember)
 	ZEND_FE_END
 };
 

@@ -19,9 +19,9 @@
 #include "php_ephpm.h"
 #include "ephpm_provider.h"
 
-/* ---- argument checks: each throws ValueError and returns false ---------- */
+/* ---- argument checks (php_ephpm.h) -------------------------------------- */
 
-static bool ephpm_check_key(const zend_string *key, uint32_t arg_num)
+bool ephpm_check_key(const zend_string *key, uint32_t arg_num)
 {
     if (UNEXPECTED(ZSTR_LEN(key) == 0)) {
         zend_argument_value_error(arg_num, "must not be empty");
@@ -34,7 +34,7 @@ static bool ephpm_check_key(const zend_string *key, uint32_t arg_num)
     return true;
 }
 
-static bool ephpm_check_value(const zend_string *value, uint32_t arg_num)
+bool ephpm_check_value(const zend_string *value, uint32_t arg_num)
 {
     if (UNEXPECTED(ZSTR_LEN(value) > EPHPM_KV_MAX_VALUE_LEN)) {
         zend_argument_value_error(arg_num, "must not be longer than %u bytes", EPHPM_KV_MAX_VALUE_LEN);
@@ -44,7 +44,7 @@ static bool ephpm_check_value(const zend_string *value, uint32_t arg_num)
 }
 
 /* A TTL in whole seconds, min..EPHPM_KV_MAX_TTL_SECONDS, to milliseconds. */
-static bool ephpm_ttl_ms(zend_long ttl, zend_long min, uint32_t arg_num, int64_t *ttl_ms)
+bool ephpm_ttl_ms(zend_long ttl, zend_long min, uint32_t arg_num, int64_t *ttl_ms)
 {
     if (UNEXPECTED(ttl < min || (int64_t)ttl > EPHPM_KV_MAX_TTL_SECONDS)) {
         zend_argument_value_error(arg_num, "must be between " ZEND_LONG_FMT " and %" PRId64 " seconds",
@@ -55,12 +55,7 @@ static bool ephpm_ttl_ms(zend_long ttl, zend_long min, uint32_t arg_num, int64_t
     return true;
 }
 
-/* The provider's table if it has member (within its size, and not NULL,
- * as EPHPM_KV_OPS_HAS checks); else NULL after throwing. */
-#define EPHPM_OPS_WITH(member) \
-    ephpm_ops_with(offsetof(ephpm_kv_ops, member), sizeof(((ephpm_kv_ops *)0)->member))
-
-static const ephpm_kv_ops *ephpm_ops_with(size_t offset, size_t size)
+const ephpm_kv_ops *ephpm_ops_with(size_t offset, size_t size)
 {
     const ephpm_kv_ops *ops = ephpm_provider_ops();
     if (ops != NULL && UNEXPECTED(ops->struct_size < offset + size

@@ -105,6 +105,20 @@ ZEND_COLD void ephpm_throw_status(int rc);
         RETURN_THROWS();                \
     } while (0)
 
+/* Argument checks of the ephpm_kv_* functions: each throws ValueError
+ * naming argument arg_num and returns false. A key is 1..
+ * EPHPM_KV_MAX_KEY_LEN bytes, a value at most EPHPM_KV_MAX_VALUE_LEN; a
+ * TTL is whole seconds, min..EPHPM_KV_MAX_TTL_SECONDS, put in *ttl_ms. */
+bool ephpm_check_key(const zend_string *key, uint32_t arg_num);
+bool ephpm_check_value(const zend_string *value, uint32_t arg_num);
+bool ephpm_ttl_ms(zend_long ttl, zend_long min, uint32_t arg_num, int64_t *ttl_ms);
+
+/* The provider's table if it has member (within its size, and not NULL,
+ * as EPHPM_KV_OPS_HAS checks); else NULL after throwing. */
+#define EPHPM_OPS_WITH(member) \
+    ephpm_ops_with(offsetof(ephpm_kv_ops, member), sizeof(((ephpm_kv_ops *)0)->member))
+const ephpm_kv_ops *ephpm_ops_with(size_t offset, size_t size);
+
 /* Fills arr (initialized here) with the figures of st, under the names
  * ephpm_kv_stats() documents. */
 void ephpm_stats_to_array(const ephpm_kv_stats *st, zval *arr);
