@@ -3,6 +3,7 @@
 declare(strict_types=1);
 
 use Ephpm\Laravel\EphpmLock;
+use Ephpm\Laravel\EphpmRepository;
 use Ephpm\Laravel\EphpmStore;
 use Illuminate\Cache\Repository;
 use Illuminate\Contracts\Cache\LockTimeoutException;
@@ -134,5 +135,47 @@ final class LaravelTest extends TestCase
         $this->assertTrue($cache->forget($key));
         $this->assertNull($cache->get($key));
         $this->assertInstanceOf(EphpmLock::class, $cache->lock($key, 5));
+    }
+
+    public function testManyAndPutManyInOneBatch(): void
+    {
+        $store = new EphpmStore('app:');
+        $key = $this->lockName();
+        $this->assertTrue($store->putMany([$key . ':a' => ['x'], $key . ':n' => 7, $key . ':f' => false], 60));
+        $this->assertSame([$key . ':a' => ['x'], $key . ':n' => 7, $key . ':f' => false, $key . ':none' => null],
+            $store->many([$key . ':a', $key . ':n', $key . ':f', $key . ':none']));
+        $this->assertSame(9, $store->increment($key . ':n', 2), 'numbers stay numbers');
+        $this->assertGreaterThan(50, ephpm_kv_ttl('app:' . $key . ':a'));
+        $cache = new Repository($store);
+        $this->assertSame([$key . ':a' => ['x'], 'other' => 'default'], $cache->many([$key . ':a', 'other' => 'default']));
+    }
+
+    public function testRepositoryRememberIsSingleFlight(): void
+    {
+        $cache = new EphpmRepository(new EphpmStore('app:'));
+        $key = $this->lockName();
+        $this->assertSame(['v' => 1], $cache->remember($key, 60, fn () => ['v' => 1]));
+        $this->assertSame(['v' => 1], $cache->remember($key, 60, fn () => ['v' => 2]), 'served from the cache');
+        $this->assertGreaterThan(50, ephpm_kv_ttl('app:' . $key));
+        $this->assertFalse($cache->rememberForever($key . ':f', fn () => false));
+        $this->assertSame(-1, ephpm_kv_ttl('app:' . $key . ':f'), 'forever');
+        $this->assertFalse($cache->rememberForever($key . ':f', fn () => true), 'false is a value, not a miss');
+
+        // Another caller is filling the key: remember() waits for its lock
+        // (here it expires after 1 s) instead of computing at once.
+        ephpm_kv_setnx('remember_lock:app:' . $key . ':w', 'another caller', 1);
+        $start = microtime(true);
+        $this->assertSame('mine', $cache->remember($key . ':w', 60, fn () => 'mine'));
+        $this->assertGreaterThan(0.9, microtime(true) - $start, 'it waited for the fill lock');
+
+        // An exception reaches the caller and leaves no lock behind.
+        try {
+            $cache->remember($key . ':e', 60, fn () => throw new RuntimeException('no value'));
+            $this->fail('no exception');
+        } catch (RuntimeException $e) {
+            $this->assertSame('no value', $e->getMessage());
+        }
+        $this->assertFalse(ephpm_kv_exists('remember_lock:app:' . $key . ':e'));
+        $this->assertSame('plain', (new Repository(new EphpmStore('app:')))->remember($key . ':p', 60, fn () => 'plain'));
     }
 }

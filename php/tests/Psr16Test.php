@@ -53,6 +53,24 @@ final class Psr16Test extends TestCase
         $this->assertSame(['a' => null], $this->cache->getMultiple(['a']));
     }
 
+    public function testMultipleInOneBatch(): void
+    {
+        $values = ['m1' => false, 'm2' => null, '3' => ['x' => 1], 'm4' => 0.5];
+        $this->assertTrue($this->cache->setMultiple(new ArrayIterator($values), 60));
+        $this->assertSame(['m1' => false, 'm2' => null, 3 => ['x' => 1], 'm4' => 0.5, 'none' => 'd'],
+            $this->cache->getMultiple(['m1', 'm2', '3', 'm4', 'none'], 'd'));
+        $this->assertGreaterThan(50, ephpm_kv_ttl($this->prefixed('m1')), 'the TTL applies to every entry');
+        try {
+            $this->cache->setMultiple(['m5' => 1, 'bad:key' => 2]);
+            $this->fail('a bad key accepted');
+        } catch (InvalidArgumentException) {
+            $this->assertFalse($this->cache->has('m5'), 'a bad key writes nothing');
+        }
+        $this->assertTrue($this->cache->setMultiple(['m1' => 1, 'm4' => 2], 0));
+        $this->assertFalse($this->cache->has('m1'), 'a TTL of 0 deletes');
+        $this->assertFalse($this->cache->has('m4'));
+    }
+
     public function testKeyRules(): void
     {
         foreach (['', 'a{b', 'a}b', 'a(b', 'a)b', 'a/b', 'a\\b', 'a@b', 'a:b'] as $bad) {

@@ -6,7 +6,7 @@
  * instead of hanging in a Go runtime that did not survive the fork.
  * Then the session members: wait, set_nx_wait, set_guarded, del_guarded,
  * expire, and 100 threads playing "request" on one session through the real
- * backoff.
+ * backoff. Then the batch members: get_many, set_many.
  *
  * Usage: kv_table_test /path/to/libephpm.so
  */
@@ -425,6 +425,77 @@ static void test_key_api_members(void)
     CHECK(ops->configure(S("compression"), S("none")) == EPHPM_KV_OK, "compression off");
 }
 
+/* Appends a batch record (a uint32_t length, then the bytes) at *at. */
+static void put_record(char *buf, size_t *at, const char *p, uint32_t len)
+{
+    memcpy(buf + *at, &len, sizeof len);
+    memcpy(buf + *at + sizeof len, p, len);
+    *at += sizeof len + len;
+}
+
+static void test_batch_members(void)
+{
+    CHECK(EPHPM_KV_OPS_HAS(ops, get_many) && EPHPM_KV_OPS_HAS(ops, set_many), "batch members present");
+    char req[256], out[256];
+    size_t n = 0, len = 0, stored = 99;
+
+    /* Two entries, one with an empty value, under a TTL. */
+    put_record(req, &n, S("b:one"));
+    put_record(req, &n, S("1"));
+    put_record(req, &n, S("b:empty"));
+    put_record(req, &n, "", 0);
+    CHECK(ops->set_many(req, n, 2, 60000, &stored) == EPHPM_KV_OK && stored == 2, "set_many, stored %zu", stored);
+    int64_t ttl = 0;
+    CHECK(ops->pttl(S("b:empty"), &ttl) == EPHPM_KV_OK && ttl > 50000, "the batch's TTL, %lld", (long long)ttl);
+
+    n = 0;
+    put_record(req, &n, S("b:one"));
+    put_record(req, &n, S("b:none"));
+    put_record(req, &n, S("b:empty"));
+    CHECK(ops->get_many(req, n, 3, out, sizeof out, &len) == EPHPM_KV_OK, "get_many");
+    uint32_t l0, l1, l2;
+    memcpy(&l0, out, 4);
+    memcpy(&l1, out + 5, 4);
+    memcpy(&l2, out + 9, 4);
+    CHECK(len == 13 && l0 == 1 && out[4] == '1' && l1 == EPHPM_KV_BATCH_MISSING && l2 == 0,
+          "records: len %zu, %u %u %u", len, l0, l1, l2);
+    CHECK(ops->get_many(req, n, 3, out, 12, &len) == EPHPM_KV_TOO_SMALL && len == 13, "too small: %zu", len);
+    CHECK(ops->get_many(req, n, 3, NULL, 0, &len) == EPHPM_KV_TOO_SMALL && len == 13, "no buffer: %zu", len);
+    CHECK(ops->get_many(NULL, 0, 0, NULL, 0, &len) == EPHPM_KV_OK && len == 0, "an empty batch");
+
+    /* Records that do not add up, and NULLs, are refused. */
+    CHECK(ops->get_many(req, n, 2, out, sizeof out, &len) == EPHPM_KV_E_INVALID, "count too small");
+    CHECK(ops->get_many(req, n, 4, out, sizeof out, &len) == EPHPM_KV_E_INVALID, "count too large");
+    CHECK(ops->get_many(req, n - 1, 3, out, sizeof out, &len) == EPHPM_KV_E_INVALID, "cut record");
+    CHECK(ops->get_many(req, n, (size_t)-1, out, sizeof out, &len) == EPHPM_KV_E_INVALID, "huge count");
+    CHECK(ops->get_many(NULL, 8, 1, out, sizeof out, &len) == EPHPM_KV_E_INVALID, "NULL keys");
+    CHECK(ops->get_many(req, n, 3, out, sizeof out, NULL) == EPHPM_KV_E_INVALID, "NULL out_len");
+    n = 0;
+    put_record(req, &n, "", 0);
+    CHECK(ops->get_many(req, n, 1, out, sizeof out, &len) == EPHPM_KV_E_INVALID, "empty key");
+
+    /* A bad entry anywhere writes nothing. */
+    n = 0;
+    put_record(req, &n, S("b:first"));
+    put_record(req, &n, S("v"));
+    put_record(req, &n, "", 0);
+    put_record(req, &n, S("v"));
+    CHECK(ops->set_many(req, n, 2, 0, &stored) == EPHPM_KV_E_INVALID && stored == 0, "empty key refused");
+    CHECK(ops->exists(S("b:first")) == EPHPM_KV_MISS, "nothing written");
+    n = 0;
+    put_record(req, &n, S("b:first"));
+    uint32_t missing = EPHPM_KV_BATCH_MISSING;
+    memcpy(req + n, &missing, 4);
+    n += 4;
+    CHECK(ops->set_many(req, n, 1, 0, &stored) == EPHPM_KV_E_INVALID, "MISSING is no value");
+    CHECK(ops->set_many(req, 0, 1, 0, &stored) == EPHPM_KV_E_INVALID, "no entries for count 1");
+    CHECK(ops->set_many(req, n, 1, -1, &stored) == EPHPM_KV_E_INVALID, "negative TTL");
+    CHECK(ops->set_many(req, n, 1, 0, NULL) == EPHPM_KV_E_INVALID, "NULL stored");
+    CHECK(ops->exists(S("b:first")) == EPHPM_KV_MISS, "still nothing written");
+    ops->del(S("b:one"));
+    ops->del(S("b:empty"));
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -438,6 +509,7 @@ int main(int argc, char **argv)
     test_session_members();
     test_session_requests();
     test_key_api_members();
+    test_batch_members();
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

@@ -4,6 +4,7 @@ declare(strict_types=1);
 
 namespace Ephpm\Laravel;
 
+use Closure;
 use Illuminate\Contracts\Cache\LockProvider;
 use Illuminate\Contracts\Cache\Store;
 use RuntimeException;
@@ -28,11 +29,14 @@ class EphpmStore implements Store, LockProvider, LockFlushing
         return $value === null ? null : $this->unpack($value);
     }
 
+    /** One call into the store (ephpm_kv_get_many) for all the keys. */
     public function many(array $keys)
     {
+        $found = ephpm_kv_get_many(array_map(fn ($key): string => $this->prefix . $key, $keys));
         $values = [];
         foreach ($keys as $key) {
-            $values[$key] = $this->get($key);
+            $value = $found[$this->prefix . $key] ?? null;
+            $values[$key] = $value === null ? null : $this->unpack($value);
         }
 
         return $values;
@@ -43,14 +47,30 @@ class EphpmStore implements Store, LockProvider, LockFlushing
         return ephpm_kv_set($this->prefix . $key, $this->pack($value), max(1, (int) $seconds));
     }
 
+    /**
+     * One call into the store (ephpm_kv_set_many): each entry is written
+     * atomically on its own; a failure throws Ephpm\KvException naming the
+     * entry that was not stored (those before it are).
+     */
     public function putMany(array $values, $seconds)
     {
-        $ok = true;
+        $batch = [];
         foreach ($values as $key => $value) {
-            $ok = $this->put($key, $value, $seconds) && $ok;
+            $batch[$this->prefix . $key] = $this->pack($value);
         }
 
-        return $ok;
+        return ephpm_kv_set_many($batch, max(1, (int) $seconds));
+    }
+
+    /**
+     * The value of $key; on a miss exactly one caller, among every process
+     * sharing the store, runs $callback (ephpm_kv_remember) and stores its
+     * value for $seconds (0: forever), while the others wait up to $wait
+     * seconds and get that value. EphpmRepository::remember() comes here.
+     */
+    public function remember(string $key, int $seconds, Closure $callback, float $wait = 10.0): mixed
+    {
+        return $this->unpack(ephpm_kv_remember($this->prefix . $key, $seconds, fn (): string => $this->pack($callback()), $wait));
     }
 
     public function increment($key, $value = 1)

@@ -55,25 +55,42 @@ final class EphpmCache implements CacheInterface
         return ephpm_kv_flush_all();
     }
 
+    /** One call into the store (ephpm_kv_get_many) for all the keys. */
     public function getMultiple($keys, $default = null): iterable
     {
+        $keys = $this->keys($keys);
+        $found = ephpm_kv_get_many(array_map(fn (string $key): string => $this->prefix . $key, $keys));
         $values = [];
-        foreach ($this->keys($keys) as $key) {
-            $values[$key] = $this->get($key, $default);
+        foreach ($keys as $key) {
+            $value = $found[$this->prefix . $key] ?? null;
+            $values[$key] = $value === null ? $default : unserialize($value);
         }
         return $values;
     }
 
+    /**
+     * One call into the store (ephpm_kv_set_many) for all the entries, after
+     * every key has been checked: a bad key throws and writes nothing. Each
+     * entry is written atomically on its own; a failure throws
+     * Ephpm\KvException naming the entry that was not stored.
+     */
     public function setMultiple($values, $ttl = null): bool
     {
         if (!is_iterable($values)) {
             throw new InvalidArgumentException('Values must be an array or Traversable.');
         }
-        $ok = true;
+        $seconds = $this->seconds($ttl);
+        $batch = [];
         foreach ($values as $key => $value) {
-            $ok = $this->set(\is_int($key) ? (string) $key : $key, $value, $ttl) && $ok;
+            $batch[$this->key(\is_int($key) ? (string) $key : $key)] = serialize($value);
         }
-        return $ok;
+        if ($seconds !== null && $seconds <= 0) {
+            foreach ($batch as $k => $_) {
+                ephpm_kv_del((string) $k);
+            }
+            return true;
+        }
+        return ephpm_kv_set_many($batch, $seconds === null || $seconds > 2147483647 ? 0 : $seconds);
     }
 
     public function deleteMultiple($keys): bool
