@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -470,6 +471,24 @@ func batchArg(p *C.char, n, count C.size_t, perRecord uint64) ([]byte, int, bool
 
 func asString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
+// batchLists holds the key and value lists of finished batch calls for the
+// next ones, so a batch allocates nothing the collector must then find.
+var batchLists = sync.Pool{New: func() any { return new(batchList) }}
+
+type batchList struct {
+	keys   []string
+	values [][]byte
+}
+
+// done empties the lists (they view C memory, which the call's end frees)
+// and returns them to the pool.
+func (l *batchList) done() {
+	clear(l.keys)
+	clear(l.values)
+	l.keys, l.values = l.keys[:0], l.values[:0]
+	batchLists.Put(l)
+}
+
 //export ephpmGoGetMany
 func ephpmGoGetMany(keys *C.char, keysLen C.size_t, count C.size_t, buf *C.char, bufCap C.size_t, outLen *C.size_t) (rc C.int) {
 	defer recoverStatus(&rc)
@@ -478,9 +497,10 @@ func ephpmGoGetMany(keys *C.char, keysLen C.size_t, count C.size_t, buf *C.char,
 	if !ok {
 		return C.EPHPM_KV_E_INVALID
 	}
-	list := make([]string, 0, n)
+	l := batchLists.Get().(*batchList)
+	defer l.done()
 	if !records(in, n, func(k []byte) bool {
-		list = append(list, asString(k))
+		l.keys = append(l.keys, asString(k))
 		return len(k) > 0 && len(k) <= kv.MaxKeyLen
 	}) {
 		return C.EPHPM_KV_E_INVALID
@@ -489,7 +509,7 @@ func ephpmGoGetMany(keys *C.char, keysLen C.size_t, count C.size_t, buf *C.char,
 	if bufCap > 0 {
 		dst = unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(bufCap))
 	}
-	need, err := current().GetMany(list, dst)
+	need, err := current().GetMany(l.keys, dst)
 	if err != nil {
 		return failure(err)
 	}
@@ -509,19 +529,19 @@ func ephpmGoSetMany(entries *C.char, entriesLen C.size_t, count C.size_t, ttlMs 
 	if !ok || !okT {
 		return C.EPHPM_KV_E_INVALID
 	}
-	keys := make([]string, 0, n)
-	values := make([][]byte, 0, n)
+	l := batchLists.Get().(*batchList)
+	defer l.done()
 	if !records(in, 2*n, func(rec []byte) bool {
-		if len(keys) == len(values) {
-			keys = append(keys, asString(rec))
+		if len(l.keys) == len(l.values) {
+			l.keys = append(l.keys, asString(rec))
 		} else {
-			values = append(values, rec)
+			l.values = append(l.values, rec)
 		}
 		return true
 	}) {
 		return C.EPHPM_KV_E_INVALID
 	}
-	done, err := current().SetMany(keys, values, ttl)
+	done, err := current().SetMany(l.keys, l.values, ttl)
 	*stored = C.size_t(done)
 	if err != nil {
 		return failure(err)
