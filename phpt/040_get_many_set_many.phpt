@@ -44,6 +44,14 @@ foreach ($bad as [$f]) {
     }
 }
 var_dump(ephpm_kv_exists('t40:w1'));
+
+// A library older than the batch members: UNSUPPORTED, not a crash.
+require __DIR__ . '/inc/child.inc';
+$dir = ephpm_modules_dir() . '/test';
+echo str_replace($dir, '[dir]', ephpm_child('foreach ([fn () => ephpm_kv_get_many(["k"]), fn () => ephpm_kv_set_many(["k" => "v"]),
+        fn () => ephpm_kv_remember("k", 5, fn () => "v")] as $f) {
+    try { $f(); } catch (Ephpm\KvException $e) { echo $e->getCode() === Ephpm\KvException::UNSUPPORTED ? "UNSUPPORTED\n" : $e->getMessage(); }
+}', ['ephpm.library' => "$dir/libfake_v1.so"]));
 ?>
 --EXPECT--
 bool(true)
@@ -80,3 +88,6 @@ ValueError: ephpm_kv_set_many(): Argument #1 ($values) must not contain an empty
 ValueError: ephpm_kv_set_many(): Argument #1 ($values) must not contain a key longer than 4096 bytes
 ValueError: ephpm_kv_set_many(): Argument #2 ($ttl) must be between 0 and 2147483647 seconds
 bool(false)
+UNSUPPORTED
+UNSUPPORTED
+UNSUPPORTED
