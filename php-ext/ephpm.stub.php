@@ -95,7 +95,8 @@ namespace {
      * and at least 1 s), stores its string with $ttl and returns it, while
      * the others wait up to $wait seconds, woken when it is stored. An
      * exception of $compute reaches its caller, and the next waiter computes.
-     * A wait that runs out throws Ephpm\KvException (code 0).
+     * A wait that runs out throws Ephpm\KvException (code 0). A nested call for
+     * a key an enclosing call is computing throws ValueError.
      */
     function ephpm_kv_remember(string $key, int $ttl, callable $compute, float $wait = 10.0): string {}
 }

@@ -27,6 +27,36 @@
  * callers are willing to wait for this one's value. */
 #define EPHPM_REMEMBER_MIN_LOCK_MS 1000
 
+/* The keys this thread's enclosing ephpm_kv_remember() calls are computing:
+ * a list of nodes on their C stacks. A nested call of one of them would
+ * wait for itself; it is refused instead. A node leaves by search, not only
+ * from the top: Fibers may finish their calls out of order. */
+struct ephpm_filling {
+    const zend_string *key;
+    struct ephpm_filling *prev;
+};
+ZEND_TLS struct ephpm_filling *ephpm_filling_top;
+
+static bool ephpm_is_filling(const zend_string *key)
+{
+    for (const struct ephpm_filling *f = ephpm_filling_top; f != NULL; f = f->prev) {
+        if (zend_string_equals(f->key, key)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void ephpm_filling_leave(struct ephpm_filling *node)
+{
+    for (struct ephpm_filling **at = &ephpm_filling_top; *at != NULL; at = &(*at)->prev) {
+        if (*at == node) {
+            *at = node->prev;
+            return;
+        }
+    }
+}
+
 static void ephpm_release(const ephpm_kv_ops *ops, const zend_string *lock, const unsigned char *token, size_t token_len)
 {
     /* Its failure leaves the lock to its TTL: the value (if stored) is
@@ -79,6 +109,11 @@ ZEND_FUNCTION(ephpm_kv_remember)
         ephpm_throw_status(rc);
         RETURN_THROWS();
     }
+    if (UNEXPECTED(ephpm_is_filling(key))) {
+        zend_argument_value_error(1, "is being computed by an enclosing ephpm_kv_remember() call, "
+                                     "which this one would wait for");
+        RETURN_THROWS();
+    }
 
     unsigned char token[16];
     if (php_random_bytes_throw(token, sizeof token) == FAILURE) {
@@ -123,7 +158,9 @@ ZEND_FUNCTION(ephpm_kv_remember)
     fci.retval = &computed;
     fci.param_count = 0;
     fci.named_params = NULL;
-    bool bailed_out = false;
+    volatile bool bailed_out = false; /* set after a longjmp */
+    struct ephpm_filling filling = {.key = key, .prev = ephpm_filling_top};
+    ephpm_filling_top = &filling;
     /* A fatal error (max_execution_time among them) unwinds by longjmp:
      * release on the way, so that the next caller computes now rather than
      * after the lock's TTL. */
@@ -132,6 +169,7 @@ ZEND_FUNCTION(ephpm_kv_remember)
     } zend_catch {
         bailed_out = true;
     } zend_end_try();
+    ephpm_filling_leave(&filling);
     if (UNEXPECTED(bailed_out)) {
         ephpm_release(ops, lock, token, sizeof token);
         zend_string_release(lock);

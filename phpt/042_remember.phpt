@@ -33,6 +33,17 @@ var_dump(ephpm_kv_remember('t42:outer', 60, function () {
     }) . ', outer lock held: ' . var_export(ephpm_kv_exists('remember_lock:t42:outer'), true) . ')';
 }));
 
+// A nested fill of the same key would wait for itself: refused at once,
+// and the outer fill goes on.
+var_dump(ephpm_kv_remember('t42:self', 60, function () {
+    try {
+        ephpm_kv_remember('t42:self', 60, fn() => 'inner');
+    } catch (ValueError $e) {
+        echo $e->getMessage(), "\n";
+    }
+    return 'outer';
+}));
+
 // Another holder keeps the fill lock: the wait runs out, $compute never runs.
 ephpm_kv_setnx('remember_lock:t42:held', 'someone else', 30);
 $t = hrtime(true);
@@ -78,6 +89,8 @@ ephpm_kv_remember(): Return value of argument #3 ($compute) must be of type stri
 bool(false)
 bool(false)
 string(52) "outer(inner, lock held: true, outer lock held: true)"
+ephpm_kv_remember(): Argument #1 ($key) is being computed by an enclosing ephpm_kv_remember() call, which this one would wait for
+string(5) "outer"
 int(0)
 bool(true)
 ephpm_kv_remember(): another caller held the fill of this key for the whole wait of 0.200 s

@@ -1,5 +1,5 @@
 --TEST--
-ephpm_kv_remember: when $compute throws in one process, the exception is that caller's, and a process waiting on the same key computes instead
+ephpm_kv_remember: when $compute throws in one process, the exception is that caller's, and a process waiting on the same key computes instead; a fatal error inside $compute releases the lock too
 --EXTENSIONS--
 ephpm
 --SKIPIF--
@@ -39,8 +39,18 @@ echo implode('', ephpm_collect([$first, $second]));
 var_dump(ephpm_kv_get('t44:k'), ephpm_kv_get('t44:runs'), ephpm_kv_exists('remember_lock:t44:k'));
 ephpm_kv_del('t44:k');
 ephpm_kv_del('t44:runs');
+
+// Fatal errors inside $compute: the process dies, and its lock is
+// released on the way out, not left to its TTL. Memory exhausted unwinds
+// as an exception does; max_execution_time bails out (zend_try).
+require __DIR__ . '/inc/child.inc';
+foreach (['t44:memory' => '$w = str_repeat("x", 64 << 20); return $w;', 't44:time' => 'set_time_limit(1); while (true) {}'] as $key => $body) {
+    echo preg_replace('/ in .*/', '', trim(ephpm_child("ephpm_kv_remember('$key', 60, function () { $body }, 30.0);",
+        ['ephpm.kv_backend' => ini_get('ephpm.kv_backend'), 'memory_limit' => '32M']))), "\n";
+    var_dump(ephpm_kv_exists("remember_lock:$key"), ephpm_kv_exists($key));
+}
 ?>
---EXPECT--
+--EXPECTF--
 computing
 bool(true)
 string(1) "1"
@@ -48,4 +58,10 @@ first: first failed
 second: computed by the second
 string(22) "computed by the second"
 string(1) "2"
+bool(false)
+Fatal error: Allowed memory size of %d bytes exhausted (tried to allocate %d bytes)
+bool(false)
+bool(false)
+Fatal error: Maximum execution time of 1 second exceeded
+bool(false)
 bool(false)
