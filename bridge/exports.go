@@ -436,37 +436,40 @@ func ephpmGoConfigure(name *C.char, nameLen C.size_t, value *C.char, valueLen C.
 	return C.EPHPM_KV_OK
 }
 
-// records reads count batch records of buf (include/ephpm_kv.h, "Batch
-// records"), viewed, not copied: each is handed to add in turn. It reports
-// false, having called add for a prefix at most, unless they fill buf
-// exactly.
-func records(buf []byte, count int, add func(rec []byte) bool) bool {
-	for i := 0; i < count; i++ {
+// batch views the records of a batch buffer of n bytes at p (include/
+// ephpm_kv.h, "Batch records"), count entries of perEntry records each,
+// and hands each record to add in turn, viewed, not copied. It rejects,
+// saying why, a count the buffer cannot hold and records that do not fill
+// it exactly.
+func (a *args) batch(p *C.char, n, count C.size_t, perEntry int, add func(rec []byte)) {
+	if uint64(n) > math.MaxInt {
+		a.reject(fmt.Errorf("%w: a batch of %d bytes", kv.ErrInvalidArgument, uint64(n)))
+		return
+	}
+	if uint64(count) > uint64(n)/uint64(4*perEntry) {
+		a.reject(fmt.Errorf("%w: %d batch entries cannot fit in %d bytes", kv.ErrInvalidArgument, uint64(count), uint64(n)))
+		return
+	}
+	var buf []byte
+	if n > 0 {
+		buf = unsafe.Slice((*byte)(unsafe.Pointer(p)), int(n))
+	}
+	for i := 0; i < int(count)*perEntry; i++ {
 		if len(buf) < 4 {
-			return false
+			a.reject(fmt.Errorf("%w: batch record %d is cut short", kv.ErrInvalidArgument, i))
+			return
 		}
-		n := binary.NativeEndian.Uint32(buf)
-		if uint64(n) > uint64(len(buf)-4) {
-			return false
+		rn := binary.NativeEndian.Uint32(buf)
+		if uint64(rn) > uint64(len(buf)-4) {
+			a.reject(fmt.Errorf("%w: batch record %d says %d bytes, %d are left", kv.ErrInvalidArgument, i, rn, len(buf)-4))
+			return
 		}
-		if !add(buf[4 : 4+n]) {
-			return false
-		}
-		buf = buf[4+n:]
+		add(buf[4 : 4+rn])
+		buf = buf[4+rn:]
 	}
-	return len(buf) == 0
-}
-
-// batchArg is the buffer of a batch of count records, each at least 4
-// bytes (false if it cannot hold them).
-func batchArg(p *C.char, n, count C.size_t, perRecord uint64) ([]byte, int, bool) {
-	if uint64(count) > uint64(n)/perRecord {
-		return nil, 0, false
+	if len(buf) != 0 {
+		a.reject(fmt.Errorf("%w: %d bytes after the last of %d batch records", kv.ErrInvalidArgument, len(buf), int(count)*perEntry))
 	}
-	if n == 0 {
-		return nil, 0, true
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(p)), int(n)), int(count), true
 }
 
 func asString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
@@ -493,28 +496,33 @@ func (l *batchList) done() {
 func ephpmGoGetMany(keys *C.char, keysLen C.size_t, count C.size_t, buf *C.char, bufCap C.size_t, outLen *C.size_t) (rc C.int) {
 	defer recoverStatus(&rc)
 	*outLen = 0
-	in, n, ok := batchArg(keys, keysLen, count, 4)
-	if !ok {
-		return C.EPHPM_KV_E_INVALID
-	}
 	l := batchLists.Get().(*batchList)
 	defer l.done()
-	if !records(in, n, func(k []byte) bool {
-		l.keys = append(l.keys, asString(k))
-		return len(k) > 0 && len(k) <= kv.MaxKeyLen
-	}) {
-		return C.EPHPM_KV_E_INVALID
+	var a args
+	a.batch(keys, keysLen, count, 1, func(k []byte) {
+		key := asString(k)
+		if err := kv.CheckKey(key); err != nil {
+			a.reject(fmt.Errorf("batch key %d: %w", len(l.keys), err))
+		}
+		l.keys = append(l.keys, key)
+	})
+	if uint64(bufCap) > math.MaxInt {
+		a.reject(fmt.Errorf("%w: a buffer of %d bytes", kv.ErrInvalidArgument, uint64(bufCap)))
 	}
+	if a.err != nil {
+		return failure(a.err)
+	}
+	size := int(bufCap)
 	var dst []byte
-	if bufCap > 0 {
-		dst = unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(bufCap))
+	if size > 0 {
+		dst = unsafe.Slice((*byte)(unsafe.Pointer(buf)), size)
 	}
 	need, err := current().GetMany(l.keys, dst)
 	if err != nil {
 		return failure(err)
 	}
 	*outLen = C.size_t(need)
-	if need > int(bufCap) {
+	if need > size {
 		return C.EPHPM_KV_TOO_SMALL
 	}
 	return C.EPHPM_KV_OK
@@ -524,23 +532,21 @@ func ephpmGoGetMany(keys *C.char, keysLen C.size_t, count C.size_t, buf *C.char,
 func ephpmGoSetMany(entries *C.char, entriesLen C.size_t, count C.size_t, ttlMs C.int64_t, stored *C.size_t) (rc C.int) {
 	defer recoverStatus(&rc)
 	*stored = 0
-	in, n, ok := batchArg(entries, entriesLen, count, 8)
-	ttl, okT := ttlArg(ttlMs)
-	if !ok || !okT {
-		return C.EPHPM_KV_E_INVALID
-	}
 	l := batchLists.Get().(*batchList)
 	defer l.done()
-	if !records(in, 2*n, func(rec []byte) bool {
+	var a args
+	ttl := a.duration(ttlMs)
+	a.batch(entries, entriesLen, count, 2, func(rec []byte) {
 		if len(l.keys) == len(l.values) {
 			l.keys = append(l.keys, asString(rec))
 		} else {
 			l.values = append(l.values, rec)
 		}
-		return true
-	}) {
-		return C.EPHPM_KV_E_INVALID
+	})
+	if a.err != nil {
+		return failure(a.err)
 	}
+	// The backend checks every key and value (backend.CheckBatch).
 	done, err := current().SetMany(l.keys, l.values, ttl)
 	*stored = C.size_t(done)
 	if err != nil {

@@ -236,7 +236,7 @@ static int ephpm_op_get_many(const char *keys, size_t keys_len, size_t count, ch
     if (EPHPM_BAD_BUF(keys, keys_len)
         || EPHPM_BAD_BUF(buf, buf_cap)
         || out_len == NULL) {
-        return EPHPM_KV_E_INVALID;
+        return ephpm_reject_null("get_many");
     }
     return ephpmGoGetMany((char *)keys, keys_len, count, buf, buf_cap, out_len);
 }
@@ -249,7 +249,7 @@ static int ephpm_op_set_many(const char *entries, size_t entries_len, size_t cou
     }
     if (EPHPM_BAD_BUF(entries, entries_len)
         || stored == NULL) {
-        return EPHPM_KV_E_INVALID;
+        return ephpm_reject_null("set_many");
     }
     return ephpmGoSetMany((char *)entries, entries_len, count, ttl_ms, stored);
 }

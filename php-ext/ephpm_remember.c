@@ -1,8 +1,8 @@
 /*
  * ephpm_kv_remember: a single-flight fill. On a miss exactly one caller,
  * across every process sharing the backend, runs $compute, holding a lock
- * on the key (EPHPM_REMEMBER_LOCK_PREFIX + key, a token of 16 bytes from
- * PHP's CSPRNG per acquisition); the others wait in set_nx_wait, which the
+ * on the key (EPHPM_REMEMBER_LOCK_PREFIX + key, with a fresh token per
+ * acquisition: ephpm_new_token); the others wait in set_nx_wait, which the
  * release wakes. The loop is here, in C, because $compute is PHP: it is a
  * chain of existing members, each one crossing (get; set_nx_wait; get;
  * set; del_if_eq), with no decision of its own beyond their answers.
@@ -13,7 +13,6 @@
 
 #include "php.h"
 #include "zend_exceptions.h"
-#include "ext/random/php_random.h"
 
 #include "php_ephpm.h"
 #include "ephpm_provider.h"
@@ -57,11 +56,11 @@ static void ephpm_filling_leave(struct ephpm_filling *node)
     }
 }
 
-static void ephpm_release(const ephpm_kv_ops *ops, const zend_string *lock, const unsigned char *token, size_t token_len)
+static void ephpm_release(const ephpm_kv_ops *ops, const zend_string *lock, const char *token)
 {
     /* Its failure leaves the lock to its TTL: the value (if stored) is
      * found by whoever takes the lock next. */
-    ops->del_if_eq(ZSTR_VAL(lock), ZSTR_LEN(lock), (const char *)token, token_len);
+    ops->del_if_eq(ZSTR_VAL(lock), ZSTR_LEN(lock), token, EPHPM_TOKEN_LEN);
 }
 
 /* {{{ ephpm_kv_remember(string $key, int $ttl, callable $compute, float $wait = 10.0): string */
@@ -115,16 +114,15 @@ ZEND_FUNCTION(ephpm_kv_remember)
         RETURN_THROWS();
     }
 
-    unsigned char token[16];
-    if (php_random_bytes_throw(token, sizeof token) == FAILURE) {
+    char token[EPHPM_TOKEN_LEN + 1];
+    if (!ephpm_new_token(token, true)) {
         RETURN_THROWS();
     }
     int64_t wait_ms = (int64_t)(wait * 1000.0);
     int64_t lock_ttl_ms = wait_ms > EPHPM_REMEMBER_MIN_LOCK_MS ? wait_ms : EPHPM_REMEMBER_MIN_LOCK_MS;
     zend_string *lock = zend_string_concat2(EPHPM_REMEMBER_LOCK_PREFIX, EPHPM_REMEMBER_LOCK_PREFIX_LEN,
                                             ZSTR_VAL(key), ZSTR_LEN(key));
-    rc = ops->set_nx_wait(ZSTR_VAL(lock), ZSTR_LEN(lock), (const char *)token, sizeof token,
-                          lock_ttl_ms, wait_ms);
+    rc = ops->set_nx_wait(ZSTR_VAL(lock), ZSTR_LEN(lock), token, EPHPM_TOKEN_LEN, lock_ttl_ms, wait_ms);
     if (rc == EPHPM_KV_EXISTS) {
         zend_throw_exception_ex(ephpm_kv_exception_ce, 0,
             "%s(): another caller held the fill of this key for the whole wait of %.3f s", 
@@ -134,7 +132,7 @@ ZEND_FUNCTION(ephpm_kv_remember)
     if (rc != EPHPM_KV_OK) {
         ephpm_throw_status(rc);
         if (rc == EPHPM_KV_E_UNAVAILABLE) {
-            ephpm_release(ops, lock, token, sizeof token); /* the grant may have landed */
+            ephpm_release(ops, lock, token); /* the grant may have landed */
         }
         goto done;
     }
@@ -143,13 +141,13 @@ ZEND_FUNCTION(ephpm_kv_remember)
      * stored, and passes the lock on by releasing it. */
     rc = ephpm_kv_fetch(ops, ZSTR_VAL(key), ZSTR_LEN(key), &value);
     if (rc == EPHPM_KV_OK) {
-        ephpm_release(ops, lock, token, sizeof token);
+        ephpm_release(ops, lock, token);
         zend_string_release(lock);
         RETURN_STR(value);
     }
     if (rc != EPHPM_KV_MISS) {
         ephpm_throw_status(rc);
-        ephpm_release(ops, lock, token, sizeof token);
+        ephpm_release(ops, lock, token);
         goto done;
     }
 
@@ -171,37 +169,37 @@ ZEND_FUNCTION(ephpm_kv_remember)
     } zend_end_try();
     ephpm_filling_leave(&filling);
     if (UNEXPECTED(bailed_out)) {
-        ephpm_release(ops, lock, token, sizeof token);
+        ephpm_release(ops, lock, token);
         zend_string_release(lock);
         zend_bailout();
     }
     if (EG(exception) != NULL) {
         /* $compute's exception goes to its caller; the next waiter computes. */
         zval_ptr_dtor(&computed);
-        ephpm_release(ops, lock, token, sizeof token);
+        ephpm_release(ops, lock, token);
         goto done;
     }
     if (UNEXPECTED(Z_TYPE(computed) != IS_STRING)) {
         zend_type_error("%s(): Return value of argument #3 ($compute) must be of type string, %s returned",
                         get_active_function_name(), zend_zval_type_name(&computed));
         zval_ptr_dtor(&computed);
-        ephpm_release(ops, lock, token, sizeof token);
+        ephpm_release(ops, lock, token);
         goto done;
     }
     if (!ephpm_check_value(Z_STR(computed), 3)) {
         zval_ptr_dtor(&computed);
-        ephpm_release(ops, lock, token, sizeof token);
+        ephpm_release(ops, lock, token);
         goto done;
     }
     rc = ops->set(ZSTR_VAL(key), ZSTR_LEN(key), Z_STRVAL(computed), Z_STRLEN(computed), ttl_ms);
     if (rc != EPHPM_KV_OK) {
         ephpm_throw_status(rc);
         zval_ptr_dtor(&computed);
-        ephpm_release(ops, lock, token, sizeof token);
+        ephpm_release(ops, lock, token);
         goto done;
     }
     /* The release wakes the next waiter, which finds the value. */
-    ephpm_release(ops, lock, token, sizeof token);
+    ephpm_release(ops, lock, token);
     zend_string_release(lock);
     RETURN_STR(Z_STR(computed));
 

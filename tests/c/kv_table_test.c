@@ -467,12 +467,15 @@ static void test_batch_members(void)
     CHECK(ops->get_many(req, n, 2, out, sizeof out, &len) == EPHPM_KV_E_INVALID, "count too small");
     CHECK(ops->get_many(req, n, 4, out, sizeof out, &len) == EPHPM_KV_E_INVALID, "count too large");
     CHECK(ops->get_many(req, n - 1, 3, out, sizeof out, &len) == EPHPM_KV_E_INVALID, "cut record");
+    CHECK(last_error_says("batch record 2 says"), "cut record: last_error says why");
     CHECK(ops->get_many(req, n, (size_t)-1, out, sizeof out, &len) == EPHPM_KV_E_INVALID, "huge count");
     CHECK(ops->get_many(NULL, 8, 1, out, sizeof out, &len) == EPHPM_KV_E_INVALID, "NULL keys");
     CHECK(ops->get_many(req, n, 3, out, sizeof out, NULL) == EPHPM_KV_E_INVALID, "NULL out_len");
+    CHECK(last_error_says("get_many: a required pointer is NULL"), "NULL out_len: last_error says why");
     n = 0;
     put_record(req, &n, "", 0);
     CHECK(ops->get_many(req, n, 1, out, sizeof out, &len) == EPHPM_KV_E_INVALID, "empty key");
+    CHECK(last_error_says("batch key 0: "), "empty key: last_error says why");
 
     /* A bad entry anywhere writes nothing. */
     n = 0;
@@ -481,6 +484,7 @@ static void test_batch_members(void)
     put_record(req, &n, "", 0);
     put_record(req, &n, S("v"));
     CHECK(ops->set_many(req, n, 2, 0, &stored) == EPHPM_KV_E_INVALID && stored == 0, "empty key refused");
+    CHECK(last_error_says("entry 1: "), "empty key: last_error names the entry");
     CHECK(ops->exists(S("b:first")) == EPHPM_KV_MISS, "nothing written");
     n = 0;
     put_record(req, &n, S("b:first"));
