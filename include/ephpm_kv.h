@@ -271,10 +271,10 @@ typedef struct ephpm_kv_ops {
      * of a call made on this thread, e.g. "dial tcp 127.0.0.1:6379: connect:
      * connection refused", copied into buf as get copies a value (OK, or
      * TOO_SMALL with *len set); "" if there was none. Every E_NOMEM,
-     * E_UNAVAILABLE, E_INVALID, E_NOT_INTEGER and E_OVERFLOW a provider
-     * returns sets one; E_FORKED does not (the consumer knows its pids
-     * best). It does not enter the provider's runtime and works in a forked
-     * child. */
+     * E_UNAVAILABLE, E_INVALID (from the table that has get_many on),
+     * E_NOT_INTEGER and E_OVERFLOW a provider returns sets one; E_FORKED
+     * does not (the consumer knows its pids best). It does not enter the
+     * provider's runtime and works in a forked child. */
     int (*last_error)(char *buf, size_t buf_cap, size_t *len);
 
     /* ---- appended for the guarded session destroy ---- */

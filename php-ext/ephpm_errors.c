@@ -46,11 +46,11 @@ const char *ephpm_failure_text(int rc, char *buf, size_t buf_len)
     size_t len = 0;
     /* The header names the codes a provider returns with a message; for
      * the others (FORKED, the consumer-side ones) last_error may still hold
-     * an older, unrelated one. A library older than that promise may leave
-     * an INVALID without one: its message is then an older failure's. */
+     * an older, unrelated one. INVALID carries one from the table that has
+     * get_many on (an older library's may be an older failure's). */
     bool from_provider = rc == EPHPM_KV_E_NOMEM || rc == EPHPM_KV_E_UNAVAILABLE
-                         || rc == EPHPM_KV_E_INVALID || rc == EPHPM_KV_E_NOT_INTEGER
-                         || rc == EPHPM_KV_E_OVERFLOW;
+                         || rc == EPHPM_KV_E_NOT_INTEGER || rc == EPHPM_KV_E_OVERFLOW
+                         || (rc == EPHPM_KV_E_INVALID && ops != NULL && EPHPM_KV_OPS_HAS(ops, get_many));
     if (from_provider && ops != NULL && EPHPM_KV_OPS_HAS(ops, last_error)
         && ops->last_error(detail, sizeof detail - 1, &len) == EPHPM_KV_OK && len > 0) {
         detail[len] = '\0';
