@@ -36,6 +36,16 @@ type Backend interface {
 	PTTL(key string) (ttl time.Duration, found bool, err error)
 	ExpireIfEq(key string, token []byte, ttl time.Duration) (bool, error)
 	IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int64, error)
+	// SetNXFenced is SetNX that also mints, in the same atomic step, the
+	// grant's fencing token: a number strictly greater than that of every
+	// earlier fenced grant of key, never reset by the lock's release,
+	// expiry or eviction, nor by Flush. fence is 0 when key was held.
+	SetNXFenced(key string, value []byte, ttl time.Duration) (out kv.SetNXOutcome, fence int64, err error)
+	// Fence is the latest fence granted for name, 0 if none was.
+	Fence(name string) (int64, error)
+	// SetFenced stores value under key only while fence is still the
+	// latest grant of lock, in one atomic step, and reports whether it did.
+	SetFenced(key string, value []byte, ttl time.Duration, lock string, fence int64) (bool, error)
 	Flush() error
 	Stats() (kv.Stats, error)
 	// Name is the backend's kind, as stats report it ("memory", "redis").

@@ -208,6 +208,62 @@ func ephpmGoSetNXWait(key *C.char, keyLen C.size_t, value *C.char, valueLen C.si
 	return C.EPHPM_KV_EXISTS
 }
 
+//export ephpmGoSetNXWaitFenced
+func ephpmGoSetNXWaitFenced(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs, waitMs C.int64_t,
+	fence *C.int64_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	*fence = 0
+	k, v, ttl, ok := writeArgs(key, keyLen, value, valueLen, ttlMs)
+	budget, okW := ttlArg(waitMs)
+	if !ok || !okW {
+		return C.EPHPM_KV_E_INVALID
+	}
+	b := current()
+	locker := session.Locker{Store: b}
+	res, f, err := locker.AcquireFenced(b, k, v, ttl, budget)
+	if err != nil {
+		return failure(err)
+	}
+	if res.Acquired {
+		*fence = C.int64_t(f)
+		return C.EPHPM_KV_OK
+	}
+	lockTimeouts.Add(1)
+	return C.EPHPM_KV_EXISTS
+}
+
+//export ephpmGoFence
+func ephpmGoFence(key *C.char, keyLen C.size_t, fence *C.int64_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	*fence = 0
+	k, ok := keyArg(key, keyLen)
+	if !ok {
+		return C.EPHPM_KV_E_INVALID
+	}
+	f, err := current().Fence(k)
+	if err != nil {
+		return failure(err)
+	}
+	*fence = C.int64_t(f)
+	return C.EPHPM_KV_OK
+}
+
+//export ephpmGoSetFenced
+func ephpmGoSetFenced(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs C.int64_t,
+	lock *C.char, lockLen C.size_t, fence C.int64_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	k, v, ttl, ok := writeArgs(key, keyLen, value, valueLen, ttlMs)
+	l, okL := keyArg(lock, lockLen)
+	if !ok || !okL {
+		return C.EPHPM_KV_E_INVALID
+	}
+	written, err := current().SetFenced(k, v, ttl, l, int64(fence))
+	if err != nil {
+		return failure(err)
+	}
+	return answer(written)
+}
+
 //export ephpmGoSetGuarded
 func ephpmGoSetGuarded(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs C.int64_t,
 	guardKey *C.char, guardKeyLen C.size_t, guardToken *C.char, guardTokenLen C.size_t) (rc C.int) {

@@ -37,6 +37,9 @@ static int call_member(int op, const char *k, size_t kl, const char *v, size_t v
     case EPHPM_MEMBER_CONFIGURE: return o->configure(k, kl, v, vl);
     case EPHPM_MEMBER_LAST_ERROR: return o->last_error(buf, cap, len);
     case EPHPM_MEMBER_DEL_GUARDED: return o->del_guarded(k, kl, v, vl, k, kl);
+    case EPHPM_MEMBER_SET_NX_WAIT_FENCED: return o->set_nx_wait_fenced(k, kl, v, vl, ttl, ttl, num);
+    case EPHPM_MEMBER_FENCE: return o->fence(k, kl, num);
+    case EPHPM_MEMBER_SET_FENCED: return o->set_fenced(k, kl, v, vl, ttl, k, kl, ttl);
     }
     return -100;
 }

@@ -227,6 +227,47 @@ static int ephpm_op_del_guarded(const char *key, size_t key_len, const char *gua
     return ephpmGoDelGuarded((char *)key, key_len, (char *)guard_key, guard_key_len, (char *)guard_token, guard_token_len);
 }
 
+/* Crosses into Go: ephpmGoSetNXWaitFenced. */
+static int ephpm_op_set_nx_wait_fenced(const char *key, size_t key_len, const char *value, size_t value_len, int64_t ttl_ms, int64_t wait_ms, int64_t *fence)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len)
+        || EPHPM_BAD_BUF(value, value_len)
+        || fence == NULL) {
+        return EPHPM_KV_E_INVALID;
+    }
+    return ephpmGoSetNXWaitFenced((char *)key, key_len, (char *)value, value_len, ttl_ms, wait_ms, fence);
+}
+
+/* Crosses into Go: ephpmGoFence. */
+static int ephpm_op_fence(const char *key, size_t key_len, int64_t *fence)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len)
+        || fence == NULL) {
+        return EPHPM_KV_E_INVALID;
+    }
+    return ephpmGoFence((char *)key, key_len, fence);
+}
+
+/* Crosses into Go: ephpmGoSetFenced. */
+static int ephpm_op_set_fenced(const char *key, size_t key_len, const char *value, size_t value_len, int64_t ttl_ms, const char *lock, size_t lock_len, int64_t fence)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len)
+        || EPHPM_BAD_BUF(value, value_len)
+        || EPHPM_BAD_BUF(lock, lock_len)) {
+        return EPHPM_KV_E_INVALID;
+    }
+    return ephpmGoSetFenced((char *)key, key_len, (char *)value, value_len, ttl_ms, (char *)lock, lock_len, fence);
+}
+
 static const ephpm_kv_ops ephpm_ops = {
     .abi_version = EPHPM_KV_ABI_VERSION,
     .struct_size = sizeof(ephpm_kv_ops),
@@ -248,6 +289,9 @@ static const ephpm_kv_ops ephpm_ops = {
     .configure = ephpm_op_configure,
     .last_error = ephpm_op_last_error,
     .del_guarded = ephpm_op_del_guarded,
+    .set_nx_wait_fenced = ephpm_op_set_nx_wait_fenced,
+    .fence = ephpm_op_fence,
+    .set_fenced = ephpm_op_set_fenced,
 };
 
 /* The provider's one exported symbol. */

@@ -41,6 +41,9 @@ int ephpm_op_last_error(char *buf, size_t buf_cap, size_t *len);
 #define EPHPM_MEMBER_CONFIGURE 15
 #define EPHPM_MEMBER_LAST_ERROR 16
 #define EPHPM_MEMBER_DEL_GUARDED 17
-#define EPHPM_MEMBERS 18
+#define EPHPM_MEMBER_SET_NX_WAIT_FENCED 18
+#define EPHPM_MEMBER_FENCE 19
+#define EPHPM_MEMBER_SET_FENCED 20
+#define EPHPM_MEMBERS 21
 
 #endif /* EPHPM_BRIDGE_MEMBERS_H */

@@ -22,7 +22,10 @@ const (
 	memberConfigure
 	memberLastError
 	memberDelGuarded
+	memberSetNXWaitFenced
+	memberFence
+	memberSetFenced
 )
 
 // tableMembers is how many members the table has.
-const tableMembers = 18
+const tableMembers = 21

@@ -141,6 +141,9 @@ type shard struct {
 	volatile int // live table entries that have a TTL
 	// waiters queues, per key, the callers blocked in Wait, oldest first.
 	waiters map[string]*waitQueue
+	// fences holds the latest fencing token of the lock names that hash
+	// here (fence.go); Flush keeps it.
+	fences fences
 	// c counts what happened in this shard. Counters live per shard, not
 	// per store, so that cores working on different keys never write to
 	// the same cache line.

@@ -26,9 +26,13 @@ type writeReq struct {
 	// b is the block built before taking the lock, or nil: a small plain
 	// value is written under the lock, into a reused block (see place).
 	b block
-	// modeGuarded: the entry that must hold guardToken.
+	// modeGuarded: the entry that must hold guardToken; modeFenced: the
+	// lock whose latest grant must be fence.
 	guardKey   string
 	guardToken []byte
+	// mintFence: a modeSetNX grant mints its fence into fence (fence.go).
+	mintFence bool
+	fence     int64
 }
 
 // writeMode says under which condition install stores the block.
@@ -38,6 +42,7 @@ const (
 	modeSet     writeMode = iota // always
 	modeSetNX                    // only if key holds no live entry
 	modeGuarded                  // only while guardKey holds guardToken
+	modeFenced                   // only while fence is guardKey's latest grant
 )
 
 // prepare builds r's block now, with no lock held, if its value is large
@@ -63,7 +68,7 @@ func (s *Store) install(r *writeReq) (bool, error) {
 	var gsh *shard
 	var gh uint32
 	first, second := sh, (*shard)(nil)
-	if r.mode == modeGuarded {
+	if r.mode == modeGuarded || r.mode == modeFenced {
 		gsh, gh, _ = s.locate(r.guardKey)
 		first, second = lockOrder(sh, gsh)
 	}
@@ -91,6 +96,9 @@ func (s *Store) install(r *writeReq) (bool, error) {
 		case modeGuarded:
 			g := gsh.t.get(gh, r.guardKey)
 			ok = g != nil && !c.expired(g) && valueEquals(g, r.guardToken)
+		case modeFenced:
+			n, known := gsh.fences.current(r.guardKey)
+			ok = known && n == r.fence
 		}
 		delta, need := size, size
 		if old != nil {
@@ -122,6 +130,9 @@ func (s *Store) install(r *writeReq) (bool, error) {
 				flags |= blockMeta(old) & flagRead // the same session, rewritten
 			}
 			s.putEntry(sh, old, i, h, kind, r.b, r.key, r.value, flags, at)
+			if r.mintFence {
+				r.fence = s.mint(sh, r.key)
+			}
 		}
 		switch {
 		case r.mode == modeSetNX && !ok:

@@ -1,0 +1,146 @@
+package kv
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Fencing tokens. Every grant of a lock name by SetNXFenced carries a
+// number strictly greater than that of every earlier grant of the name,
+// minted under the shard lock that decides the grant. The numbers live
+// beside the table, not in it: a lock's release, expiry or eviction, and
+// Flush, leave them as they are.
+//
+// A shard remembers the latest fence of at most maxFencesPerShard names
+// (about a million names in the store, each a map entry of its name and a
+// number, outside the memory limit). Past that it forgets a name whose lock
+// is not held and raises its floor to that name's fence: a forgotten name's
+// next grant continues above the floor, Fence reports the floor for it (a
+// number no smaller than its latest grant), and SetFenced refuses its
+// writes, since whether the fence given is still the latest is no longer
+// known. Forgetting never lowers a fence; it only refuses writes that might
+// have been accepted.
+const maxFencesPerShard = 4096
+
+// fences is a shard's fencing state. Caller holds the shard lock.
+type fences struct {
+	latest map[string]int64
+	floor  int64 // the largest fence forgotten in this shard
+}
+
+// CheckFence is the limit on a fence given to SetFenced, for every backend:
+// a fenced grant returns a positive number.
+func CheckFence(fence int64) error {
+	if fence <= 0 {
+		return fmt.Errorf("%w: fence %d is not positive (a fenced grant returns a positive number)", ErrInvalidArgument, fence)
+	}
+	return nil
+}
+
+// mint records a new grant of name and returns its fence. Caller holds
+// sh.mu and has just granted name.
+func (s *Store) mint(sh *shard, name string) int64 {
+	f := &sh.fences
+	if n, ok := f.latest[name]; ok {
+		n = max(n, f.floor) + 1
+		f.latest[name] = n
+		return n
+	}
+	if f.latest == nil {
+		f.latest = make(map[string]int64)
+	}
+	if len(f.latest) >= maxFencesPerShard {
+		s.forgetFence(sh)
+	}
+	n := f.floor + 1
+	f.latest[strings.Clone(name)] = n // name may be C memory: the map keeps its own copy
+	return n
+}
+
+// forgetFence drops one remembered name, preferring one whose lock is not
+// held, and raises the floor to its fence. Caller holds sh.mu.
+func (s *Store) forgetFence(sh *shard) {
+	f := &sh.fences
+	c := clock{s: s}
+	victim, tries := "", 0
+	for name := range f.latest { // map order is random: a sample
+		if victim == "" {
+			victim = name
+		}
+		_, h, _ := s.locate(name)
+		if b := sh.t.get(h, name); b == nil || c.expired(b) {
+			victim = name
+			break
+		}
+		if tries++; tries == 8 {
+			break
+		}
+	}
+	f.floor = max(f.floor, f.latest[victim])
+	delete(f.latest, victim)
+}
+
+// current is name's latest fence, the floor for a forgotten name, 0 for a
+// name never granted. Caller holds sh.mu.
+func (f *fences) current(name string) (n int64, known bool) {
+	if n, ok := f.latest[name]; ok {
+		return n, true
+	}
+	return f.floor, false
+}
+
+// SetNXFenced is SetNX that also mints the grant's fence (see above) in the
+// same step; the fence is 0 when the key was held.
+func (s *Store) SetNXFenced(key string, value []byte, ttl time.Duration) (SetNXOutcome, int64, error) {
+	if err := CheckWrite(key, value, ttl); err != nil {
+		return 0, 0, err
+	}
+	var r writeReq
+	r.key, r.value, r.flags, r.mode, r.ttl = key, value, flagPinned, modeSetNX, ttl
+	r.mintFence = true
+	s.prepare(&r)
+	ok, err := s.install(&r)
+	if err != nil {
+		return 0, 0, err
+	}
+	if !ok {
+		return Exists, 0, nil
+	}
+	return Inserted, r.fence, nil
+}
+
+// Fence returns the latest fence granted for name: 0 if none was.
+func (s *Store) Fence(name string) (int64, error) {
+	if err := CheckKey(name); err != nil {
+		return 0, err
+	}
+	sh, _, _ := s.locate(name)
+	sh.mu.Lock()
+	n, _ := sh.fences.current(name)
+	sh.mu.Unlock()
+	return n, nil
+}
+
+// SetFenced stores value under key, with a TTL as Set does, only while
+// fence is still the latest grant of lock, and reports whether it did. The
+// check and the write are one step (both shards are held): a holder whose
+// lock expired and was granted to another cannot write over the new
+// holder's work. Whether lock is still held does not matter, only whether
+// it was granted again. On an error nothing changed.
+func (s *Store) SetFenced(key string, value []byte, ttl time.Duration, lock string, fence int64) (bool, error) {
+	if err := CheckWrite(key, value, ttl); err != nil {
+		return false, err
+	}
+	if err := CheckKey(lock); err != nil {
+		return false, err
+	}
+	if err := CheckFence(fence); err != nil {
+		return false, err
+	}
+	var r writeReq
+	r.key, r.value, r.flags, r.mode, r.ttl = key, value, s.pinFlag(key), modeFenced, ttl
+	r.guardKey, r.fence = lock, fence
+	s.prepare(&r)
+	return s.install(&r)
+}
