@@ -9,6 +9,7 @@ import "C"
 
 import (
 	"errors"
+	"fmt"
 	"time"
 	"unsafe"
 
@@ -208,6 +209,11 @@ func ephpmGoSetNXWait(key *C.char, keyLen C.size_t, value *C.char, valueLen C.si
 	return C.EPHPM_KV_EXISTS
 }
 
+// errArguments is the refusal of a key, value or TTL outside the limits,
+// for the members whose every E_INVALID carries a message (last_error):
+// the fencing members, whose backends refuse arguments of their own.
+var errArguments = fmt.Errorf("%w: a key, value or TTL is outside the limits of include/ephpm_kv.h", kv.ErrInvalidArgument)
+
 //export ephpmGoSetNXWaitFenced
 func ephpmGoSetNXWaitFenced(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs, waitMs C.int64_t,
 	fence *C.int64_t) (rc C.int) {
@@ -216,7 +222,7 @@ func ephpmGoSetNXWaitFenced(key *C.char, keyLen C.size_t, value *C.char, valueLe
 	k, v, ttl, ok := writeArgs(key, keyLen, value, valueLen, ttlMs)
 	budget, okW := ttlArg(waitMs)
 	if !ok || !okW {
-		return C.EPHPM_KV_E_INVALID
+		return failure(errArguments)
 	}
 	b := current()
 	locker := session.Locker{Store: b}
@@ -238,7 +244,7 @@ func ephpmGoFence(key *C.char, keyLen C.size_t, fence *C.int64_t) (rc C.int) {
 	*fence = 0
 	k, ok := keyArg(key, keyLen)
 	if !ok {
-		return C.EPHPM_KV_E_INVALID
+		return failure(errArguments)
 	}
 	f, err := current().Fence(k)
 	if err != nil {
@@ -255,7 +261,7 @@ func ephpmGoSetFenced(key *C.char, keyLen C.size_t, value *C.char, valueLen C.si
 	k, v, ttl, ok := writeArgs(key, keyLen, value, valueLen, ttlMs)
 	l, okL := keyArg(lock, lockLen)
 	if !ok || !okL {
-		return C.EPHPM_KV_E_INVALID
+		return failure(errArguments)
 	}
 	written, err := current().SetFenced(k, v, ttl, l, int64(fence))
 	if err != nil {

@@ -78,8 +78,15 @@ const char *ephpm_status_cause(int rc);
  * (dial tcp 127.0.0.1:6379: connect: connection refused)", in buf. */
 const char *ephpm_failure_text(int rc, char *buf, size_t buf_len);
 
+/* ephpm_failure_text, and for E_INVALID too the provider's message when
+ * invalid_has_detail: the member called sets one with every refusal. */
+const char *ephpm_failure_text_ex(int rc, bool invalid_has_detail, char *buf, size_t buf_len);
+
 /* Throws Ephpm\KvException for a failure status of the running function. */
 ZEND_COLD void ephpm_throw_status(int rc);
+
+/* ephpm_throw_status with ephpm_failure_text_ex's invalid_has_detail. */
+ZEND_COLD void ephpm_throw_status_ex(int rc, bool invalid_has_detail);
 
 /* Fills arr (initialized here) with the figures of st, under the names
  * ephpm_kv_stats() documents. */
