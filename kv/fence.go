@@ -21,7 +21,7 @@ import (
 // writes, since whether the fence given is still the latest is no longer
 // known. Forgetting never lowers a fence; it only refuses writes that might
 // have been accepted.
-const maxFencesPerShard = 4096
+var maxFencesPerShard = 4096 // a variable for tests
 
 // fences is a shard's fencing state. Caller holds the shard lock.
 type fences struct {
