@@ -32,7 +32,6 @@ func TestAFenceKeySharesItsLocksSlot(t *testing.T) {
 	}
 }
 
-
 func TestFencesGoOnAfterAFlush(t *testing.T) {
 	srv := redistest.Start(t)
 	s := open(t, "redis://"+srv.Addr+"/0")
