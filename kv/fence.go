@@ -2,7 +2,7 @@ package kv
 
 import (
 	"fmt"
-	"strings"
+	"hash/maphash"
 	"time"
 )
 
@@ -13,21 +13,28 @@ import (
 // Flush, leave them as they are.
 //
 // A shard remembers the latest fence of at most maxFencesPerShard names
-// (about a million names in the store, each a map entry of its name and a
-// number, outside the memory limit). Past that it forgets a name whose lock
-// is not held and raises its floor to that name's fence: a forgotten name's
-// next grant continues above the floor, Fence reports the floor for it (a
-// number no smaller than its latest grant), and SetFenced refuses its
-// writes, since whether the fence given is still the latest is no longer
-// known. Forgetting never lowers a fence; it only refuses writes that might
-// have been accepted.
+// (about a million in the store), each by a 64-bit hash of the name: a map
+// entry of two integers, whatever the name's length, outside the memory
+// limit (about 40 MiB at most, measured in docs/measurements.md). Past
+// that it forgets the oldest grant of a sample and raises its floor to
+// that fence: a forgotten name's next grant continues above the floor,
+// Fence reports the floor for it (a number no smaller than its latest
+// grant), and SetFenced refuses its writes, since whether the fence given
+// is still the latest is no longer known. Two names whose hashes are equal
+// share one fence: each name's grants still increase, and a write may be
+// refused. Forgetting never lowers a fence; it only refuses writes that
+// might have been accepted.
 var maxFencesPerShard = 4096 // a variable for tests
 
 // fences is a shard's fencing state. Caller holds the shard lock.
 type fences struct {
-	latest map[string]int64
+	latest map[uint64]int64
 	floor  int64 // the largest fence forgotten in this shard
 }
+
+// fenceHash is name's key in its shard's fences: all of the name (locate
+// hashes a session key by its sid alone).
+func (s *Store) fenceHash(name string) uint64 { return maphash.String(s.seed, name) }
 
 // CheckFence is the limit on a fence given to SetFenced, for every backend:
 // a fenced grant returns a positive number.
@@ -41,50 +48,45 @@ func CheckFence(fence int64) error {
 // mint records a new grant of name and returns its fence. Caller holds
 // sh.mu and has just granted name.
 func (s *Store) mint(sh *shard, name string) int64 {
-	f := &sh.fences
-	if n, ok := f.latest[name]; ok {
+	f, h := &sh.fences, s.fenceHash(name)
+	if n, ok := f.latest[h]; ok {
 		n = max(n, f.floor) + 1
-		f.latest[name] = n
+		f.latest[h] = n
 		return n
 	}
 	if f.latest == nil {
-		f.latest = make(map[string]int64)
+		f.latest = make(map[uint64]int64)
 	}
 	if len(f.latest) >= maxFencesPerShard {
-		s.forgetFence(sh)
+		f.forget()
 	}
 	n := f.floor + 1
-	f.latest[strings.Clone(name)] = n // name may be C memory: the map keeps its own copy
+	f.latest[h] = n
 	return n
 }
 
-// forgetFence drops one remembered name, preferring one whose lock is not
-// held, and raises the floor to its fence. Caller holds sh.mu.
-func (s *Store) forgetFence(sh *shard) {
-	f := &sh.fences
-	c := clock{s: s}
-	victim, tries := "", 0
-	for name := range f.latest { // map order is random: a sample
-		if victim == "" {
-			victim = name
+// forget drops the oldest grant (lowest fence) of up to 8 remembered
+// names, a random sample (map order is random), and raises the floor to
+// its fence. A held lock's grant is recent and seldom the lowest; if it is
+// forgotten, its holder's fenced writes are refused.
+func (f *fences) forget() {
+	victim, low, seen := uint64(0), int64(0), 0
+	for h, n := range f.latest {
+		if seen == 0 || n < low {
+			victim, low = h, n
 		}
-		_, h, _ := s.locate(name)
-		if b := sh.t.get(h, name); b == nil || c.expired(b) {
-			victim = name
-			break
-		}
-		if tries++; tries == 8 {
+		if seen++; seen == 8 {
 			break
 		}
 	}
-	f.floor = max(f.floor, f.latest[victim])
+	f.floor = max(f.floor, low)
 	delete(f.latest, victim)
 }
 
-// current is name's latest fence, the floor for a forgotten name, 0 for a
-// name never granted. Caller holds sh.mu.
-func (f *fences) current(name string) (n int64, known bool) {
-	if n, ok := f.latest[name]; ok {
+// current is the latest fence of the name hashing to h, the floor for a
+// forgotten name, 0 for a name never granted. Caller holds the shard lock.
+func (f *fences) current(h uint64) (n int64, known bool) {
+	if n, ok := f.latest[h]; ok {
 		return n, true
 	}
 	return f.floor, false
@@ -117,7 +119,7 @@ func (s *Store) Fence(name string) (int64, error) {
 	}
 	sh, _, _ := s.locate(name)
 	sh.mu.Lock()
-	n, _ := sh.fences.current(name)
+	n, _ := sh.fences.current(s.fenceHash(name))
 	sh.mu.Unlock()
 	return n, nil
 }

@@ -97,7 +97,7 @@ func (s *Store) install(r *writeReq) (bool, error) {
 			g := gsh.t.get(gh, r.guardKey)
 			ok = g != nil && !c.expired(g) && valueEquals(g, r.guardToken)
 		case modeFenced:
-			n, known := gsh.fences.current(r.guardKey)
+			n, known := gsh.fences.current(s.fenceHash(r.guardKey))
 			ok = known && n == r.fence
 		}
 		delta, need := size, size
