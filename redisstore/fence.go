@@ -46,15 +46,6 @@ local n = math.max((tonumber(redis.call('get', KEYS[2])) or 0) + 1, tonumber(t[1
 redis.call('set', KEYS[2], string.format('%.0f', n))
 return n`)
 
-var setFencedScript = newScript(`
-if redis.call('get', KEYS[2]) ~= ARGV[2] then return 0 end
-if ARGV[3] == '0' then
-  redis.call('set', KEYS[1], ARGV[1])
-else
-  redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[3])
-end
-return 1`)
-
 // fenceKey is where the latest fence of the lock at Redis key rk lives.
 func fenceKey(rk string) string {
 	if _, ok := hashTag(rk); ok {
@@ -156,13 +147,7 @@ func (s *Store) Fence(name string) (int64, error) {
 // script, so in a Cluster key must be in the lock's slot (give both one
 // hash tag).
 func (s *Store) SetFenced(key string, value []byte, ttl time.Duration, lock string, fence int64) (bool, error) {
-	if err := kv.CheckWrite(key, value, ttl); err != nil {
-		return false, err
-	}
-	if err := kv.CheckKey(lock); err != nil {
-		return false, err
-	}
-	if err := kv.CheckFence(fence); err != nil {
+	if err := kv.CheckFencedWrite(key, value, ttl, lock, fence); err != nil {
 		return false, err
 	}
 	lk, fk, err := s.fenceKeys(lock)
@@ -178,6 +163,7 @@ func (s *Store) SetFenced(key string, value []byte, ttl time.Duration, lock stri
 		return false, err
 	}
 	defer s.near.forget(key)
-	n, err := s.run(setFencedScript, []string{rk, fk}, value, strconv.FormatInt(fence, 10), ms(ttl))
+	// The guarded write's script: the fence key must hold the fence.
+	n, err := s.run(setGuardedScript, []string{rk, fk}, value, strconv.FormatInt(fence, 10), ms(ttl))
 	return n == 1, err
 }

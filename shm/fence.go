@@ -236,13 +236,7 @@ func (s *Store) Fence(name string) (int64, error) {
 // SetFenced stores value under key only while fence is still the latest
 // grant of lock, with both shards held.
 func (s *Store) SetFenced(key string, value []byte, ttl time.Duration, lock string, fence int64) (bool, error) {
-	if err := kv.CheckWrite(key, value, ttl); err != nil {
-		return false, err
-	}
-	if err := kv.CheckKey(lock); err != nil {
-		return false, err
-	}
-	if err := kv.CheckFence(fence); err != nil {
+	if err := kv.CheckFencedWrite(key, value, ttl, lock, fence); err != nil {
 		return false, err
 	}
 	ft, err := s.fences()

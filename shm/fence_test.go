@@ -57,16 +57,7 @@ func TestFencesOutliveFlushAndTheSegment(t *testing.T) {
 
 func TestAFullBucketForgetsItsOldestGrant(t *testing.T) {
 	s := openTest(t, kv.MemoryConfig{})
-	// fenceWays+2 names of one bucket.
-	var names []string
-	bucket := -1
-	for i := 0; len(names) < fenceWays+2; i++ {
-		n := fmt.Sprint("n:", i)
-		if b := bucketOf(hashKey(n)); bucket < 0 || b == bucket {
-			bucket = b
-			names = append(names, n)
-		}
-	}
+	names := bucketNames(fenceWays + 2)
 	fences := map[string]int64{}
 	for _, n := range names {
 		fences[n] = grantFenced(t, s, n)
@@ -103,13 +94,12 @@ func TestAFenceFileOfAnotherSizeIsRefused(t *testing.T) {
 	assert.False(t, found, "refused before anything changed")
 }
 
-// fenceCrashLocks are lock names of one fence bucket, more than it holds,
-// so that killed processes also die while a way changes hands.
-func fenceCrashLocks() []string {
+// bucketNames returns n lock names of one fence bucket.
+func bucketNames(n int) []string {
 	var names []string
 	bucket := -1
-	for i := 0; len(names) < fenceWays+3; i++ {
-		n := fmt.Sprint("fl:", i)
+	for i := 0; len(names) < n; i++ {
+		n := fmt.Sprint("n:", i)
 		if b := bucketOf(hashKey(n)); bucket < 0 || b == bucket {
 			bucket = b
 			names = append(names, n)
@@ -181,7 +171,7 @@ func TestFencesSurviveKilledProcesses(t *testing.T) {
 		t.Skip("short")
 	}
 	s := openTest(t, kv.MemoryConfig{})
-	locks := fenceCrashLocks()
+	locks := bucketNames(fenceWays + 3) // more than a bucket holds: ways change hands as processes die
 	var mu sync.Mutex
 	var bads []string
 	start := func() (*worker, chan struct{}) {
