@@ -11,20 +11,21 @@ import (
 
 // Fencing tokens on Redis. A lock name's latest fence is a key of its own,
 // fenceKey: the grant (SET NX PX) and the mint are one script, and so are
-// the check and the write of SetFenced. The fence key has no TTL, so a
-// lock's release or expiry leaves it.
+// the check and the write of SetFenced (the guarded write's script, the
+// fence key its guard). The fence key expires fenceKeep after its lock's
+// TTL (a lock without TTL keeps it for ever), so the server holds fence
+// keys only for the names granted in about the last day.
 //
-// A fence is max(the stored fence + 1, the server's clock in µs): FLUSHDB
-// (Flush), a failover that lost the latest write, or an operator deleting
-// fence keys resets the counter, and the next grant then continues from
-// the clock, above every earlier fence unless the server's clock went
-// back. Without a reset the stored fence alone already makes each grant
-// greater than the last. A grant and its lock's release are two commands,
-// each taking the server more than a microsecond, so the counter never
-// runs ahead of the clock in practice and a reset loses nothing. After a
-// reset SetFenced refuses every fence granted before it (the key holds no
-// fence to match). Memory: one small key per lock name ever granted, like
-// the lock itself while held.
+// A fence is max(the stored fence + 1, the server's clock in µs): when the
+// fence key is gone (it expired, FLUSHDB, a failover lost the latest
+// write, an operator deleted it) the next grant continues from the clock,
+// above every earlier fence unless the server's clock went back. While the
+// key is there the stored fence alone makes each grant greater than the
+// last. A grant and its lock's release are two commands, each taking the
+// server more than a microsecond, so the counter never runs ahead of the
+// clock in practice and losing the key loses nothing. A fence granted
+// before the key went is refused by SetFenced (the key holds no fence to
+// match).
 //
 // In a Cluster, the lock, its fence key and a fenced write's key must be in
 // one slot for one script to see them. The fence key carries the lock's
@@ -43,8 +44,17 @@ end
 if not ok then return 0 end
 local t = redis.call('time')
 local n = math.max((tonumber(redis.call('get', KEYS[2])) or 0) + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
-redis.call('set', KEYS[2], string.format('%.0f', n))
+if ARGV[2] == '0' then
+  redis.call('set', KEYS[2], string.format('%.0f', n))
+else
+  redis.call('set', KEYS[2], string.format('%.0f', n), 'PX', ARGV[3])
+end
 return n`)
+
+// fenceKeep is how long a fence key outlives its lock's TTL: a holder that
+// writes later than that is refused as if the lock had been granted again,
+// and the key is gone.
+const fenceKeep = 24 * time.Hour
 
 // fenceKey is where the latest fence of the lock at Redis key rk lives.
 func fenceKey(rk string) string {
@@ -107,7 +117,7 @@ func (s *Store) SetNXFenced(key string, value []byte, ttl time.Duration) (kv.Set
 		return 0, 0, err
 	}
 	defer s.near.forget(key)
-	n, err := s.run(setNXFencedScript, []string{rk, fk}, value, ms(ttl))
+	n, err := s.run(setNXFencedScript, []string{rk, fk}, value, ms(ttl), ms(ttl+fenceKeep))
 	if err != nil {
 		return 0, 0, err
 	}

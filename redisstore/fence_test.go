@@ -32,11 +32,18 @@ func TestAFenceKeySharesItsLocksSlot(t *testing.T) {
 	}
 }
 
-func TestFencesGoOnAfterAFlush(t *testing.T) {
+func TestFenceKeysExpireAndFencesGoOnAfterAFlush(t *testing.T) {
 	srv := redistest.Start(t)
 	s := open(t, "redis://"+srv.Addr+"/0")
 	_, f1, err := s.SetNXFenced("lock", []byte("a"), time.Minute)
 	require.NoError(t, err)
+	r, err := s.do(nil, "pttl", fenceKey("lock"))
+	require.NoError(t, err)
+	assert.InDelta(t, int64((time.Minute + fenceKeep).Milliseconds()), r.n, 5000, "the fence key outlives its lock by fenceKeep")
+	_, _, err = s.SetNXFenced("forever", []byte("a"), 0)
+	require.NoError(t, err)
+	r, _ = s.do(nil, "pttl", fenceKey("forever"))
+	assert.Equal(t, int64(-1), r.n, "a lock without TTL keeps its fence key")
 	require.NoError(t, s.Flush())
 	f, err := s.Fence("lock")
 	require.NoError(t, err)
