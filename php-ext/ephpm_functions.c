@@ -514,9 +514,16 @@ ZEND_FUNCTION(ephpm_kv_lock)
                                   ttl_ms, (int64_t)(wait * 1000.0), &fence)
         : ops->set_nx_wait(ZSTR_VAL(name), ZSTR_LEN(name), ZSTR_VAL(token), ZSTR_LEN(token),
                            ttl_ms, (int64_t)(wait * 1000.0));
-    if (rc == EPHPM_KV_OK || rc == EPHPM_KV_EXISTS) {
-        if (fence_ref != NULL) {
-            ZEND_TRY_ASSIGN_REF_LONG(fence_ref, rc == EPHPM_KV_OK ? (zend_long)fence : 0);
+    if ((rc == EPHPM_KV_OK || rc == EPHPM_KV_EXISTS) && fence_ref != NULL) {
+        ZEND_TRY_ASSIGN_REF_LONG(fence_ref, rc == EPHPM_KV_OK ? (zend_long)fence : 0);
+        if (UNEXPECTED(EG(exception) != NULL)) {
+            /* $fence is a reference to a typed property that takes no int:
+             * the caller gets the TypeError, not a lock it cannot see. */
+            if (rc == EPHPM_KV_OK) {
+                ops->del_if_eq(ZSTR_VAL(name), ZSTR_LEN(name), ZSTR_VAL(token), ZSTR_LEN(token));
+            }
+            zend_string_release(token);
+            RETURN_THROWS();
         }
     }
     if (rc == EPHPM_KV_OK) {

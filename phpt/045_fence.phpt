@@ -41,6 +41,17 @@ $f = ephpm_kv_lock($lock, 30, 0.0, null, $ff);
 var_dump($ff > $fe);
 ephpm_kv_unlock($lock, $f);
 
+// $fence bound to a typed property that takes no int: a TypeError, and no
+// lock left behind that the caller cannot know of.
+class T45 { public array $f = []; }
+$o = new T45();
+try {
+    ephpm_kv_lock('t45:typed', 30, 0.0, null, $o->f);
+} catch (TypeError $ex) {
+    echo $ex->getMessage(), "\n";
+}
+var_dump(ephpm_kv_exists('t45:typed'));
+
 foreach ([
     fn () => ephpm_kv_fence(''),
     fn () => ephpm_kv_set_fenced('', 'v', $lock, 1),
@@ -80,6 +91,8 @@ bool(false)
 bool(true)
 bool(true)
 bool(true)
+Cannot assign int to reference held by property T45::$f of type array
+bool(false)
 ephpm_kv_fence(): Argument #1 ($name) must not be empty
 ephpm_kv_set_fenced(): Argument #1 ($key) must not be empty
 ephpm_kv_set_fenced(): Argument #3 ($lock) must not be empty
