@@ -6,8 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh demo
-export PATH=$PATH:/usr/local/go/bin
-export GOTOOLCHAIN=auto  # build with the Go release go.mod names (fetched if older here)
+. scripts/go-env.sh
 
 peers=(php8.2-apcu php8.2-redis php8.2-memcached php8.2-fpm redis-server memcached)
 missing=()

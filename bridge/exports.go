@@ -10,6 +10,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 	"unsafe"
 
@@ -17,33 +18,65 @@ import (
 	"github.com/ephpm/ephpm/session"
 )
 
-// The functions below are the Go halves of the table's members; table.c
-// calls them after its fork guard and NULL-pointer checks. Each borrows the
-// caller's buffers for the duration of the call only: keys are viewed, not
-// copied (the store copies what it keeps).
+// The functions below are the Go halves of the table's members; the
+// wrappers of members.c call them after the fork guard and the NULL checks.
+// Each borrows the caller's buffers for the duration of the call only: keys
+// are viewed, not copied (the store copies what it keeps).
 
-func keyArg(p *C.char, n C.size_t) (string, bool) {
-	if n == 0 || n > kv.MaxKeyLen {
-		return "", false
+// args turns one call's C arguments into Go values and keeps the first
+// rejection, which the member reports through failure, so that last_error
+// says why. The limits are kv's (CheckKey, CheckValue, CheckTTL), the one
+// authority every backend shares; args adds only what Go itself needs: no
+// length beyond an int, no duration beyond a time.Duration.
+type args struct{ err error }
+
+func (a *args) reject(err error) {
+	if a.err == nil {
+		a.err = err
 	}
-	return unsafe.String((*byte)(unsafe.Pointer(p)), int(n)), true
 }
 
-func bytesArg(p *C.char, n C.size_t) ([]byte, bool) {
-	if n > kv.MaxValueLen {
-		return nil, false
+// length is n as an int, if no argument can be that long.
+func (a *args) length(n C.size_t) int {
+	if uint64(n) > math.MaxInt32 {
+		a.reject(fmt.Errorf("%w: a length of %d bytes", kv.ErrInvalidArgument, uint64(n)))
+		return 0
 	}
+	return int(n)
+}
+
+// key views a key of n bytes at p.
+func (a *args) key(p *C.char, n C.size_t) string {
+	k := unsafe.String((*byte)(unsafe.Pointer(p)), a.length(n))
+	if err := kv.CheckKey(k); err != nil {
+		a.reject(err)
+	}
+	return k
+}
+
+// bytes views a value (or token) of n bytes at p.
+func (a *args) bytes(p *C.char, n C.size_t) []byte {
 	if n == 0 {
-		return []byte{}, true
+		return []byte{}
 	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(p)), int(n)), true
+	v := unsafe.Slice((*byte)(unsafe.Pointer(p)), a.length(n))
+	if err := kv.CheckValue(v); err != nil {
+		a.reject(err)
+	}
+	return v
 }
 
-func ttlArg(ms C.int64_t) (time.Duration, bool) {
-	if ms < 0 || int64(ms) > int64(kv.MaxTTL/time.Millisecond) {
-		return 0, false
+// duration is ms milliseconds: a TTL, or how long a call may wait.
+func (a *args) duration(ms C.int64_t) time.Duration {
+	if int64(ms) > math.MaxInt64/int64(time.Millisecond) {
+		a.reject(fmt.Errorf("%w: %d ms is beyond %v", kv.ErrInvalidArgument, int64(ms), kv.MaxTTL))
+		return 0
 	}
-	return time.Duration(ms) * time.Millisecond, true
+	d := time.Duration(ms) * time.Millisecond
+	if err := kv.CheckTTL(d); err != nil {
+		a.reject(err)
+	}
+	return d
 }
 
 // failure maps an error to its status code, and records its message for
@@ -64,11 +97,12 @@ func failure(err error) C.int {
 	return C.EPHPM_KV_E_UNAVAILABLE
 }
 
-// recoverStatus turns a panic into "outcome unknown" instead of letting it
-// take the host process down. It is deferred by every export.
+// recoverStatus turns a panic into "outcome unknown", recording what
+// panicked for last_error, instead of letting it take the host process
+// down. It is deferred by every export.
 func recoverStatus(rc *C.int) {
-	if recover() != nil {
-		*rc = C.EPHPM_KV_E_UNAVAILABLE
+	if r := recover(); r != nil {
+		*rc = failure(fmt.Errorf("the library panicked: %v", r))
 	}
 }
 
@@ -83,9 +117,10 @@ func answer(ok bool) C.int {
 func ephpmGoGet(key *C.char, keyLen C.size_t, buf *C.char, bufCap C.size_t, valueLen *C.size_t) (rc C.int) {
 	defer recoverStatus(&rc)
 	*valueLen = 0
-	k, ok := keyArg(key, keyLen)
-	if !ok {
-		return C.EPHPM_KV_E_INVALID
+	var a args
+	k := a.key(key, keyLen)
+	if a.err != nil {
+		return failure(a.err)
 	}
 	var dst []byte
 	if bufCap > 0 {
@@ -105,19 +140,13 @@ func ephpmGoGet(key *C.char, keyLen C.size_t, buf *C.char, bufCap C.size_t, valu
 	return C.EPHPM_KV_OK
 }
 
-func writeArgs(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs C.int64_t) (string, []byte, time.Duration, bool) {
-	k, okK := keyArg(key, keyLen)
-	v, okV := bytesArg(value, valueLen)
-	ttl, okT := ttlArg(ttlMs)
-	return k, v, ttl, okK && okV && okT
-}
-
 //export ephpmGoSet
 func ephpmGoSet(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs C.int64_t) (rc C.int) {
 	defer recoverStatus(&rc)
-	k, v, ttl, ok := writeArgs(key, keyLen, value, valueLen, ttlMs)
-	if !ok {
-		return C.EPHPM_KV_E_INVALID
+	var a args
+	k, v, ttl := a.key(key, keyLen), a.bytes(value, valueLen), a.duration(ttlMs)
+	if a.err != nil {
+		return failure(a.err)
 	}
 	if err := current().Set(k, v, ttl); err != nil {
 		return failure(err)
@@ -128,9 +157,10 @@ func ephpmGoSet(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, 
 //export ephpmGoSetNX
 func ephpmGoSetNX(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs C.int64_t) (rc C.int) {
 	defer recoverStatus(&rc)
-	k, v, ttl, ok := writeArgs(key, keyLen, value, valueLen, ttlMs)
-	if !ok {
-		return C.EPHPM_KV_E_INVALID
+	var a args
+	k, v, ttl := a.key(key, keyLen), a.bytes(value, valueLen), a.duration(ttlMs)
+	if a.err != nil {
+		return failure(a.err)
 	}
 	out, err := current().SetNX(k, v, ttl)
 	if err != nil {
@@ -145,9 +175,10 @@ func ephpmGoSetNX(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t
 //export ephpmGoDel
 func ephpmGoDel(key *C.char, keyLen C.size_t) (rc C.int) {
 	defer recoverStatus(&rc)
-	k, ok := keyArg(key, keyLen)
-	if !ok {
-		return C.EPHPM_KV_E_INVALID
+	var a args
+	k := a.key(key, keyLen)
+	if a.err != nil {
+		return failure(a.err)
 	}
 	removed, err := current().Del(k)
 	if err != nil {
@@ -159,10 +190,11 @@ func ephpmGoDel(key *C.char, keyLen C.size_t) (rc C.int) {
 //export ephpmGoDelIfEq
 func ephpmGoDelIfEq(key *C.char, keyLen C.size_t, token *C.char, tokenLen C.size_t) (rc C.int) {
 	defer recoverStatus(&rc)
-	k, okK := keyArg(key, keyLen)
-	t, okT := bytesArg(token, tokenLen)
-	if !okK || !okT {
-		return C.EPHPM_KV_E_INVALID
+	var a args
+	k := a.key(key, keyLen)
+	t := a.bytes(token, tokenLen)
+	if a.err != nil {
+		return failure(a.err)
 	}
 	removed, err := current().DelIfEq(k, t)
 	if err != nil {
@@ -174,10 +206,11 @@ func ephpmGoDelIfEq(key *C.char, keyLen C.size_t, token *C.char, tokenLen C.size
 //export ephpmGoWait
 func ephpmGoWait(key *C.char, keyLen C.size_t, timeoutMs C.int64_t) (rc C.int) {
 	defer recoverStatus(&rc)
-	k, okK := keyArg(key, keyLen)
-	timeout, okT := ttlArg(timeoutMs)
-	if !okK || !okT {
-		return C.EPHPM_KV_E_INVALID
+	var a args
+	k := a.key(key, keyLen)
+	timeout := a.duration(timeoutMs)
+	if a.err != nil {
+		return failure(a.err)
 	}
 	free, err := current().Wait(k, timeout)
 	if err != nil {
@@ -192,10 +225,10 @@ func ephpmGoWait(key *C.char, keyLen C.size_t, timeoutMs C.int64_t) (rc C.int) {
 //export ephpmGoSetNXWait
 func ephpmGoSetNXWait(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs, waitMs C.int64_t) (rc C.int) {
 	defer recoverStatus(&rc)
-	k, v, ttl, ok := writeArgs(key, keyLen, value, valueLen, ttlMs)
-	budget, okW := ttlArg(waitMs)
-	if !ok || !okW {
-		return C.EPHPM_KV_E_INVALID
+	var a args
+	k, v, ttl, budget := a.key(key, keyLen), a.bytes(value, valueLen), a.duration(ttlMs), a.duration(waitMs)
+	if a.err != nil {
+		return failure(a.err)
 	}
 	locker := session.Locker{Store: current()}
 	res, err := locker.Acquire(k, v, ttl, budget)
@@ -209,20 +242,15 @@ func ephpmGoSetNXWait(key *C.char, keyLen C.size_t, value *C.char, valueLen C.si
 	return C.EPHPM_KV_EXISTS
 }
 
-// errArguments is the refusal of a key, value or TTL outside the limits,
-// for the members whose every E_INVALID carries a message (last_error):
-// the fencing members, whose backends refuse arguments of their own.
-var errArguments = fmt.Errorf("%w: a key, value or TTL is outside the limits of include/ephpm_kv.h", kv.ErrInvalidArgument)
-
 //export ephpmGoSetNXWaitFenced
 func ephpmGoSetNXWaitFenced(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs, waitMs C.int64_t,
 	fence *C.int64_t) (rc C.int) {
 	defer recoverStatus(&rc)
 	*fence = 0
-	k, v, ttl, ok := writeArgs(key, keyLen, value, valueLen, ttlMs)
-	budget, okW := ttlArg(waitMs)
-	if !ok || !okW {
-		return failure(errArguments)
+	var a args
+	k, v, ttl, budget := a.key(key, keyLen), a.bytes(value, valueLen), a.duration(ttlMs), a.duration(waitMs)
+	if a.err != nil {
+		return failure(a.err)
 	}
 	b := current()
 	locker := session.Locker{Store: b}
@@ -242,9 +270,10 @@ func ephpmGoSetNXWaitFenced(key *C.char, keyLen C.size_t, value *C.char, valueLe
 func ephpmGoFence(key *C.char, keyLen C.size_t, fence *C.int64_t) (rc C.int) {
 	defer recoverStatus(&rc)
 	*fence = 0
-	k, ok := keyArg(key, keyLen)
-	if !ok {
-		return failure(errArguments)
+	var a args
+	k := a.key(key, keyLen)
+	if a.err != nil {
+		return failure(a.err)
 	}
 	f, err := current().Fence(k)
 	if err != nil {
@@ -258,10 +287,10 @@ func ephpmGoFence(key *C.char, keyLen C.size_t, fence *C.int64_t) (rc C.int) {
 func ephpmGoSetFenced(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs C.int64_t,
 	lock *C.char, lockLen C.size_t, fence C.int64_t) (rc C.int) {
 	defer recoverStatus(&rc)
-	k, v, ttl, ok := writeArgs(key, keyLen, value, valueLen, ttlMs)
-	l, okL := keyArg(lock, lockLen)
-	if !ok || !okL {
-		return failure(errArguments)
+	var a args
+	k, v, ttl, l := a.key(key, keyLen), a.bytes(value, valueLen), a.duration(ttlMs), a.key(lock, lockLen)
+	if a.err != nil {
+		return failure(a.err)
 	}
 	written, err := current().SetFenced(k, v, ttl, l, int64(fence))
 	if err != nil {
@@ -274,11 +303,11 @@ func ephpmGoSetFenced(key *C.char, keyLen C.size_t, value *C.char, valueLen C.si
 func ephpmGoSetGuarded(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs C.int64_t,
 	guardKey *C.char, guardKeyLen C.size_t, guardToken *C.char, guardTokenLen C.size_t) (rc C.int) {
 	defer recoverStatus(&rc)
-	k, v, ttl, ok := writeArgs(key, keyLen, value, valueLen, ttlMs)
-	gk, okG := keyArg(guardKey, guardKeyLen)
-	gt, okT := bytesArg(guardToken, guardTokenLen)
-	if !ok || !okG || !okT {
-		return C.EPHPM_KV_E_INVALID
+	var a args
+	k, v, ttl := a.key(key, keyLen), a.bytes(value, valueLen), a.duration(ttlMs)
+	gk, gt := a.key(guardKey, guardKeyLen), a.bytes(guardToken, guardTokenLen)
+	if a.err != nil {
+		return failure(a.err)
 	}
 	written, err := current().SetGuarded(k, v, ttl, gk, gt)
 	if err != nil {
@@ -291,11 +320,12 @@ func ephpmGoSetGuarded(key *C.char, keyLen C.size_t, value *C.char, valueLen C.s
 func ephpmGoDelGuarded(key *C.char, keyLen C.size_t, guardKey *C.char, guardKeyLen C.size_t,
 	guardToken *C.char, guardTokenLen C.size_t) (rc C.int) {
 	defer recoverStatus(&rc)
-	k, okK := keyArg(key, keyLen)
-	gk, okG := keyArg(guardKey, guardKeyLen)
-	gt, okT := bytesArg(guardToken, guardTokenLen)
-	if !okK || !okG || !okT {
-		return C.EPHPM_KV_E_INVALID
+	var a args
+	k := a.key(key, keyLen)
+	gk := a.key(guardKey, guardKeyLen)
+	gt := a.bytes(guardToken, guardTokenLen)
+	if a.err != nil {
+		return failure(a.err)
 	}
 	held, err := current().DelGuarded(k, gk, gt)
 	if err != nil {
@@ -307,10 +337,11 @@ func ephpmGoDelGuarded(key *C.char, keyLen C.size_t, guardKey *C.char, guardKeyL
 //export ephpmGoExpire
 func ephpmGoExpire(key *C.char, keyLen C.size_t, ttlMs C.int64_t) (rc C.int) {
 	defer recoverStatus(&rc)
-	k, okK := keyArg(key, keyLen)
-	ttl, okT := ttlArg(ttlMs)
-	if !okK || !okT {
-		return C.EPHPM_KV_E_INVALID
+	var a args
+	k := a.key(key, keyLen)
+	ttl := a.duration(ttlMs)
+	if a.err != nil {
+		return failure(a.err)
 	}
 	done, err := current().Expire(k, ttl)
 	if err != nil {
@@ -322,9 +353,10 @@ func ephpmGoExpire(key *C.char, keyLen C.size_t, ttlMs C.int64_t) (rc C.int) {
 //export ephpmGoExists
 func ephpmGoExists(key *C.char, keyLen C.size_t) (rc C.int) {
 	defer recoverStatus(&rc)
-	k, ok := keyArg(key, keyLen)
-	if !ok {
-		return C.EPHPM_KV_E_INVALID
+	var a args
+	k := a.key(key, keyLen)
+	if a.err != nil {
+		return failure(a.err)
 	}
 	found, err := current().Exists(k)
 	if err != nil {
@@ -336,9 +368,10 @@ func ephpmGoExists(key *C.char, keyLen C.size_t) (rc C.int) {
 //export ephpmGoPTTL
 func ephpmGoPTTL(key *C.char, keyLen C.size_t, ttlMs *C.int64_t) (rc C.int) {
 	defer recoverStatus(&rc)
-	k, ok := keyArg(key, keyLen)
-	if !ok {
-		return C.EPHPM_KV_E_INVALID
+	var a args
+	k := a.key(key, keyLen)
+	if a.err != nil {
+		return failure(a.err)
 	}
 	ttl, found, err := current().PTTL(k)
 	if err != nil {
@@ -359,11 +392,12 @@ func ephpmGoPTTL(key *C.char, keyLen C.size_t, ttlMs *C.int64_t) (rc C.int) {
 //export ephpmGoExpireIfEq
 func ephpmGoExpireIfEq(key *C.char, keyLen C.size_t, token *C.char, tokenLen C.size_t, ttlMs C.int64_t) (rc C.int) {
 	defer recoverStatus(&rc)
-	k, okK := keyArg(key, keyLen)
-	t, okT := bytesArg(token, tokenLen)
-	ttl, okTTL := ttlArg(ttlMs)
-	if !okK || !okT || !okTTL {
-		return C.EPHPM_KV_E_INVALID
+	var a args
+	k := a.key(key, keyLen)
+	t := a.bytes(token, tokenLen)
+	ttl := a.duration(ttlMs)
+	if a.err != nil {
+		return failure(a.err)
 	}
 	done, err := current().ExpireIfEq(k, t, ttl)
 	if err != nil {
@@ -375,10 +409,11 @@ func ephpmGoExpireIfEq(key *C.char, keyLen C.size_t, token *C.char, tokenLen C.s
 //export ephpmGoIncrBy
 func ephpmGoIncrBy(key *C.char, keyLen C.size_t, delta C.int64_t, ttlMs C.int64_t, result *C.int64_t) (rc C.int) {
 	defer recoverStatus(&rc)
-	k, okK := keyArg(key, keyLen)
-	ttl, okT := ttlArg(ttlMs)
-	if !okK || !okT {
-		return C.EPHPM_KV_E_INVALID
+	var a args
+	k := a.key(key, keyLen)
+	ttl := a.duration(ttlMs)
+	if a.err != nil {
+		return failure(a.err)
 	}
 	n, err := current().IncrBy(k, int64(delta), ttl)
 	if err != nil {
@@ -444,10 +479,11 @@ func ephpmGoStats(out *C.ephpm_kv_stats) (rc C.int) {
 //export ephpmGoConfigure
 func ephpmGoConfigure(name *C.char, nameLen C.size_t, value *C.char, valueLen C.size_t) (rc C.int) {
 	defer recoverStatus(&rc)
-	n, okN := bytesArg(name, nameLen)
-	v, okV := bytesArg(value, valueLen)
-	if !okN || !okV {
-		return C.EPHPM_KV_E_INVALID
+	var a args
+	n := a.bytes(name, nameLen)
+	v := a.bytes(value, valueLen)
+	if a.err != nil {
+		return failure(a.err)
 	}
 	if err := configure(string(n), string(v)); err != nil {
 		return failure(err)

@@ -20,7 +20,7 @@ static int ephpm_op_get(const char *key, size_t key_len, char *buf, size_t buf_c
     if (EPHPM_BAD_BUF(key, key_len)
         || EPHPM_BAD_BUF(buf, buf_cap)
         || value_len == NULL) {
-        return EPHPM_KV_E_INVALID;
+        return ephpm_reject_null("get");
     }
     return ephpmGoGet((char *)key, key_len, buf, buf_cap, value_len);
 }
@@ -33,7 +33,7 @@ static int ephpm_op_set(const char *key, size_t key_len, const char *value, size
     }
     if (EPHPM_BAD_BUF(key, key_len)
         || EPHPM_BAD_BUF(value, value_len)) {
-        return EPHPM_KV_E_INVALID;
+        return ephpm_reject_null("set");
     }
     return ephpmGoSet((char *)key, key_len, (char *)value, value_len, ttl_ms);
 }
@@ -46,7 +46,7 @@ static int ephpm_op_set_nx(const char *key, size_t key_len, const char *value, s
     }
     if (EPHPM_BAD_BUF(key, key_len)
         || EPHPM_BAD_BUF(value, value_len)) {
-        return EPHPM_KV_E_INVALID;
+        return ephpm_reject_null("set_nx");
     }
     return ephpmGoSetNX((char *)key, key_len, (char *)value, value_len, ttl_ms);
 }
@@ -58,7 +58,7 @@ static int ephpm_op_del(const char *key, size_t key_len)
         return EPHPM_KV_E_FORKED;
     }
     if (EPHPM_BAD_BUF(key, key_len)) {
-        return EPHPM_KV_E_INVALID;
+        return ephpm_reject_null("del");
     }
     return ephpmGoDel((char *)key, key_len);
 }
@@ -71,7 +71,7 @@ static int ephpm_op_del_if_eq(const char *key, size_t key_len, const char *token
     }
     if (EPHPM_BAD_BUF(key, key_len)
         || EPHPM_BAD_BUF(token, token_len)) {
-        return EPHPM_KV_E_INVALID;
+        return ephpm_reject_null("del_if_eq");
     }
     return ephpmGoDelIfEq((char *)key, key_len, (char *)token, token_len);
 }
@@ -83,7 +83,7 @@ static int ephpm_op_wait(const char *key, size_t key_len, int64_t timeout_ms)
         return EPHPM_KV_E_FORKED;
     }
     if (EPHPM_BAD_BUF(key, key_len)) {
-        return EPHPM_KV_E_INVALID;
+        return ephpm_reject_null("wait");
     }
     return ephpmGoWait((char *)key, key_len, timeout_ms);
 }
@@ -96,7 +96,7 @@ static int ephpm_op_set_nx_wait(const char *key, size_t key_len, const char *val
     }
     if (EPHPM_BAD_BUF(key, key_len)
         || EPHPM_BAD_BUF(value, value_len)) {
-        return EPHPM_KV_E_INVALID;
+        return ephpm_reject_null("set_nx_wait");
     }
     return ephpmGoSetNXWait((char *)key, key_len, (char *)value, value_len, ttl_ms, wait_ms);
 }
@@ -111,7 +111,7 @@ static int ephpm_op_set_guarded(const char *key, size_t key_len, const char *val
         || EPHPM_BAD_BUF(value, value_len)
         || EPHPM_BAD_BUF(guard_key, guard_key_len)
         || EPHPM_BAD_BUF(guard_token, guard_token_len)) {
-        return EPHPM_KV_E_INVALID;
+        return ephpm_reject_null("set_guarded");
     }
     return ephpmGoSetGuarded((char *)key, key_len, (char *)value, value_len, ttl_ms, (char *)guard_key, guard_key_len, (char *)guard_token, guard_token_len);
 }
@@ -123,7 +123,7 @@ static int ephpm_op_expire(const char *key, size_t key_len, int64_t ttl_ms)
         return EPHPM_KV_E_FORKED;
     }
     if (EPHPM_BAD_BUF(key, key_len)) {
-        return EPHPM_KV_E_INVALID;
+        return ephpm_reject_null("expire");
     }
     return ephpmGoExpire((char *)key, key_len, ttl_ms);
 }
@@ -135,7 +135,7 @@ static int ephpm_op_exists(const char *key, size_t key_len)
         return EPHPM_KV_E_FORKED;
     }
     if (EPHPM_BAD_BUF(key, key_len)) {
-        return EPHPM_KV_E_INVALID;
+        return ephpm_reject_null("exists");
     }
     return ephpmGoExists((char *)key, key_len);
 }
@@ -148,7 +148,7 @@ static int ephpm_op_pttl(const char *key, size_t key_len, int64_t *ttl_ms)
     }
     if (EPHPM_BAD_BUF(key, key_len)
         || ttl_ms == NULL) {
-        return EPHPM_KV_E_INVALID;
+        return ephpm_reject_null("pttl");
     }
     return ephpmGoPTTL((char *)key, key_len, ttl_ms);
 }
@@ -161,7 +161,7 @@ static int ephpm_op_expire_if_eq(const char *key, size_t key_len, const char *to
     }
     if (EPHPM_BAD_BUF(key, key_len)
         || EPHPM_BAD_BUF(token, token_len)) {
-        return EPHPM_KV_E_INVALID;
+        return ephpm_reject_null("expire_if_eq");
     }
     return ephpmGoExpireIfEq((char *)key, key_len, (char *)token, token_len, ttl_ms);
 }
@@ -174,7 +174,7 @@ static int ephpm_op_incr_by(const char *key, size_t key_len, int64_t delta, int6
     }
     if (EPHPM_BAD_BUF(key, key_len)
         || result == NULL) {
-        return EPHPM_KV_E_INVALID;
+        return ephpm_reject_null("incr_by");
     }
     return ephpmGoIncrBy((char *)key, key_len, delta, ttl_ms, result);
 }
@@ -195,7 +195,7 @@ static int ephpm_op_stats(ephpm_kv_stats *out)
         return EPHPM_KV_E_FORKED;
     }
     if (out == NULL || out->struct_size < sizeof(uint32_t)) {
-        return EPHPM_KV_E_INVALID;
+        return ephpm_reject_null("stats");
     }
     return ephpmGoStats(out);
 }
@@ -208,7 +208,7 @@ static int ephpm_op_configure(const char *name, size_t name_len, const char *val
     }
     if (EPHPM_BAD_BUF(name, name_len)
         || EPHPM_BAD_BUF(value, value_len)) {
-        return EPHPM_KV_E_INVALID;
+        return ephpm_reject_null("configure");
     }
     return ephpmGoConfigure((char *)name, name_len, (char *)value, value_len);
 }
@@ -222,7 +222,7 @@ static int ephpm_op_del_guarded(const char *key, size_t key_len, const char *gua
     if (EPHPM_BAD_BUF(key, key_len)
         || EPHPM_BAD_BUF(guard_key, guard_key_len)
         || EPHPM_BAD_BUF(guard_token, guard_token_len)) {
-        return EPHPM_KV_E_INVALID;
+        return ephpm_reject_null("del_guarded");
     }
     return ephpmGoDelGuarded((char *)key, key_len, (char *)guard_key, guard_key_len, (char *)guard_token, guard_token_len);
 }
@@ -236,7 +236,7 @@ static int ephpm_op_set_nx_wait_fenced(const char *key, size_t key_len, const ch
     if (EPHPM_BAD_BUF(key, key_len)
         || EPHPM_BAD_BUF(value, value_len)
         || fence == NULL) {
-        return EPHPM_KV_E_INVALID;
+        return ephpm_reject_null("set_nx_wait_fenced");
     }
     return ephpmGoSetNXWaitFenced((char *)key, key_len, (char *)value, value_len, ttl_ms, wait_ms, fence);
 }
@@ -249,7 +249,7 @@ static int ephpm_op_fence(const char *key, size_t key_len, int64_t *fence)
     }
     if (EPHPM_BAD_BUF(key, key_len)
         || fence == NULL) {
-        return EPHPM_KV_E_INVALID;
+        return ephpm_reject_null("fence");
     }
     return ephpmGoFence((char *)key, key_len, fence);
 }
@@ -263,7 +263,7 @@ static int ephpm_op_set_fenced(const char *key, size_t key_len, const char *valu
     if (EPHPM_BAD_BUF(key, key_len)
         || EPHPM_BAD_BUF(value, value_len)
         || EPHPM_BAD_BUF(lock, lock_len)) {
-        return EPHPM_KV_E_INVALID;
+        return ephpm_reject_null("set_fenced");
     }
     return ephpmGoSetFenced((char *)key, key_len, (char *)value, value_len, ttl_ms, (char *)lock, lock_len, fence);
 }

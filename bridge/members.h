@@ -19,6 +19,13 @@ extern volatile sig_atomic_t ephpm_forked_child;
 /* A buffer may be NULL only when it is empty. */
 #define EPHPM_BAD_BUF(p, n) ((p) == NULL && (n) != 0)
 
+/* Records this thread's last_error message (table.c). */
+void ephpm_set_last_error(const char *msg, size_t len);
+
+/* Refuses a call of member whose pointer arguments break the header's
+ * rule, saying so in last_error; returns E_INVALID (table.c). */
+int ephpm_reject_null(const char *member);
+
 /* Implemented in C, in table.c: it does not enter Go. */
 int ephpm_op_last_error(char *buf, size_t buf_cap, size_t *len);
 

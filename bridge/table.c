@@ -8,6 +8,7 @@
  */
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ephpm_kv.h"
@@ -41,6 +42,15 @@ void ephpm_set_last_error(const char *msg, size_t len)
     memcpy(ephpm_last_error_msg, msg, len);
     ephpm_last_error_msg[len] = '\0';
     ephpm_last_error_len = len;
+}
+
+int ephpm_reject_null(const char *member)
+{
+    char msg[128];
+    int n = snprintf(msg, sizeof msg,
+                     "%s: a required pointer is NULL (a buffer may be NULL only when empty)", member);
+    ephpm_set_last_error(msg, n < 0 ? 0 : (size_t)n);
+    return EPHPM_KV_E_INVALID;
 }
 
 /* last_error (see the header); it does not cross into Go, so it works in

@@ -83,7 +83,7 @@ typedef enum ephpm_kv_status {
      * read this as "absent" or "held". */
     EPHPM_KV_E_UNAVAILABLE = -2,
     /* An argument is outside the limits above, or a required pointer is
-     * NULL. Nothing changed. */
+     * NULL; last_error says which. Nothing changed. */
     EPHPM_KV_E_INVALID = -3,
     /* This process was forked after the provider was loaded; the provider
      * cannot run in the child. Nothing changed. */
@@ -267,8 +267,11 @@ typedef struct ephpm_kv_ops {
     /* last_error: the message of the most recent failure (negative status)
      * of a call made on this thread, e.g. "dial tcp 127.0.0.1:6379: connect:
      * connection refused", copied into buf as get copies a value (OK, or
-     * TOO_SMALL with *len set); "" if there was none. It does not enter the
-     * provider's runtime and works in a forked child. */
+     * TOO_SMALL with *len set); "" if there was none. Every E_NOMEM,
+     * E_UNAVAILABLE, E_INVALID, E_NOT_INTEGER and E_OVERFLOW a provider
+     * returns sets one; E_FORKED does not (the consumer knows its pids
+     * best). It does not enter the provider's runtime and works in a forked
+     * child. */
     int (*last_error)(char *buf, size_t buf_cap, size_t *len);
 
     /* ---- appended for the guarded session destroy ---- */

@@ -2,7 +2,6 @@ package kv
 
 import (
 	"fmt"
-	"strconv"
 	"time"
 )
 
@@ -19,48 +18,12 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 	if err := CheckTTL(ttlOnCreate); err != nil {
 		return 0, err
 	}
-	sh, h, kind := s.locate(key)
-	var g grant // room made by a failed attempt; see makeRoom
-	for attempt := 0; ; attempt++ {
-		sh.mu.Lock()
-		c := clock{s: s}
-		old, i := s.live(sh, h, key, &c)
-		result, flags, at := delta, uint32(0), int64(0)
-		if ttlOnCreate != 0 {
-			at = c.now() + int64(ttlOnCreate)
-		}
-		if old != nil {
-			// Under the lock: v may be a recyclable block, which another
-			// writer can reuse once the lock is dropped, and the error
-			// quotes it.
-			sum, err := AddToCounter(logicalValue(old), delta)
-			if err != nil {
-				sh.mu.Unlock()
-				s.giveBack(&g) // a retry found the value changed
-				return 0, err
-			}
-			result, flags, at = sum, blockMeta(old)&(flagPinned|flagRead), blockExpireAt(old)
-		} else {
-			flags = s.pinFlag(key)
-		}
-		var digits [20]byte
-		value := strconv.AppendInt(digits[:0], result, 10)
-		delta2 := int64(valueOffset(len(key))+len(value)) + entryOverhead
-		if old != nil {
-			delta2 -= blockCost(old)
-		}
-		short := s.reserve(sh, kind, delta2, &g)
-		if short == fits {
-			s.putEntry(sh, old, i, h, kind, nil, key, value, flags, at)
-			sh.mu.Unlock()
-			return result, nil
-		}
-		sh.mu.Unlock()
-		var err error
-		if g, err = s.makeRoom(delta2, keep{key}, kind, short, attempt); err != nil {
-			return 0, err
-		}
+	var r writeReq // filled in place: see prepare
+	r.key, r.mode, r.delta, r.ttl = key, modeIncr, delta, ttlOnCreate
+	if _, err := s.install(&r); err != nil {
+		return 0, err
 	}
+	return r.sum, nil
 }
 
 // AddToCounter returns the stored counter v plus delta: the one rule for

@@ -209,7 +209,7 @@ func (s *Store) locate(key string) (*shard, uint32, keyKind) {
 	return &s.shards[h&(numShards-1)], th, kind
 }
 
-// CheckKey, CheckTTL and CheckWrite are the store's limits on its
+// CheckKey, CheckValue, CheckTTL and CheckWrite are the store's limits on its
 // arguments, for every backend that enforces them itself: each returns an
 // error wrapping ErrInvalidArgument that says what is out of range, or nil.
 func CheckKey(key string) error {
@@ -230,10 +230,17 @@ func CheckWrite(key string, value []byte, ttl time.Duration) error {
 	if err := CheckKey(key); err != nil {
 		return err
 	}
+	if err := CheckValue(value); err != nil {
+		return err
+	}
+	return CheckTTL(ttl)
+}
+
+func CheckValue(value []byte) error {
 	if len(value) > MaxValueLen {
 		return fmt.Errorf("%w: value length %d exceeds %d", ErrInvalidArgument, len(value), MaxValueLen)
 	}
-	return CheckTTL(ttl)
+	return nil
 }
 
 func (s *Store) isPinnedKey(key string) bool {

@@ -6,6 +6,7 @@
 package kv
 
 import (
+	"strconv"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -33,6 +34,13 @@ type writeReq struct {
 	// mintFence: a modeSetNX grant mints its fence into fence (fence.go).
 	mintFence bool
 	fence     int64
+	// modeIncr: what is added to the stored counter, and the sum stored,
+	// whose decimal digits are digits[:ndigits] (value is unused). A slice
+	// of a caller's buffer kept in the request would move that buffer to
+	// the heap.
+	delta, sum int64
+	digits     [20]byte
+	ndigits    int
 }
 
 // writeMode says under which condition install stores the block.
@@ -43,6 +51,10 @@ const (
 	modeSetNX                    // only if key holds no live entry
 	modeGuarded                  // only while guardKey holds guardToken
 	modeFenced                   // only while fence is guardKey's latest grant
+	// modeIncr stores the live counter plus delta (keeping its flags and
+	// expiry), or delta with a TTL of ttl if there is none: the value is
+	// decided under the lock.
+	modeIncr
 )
 
 // prepare builds r's block now, with no lock held, if its value is large
@@ -72,7 +84,8 @@ func (s *Store) install(r *writeReq) (bool, error) {
 		gsh, gh, _ = s.locate(r.guardKey)
 		first, second = lockOrder(sh, gsh)
 	}
-	size := int64(valueOffset(len(r.key))+len(r.value)) + entryOverhead
+	value := r.value
+	size := int64(valueOffset(len(r.key))+len(value)) + entryOverhead
 	if r.b != nil {
 		size = int64(blockSize(r.b)) + entryOverhead
 	}
@@ -99,6 +112,14 @@ func (s *Store) install(r *writeReq) (bool, error) {
 		case modeFenced:
 			n, known := gsh.fences.current(s.fenceHash(r.guardKey))
 			ok = known && n == r.fence
+		case modeIncr:
+			if err := s.decideSum(r, old, oldExpired, &c); err != nil {
+				first.mu.Unlock() // one shard: no guard
+				s.giveBack(&g)    // a retry found the value changed
+				return false, err
+			}
+			value = r.digits[:r.ndigits]
+			size = int64(valueOffset(len(r.key))+len(value)) + entryOverhead
 		}
 		delta, need := size, size
 		if old != nil {
@@ -120,7 +141,7 @@ func (s *Store) install(r *writeReq) (bool, error) {
 		reserved := ok && short == fits
 		if reserved {
 			at := r.at
-			if r.mode != modeSet && r.ttl != 0 {
+			if (r.mode == modeSetNX || r.mode == modeGuarded) && r.ttl != 0 {
 				at = c.now() + int64(r.ttl)
 			}
 			flags := r.flags
@@ -129,7 +150,7 @@ func (s *Store) install(r *writeReq) (bool, error) {
 			} else if kind == kindSession && old != nil {
 				flags |= blockMeta(old) & flagRead // the same session, rewritten
 			}
-			s.putEntry(sh, old, i, h, kind, r.b, r.key, r.value, flags, at)
+			s.putEntry(sh, old, i, h, kind, r.b, r.key, value, flags, at)
 			if r.mintFence {
 				r.fence = s.mint(sh, r.key)
 			}
@@ -139,7 +160,7 @@ func (s *Store) install(r *writeReq) (bool, error) {
 			sh.c.setNXLosses++
 		case r.mode == modeSetNX && reserved:
 			sh.c.setNXWins++
-		case reserved:
+		case reserved && r.mode != modeIncr:
 			sh.c.sets++
 		}
 		if second != nil {
@@ -155,6 +176,29 @@ func (s *Store) install(r *writeReq) (bool, error) {
 			return false, err
 		}
 	}
+}
+
+// decideSum fills r's value, flags and expiry for modeIncr from key's
+// current entry old: its counter plus r.delta, keeping old's pin, read mark
+// and expiry, or r.delta itself, expiring r.ttl after c's now (0: never),
+// if old is missing or expired. It fails as AddToCounter does. Caller holds
+// the key's shard lock: old may be a recyclable block, and the error quotes
+// it.
+func (s *Store) decideSum(r *writeReq, old block, oldExpired bool, c *clock) error {
+	if old != nil && !oldExpired {
+		sum, err := AddToCounter(logicalValue(old), r.delta)
+		if err != nil {
+			return err
+		}
+		r.sum, r.flags, r.at = sum, blockMeta(old)&(flagPinned|flagRead), blockExpireAt(old)
+	} else {
+		r.sum, r.flags, r.at = r.delta, s.pinFlag(r.key), 0
+		if r.ttl != 0 {
+			r.at = c.now() + int64(r.ttl)
+		}
+	}
+	r.ndigits = len(strconv.AppendInt(r.digits[:0], r.sum, 10))
+	return nil
 }
 
 // lockOrder returns the shards of a two-key operation in the order they

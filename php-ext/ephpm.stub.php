@@ -63,8 +63,8 @@ namespace {
     /**
      * Takes the lock $name for $ttl seconds (at least 1), waiting up to $wait
      * seconds with backoff (woken by the release), and returns its token, or
-     * false if another holder kept it for the whole wait. The token is a
-     * fresh UUIDv4, or $token when given (a framework's lock owner, which
+     * false if another holder kept it for the whole wait. The token is 32
+     * hex digits of 128 fresh bits from PHP's CSPRNG, or $token when given (a framework's lock owner, which
      * must be unguessable and fresh per acquisition).
      * Every grant mints a fencing token, set in $fence (0 when not granted):
      * larger than that of every earlier grant of $name, never reset.

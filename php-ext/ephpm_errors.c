@@ -41,21 +41,16 @@ const char *ephpm_status_cause(int rc)
 
 const char *ephpm_failure_text(int rc, char *buf, size_t buf_len)
 {
-    return ephpm_failure_text_ex(rc, false, buf, buf_len);
-}
-
-const char *ephpm_failure_text_ex(int rc, bool invalid_has_detail, char *buf, size_t buf_len)
-{
     const ephpm_kv_ops *ops = ephpm_provider_loaded();
     char detail[512];
     size_t len = 0;
-    /* Only codes the provider's Go side sets come with a message there;
-     * for the others, last_error may still hold an older, unrelated one.
-     * E_INVALID has one from the members whose every refusal sets it,
-     * when called with arguments the extension has checked. */
+    /* The header names the codes a provider returns with a message; for
+     * the others (FORKED, the consumer-side ones) last_error may still hold
+     * an older, unrelated one. A library older than that promise may leave
+     * an INVALID without one: its message is then an older failure's. */
     bool from_provider = rc == EPHPM_KV_E_NOMEM || rc == EPHPM_KV_E_UNAVAILABLE
-                         || rc == EPHPM_KV_E_NOT_INTEGER || rc == EPHPM_KV_E_OVERFLOW
-                         || (rc == EPHPM_KV_E_INVALID && invalid_has_detail);
+                         || rc == EPHPM_KV_E_INVALID || rc == EPHPM_KV_E_NOT_INTEGER
+                         || rc == EPHPM_KV_E_OVERFLOW;
     if (from_provider && ops != NULL && EPHPM_KV_OPS_HAS(ops, last_error)
         && ops->last_error(detail, sizeof detail - 1, &len) == EPHPM_KV_OK && len > 0) {
         detail[len] = '\0';
@@ -68,11 +63,6 @@ const char *ephpm_failure_text_ex(int rc, bool invalid_has_detail, char *buf, si
 
 ZEND_COLD void ephpm_throw_status(int rc)
 {
-    ephpm_throw_status_ex(rc, false);
-}
-
-ZEND_COLD void ephpm_throw_status_ex(int rc, bool invalid_has_detail)
-{
     const char *func = get_active_function_name();
     switch (rc) {
     case EPHPM_KV_E_NOMEM:
@@ -82,7 +72,7 @@ ZEND_COLD void ephpm_throw_status_ex(int rc, bool invalid_has_detail)
     case EPHPM_KV_E_OVERFLOW: {
         char text[768];
         zend_throw_exception_ex(ephpm_kv_exception_ce, -rc, "%s(): %s", func,
-                                ephpm_failure_text_ex(rc, invalid_has_detail, text, sizeof text));
+                                ephpm_failure_text(rc, text, sizeof text));
         break;
     }
     case EPHPM_KV_E_FORKED:

@@ -15,7 +15,6 @@
 
 #include "php.h"
 #include "zend_exceptions.h"
-#include "ext/random/php_random.h"
 
 #include "php_ephpm.h"
 #include "ephpm_provider.h"
@@ -119,11 +118,7 @@ ZEND_FUNCTION(ephpm_kv_exists)
         RETURN_THROWS();
     }
     int rc = ops->exists(ZSTR_VAL(key), ZSTR_LEN(key));
-    if (rc == EPHPM_KV_OK || rc == EPHPM_KV_MISS) {
-        RETURN_BOOL(rc == EPHPM_KV_OK);
-    }
-    ephpm_throw_status(rc);
-    RETURN_THROWS();
+    EPHPM_RETURN_ANSWER(rc, EPHPM_KV_MISS);
 }
 /* }}} */
 
@@ -198,14 +193,7 @@ static void ephpm_write(INTERNAL_FUNCTION_PARAMETERS, bool only_if_absent)
     }
     int (*write)(const char *, size_t, const char *, size_t, int64_t) = only_if_absent ? ops->set_nx : ops->set;
     int rc = write(ZSTR_VAL(key), ZSTR_LEN(key), ZSTR_VAL(value), ZSTR_LEN(value), ttl_ms);
-    if (EXPECTED(rc == EPHPM_KV_OK)) {
-        RETURN_TRUE;
-    }
-    if (only_if_absent && rc == EPHPM_KV_EXISTS) {
-        RETURN_FALSE;
-    }
-    ephpm_throw_status(rc);
-    RETURN_THROWS();
+    EPHPM_RETURN_ANSWER(rc, only_if_absent ? EPHPM_KV_EXISTS : EPHPM_KV_OK);
 }
 
 /* {{{ ephpm_kv_set(string $key, string $value, int $ttl = 0): bool */
@@ -265,11 +253,7 @@ static void ephpm_del_if_eq(INTERNAL_FUNCTION_PARAMETERS)
         RETURN_THROWS();
     }
     int rc = ops->del_if_eq(ZSTR_VAL(key), ZSTR_LEN(key), ZSTR_VAL(token), ZSTR_LEN(token));
-    if (rc == EPHPM_KV_OK || rc == EPHPM_KV_MISS) {
-        RETURN_BOOL(rc == EPHPM_KV_OK);
-    }
-    ephpm_throw_status(rc);
-    RETURN_THROWS();
+    EPHPM_RETURN_ANSWER(rc, EPHPM_KV_MISS);
 }
 
 /* {{{ ephpm_kv_del_if_eq(string $key, string $token): bool */
@@ -299,11 +283,7 @@ ZEND_FUNCTION(ephpm_kv_expire)
         RETURN_THROWS();
     }
     int rc = ops->expire(ZSTR_VAL(key), ZSTR_LEN(key), ttl_ms);
-    if (rc == EPHPM_KV_OK || rc == EPHPM_KV_MISS) {
-        RETURN_BOOL(rc == EPHPM_KV_OK);
-    }
-    ephpm_throw_status(rc);
-    RETURN_THROWS();
+    EPHPM_RETURN_ANSWER(rc, EPHPM_KV_MISS);
 }
 /* }}} */
 
@@ -328,11 +308,7 @@ ZEND_FUNCTION(ephpm_kv_expire_if_eq)
         RETURN_THROWS();
     }
     int rc = ops->expire_if_eq(ZSTR_VAL(key), ZSTR_LEN(key), ZSTR_VAL(token), ZSTR_LEN(token), ttl_ms);
-    if (rc == EPHPM_KV_OK || rc == EPHPM_KV_MISS) {
-        RETURN_BOOL(rc == EPHPM_KV_OK);
-    }
-    ephpm_throw_status(rc);
-    RETURN_THROWS();
+    EPHPM_RETURN_ANSWER(rc, EPHPM_KV_MISS);
 }
 /* }}} */
 
@@ -410,12 +386,7 @@ ZEND_FUNCTION(ephpm_kv_flush_all)
     if (ops == NULL) {
         RETURN_THROWS();
     }
-    int rc = ops->flush();
-    if (rc == EPHPM_KV_OK) {
-        RETURN_TRUE;
-    }
-    ephpm_throw_status(rc);
-    RETURN_THROWS();
+    EPHPM_RETURN_ANSWER(ops->flush(), EPHPM_KV_OK);
 }
 /* }}} */
 
@@ -495,17 +466,11 @@ ZEND_FUNCTION(ephpm_kv_lock)
     if (given != NULL) {
         token = zend_string_copy(given);
     } else {
-        /* The token: a fresh UUIDv4 from PHP's CSPRNG. */
-        unsigned char raw[16];
-        if (php_random_bytes_throw(raw, sizeof raw) == FAILURE) {
+        token = zend_string_alloc(EPHPM_TOKEN_LEN, 0);
+        if (!ephpm_new_token(ZSTR_VAL(token), true)) {
+            zend_string_efree(token);
             RETURN_THROWS();
         }
-        raw[6] = (raw[6] & 0x0f) | 0x40;
-        raw[8] = (raw[8] & 0x3f) | 0x80;
-        token = zend_strpprintf(36,
-            "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-            raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6], raw[7],
-            raw[8], raw[9], raw[10], raw[11], raw[12], raw[13], raw[14], raw[15]);
     }
 
     int64_t fence = 0;
@@ -535,7 +500,7 @@ ZEND_FUNCTION(ephpm_kv_lock)
     }
     /* Throw first: the message takes this failure's cause before the
      * cleanup below can replace it. */
-    ephpm_throw_status_ex(rc, fenced);
+    ephpm_throw_status(rc);
     if (rc == EPHPM_KV_E_UNAVAILABLE && given == NULL) {
         /* The grant may have landed: release it. Not with a caller's token,
          * which may stand for a lock the caller already held. */
@@ -567,7 +532,7 @@ ZEND_FUNCTION(ephpm_kv_fence)
     if (rc == EPHPM_KV_OK) {
         RETURN_LONG((zend_long)fence);
     }
-    ephpm_throw_status_ex(rc, true);
+    ephpm_throw_status(rc);
     RETURN_THROWS();
 }
 /* }}} */
@@ -607,7 +572,7 @@ ZEND_FUNCTION(ephpm_kv_set_fenced)
     if (rc == EPHPM_KV_OK || rc == EPHPM_KV_MISS) {
         RETURN_BOOL(rc == EPHPM_KV_OK);
     }
-    ephpm_throw_status_ex(rc, true);
+    ephpm_throw_status(rc);
     RETURN_THROWS();
 }
 /* }}} */

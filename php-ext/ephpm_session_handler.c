@@ -23,7 +23,6 @@
 #include "php.h"
 #include "zend_execute.h"
 #include "ext/session/php_session.h"
-#include "ext/random/php_random.h"
 
 #include "php_ephpm.h"
 #include "ephpm_provider.h"
@@ -195,28 +194,21 @@ static int64_t ephpm_session_wait_ms(bool *capped)
 static bool ephpm_session_lock(const ephpm_kv_ops *ops, const zend_string *sid)
 {
     ephpm_session_key lock;
-    unsigned char raw[EPHPM_SESSION_TOKEN_BYTES];
-    static const char hex[] = "0123456789abcdef";
 
     if (!LOCK_KEY(&lock, sid)) {
         return false;
     }
-    if (php_random_bytes_silent(raw, sizeof raw) == FAILURE) {
+    char *token = EPHPM_G(session_lock_token);
+    if (!ephpm_new_token(token, false)) {
         php_error_docref(NULL, E_WARNING, "ephpm: session %s: no random bytes for a lock token; %s",
                          ZSTR_VAL(sid), ephpm_lock_action_text());
         return false;
     }
-    char *token = EPHPM_G(session_lock_token);
-    for (size_t i = 0; i < sizeof raw; i++) {
-        token[2 * i] = hex[raw[i] >> 4];
-        token[2 * i + 1] = hex[raw[i] & 15];
-    }
-    token[2 * sizeof raw] = '\0';
 
     bool capped;
     int64_t wait_ms = ephpm_session_wait_ms(&capped);
     double start = ephpm_monotonic_seconds();
-    int rc = ops->set_nx_wait(lock.buf, lock.len, token, 2 * sizeof raw,
+    int rc = ops->set_nx_wait(lock.buf, lock.len, token, EPHPM_TOKEN_LEN,
                               (int64_t)EPHPM_G(session_lock_ttl) * 1000, wait_ms);
     double waited = ephpm_monotonic_seconds() - start;
 

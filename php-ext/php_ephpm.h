@@ -6,6 +6,9 @@
 #include "ephpm_kv.h"
 #include "ephpm_session.h"
 
+/* A lock token's length: EPHPM_SESSION_TOKEN_BYTES bytes, hex-encoded. */
+#define EPHPM_TOKEN_LEN (2 * EPHPM_SESSION_TOKEN_BYTES)
+
 extern zend_module_entry ephpm_module_entry;
 #define phpext_ephpm_ptr &ephpm_module_entry
 
@@ -42,7 +45,7 @@ ZEND_BEGIN_MODULE_GLOBALS(ephpm)
      * moment a lock may have been granted (even if the outcome is unknown)
      * until it is released; lock_held only once the grant is confirmed. */
     zend_string *session_lock_key;
-    char session_lock_token[EPHPM_SESSION_TOKEN_BYTES * 2 + 1];
+    char session_lock_token[EPHPM_TOKEN_LEN + 1];
     bool session_lock_held;
     bool session_readonly; /* the lock was not had and the action is readonly */
     bool session_timed_out; /* the request hit max_execution_time waiting for the lock */
@@ -78,15 +81,29 @@ const char *ephpm_status_cause(int rc);
  * (dial tcp 127.0.0.1:6379: connect: connection refused)", in buf. */
 const char *ephpm_failure_text(int rc, char *buf, size_t buf_len);
 
-/* ephpm_failure_text, and for E_INVALID too the provider's message when
- * invalid_has_detail: the member called sets one with every refusal. */
-const char *ephpm_failure_text_ex(int rc, bool invalid_has_detail, char *buf, size_t buf_len);
+/* Writes a fresh lock token (EPHPM_TOKEN_LEN hex digits of
+ * EPHPM_SESSION_TOKEN_BYTES CSPRNG bytes, NUL-terminated) into out. Returns
+ * false if PHP's CSPRNG failed, after throwing if throw, silently if not. */
+bool ephpm_new_token(char out[EPHPM_TOKEN_LEN + 1], bool throw);
 
 /* Throws Ephpm\KvException for a failure status of the running function. */
 ZEND_COLD void ephpm_throw_status(int rc);
 
-/* ephpm_throw_status with ephpm_failure_text_ex's invalid_has_detail. */
-ZEND_COLD void ephpm_throw_status_ex(int rc, bool invalid_has_detail);
+/* The tail of a function returning bool: returns true for OK, false for
+ * the status no (MISS or EXISTS, the member's "no"; OK where there is
+ * none), and throws for every other status. */
+#define EPHPM_RETURN_ANSWER(rc, no)     \
+    do {                                \
+        int status_ = (rc);             \
+        if (EXPECTED(status_ == EPHPM_KV_OK)) { \
+            RETURN_TRUE;                \
+        }                               \
+        if (status_ == (no)) {          \
+            RETURN_FALSE;               \
+        }                               \
+        ephpm_throw_status(status_);    \
+        RETURN_THROWS();                \
+    } while (0)
 
 /* Fills arr (initialized here) with the figures of st, under the names
  * ephpm_kv_stats() documents. */

@@ -46,7 +46,7 @@ warning: session_start(): ephpm: session t25: reading its data failed: %s
 %A
 bool(false)
 -- allow_evicting_server=1
-string(36) "%s"
+string(32) "%s"
 int(4096)
 int(%d)
 bool(true)

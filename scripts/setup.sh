@@ -28,8 +28,7 @@ for p in "${packages[@]}"; do
 done
 # Go: the official toolchain if present, else Debian's (it must be 1.21 or
 # later to fetch the release go.mod names).
-export PATH=$PATH:/usr/local/go/bin
-export GOTOOLCHAIN=auto  # build with the Go release go.mod names (fetched if older here)
+. scripts/go-env.sh
 command -v go >/dev/null || missing+=(golang-go)
 
 if [ ${#missing[@]} -gt 0 ]; then

@@ -9,6 +9,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh test
-export PATH=$PATH:/usr/local/go/bin
-export GOTOOLCHAIN=auto  # build with the Go release go.mod names (fetched if older here)
+. scripts/go-env.sh
 ctest --test-dir build --output-on-failure

@@ -15,6 +15,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,18 @@ static void load(const char *path)
     CHECK(EPHPM_KV_OPS_HAS(ops, del_if_eq), "v1 members present");
 }
 
+/* Whether this thread's last_error message contains want. */
+static bool last_error_says(const char *want)
+{
+    char msg[512];
+    size_t n = 0;
+    if (ops->last_error(msg, sizeof msg - 1, &n) != EPHPM_KV_OK) {
+        return false;
+    }
+    msg[n] = '\0';
+    return strstr(msg, want) != NULL;
+}
+
 static void test_members(void)
 {
     char buf[16];
@@ -96,11 +109,18 @@ static void test_members(void)
     CHECK(ops->del(S("c:k")) == EPHPM_KV_MISS, "del again");
 
     /* Invalid arguments change nothing. */
+    /* Each says why in last_error. */
     CHECK(ops->set(S(""), S("v"), 0) == EPHPM_KV_E_INVALID, "empty key");
+    CHECK(last_error_says("key length 0"), "empty key: last_error says why");
     CHECK(ops->set(NULL, 3, S("v"), 0) == EPHPM_KV_E_INVALID, "NULL key");
+    CHECK(last_error_says("set: a required pointer is NULL"), "NULL key: last_error says why");
     CHECK(ops->set(S("c:k"), S("v"), -1) == EPHPM_KV_E_INVALID, "negative ttl");
+    CHECK(last_error_says("ttl -1ms is outside"), "negative ttl: last_error says why");
     CHECK(ops->set(S("c:k"), S("v"), EPHPM_KV_MAX_TTL_MS + 1) == EPHPM_KV_E_INVALID, "ttl over max");
     CHECK(ops->set(S("c:k"), S("v"), INT64_MAX) == EPHPM_KV_E_INVALID, "ttl overflow");
+    CHECK(last_error_says("ms is beyond"), "ttl overflow: last_error says why");
+    CHECK(ops->set(S("c:k"), "", SIZE_MAX, 0) == EPHPM_KV_E_INVALID, "length overflow");
+    CHECK(last_error_says("a length of"), "length overflow: last_error says why");
     CHECK(ops->get(S("c:k"), NULL, 4, &len) == EPHPM_KV_E_INVALID, "NULL buffer");
     CHECK(ops->get(S("c:k"), buf, sizeof buf, NULL) == EPHPM_KV_E_INVALID, "NULL length");
     char *big = calloc(1, EPHPM_KV_MAX_KEY_LEN + 1);

@@ -32,8 +32,7 @@ mirror=http://deb.debian.org/debian
 # sid's index is served with an expired Valid-Until.
 apt_opts=(-o Acquire::Check-Valid-Until=false -qq)
 
-export PATH=$PATH:/usr/local/go/bin
-export GOTOOLCHAIN=auto
+. scripts/go-env.sh
 go_root=$(go env GOROOT)
 go_modcache=$(go env GOMODCACHE)
 go mod download # the modules (and the toolchain go.mod names) the chroot builds with
@@ -101,5 +100,5 @@ bind "$go_modcache" "$go_modcache"
 chroot "$root" php -v | head -1
 chroot "$root" sh -c 'redis-server --version; valkey-server --version; phpunit --version | head -1'
 chroot "$root" env -i HOME=/root PATH=/usr/local/go/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-  GOTOOLCHAIN=auto GOMODCACHE="$go_modcache" GOFLAGS=-mod=mod GOCACHE=/root/.cache/go-build \
+  GOMODCACHE="$go_modcache" GOFLAGS=-mod=mod GOCACHE=/root/.cache/go-build \
   bash /src/tests/matrix/inside.sh

@@ -3,6 +3,7 @@
 # ephpm against the chroot's PHP into /build, then runs the suites on the
 # in-process store once and the Redis backend's on each server.
 set -euo pipefail
+. /src/scripts/go-env.sh
 cmake -S /src -B /build -DCMAKE_BUILD_TYPE=RelWithDebInfo > /build.log 2>&1 || { cat /build.log; exit 1; }
 cmake --build /build -j "$(nproc)" >> /build.log 2>&1 || { tail -40 /build.log; exit 1; }
 

@@ -11,11 +11,7 @@ src=$(cd "$here/../.." && pwd)
 build=$(cd "$1" && pwd)
 out="$build/valgrind"
 mkdir -p "$out"
-export PATH=$PATH:/usr/local/go/bin
-export GOTOOLCHAIN=auto  # build with the Go release go.mod names (fetched if older here)
-(cd "$src" && CGO_ENABLED=1 go build -trimpath -buildvcs=false -buildmode=c-shared \
-   "-ldflags=-w -extldflags=-Wl,--version-script=$src/bridge/exports.map,-soname,libephpm.so" \
-   -o "$out/libephpm.so" ./cmd/libephpm)
+"$src/scripts/build-library.sh" "$out/libephpm.so" -w
 cp "$build/modules/ephpm.so" "$out/"
 mkdir -p "$out/test" && cp "$build"/modules/test/*.so "$out/test/"
 

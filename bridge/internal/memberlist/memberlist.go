@@ -157,7 +157,7 @@ func C(members []Member) []byte {
 		fmt.Fprintf(&b, "\n/* Crosses into Go: %s. */\nstatic int ephpm_op_%s(%s)\n{\n", GoExport(m.Name), m.Name, m.params())
 		b.WriteString("    if (ephpm_forked_child) {\n        return EPHPM_KV_E_FORKED;\n    }\n")
 		if cond := m.invalid(); cond != "" {
-			fmt.Fprintf(&b, "    if (%s) {\n        return EPHPM_KV_E_INVALID;\n    }\n", cond)
+			fmt.Fprintf(&b, "    if (%s) {\n        return ephpm_reject_null(\"%s\");\n    }\n", cond, m.Name)
 		}
 		fmt.Fprintf(&b, "    return %s(%s);\n}\n", GoExport(m.Name), m.args())
 	}
@@ -178,7 +178,9 @@ func H(members []Member) []byte {
 	fmt.Fprintf(&b, "/*\n * Shared by table.c, members.c and invoke.go.\n *\n * %s\n */\n", generated)
 	b.WriteString("#ifndef EPHPM_BRIDGE_MEMBERS_H\n#define EPHPM_BRIDGE_MEMBERS_H\n\n#include <signal.h>\n#include <stddef.h>\n#include <stdint.h>\n\n#include \"ephpm_kv.h\"\n\n")
 	b.WriteString("/* Set in the child of every fork (table.c). */\nextern volatile sig_atomic_t ephpm_forked_child;\n\n")
-	b.WriteString("/* A buffer may be NULL only when it is empty. */\n#define EPHPM_BAD_BUF(p, n) ((p) == NULL && (n) != 0)\n")
+	b.WriteString("/* A buffer may be NULL only when it is empty. */\n#define EPHPM_BAD_BUF(p, n) ((p) == NULL && (n) != 0)\n\n")
+	b.WriteString("/* Records this thread's last_error message (table.c). */\nvoid ephpm_set_last_error(const char *msg, size_t len);\n\n")
+	b.WriteString("/* Refuses a call of member whose pointer arguments break the header's\n * rule, saying so in last_error; returns E_INVALID (table.c). */\nint ephpm_reject_null(const char *member);\n")
 	for _, m := range members {
 		if InC[m.Name] {
 			fmt.Fprintf(&b, "\n/* Implemented in C, in table.c: it does not enter Go. */\nint ephpm_op_%s(%s);\n", m.Name, m.params())
