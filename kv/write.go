@@ -141,7 +141,7 @@ func (s *Store) install(r *writeReq) (bool, error) {
 		reserved := ok && short == fits
 		if reserved {
 			at := r.at
-			if (r.mode == modeSetNX || r.mode == modeGuarded) && r.ttl != 0 {
+			if (r.mode == modeSetNX || r.mode == modeGuarded || r.mode == modeFenced) && r.ttl != 0 {
 				at = c.now() + int64(r.ttl)
 			}
 			flags := r.flags
