@@ -46,6 +46,9 @@ type Backend interface {
 	// SetFenced stores value under key only while fence is still the
 	// latest grant of lock, in one atomic step, and reports whether it did.
 	SetFenced(key string, value []byte, ttl time.Duration, lock string, fence int64) (bool, error)
+	// DelFenced removes key only while fence is still the latest grant of
+	// lock, in one atomic step, and reports whether the fence held.
+	DelFenced(key, lock string, fence int64) (bool, error)
 	Flush() error
 	Stats() (kv.Stats, error)
 	// Name is the backend's kind, as stats report it ("memory", "redis").

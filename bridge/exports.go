@@ -299,6 +299,21 @@ func ephpmGoSetFenced(key *C.char, keyLen C.size_t, value *C.char, valueLen C.si
 	return answer(written)
 }
 
+//export ephpmGoDelFenced
+func ephpmGoDelFenced(key *C.char, keyLen C.size_t, lock *C.char, lockLen C.size_t, fence C.int64_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	var a args
+	k, l := a.key(key, keyLen), a.key(lock, lockLen)
+	if a.err != nil {
+		return failure(a.err)
+	}
+	held, err := current().DelFenced(k, l, int64(fence))
+	if err != nil {
+		return failure(err)
+	}
+	return answer(held)
+}
+
 //export ephpmGoSetGuarded
 func ephpmGoSetGuarded(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs C.int64_t,
 	guardKey *C.char, guardKeyLen C.size_t, guardToken *C.char, guardTokenLen C.size_t) (rc C.int) {

@@ -40,6 +40,7 @@ static int call_member(int op, const char *k, size_t kl, const char *v, size_t v
     case EPHPM_MEMBER_SET_NX_WAIT_FENCED: return o->set_nx_wait_fenced(k, kl, v, vl, ttl, ttl, num);
     case EPHPM_MEMBER_FENCE: return o->fence(k, kl, num);
     case EPHPM_MEMBER_SET_FENCED: return o->set_fenced(k, kl, v, vl, ttl, k, kl, ttl);
+    case EPHPM_MEMBER_DEL_FENCED: return o->del_fenced(k, kl, v, vl, ttl);
     }
     return -100;
 }

@@ -268,6 +268,19 @@ static int ephpm_op_set_fenced(const char *key, size_t key_len, const char *valu
     return ephpmGoSetFenced((char *)key, key_len, (char *)value, value_len, ttl_ms, (char *)lock, lock_len, fence);
 }
 
+/* Crosses into Go: ephpmGoDelFenced. */
+static int ephpm_op_del_fenced(const char *key, size_t key_len, const char *lock, size_t lock_len, int64_t fence)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len)
+        || EPHPM_BAD_BUF(lock, lock_len)) {
+        return ephpm_reject_null("del_fenced");
+    }
+    return ephpmGoDelFenced((char *)key, key_len, (char *)lock, lock_len, fence);
+}
+
 static const ephpm_kv_ops ephpm_ops = {
     .abi_version = EPHPM_KV_ABI_VERSION,
     .struct_size = sizeof(ephpm_kv_ops),
@@ -292,6 +305,7 @@ static const ephpm_kv_ops ephpm_ops = {
     .set_nx_wait_fenced = ephpm_op_set_nx_wait_fenced,
     .fence = ephpm_op_fence,
     .set_fenced = ephpm_op_set_fenced,
+    .del_fenced = ephpm_op_del_fenced,
 };
 
 /* The provider's one exported symbol. */

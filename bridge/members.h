@@ -51,6 +51,7 @@ int ephpm_op_last_error(char *buf, size_t buf_cap, size_t *len);
 #define EPHPM_MEMBER_SET_NX_WAIT_FENCED 18
 #define EPHPM_MEMBER_FENCE 19
 #define EPHPM_MEMBER_SET_FENCED 20
-#define EPHPM_MEMBERS 21
+#define EPHPM_MEMBER_DEL_FENCED 21
+#define EPHPM_MEMBERS 22
 
 #endif /* EPHPM_BRIDGE_MEMBERS_H */

@@ -25,7 +25,8 @@ const (
 	memberSetNXWaitFenced
 	memberFence
 	memberSetFenced
+	memberDelFenced
 )
 
 // tableMembers is how many members the table has.
-const tableMembers = 21
+const tableMembers = 22

@@ -330,6 +330,19 @@ typedef struct ephpm_kv_ops {
                       const char *value, size_t value_len, int64_t ttl_ms,
                       const char *lock, size_t lock_len, int64_t fence);
 
+    /* del_fenced: remove key only while fence is still the latest grant of
+     * lock, as set_fenced writes. The check and the removal are one atomic
+     * step.
+     *   OK       the fence held; key holds no entry now (whether or not it
+     *            held one before).
+     *   MISS     fence is not lock's latest grant; nothing changed.
+     *   E_INVALID  fence <= 0, or on a Redis Cluster key and lock are in
+     *            different slots.
+     * For the session handler: to destroy a session, or remove its emptied
+     * data, only while nobody else was granted its lock since. */
+    int (*del_fenced)(const char *key, size_t key_len,
+                      const char *lock, size_t lock_len, int64_t fence);
+
     /* Members appended by later versions go here, and only here: this
      * struct is the one list of members that bridge/members.c is generated
      * from (docs/design.md, "To append a member"). */

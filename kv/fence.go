@@ -147,3 +147,18 @@ func (s *Store) SetFenced(key string, value []byte, ttl time.Duration, lock stri
 	s.prepare(&r)
 	return s.install(&r)
 }
+
+// DelFenced removes key only while fence is still the latest grant of
+// lock, and reports whether the fence held (key is then absent, whether or
+// not it held an entry). The check and the removal are one step (both
+// shards are held). It fails only on an invalid argument, and then changes
+// nothing.
+func (s *Store) DelFenced(key, lock string, fence int64) (bool, error) {
+	if err := CheckFencedWrite(key, nil, 0, lock, fence); err != nil {
+		return false, err
+	}
+	return s.delIf(key, lock, func(gsh *shard, _ uint32, _ *clock) bool {
+		n, known := gsh.fences.current(s.fenceHash(lock))
+		return known && n == fence
+	}), nil
+}

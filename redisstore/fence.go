@@ -160,20 +160,46 @@ func (s *Store) SetFenced(key string, value []byte, ttl time.Duration, lock stri
 	if err := kv.CheckFencedWrite(key, value, ttl, lock, fence); err != nil {
 		return false, err
 	}
-	lk, fk, err := s.fenceKeys(lock)
+	rk, fk, err := s.fencedKeys(key, lock)
 	if err != nil {
-		return false, err
-	}
-	rk := redisKey(key)
-	if s.mode == Cluster && keySlot(rk) != keySlot(lk) {
-		return false, fmt.Errorf("%w: on a Redis Cluster a fenced write's key must be in its lock's slot: "+
-			"key %q and lock %q are not; give both one hash tag, e.g. {order:42}", kv.ErrInvalidArgument, key, lock)
-	}
-	if err := s.noEviction(); err != nil {
 		return false, err
 	}
 	defer s.near.forget(key)
 	// The guarded write's script: the fence key must hold the fence.
 	n, err := s.run(setGuardedScript, []string{rk, fk}, value, strconv.FormatInt(fence, 10), ms(ttl))
 	return n == 1, err
+}
+
+// DelFenced deletes key only while the lock's fence key holds fence: the
+// guarded delete's script, which announces a deletion to waiters.
+func (s *Store) DelFenced(key, lock string, fence int64) (bool, error) {
+	if err := kv.CheckFencedWrite(key, nil, 0, lock, fence); err != nil {
+		return false, err
+	}
+	rk, fk, err := s.fencedKeys(key, lock)
+	if err != nil {
+		return false, err
+	}
+	defer s.near.forget(key)
+	n, err := s.run(delGuardedScript, []string{rk, fk}, strconv.FormatInt(fence, 10), releaseChannel(rk))
+	return n == 1, err
+}
+
+// fencedKeys returns the Redis keys of a fenced write or delete of key
+// under lock's fence, after the checks they need: in a Cluster, key must
+// be in the lock's slot; the server must not evict.
+func (s *Store) fencedKeys(key, lock string) (string, string, error) {
+	lk, fk, err := s.fenceKeys(lock)
+	if err != nil {
+		return "", "", err
+	}
+	rk := redisKey(key)
+	if s.mode == Cluster && keySlot(rk) != keySlot(lk) {
+		return "", "", fmt.Errorf("%w: on a Redis Cluster a fenced write's key must be in its lock's slot: "+
+			"key %q and lock %q are not; give both one hash tag, e.g. {order:42}", kv.ErrInvalidArgument, key, lock)
+	}
+	if err := s.noEviction(); err != nil {
+		return "", "", err
+	}
+	return rk, fk, nil
 }

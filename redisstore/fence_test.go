@@ -66,6 +66,8 @@ func TestClusterRefusesFencesAcrossSlots(t *testing.T) {
 	_, err = s.SetFenced("elsewhere", []byte("x"), 0, "{t}:lock", f)
 	assert.ErrorIs(t, err, kv.ErrInvalidArgument)
 	assert.Contains(t, err.Error(), "hash tag")
+	_, err = s.DelFenced("elsewhere", "{t}:lock", f)
+	assert.ErrorIs(t, err, kv.ErrInvalidArgument)
 	_, _, err = s.SetNXFenced("a}b", []byte("a"), time.Minute)
 	assert.ErrorIs(t, err, kv.ErrInvalidArgument)
 	found, _ := s.Exists("a}b")

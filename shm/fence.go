@@ -246,3 +246,19 @@ func (s *Store) SetFenced(key string, value []byte, ttl time.Duration, lock stri
 	fr := fenceReq{ft: ft, fence: fence}
 	return s.install(key, value, ttl, s.pinFlag(key), modeFenced, lock, nil, &fr)
 }
+
+// DelFenced removes key only while fence is still the latest grant of
+// lock, with both shards held, and reports whether the fence held.
+func (s *Store) DelFenced(key, lock string, fence int64) (bool, error) {
+	if err := kv.CheckFencedWrite(key, nil, 0, lock, fence); err != nil {
+		return false, err
+	}
+	ft, err := s.fences()
+	if err != nil {
+		return false, err
+	}
+	return s.delIf(key, lock, func(_ *shard, gh uint64, _ uint32, _ *int64) (bool, error) {
+		n, known := ft.current(gh)
+		return known && n == fence, nil
+	})
+}

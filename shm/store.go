@@ -600,6 +600,23 @@ func (s *Store) DelGuarded(key, guardKey string, guardToken []byte) (bool, error
 	if err := kv.CheckKey(guardKey); err != nil {
 		return false, err
 	}
+	return s.delIf(key, guardKey, func(gsh *shard, gh uint64, gtag uint32, t *int64) (bool, error) {
+		_, g := s.live(gsh, gh, gtag, guardKey, t)
+		if g == noBlock {
+			return false, nil
+		}
+		eq, ok := gsh.valueEquals(g, guardToken)
+		if !ok {
+			return false, s.corrupt(gsh)
+		}
+		return eq, nil
+	})
+}
+
+// delIf removes key if holds (asked with key's and guardKey's shards
+// locked) reports true, and returns holds's answer: the guarded removals
+// (DelGuarded, DelFenced), the check and the removal one step.
+func (s *Store) delIf(key, guardKey string, holds func(gsh *shard, gh uint64, gtag uint32, t *int64) (bool, error)) (bool, error) {
 	if err := s.enter(); err != nil {
 		return false, err
 	}
@@ -611,14 +628,8 @@ func (s *Store) DelGuarded(key, guardKey string, guardToken []byte) (bool, error
 	}
 	defer s.unlockTwo(sh, gsh)
 	var t int64
-	_, g := s.live(gsh, gh, gtag, guardKey, &t)
-	if g == noBlock {
-		return false, nil
-	}
-	if eq, ok := gsh.valueEquals(g, guardToken); !ok {
-		return false, s.corrupt(gsh)
-	} else if !eq {
-		return false, nil
+	if ok, err := holds(gsh, gh, gtag, &t); !ok || err != nil {
+		return false, err
 	}
 	if pos, b, _ := sh.lookup(tag, key); pos >= 0 {
 		if expired(sh.entryExpireAt(b), t) {

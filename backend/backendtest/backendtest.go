@@ -364,6 +364,32 @@ var contract = []struct {
 		n, _, _ = b.GetInto(key, dst)
 		assert.Equal(t, "by b", string(dst[:n]))
 	}},
+	{"DelFencedRefusesAStaleFence", func(t *testing.T, b backend.Backend, p string) {
+		key, lock := "{"+p+"res}:data", "{"+p+"res}:lock"
+		require.NoError(t, b.Set(key, []byte("v"), time.Minute))
+		held, err := b.DelFenced(key, lock, 1)
+		require.NoError(t, err)
+		assert.False(t, held, "a lock never granted")
+		_, fa, err := b.SetNXFenced(lock, []byte("a"), time.Minute)
+		require.NoError(t, err)
+		b.DelIfEq(lock, []byte("a"))
+		_, fb, err := b.SetNXFenced(lock, []byte("b"), time.Minute)
+		require.NoError(t, err)
+		held, _ = b.DelFenced(key, lock, fa)
+		assert.False(t, held, "a stale fence")
+		found, _ := b.Exists(key)
+		assert.True(t, found, "a refused delete changes nothing")
+		held, _ = b.DelFenced(key, lock, fb)
+		assert.True(t, held)
+		found, _ = b.Exists(key)
+		assert.False(t, found, "deleted")
+		held, _ = b.DelFenced(key, lock, fb)
+		assert.True(t, held, "nothing to delete: the fence still held")
+		found, _ = b.Exists(lock)
+		assert.True(t, found, "the lock is left to its holder")
+		_, err = b.DelFenced(key, lock, 0)
+		assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+	}},
 	{"FencesStrictlyIncreaseUnderContention", func(t *testing.T, b backend.Backend, p string) {
 		// 16 callers at a barrier take one lock 25 times each; under the
 		// lock, each grant's fence must exceed the one before it.

@@ -476,6 +476,11 @@ static void test_fence_members(void)
     char buf[16];
     size_t len = 0;
     CHECK(ops->get(S("f:data"), buf, sizeof buf, &len) == EPHPM_KV_OK && len == 4 && memcmp(buf, "by b", 4) == 0, "value");
+    CHECK(ops->del_fenced(S("f:data"), S("f:lock"), f1) == EPHPM_KV_MISS && ops->exists(S("f:data")) == EPHPM_KV_OK,
+          "del_fenced: stale fence refused");
+    CHECK(ops->del_fenced(S("f:data"), S("f:lock"), f2) == EPHPM_KV_OK && ops->exists(S("f:data")) == EPHPM_KV_MISS,
+          "del_fenced");
+    CHECK(ops->del_fenced(S("f:data"), S("f:lock"), 0) == EPHPM_KV_E_INVALID, "del_fenced: fence 0");
     ops->del_if_eq(S("f:lock"), S("b"));
 
     pthread_t th[8];
