@@ -46,6 +46,19 @@ type Backend interface {
 	// stored; on an error, the entry at that index failed (include/
 	// ephpm_kv.h, set_many, says what the entries after it hold).
 	SetMany(keys []string, values [][]byte, ttl time.Duration) (stored int, err error)
+	// SetNXFenced is SetNX that also mints, in the same atomic step, the
+	// grant's fencing token: a number strictly greater than that of every
+	// earlier fenced grant of key, never reset by the lock's release,
+	// expiry or eviction, nor by Flush. fence is 0 when key was held.
+	SetNXFenced(key string, value []byte, ttl time.Duration) (out kv.SetNXOutcome, fence int64, err error)
+	// Fence is the latest fence granted for name, 0 if none was.
+	Fence(name string) (int64, error)
+	// SetFenced stores value under key only while fence is still the
+	// latest grant of lock, in one atomic step, and reports whether it did.
+	SetFenced(key string, value []byte, ttl time.Duration, lock string, fence int64) (bool, error)
+	// DelFenced removes key only while fence is still the latest grant of
+	// lock, in one atomic step, and reports whether the fence held.
+	DelFenced(key, lock string, fence int64) (bool, error)
 	Flush() error
 	Stats() (kv.Stats, error)
 	// Name is the backend's kind, as stats report it ("memory", "redis").

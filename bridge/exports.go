@@ -244,6 +244,78 @@ func ephpmGoSetNXWait(key *C.char, keyLen C.size_t, value *C.char, valueLen C.si
 	return C.EPHPM_KV_EXISTS
 }
 
+//export ephpmGoSetNXWaitFenced
+func ephpmGoSetNXWaitFenced(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs, waitMs C.int64_t,
+	fence *C.int64_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	*fence = 0
+	var a args
+	k, v, ttl, budget := a.key(key, keyLen), a.bytes(value, valueLen), a.duration(ttlMs), a.duration(waitMs)
+	if a.err != nil {
+		return failure(a.err)
+	}
+	b := current()
+	locker := session.Locker{Store: b}
+	res, f, err := locker.AcquireFenced(b, k, v, ttl, budget)
+	if err != nil {
+		return failure(err)
+	}
+	if res.Acquired {
+		*fence = C.int64_t(f)
+		return C.EPHPM_KV_OK
+	}
+	lockTimeouts.Add(1)
+	return C.EPHPM_KV_EXISTS
+}
+
+//export ephpmGoFence
+func ephpmGoFence(key *C.char, keyLen C.size_t, fence *C.int64_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	*fence = 0
+	var a args
+	k := a.key(key, keyLen)
+	if a.err != nil {
+		return failure(a.err)
+	}
+	f, err := current().Fence(k)
+	if err != nil {
+		return failure(err)
+	}
+	*fence = C.int64_t(f)
+	return C.EPHPM_KV_OK
+}
+
+//export ephpmGoSetFenced
+func ephpmGoSetFenced(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs C.int64_t,
+	lock *C.char, lockLen C.size_t, fence C.int64_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	var a args
+	k, v, ttl, l := a.key(key, keyLen), a.bytes(value, valueLen), a.duration(ttlMs), a.key(lock, lockLen)
+	if a.err != nil {
+		return failure(a.err)
+	}
+	written, err := current().SetFenced(k, v, ttl, l, int64(fence))
+	if err != nil {
+		return failure(err)
+	}
+	return answer(written)
+}
+
+//export ephpmGoDelFenced
+func ephpmGoDelFenced(key *C.char, keyLen C.size_t, lock *C.char, lockLen C.size_t, fence C.int64_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	var a args
+	k, l := a.key(key, keyLen), a.key(lock, lockLen)
+	if a.err != nil {
+		return failure(a.err)
+	}
+	held, err := current().DelFenced(k, l, int64(fence))
+	if err != nil {
+		return failure(err)
+	}
+	return answer(held)
+}
+
 //export ephpmGoSetGuarded
 func ephpmGoSetGuarded(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs C.int64_t,
 	guardKey *C.char, guardKeyLen C.size_t, guardToken *C.char, guardTokenLen C.size_t) (rc C.int) {

@@ -39,6 +39,10 @@ static int call_member(int op, const char *k, size_t kl, const char *v, size_t v
     case EPHPM_MEMBER_DEL_GUARDED: return o->del_guarded(k, kl, v, vl, k, kl);
     case EPHPM_MEMBER_GET_MANY: return o->get_many(k, kl, (size_t)ttl, buf, cap, len);
     case EPHPM_MEMBER_SET_MANY: return o->set_many(k, kl, (size_t)ttl, 0, len);
+    case EPHPM_MEMBER_SET_NX_WAIT_FENCED: return o->set_nx_wait_fenced(k, kl, v, vl, ttl, ttl, num);
+    case EPHPM_MEMBER_FENCE: return o->fence(k, kl, num);
+    case EPHPM_MEMBER_SET_FENCED: return o->set_fenced(k, kl, v, vl, ttl, k, kl, ttl);
+    case EPHPM_MEMBER_DEL_FENCED: return o->del_fenced(k, kl, v, vl, ttl);
     }
     return -100;
 }

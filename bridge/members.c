@@ -254,6 +254,60 @@ static int ephpm_op_set_many(const char *entries, size_t entries_len, size_t cou
     return ephpmGoSetMany((char *)entries, entries_len, count, ttl_ms, stored);
 }
 
+/* Crosses into Go: ephpmGoSetNXWaitFenced. */
+static int ephpm_op_set_nx_wait_fenced(const char *key, size_t key_len, const char *value, size_t value_len, int64_t ttl_ms, int64_t wait_ms, int64_t *fence)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len)
+        || EPHPM_BAD_BUF(value, value_len)
+        || fence == NULL) {
+        return ephpm_reject_null("set_nx_wait_fenced");
+    }
+    return ephpmGoSetNXWaitFenced((char *)key, key_len, (char *)value, value_len, ttl_ms, wait_ms, fence);
+}
+
+/* Crosses into Go: ephpmGoFence. */
+static int ephpm_op_fence(const char *key, size_t key_len, int64_t *fence)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len)
+        || fence == NULL) {
+        return ephpm_reject_null("fence");
+    }
+    return ephpmGoFence((char *)key, key_len, fence);
+}
+
+/* Crosses into Go: ephpmGoSetFenced. */
+static int ephpm_op_set_fenced(const char *key, size_t key_len, const char *value, size_t value_len, int64_t ttl_ms, const char *lock, size_t lock_len, int64_t fence)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len)
+        || EPHPM_BAD_BUF(value, value_len)
+        || EPHPM_BAD_BUF(lock, lock_len)) {
+        return ephpm_reject_null("set_fenced");
+    }
+    return ephpmGoSetFenced((char *)key, key_len, (char *)value, value_len, ttl_ms, (char *)lock, lock_len, fence);
+}
+
+/* Crosses into Go: ephpmGoDelFenced. */
+static int ephpm_op_del_fenced(const char *key, size_t key_len, const char *lock, size_t lock_len, int64_t fence)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len)
+        || EPHPM_BAD_BUF(lock, lock_len)) {
+        return ephpm_reject_null("del_fenced");
+    }
+    return ephpmGoDelFenced((char *)key, key_len, (char *)lock, lock_len, fence);
+}
+
 static const ephpm_kv_ops ephpm_ops = {
     .abi_version = EPHPM_KV_ABI_VERSION,
     .struct_size = sizeof(ephpm_kv_ops),
@@ -277,6 +331,10 @@ static const ephpm_kv_ops ephpm_ops = {
     .del_guarded = ephpm_op_del_guarded,
     .get_many = ephpm_op_get_many,
     .set_many = ephpm_op_set_many,
+    .set_nx_wait_fenced = ephpm_op_set_nx_wait_fenced,
+    .fence = ephpm_op_fence,
+    .set_fenced = ephpm_op_set_fenced,
+    .del_fenced = ephpm_op_del_fenced,
 };
 
 /* The provider's one exported symbol. */

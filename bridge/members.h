@@ -50,6 +50,10 @@ int ephpm_op_last_error(char *buf, size_t buf_cap, size_t *len);
 #define EPHPM_MEMBER_DEL_GUARDED 17
 #define EPHPM_MEMBER_GET_MANY 18
 #define EPHPM_MEMBER_SET_MANY 19
-#define EPHPM_MEMBERS 20
+#define EPHPM_MEMBER_SET_NX_WAIT_FENCED 20
+#define EPHPM_MEMBER_FENCE 21
+#define EPHPM_MEMBER_SET_FENCED 22
+#define EPHPM_MEMBER_DEL_FENCED 23
+#define EPHPM_MEMBERS 24
 
 #endif /* EPHPM_BRIDGE_MEMBERS_H */

@@ -24,7 +24,11 @@ const (
 	memberDelGuarded
 	memberGetMany
 	memberSetMany
+	memberSetNXWaitFenced
+	memberFence
+	memberSetFenced
+	memberDelFenced
 )
 
 // tableMembers is how many members the table has.
-const tableMembers = 20
+const tableMembers = 24

@@ -338,6 +338,59 @@ typedef struct ephpm_kv_ops {
      * NULL. */
     int (*set_many)(const char *entries, size_t entries_len, size_t count,
                     int64_t ttl_ms, size_t *stored);
+    /* ---- appended for fencing tokens ---- */
+
+    /* set_nx_wait_fenced: set_nx_wait that also mints the grant's fencing
+     * token in the same atomic step as the grant, and puts it in *fence: a
+     * number strictly greater than that of every earlier grant of key by
+     * this member, minted where the grant is decided, and never reset by
+     * the lock's release, expiry or eviction, nor by flush (the in-process
+     * and shared-memory stores keep fences outside their entries; a Redis
+     * server keeps each in a key of its own, and after FLUSHDB, or a
+     * failover that lost the latest one, continues from its clock in
+     * microseconds). Grants by set_nx and set_nx_wait mint no fence.
+     *   OK      this call holds the lock; *fence > 0.
+     *   EXISTS  held by others for the whole of wait_ms; *fence is 0.
+     * A failure is never reported as EXISTS; after E_UNAVAILABLE the lock
+     * may have been granted (release it with its token). On a Redis
+     * Cluster a name without a hash tag that holds a '}' is E_INVALID: its
+     * fence cannot share its slot. fence must not be NULL. */
+    int (*set_nx_wait_fenced)(const char *key, size_t key_len,
+                              const char *value, size_t value_len,
+                              int64_t ttl_ms, int64_t wait_ms, int64_t *fence);
+
+    /* fence: OK with *fence the latest fence granted for key by
+     * set_nx_wait_fenced, 0 if none was. A store that had to forget a name
+     * (the in-process and shared-memory stores remember a bounded number
+     * of names: README) reports a number no smaller than its latest
+     * grant. fence must not be NULL. */
+    int (*fence)(const char *key, size_t key_len, int64_t *fence);
+
+    /* set_fenced: store value under key, as set does, only while fence is
+     * still the latest grant of lock (no set_nx_wait_fenced has granted
+     * lock since the grant that returned fence; whether the lock is still
+     * held does not matter). The check and the write are one atomic step.
+     *   OK       written.
+     *   MISS     fence is not lock's latest grant (or the store forgot the
+     *            name, or lost its fence: see fence); nothing changed.
+     *   E_INVALID  fence <= 0, or on a Redis Cluster key and lock are in
+     *            different slots (give both one hash tag). */
+    int (*set_fenced)(const char *key, size_t key_len,
+                      const char *value, size_t value_len, int64_t ttl_ms,
+                      const char *lock, size_t lock_len, int64_t fence);
+
+    /* del_fenced: remove key only while fence is still the latest grant of
+     * lock, as set_fenced writes. The check and the removal are one atomic
+     * step.
+     *   OK       the fence held; key holds no entry now (whether or not it
+     *            held one before).
+     *   MISS     fence is not lock's latest grant; nothing changed.
+     *   E_INVALID  fence <= 0, or on a Redis Cluster key and lock are in
+     *            different slots.
+     * For the session handler: to destroy a session, or remove its emptied
+     * data, only while nobody else was granted its lock since. */
+    int (*del_fenced)(const char *key, size_t key_len,
+                      const char *lock, size_t lock_len, int64_t fence);
 
     /* Members appended by later versions go here, and only here: this
      * struct is the one list of members that bridge/members.c is generated

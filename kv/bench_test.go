@@ -94,6 +94,20 @@ func BenchmarkLockPair(b *testing.B) {
 	}
 }
 
+// BenchmarkFencedLockPair is BenchmarkLockPair's pair with the grant
+// minting its fence (SetNXFenced): the fence's cost on the lock path.
+func BenchmarkFencedLockPair(b *testing.B) {
+	s := benchStore(b)
+	tok := []byte("0123456789abcdef0123456789abcdef")
+	b.RunParallel(func(pb *testing.PB) {
+		k := perGoroutineKey("lock:")
+		for pb.Next() {
+			s.SetNXFenced(k, tok, 30*time.Second)
+			s.DelIfEq(k, tok)
+		}
+	})
+}
+
 func BenchmarkIncrBy(b *testing.B) {
 	s := benchStore(b)
 	b.RunParallel(func(pb *testing.PB) {

@@ -141,6 +141,9 @@ type shard struct {
 	volatile int // live table entries that have a TTL
 	// waiters queues, per key, the callers blocked in Wait, oldest first.
 	waiters map[string]*waitQueue
+	// fences holds the latest fencing token of the lock names that hash
+	// here (fence.go); Flush keeps it.
+	fences fences
 	// c counts what happened in this shard. Counters live per shard, not
 	// per store, so that cores working on different keys never write to
 	// the same cache line.
@@ -421,6 +424,16 @@ func (s *Store) DelGuarded(key, guardKey string, guardToken []byte) (bool, error
 	if err := CheckKey(guardKey); err != nil {
 		return false, err
 	}
+	return s.delIf(key, guardKey, func(gsh *shard, gh uint32, c *clock) bool {
+		g, _ := s.live(gsh, gh, guardKey, c)
+		return g != nil && valueEquals(g, guardToken)
+	}), nil
+}
+
+// delIf removes key if holds (asked with key's and guardKey's shards
+// locked) reports true, and returns holds's answer: the guarded removals
+// (DelGuarded, DelFenced), the check and the removal one step.
+func (s *Store) delIf(key, guardKey string, holds func(gsh *shard, gh uint32, c *clock) bool) bool {
 	sh, h, _ := s.locate(key)
 	gsh, gh, _ := s.locate(guardKey)
 	first, second := lockOrder(sh, gsh)
@@ -431,13 +444,13 @@ func (s *Store) DelGuarded(key, guardKey string, guardToken []byte) (bool, error
 	}
 	defer first.mu.Unlock()
 	c := clock{s: s}
-	if g, _ := s.live(gsh, gh, guardKey, &c); g == nil || !valueEquals(g, guardToken) {
-		return false, nil
+	if !holds(gsh, gh, &c) {
+		return false
 	}
 	if i := sh.t.find(h, key); i >= 0 {
 		s.removeAt(sh, i, c.expired(sh.t.blocks[i]))
 	}
-	return true, nil
+	return true
 }
 
 // Del removes key and reports whether a live entry was removed. An expired

@@ -27,9 +27,13 @@ type writeReq struct {
 	// b is the block built before taking the lock, or nil: a small plain
 	// value is written under the lock, into a reused block (see place).
 	b block
-	// modeGuarded: the entry that must hold guardToken.
+	// modeGuarded: the entry that must hold guardToken; modeFenced: the
+	// lock whose latest grant must be fence.
 	guardKey   string
 	guardToken []byte
+	// mintFence: a modeSetNX grant mints its fence into fence (fence.go).
+	mintFence bool
+	fence     int64
 	// modeIncr: what is added to the stored counter, and the sum stored,
 	// whose decimal digits are digits[:ndigits] (value is unused). A slice
 	// of a caller's buffer kept in the request would move that buffer to
@@ -46,6 +50,7 @@ const (
 	modeSet     writeMode = iota // always
 	modeSetNX                    // only if key holds no live entry
 	modeGuarded                  // only while guardKey holds guardToken
+	modeFenced                   // only while fence is guardKey's latest grant
 	// modeIncr stores the live counter plus delta (keeping its flags and
 	// expiry), or delta with a TTL of ttl if there is none: the value is
 	// decided under the lock.
@@ -75,7 +80,7 @@ func (s *Store) install(r *writeReq) (bool, error) {
 	var gsh *shard
 	var gh uint32
 	first, second := sh, (*shard)(nil)
-	if r.mode == modeGuarded {
+	if r.mode == modeGuarded || r.mode == modeFenced {
 		gsh, gh, _ = s.locate(r.guardKey)
 		first, second = lockOrder(sh, gsh)
 	}
@@ -104,6 +109,9 @@ func (s *Store) install(r *writeReq) (bool, error) {
 		case modeGuarded:
 			g := gsh.t.get(gh, r.guardKey)
 			ok = g != nil && !c.expired(g) && valueEquals(g, r.guardToken)
+		case modeFenced:
+			n, known := gsh.fences.current(s.fenceHash(r.guardKey))
+			ok = known && n == r.fence
 		case modeIncr:
 			if err := s.decideSum(r, old, oldExpired, &c); err != nil {
 				first.mu.Unlock() // one shard: no guard
@@ -133,7 +141,7 @@ func (s *Store) install(r *writeReq) (bool, error) {
 		reserved := ok && short == fits
 		if reserved {
 			at := r.at
-			if (r.mode == modeSetNX || r.mode == modeGuarded) && r.ttl != 0 {
+			if (r.mode == modeSetNX || r.mode == modeGuarded || r.mode == modeFenced) && r.ttl != 0 {
 				at = c.now() + int64(r.ttl)
 			}
 			flags := r.flags
@@ -143,6 +151,9 @@ func (s *Store) install(r *writeReq) (bool, error) {
 				flags |= blockMeta(old) & flagRead // the same session, rewritten
 			}
 			s.putEntry(sh, old, i, h, kind, r.b, r.key, value, flags, at)
+			if r.mintFence {
+				r.fence = s.mint(sh, r.key)
+			}
 		}
 		switch {
 		case r.mode == modeSetNX && !ok:

@@ -66,8 +66,20 @@ namespace {
      * false if another holder kept it for the whole wait. The token is 32
      * hex digits of 128 fresh bits from PHP's CSPRNG, or $token when given (a framework's lock owner, which
      * must be unguessable and fresh per acquisition).
+     * Every grant mints a fencing token, set in $fence (0 when not granted):
+     * larger than that of every earlier grant of $name, never reset.
      */
-    function ephpm_kv_lock(string $name, int $ttl, float $wait = 0.0, ?string $token = null): string|false {}
+    function ephpm_kv_lock(string $name, int $ttl, float $wait = 0.0, ?string $token = null, ?int &$fence = null): string|false {}
+
+    /** The latest fencing token granted for the lock $name; 0 if none was. */
+    function ephpm_kv_fence(string $name): int {}
+
+    /**
+     * Stores the value only while $fence is still the latest grant of the
+     * lock $lock (nobody was granted it since), in one atomic step; true if
+     * it did. On a Redis Cluster $key and $lock must share a hash tag.
+     */
+    function ephpm_kv_set_fenced(string $key, string $value, string $lock, int $fence, int $ttl = 0): bool {}
 
     /** Releases the lock only if it still holds $token; true if it did. */
     function ephpm_kv_unlock(string $name, string $token): bool {}

@@ -66,6 +66,19 @@ ZEND_BEGIN_ARG_WITH_RETURN_TYPE_MASK_EX(arginfo_ephpm_kv_lock, 0, 2, MAY_BE_STRI
 	ZEND_ARG_TYPE_INFO(0, ttl, IS_LONG, 0)
 	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, wait, IS_DOUBLE, 0, "0.0")
 	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, token, IS_STRING, 1, "null")
+	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(1, fence, IS_LONG, 1, "null")
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ephpm_kv_fence, 0, 1, IS_LONG, 0)
+	ZEND_ARG_TYPE_INFO(0, name, IS_STRING, 0)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ephpm_kv_set_fenced, 0, 4, _IS_BOOL, 0)
+	ZEND_ARG_TYPE_INFO(0, key, IS_STRING, 0)
+	ZEND_ARG_TYPE_INFO(0, value, IS_STRING, 0)
+	ZEND_ARG_TYPE_INFO(0, lock, IS_STRING, 0)
+	ZEND_ARG_TYPE_INFO(0, fence, IS_LONG, 0)
+	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, ttl, IS_LONG, 0, "0")
 ZEND_END_ARG_INFO()
 
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ephpm_kv_unlock, 0, 2, _IS_BOOL, 0)
@@ -105,6 +118,8 @@ ZEND_FUNCTION(ephpm_kv_incr_by);
 ZEND_FUNCTION(ephpm_kv_flush_all);
 ZEND_FUNCTION(ephpm_kv_stats);
 ZEND_FUNCTION(ephpm_kv_lock);
+ZEND_FUNCTION(ephpm_kv_fence);
+ZEND_FUNCTION(ephpm_kv_set_fenced);
 ZEND_FUNCTION(ephpm_kv_unlock);
 ZEND_FUNCTION(ephpm_kv_get_many);
 ZEND_FUNCTION(ephpm_kv_set_many);
@@ -127,6 +142,8 @@ static const zend_function_entry ext_functions[] = {
 	ZEND_FE(ephpm_kv_flush_all, arginfo_ephpm_kv_flush_all)
 	ZEND_FE(ephpm_kv_stats, arginfo_ephpm_kv_stats)
 	ZEND_FE(ephpm_kv_lock, arginfo_ephpm_kv_lock)
+	ZEND_FE(ephpm_kv_fence, arginfo_ephpm_kv_fence)
+	ZEND_FE(ephpm_kv_set_fenced, arginfo_ephpm_kv_set_fenced)
 	ZEND_FE(ephpm_kv_unlock, arginfo_ephpm_kv_unlock)
 	ZEND_FE(ephpm_kv_get_many, arginfo_ephpm_kv_get_many)
 	ZEND_FE(ephpm_kv_set_many, arginfo_ephpm_kv_set_many)

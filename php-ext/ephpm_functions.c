@@ -408,20 +408,22 @@ ZEND_FUNCTION(ephpm_kv_stats)
 
 /* ---- locks -------------------------------------------------------------- */
 
-/* {{{ ephpm_kv_lock(string $name, int $ttl, float $wait = 0.0, ?string $token = null): string|false */
+/* {{{ ephpm_kv_lock(string $name, int $ttl, float $wait = 0.0, ?string $token = null, ?int &$fence = null): string|false */
 ZEND_FUNCTION(ephpm_kv_lock)
 {
     zend_string *name, *given = NULL;
     zend_long ttl;
     double wait = 0.0;
     int64_t ttl_ms;
+    zval *fence_ref = NULL;
 
-    ZEND_PARSE_PARAMETERS_START(2, 4)
+    ZEND_PARSE_PARAMETERS_START(2, 5)
         Z_PARAM_STR(name)
         Z_PARAM_LONG(ttl)
         Z_PARAM_OPTIONAL
         Z_PARAM_DOUBLE(wait)
         Z_PARAM_STR_OR_NULL(given)
+        Z_PARAM_ZVAL(fence_ref)
     ZEND_PARSE_PARAMETERS_END();
 
     /* A lock without a TTL outlives a crashed holder forever: require one. */
@@ -441,8 +443,17 @@ ZEND_FUNCTION(ephpm_kv_lock)
         }
         RETURN_THROWS();
     }
-    const ephpm_kv_ops *ops = EPHPM_OPS_WITH(set_nx_wait);
+    /* Every grant is fenced where the provider can mint fences, so that a
+     * caller who asked for no fence still makes earlier holders' fences
+     * stale; a provider without the member serves only callers who did not
+     * ask for one. */
+    const ephpm_kv_ops *ops = ephpm_provider_ops();
     if (ops == NULL) {
+        RETURN_THROWS();
+    }
+    bool fenced = EPHPM_KV_OPS_HAS(ops, set_nx_wait_fenced);
+    if (!fenced && (fence_ref != NULL || !EPHPM_KV_OPS_HAS(ops, set_nx_wait))) {
+        ephpm_throw_status(EPHPM_KV_E_UNSUPPORTED);
         RETURN_THROWS();
     }
 
@@ -457,8 +468,24 @@ ZEND_FUNCTION(ephpm_kv_lock)
         }
     }
 
-    int rc = ops->set_nx_wait(ZSTR_VAL(name), ZSTR_LEN(name), ZSTR_VAL(token), ZSTR_LEN(token),
-                              ttl_ms, (int64_t)(wait * 1000.0));
+    int64_t fence = 0;
+    int rc = fenced
+        ? ops->set_nx_wait_fenced(ZSTR_VAL(name), ZSTR_LEN(name), ZSTR_VAL(token), ZSTR_LEN(token),
+                                  ttl_ms, (int64_t)(wait * 1000.0), &fence)
+        : ops->set_nx_wait(ZSTR_VAL(name), ZSTR_LEN(name), ZSTR_VAL(token), ZSTR_LEN(token),
+                           ttl_ms, (int64_t)(wait * 1000.0));
+    if ((rc == EPHPM_KV_OK || rc == EPHPM_KV_EXISTS) && fence_ref != NULL) {
+        ZEND_TRY_ASSIGN_REF_LONG(fence_ref, rc == EPHPM_KV_OK ? (zend_long)fence : 0);
+        if (UNEXPECTED(EG(exception) != NULL)) {
+            /* $fence is a reference to a typed property that takes no int:
+             * the caller gets the TypeError, not a lock it cannot see. */
+            if (rc == EPHPM_KV_OK) {
+                ops->del_if_eq(ZSTR_VAL(name), ZSTR_LEN(name), ZSTR_VAL(token), ZSTR_LEN(token));
+            }
+            zend_string_release(token);
+            RETURN_THROWS();
+        }
+    }
     if (rc == EPHPM_KV_OK) {
         RETURN_STR(token); /* not NEW_STR: a caller's token may be interned */
     }
@@ -475,6 +502,72 @@ ZEND_FUNCTION(ephpm_kv_lock)
         ops->del_if_eq(ZSTR_VAL(name), ZSTR_LEN(name), ZSTR_VAL(token), ZSTR_LEN(token));
     }
     zend_string_release(token);
+    RETURN_THROWS();
+}
+/* }}} */
+
+/* {{{ ephpm_kv_fence(string $name): int */
+ZEND_FUNCTION(ephpm_kv_fence)
+{
+    zend_string *name;
+
+    ZEND_PARSE_PARAMETERS_START(1, 1)
+        Z_PARAM_STR(name)
+    ZEND_PARSE_PARAMETERS_END();
+
+    if (!ephpm_check_key(name, 1)) {
+        RETURN_THROWS();
+    }
+    const ephpm_kv_ops *ops = EPHPM_OPS_WITH(fence);
+    if (ops == NULL) {
+        RETURN_THROWS();
+    }
+    int64_t fence = 0;
+    int rc = ops->fence(ZSTR_VAL(name), ZSTR_LEN(name), &fence);
+    if (rc == EPHPM_KV_OK) {
+        RETURN_LONG((zend_long)fence);
+    }
+    ephpm_throw_status(rc);
+    RETURN_THROWS();
+}
+/* }}} */
+
+/* {{{ ephpm_kv_set_fenced(string $key, string $value, string $lock, int $fence, int $ttl = 0): bool */
+ZEND_FUNCTION(ephpm_kv_set_fenced)
+{
+    zend_string *key, *value, *lock;
+    zend_long fence, ttl = 0;
+    int64_t ttl_ms;
+
+    ZEND_PARSE_PARAMETERS_START(4, 5)
+        Z_PARAM_STR(key)
+        Z_PARAM_STR(value)
+        Z_PARAM_STR(lock)
+        Z_PARAM_LONG(fence)
+        Z_PARAM_OPTIONAL
+        Z_PARAM_LONG(ttl)
+    ZEND_PARSE_PARAMETERS_END();
+
+    if (!ephpm_check_key(key, 1) || !ephpm_check_value(value, 2) || !ephpm_check_key(lock, 3)) {
+        RETURN_THROWS();
+    }
+    if (fence <= 0) {
+        zend_argument_value_error(4, "must be greater than 0 (a fence ephpm_kv_lock() returned)");
+        RETURN_THROWS();
+    }
+    if (!ephpm_ttl_ms(ttl, 0, 5, &ttl_ms)) {
+        RETURN_THROWS();
+    }
+    const ephpm_kv_ops *ops = EPHPM_OPS_WITH(set_fenced);
+    if (ops == NULL) {
+        RETURN_THROWS();
+    }
+    int rc = ops->set_fenced(ZSTR_VAL(key), ZSTR_LEN(key), ZSTR_VAL(value), ZSTR_LEN(value), ttl_ms,
+                             ZSTR_VAL(lock), ZSTR_LEN(lock), (int64_t)fence);
+    if (rc == EPHPM_KV_OK || rc == EPHPM_KV_MISS) {
+        RETURN_BOOL(rc == EPHPM_KV_OK);
+    }
+    ephpm_throw_status(rc);
     RETURN_THROWS();
 }
 /* }}} */

@@ -105,6 +105,30 @@ type Result struct {
 // an error from SetNX the lock may have been granted anyway; the caller
 // should still release it with its token.
 func (l *Locker) Acquire(key string, token []byte, ttl, budget time.Duration) (Result, error) {
+	return l.acquire(key, budget, func() (kv.SetNXOutcome, error) {
+		return l.Store.SetNX(key, token, ttl)
+	})
+}
+
+// FencedStore is what AcquireFenced needs: a SetNX that mints the grant's
+// fencing token in the same step (backend.Backend.SetNXFenced).
+type FencedStore interface {
+	SetNXFenced(key string, value []byte, ttl time.Duration) (kv.SetNXOutcome, int64, error)
+}
+
+// AcquireFenced is Acquire through fs's fenced SetNX: a lock acquired comes
+// with the fence its grant minted.
+func (l *Locker) AcquireFenced(fs FencedStore, key string, token []byte, ttl, budget time.Duration) (res Result, fence int64, err error) {
+	res, err = l.acquire(key, budget, func() (kv.SetNXOutcome, error) {
+		out, f, err := fs.SetNXFenced(key, token, ttl)
+		fence = f
+		return out, err
+	})
+	return res, fence, err
+}
+
+// acquire is the loop of Acquire around one attempt, try.
+func (l *Locker) acquire(key string, budget time.Duration, try func() (kv.SetNXOutcome, error)) (Result, error) {
 	clock, backoff := l.Clock, l.Backoff
 	if clock == nil {
 		clock = SystemClock
@@ -120,7 +144,7 @@ func (l *Locker) Acquire(key string, token []byte, ttl, budget time.Duration) (R
 	var res Result
 	for {
 		res.Attempts++
-		out, err := l.Store.SetNX(key, token, ttl)
+		out, err := try()
 		if err != nil {
 			res.Waited = clock.Now().Sub(start)
 			return res, err

@@ -29,6 +29,7 @@ func openTest(t *testing.T, cfg kv.MemoryConfig, pinned ...string) *Store {
 	name := testName(t)
 	path := Path("", name)
 	os.Remove(path)
+	os.Remove(fencesPath(path))
 	s, err := Open(name, Options{Memory: cfg, PinnedPrefixes: pinned})
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -37,8 +38,12 @@ func openTest(t *testing.T, cfg kv.MemoryConfig, pinned ...string) *Store {
 		}
 		s.Close()
 		os.Remove(path)
+		os.Remove(fencesPath(path))
 	})
 	return s
 }
 
-func removeSegment(name string) { os.Remove(Path("", name)) }
+func removeSegment(name string) {
+	os.Remove(Path("", name))
+	os.Remove(fencesPath(Path("", name)))
+}

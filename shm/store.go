@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	_ "unsafe" // go:linkname
@@ -52,6 +53,10 @@ type Store struct {
 
 	calls  atomic.Int64
 	closed atomic.Bool
+
+	// fenceTab is the fence file's mapping, made on first use (fence.go).
+	fenceMu  sync.Mutex
+	fenceTab atomic.Pointer[fenceTable]
 }
 
 var (
@@ -157,6 +162,7 @@ func (s *Store) Close() error {
 	}
 	s.g.detach(s.slot)
 	s.g.unmap()
+	s.fenceTab.Load().unmap()
 	return nil
 }
 
@@ -422,13 +428,15 @@ const (
 	modeSet     mode = iota // always
 	modeSetNX               // only if the key holds no live entry
 	modeGuarded             // only while guardKey holds guardToken
+	modeFenced              // only while fr.fence is guardKey's latest grant (fence.go)
 )
 
 // install stores key's new value if m's condition holds and reports whether
 // it did. A write that does not fit makes room (makeRoom) with no lock held
 // and tries again; if it cannot, it fails with kv.ErrNoMemory and nothing
-// changed. ttl counts from the moment the condition is decided.
-func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint32, m mode, guardKey string, guardToken []byte) (bool, error) {
+// changed. ttl counts from the moment the condition is decided. A grant
+// with fr.mint mints its fence into fr.fence under the same lock.
+func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint32, m mode, guardKey string, guardToken []byte, fr *fenceReq) (bool, error) {
 	if err := s.enter(); err != nil {
 		return false, err
 	}
@@ -438,7 +446,7 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 	sh, h, tag := s.locate(key)
 	w := write{key: key, h: h, tag: tag, stored: stored, flags: flags | cflag}
 	gsh, gh, gtag := sh, uint64(0), uint32(0)
-	if m == modeGuarded {
+	if m == modeGuarded || m == modeFenced {
 		gsh, gh, gtag = s.locate(guardKey)
 	}
 	for attempt := 0; ; attempt++ {
@@ -460,6 +468,10 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 				ok = false
 			}
 		}
+		if m == modeFenced {
+			n, known := fr.ft.current(gh)
+			ok = known && n == fr.fence
+		}
 		room := sh.roomFor()
 		pos, old, ins := sh.lookup(tag, key)
 		oldExpired := old != noBlock && expired(sh.entryExpireAt(old), t)
@@ -480,6 +492,9 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 				switch m {
 				case modeSetNX:
 					sh.count(cSetNXWins)
+					if fr != nil && fr.mint {
+						fr.fence = fr.ft.mint(h)
+					}
 				default:
 					sh.count(cSets)
 				}
@@ -544,7 +559,7 @@ func (s *Store) Set(key string, value []byte, ttl time.Duration) error {
 	if err := kv.CheckWrite(key, value, ttl); err != nil {
 		return err
 	}
-	_, err := s.install(key, value, ttl, s.pinFlag(key), modeSet, "", nil)
+	_, err := s.install(key, value, ttl, s.pinFlag(key), modeSet, "", nil, nil)
 	return err
 }
 
@@ -554,7 +569,7 @@ func (s *Store) SetNX(key string, value []byte, ttl time.Duration) (kv.SetNXOutc
 	if err := kv.CheckWrite(key, value, ttl); err != nil {
 		return 0, err
 	}
-	ok, err := s.install(key, value, ttl, flagPinned, modeSetNX, "", nil)
+	ok, err := s.install(key, value, ttl, flagPinned, modeSetNX, "", nil, nil)
 	switch {
 	case err != nil:
 		return 0, err
@@ -573,7 +588,7 @@ func (s *Store) SetGuarded(key string, value []byte, ttl time.Duration, guardKey
 	if err := kv.CheckKey(guardKey); err != nil {
 		return false, err
 	}
-	return s.install(key, value, ttl, s.pinFlag(key), modeGuarded, guardKey, guardToken)
+	return s.install(key, value, ttl, s.pinFlag(key), modeGuarded, guardKey, guardToken, nil)
 }
 
 // DelGuarded removes key only while guardKey holds a live entry equal to
@@ -585,6 +600,23 @@ func (s *Store) DelGuarded(key, guardKey string, guardToken []byte) (bool, error
 	if err := kv.CheckKey(guardKey); err != nil {
 		return false, err
 	}
+	return s.delIf(key, guardKey, func(gsh *shard, gh uint64, gtag uint32, t *int64) (bool, error) {
+		_, g := s.live(gsh, gh, gtag, guardKey, t)
+		if g == noBlock {
+			return false, nil
+		}
+		eq, ok := gsh.valueEquals(g, guardToken)
+		if !ok {
+			return false, s.corrupt(gsh)
+		}
+		return eq, nil
+	})
+}
+
+// delIf removes key if holds (asked with key's and guardKey's shards
+// locked) reports true, and returns holds's answer: the guarded removals
+// (DelGuarded, DelFenced), the check and the removal one step.
+func (s *Store) delIf(key, guardKey string, holds func(gsh *shard, gh uint64, gtag uint32, t *int64) (bool, error)) (bool, error) {
 	if err := s.enter(); err != nil {
 		return false, err
 	}
@@ -596,14 +628,8 @@ func (s *Store) DelGuarded(key, guardKey string, guardToken []byte) (bool, error
 	}
 	defer s.unlockTwo(sh, gsh)
 	var t int64
-	_, g := s.live(gsh, gh, gtag, guardKey, &t)
-	if g == noBlock {
-		return false, nil
-	}
-	if eq, ok := gsh.valueEquals(g, guardToken); !ok {
-		return false, s.corrupt(gsh)
-	} else if !eq {
-		return false, nil
+	if ok, err := holds(gsh, gh, gtag, &t); !ok || err != nil {
+		return false, err
 	}
 	if pos, b, _ := sh.lookup(tag, key); pos >= 0 {
 		if expired(sh.entryExpireAt(b), t) {

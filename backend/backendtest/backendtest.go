@@ -351,6 +351,130 @@ var contract = []struct {
 		_, err := b.SetMany([]string{p + "r:1"}, [][]byte{[]byte("1")}, -time.Second)
 		assert.ErrorIs(t, err, kv.ErrInvalidArgument, "negative TTL")
 	}},
+	{"FencesIncreaseWithEveryGrant", func(t *testing.T, b backend.Backend, p string) {
+		lock := p + "lock"
+		f, err := b.Fence(lock)
+		require.NoError(t, err)
+		assert.Zero(t, f, "never granted")
+		out, f1, err := b.SetNXFenced(lock, []byte("a"), time.Minute)
+		require.NoError(t, err)
+		require.Equal(t, kv.Inserted, out)
+		assert.Positive(t, f1)
+		f, _ = b.Fence(lock)
+		assert.Equal(t, f1, f)
+		out, f, err = b.SetNXFenced(lock, []byte("b"), time.Minute)
+		require.NoError(t, err)
+		assert.Equal(t, kv.Exists, out)
+		assert.Zero(t, f, "no grant, no fence")
+		f, _ = b.Fence(lock)
+		assert.Equal(t, f1, f, "a refused grant mints nothing")
+		ok, _ := b.DelIfEq(lock, []byte("a"))
+		require.True(t, ok)
+		f, _ = b.Fence(lock)
+		assert.Equal(t, f1, f, "the release keeps the fence")
+		_, f2, err := b.SetNXFenced(lock, []byte("c"), 20*time.Millisecond)
+		require.NoError(t, err)
+		assert.Greater(t, f2, f1)
+		require.Eventually(t, func() bool { ok, _ := b.Exists(lock); return !ok }, 2*time.Second, 5*time.Millisecond)
+		f, _ = b.Fence(lock)
+		assert.Equal(t, f2, f, "expiry keeps the fence")
+		_, f3, _ := b.SetNXFenced(lock, []byte("d"), time.Minute)
+		assert.Greater(t, f3, f2)
+		b.DelIfEq(lock, []byte("d"))
+		_, err = b.SetNX(lock, []byte("e"), time.Minute)
+		require.NoError(t, err)
+		f, _ = b.Fence(lock)
+		assert.Equal(t, f3, f, "a plain SetNX mints no fence")
+		other, _ := b.Fence(p + "other")
+		assert.Zero(t, other, "each name has its own fence")
+	}},
+	{"SetFencedRefusesAStaleFence", func(t *testing.T, b backend.Backend, p string) {
+		// One hash tag: in a Cluster the key and the lock share a slot.
+		key, lock := "{"+p+"res}:data", "{"+p+"res}:lock"
+		_, fa, err := b.SetNXFenced(lock, []byte("a"), 20*time.Millisecond)
+		require.NoError(t, err)
+		ok, err := b.SetFenced(key, []byte("by a"), 0, lock, fa)
+		require.NoError(t, err)
+		assert.True(t, ok, "the latest grant writes")
+		require.Eventually(t, func() bool { ok, _ := b.Exists(lock); return !ok }, 2*time.Second, 5*time.Millisecond)
+		ok, _ = b.SetFenced(key, []byte("by a, late"), 0, lock, fa)
+		assert.True(t, ok, "expired, but nobody was granted since: still the latest")
+		_, fb, err := b.SetNXFenced(lock, []byte("b"), time.Minute)
+		require.NoError(t, err)
+		ok, err = b.SetFenced(key, []byte("stale"), 0, lock, fa)
+		require.NoError(t, err)
+		assert.False(t, ok, "a grant since: a's fence is stale")
+		dst := make([]byte, 32)
+		n, _, _ := b.GetInto(key, dst)
+		assert.Equal(t, "by a, late", string(dst[:n]), "a refused write changes nothing")
+		ok, _ = b.SetFenced(key, []byte("by b"), time.Minute, lock, fb)
+		assert.True(t, ok)
+		ttl, found, _ := b.PTTL(key)
+		assert.True(t, found)
+		assert.Greater(t, ttl, time.Duration(0), "the TTL is applied")
+		ok, _ = b.SetFenced(key, []byte("future"), 0, lock, fb+1)
+		assert.False(t, ok, "a fence never granted")
+		ok, _ = b.SetFenced(key, []byte("x"), 0, "{"+p+"res}:never", 1)
+		assert.False(t, ok, "a lock never granted")
+		_, err = b.SetFenced(key, []byte("x"), 0, lock, 0)
+		assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+		n, _, _ = b.GetInto(key, dst)
+		assert.Equal(t, "by b", string(dst[:n]))
+	}},
+	{"DelFencedRefusesAStaleFence", func(t *testing.T, b backend.Backend, p string) {
+		key, lock := "{"+p+"res}:data", "{"+p+"res}:lock"
+		require.NoError(t, b.Set(key, []byte("v"), time.Minute))
+		held, err := b.DelFenced(key, lock, 1)
+		require.NoError(t, err)
+		assert.False(t, held, "a lock never granted")
+		_, fa, err := b.SetNXFenced(lock, []byte("a"), time.Minute)
+		require.NoError(t, err)
+		b.DelIfEq(lock, []byte("a"))
+		_, fb, err := b.SetNXFenced(lock, []byte("b"), time.Minute)
+		require.NoError(t, err)
+		held, _ = b.DelFenced(key, lock, fa)
+		assert.False(t, held, "a stale fence")
+		found, _ := b.Exists(key)
+		assert.True(t, found, "a refused delete changes nothing")
+		held, _ = b.DelFenced(key, lock, fb)
+		assert.True(t, held)
+		found, _ = b.Exists(key)
+		assert.False(t, found, "deleted")
+		held, _ = b.DelFenced(key, lock, fb)
+		assert.True(t, held, "nothing to delete: the fence still held")
+		found, _ = b.Exists(lock)
+		assert.True(t, found, "the lock is left to its holder")
+		_, err = b.DelFenced(key, lock, 0)
+		assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+	}},
+	{"FencesStrictlyIncreaseUnderContention", func(t *testing.T, b backend.Backend, p string) {
+		// 16 callers at a barrier take one lock 25 times each; under the
+		// lock, each grant's fence must exceed the one before it.
+		lock := p + "hot"
+		l := &session.Locker{Store: b}
+		var mu sync.Mutex
+		last, grants := int64(0), 0
+		barrier.Race(16, func(i int) bool {
+			for r := 0; r < 25; r++ {
+				tok := []byte(fmt.Sprintf("%d:%d", i, r))
+				res, f, err := l.AcquireFenced(b, lock, tok, time.Minute, time.Minute)
+				if !assert.NoError(t, err) || !assert.True(t, res.Acquired) {
+					return false
+				}
+				mu.Lock()
+				assert.Greater(t, f, last, "grant %d", grants)
+				last = f
+				grants++
+				mu.Unlock()
+				ok, _ := b.DelIfEq(lock, tok)
+				assert.True(t, ok)
+			}
+			return true
+		})
+		assert.Equal(t, 400, grants)
+		f, _ := b.Fence(lock)
+		assert.Equal(t, last, f)
+	}},
 }
 
 // DecodeRecords reads count get_many value records (include/ephpm_kv.h,

@@ -6,7 +6,10 @@
  * instead of hanging in a Go runtime that did not survive the fork.
  * Then the session members: wait, set_nx_wait, set_guarded, del_guarded,
  * expire, and 100 threads playing "request" on one session through the real
- * backoff. Then the batch members: get_many, set_many.
+ * backoff. Then the batch members: get_many, set_many. Then the fencing
+ * members: fences that only grow, across a
+ * release and a flush, a stale fenced write refused, and 8 pthreads taking
+ * one lock in turn, each grant's fence above the one before.
  *
  * Usage: kv_table_test /path/to/libephpm.so
  */
@@ -500,6 +503,72 @@ static void test_batch_members(void)
     ops->del(S("b:empty"));
 }
 
+static pthread_mutex_t fence_mu = PTHREAD_MUTEX_INITIALIZER;
+static int64_t fence_last;
+static int fence_bad, fence_grants;
+
+static void *take_fenced_lock(void *arg)
+{
+    char tok[32];
+    for (int r = 0; r < 50; r++) {
+        int n = snprintf(tok, sizeof tok, "%ld:%d", (long)(intptr_t)arg, r);
+        int64_t f = 0;
+        if (ops->set_nx_wait_fenced(S("f:hot"), tok, (size_t)n, 60000, 60000, &f) != EPHPM_KV_OK) {
+            __atomic_add_fetch(&fence_bad, 1, __ATOMIC_SEQ_CST);
+            continue;
+        }
+        pthread_mutex_lock(&fence_mu);
+        if (f <= fence_last) {
+            fence_bad++;
+        }
+        fence_last = f;
+        fence_grants++;
+        pthread_mutex_unlock(&fence_mu);
+        ops->del_if_eq(S("f:hot"), tok, (size_t)n);
+    }
+    return NULL;
+}
+
+static void test_fence_members(void)
+{
+    CHECK(EPHPM_KV_OPS_HAS(ops, set_fenced), "fencing members present (size %u)", ops->struct_size);
+    int64_t f = -1, f1 = 0, f2 = 0;
+    CHECK(ops->fence(S("f:lock"), &f) == EPHPM_KV_OK && f == 0, "never granted: %lld", (long long)f);
+    CHECK(ops->fence(S("f:lock"), NULL) == EPHPM_KV_E_INVALID, "fence: NULL out");
+    CHECK(ops->set_nx_wait_fenced(S("f:lock"), S("a"), 60000, 0, NULL) == EPHPM_KV_E_INVALID, "grant: NULL out");
+    CHECK(ops->set_nx_wait_fenced(S("f:lock"), S("a"), 60000, 0, &f1) == EPHPM_KV_OK && f1 > 0, "grant %lld", (long long)f1);
+    f = -1;
+    CHECK(ops->set_nx_wait_fenced(S("f:lock"), S("b"), 60000, 20, &f) == EPHPM_KV_EXISTS && f == 0, "held: %lld", (long long)f);
+    CHECK(ops->fence(S("f:lock"), &f) == EPHPM_KV_OK && f == f1, "latest %lld", (long long)f);
+    CHECK(ops->set_fenced(S("f:data"), S("by a"), 0, S("f:lock"), f1) == EPHPM_KV_OK, "the holder writes");
+    CHECK(ops->del_if_eq(S("f:lock"), S("a")) == EPHPM_KV_OK && ops->flush() == EPHPM_KV_OK, "release, flush");
+    CHECK(ops->fence(S("f:lock"), &f) == EPHPM_KV_OK && f == f1, "flush keeps the fence: %lld", (long long)f);
+    CHECK(ops->set_nx_wait_fenced(S("f:lock"), S("b"), 60000, 0, &f2) == EPHPM_KV_OK && f2 > f1,
+          "next grant %lld after %lld", (long long)f2, (long long)f1);
+    CHECK(ops->set_fenced(S("f:data"), S("stale"), 0, S("f:lock"), f1) == EPHPM_KV_MISS, "stale fence refused");
+    CHECK(ops->exists(S("f:data")) == EPHPM_KV_MISS, "the refused write changed nothing");
+    CHECK(ops->set_fenced(S("f:data"), S("by b"), 1000, S("f:lock"), f2) == EPHPM_KV_OK, "latest fence writes");
+    CHECK(ops->set_fenced(S("f:data"), S("x"), 0, S("f:lock"), 0) == EPHPM_KV_E_INVALID, "fence 0");
+    char buf[16];
+    size_t len = 0;
+    CHECK(ops->get(S("f:data"), buf, sizeof buf, &len) == EPHPM_KV_OK && len == 4 && memcmp(buf, "by b", 4) == 0, "value");
+    CHECK(ops->del_fenced(S("f:data"), S("f:lock"), f1) == EPHPM_KV_MISS && ops->exists(S("f:data")) == EPHPM_KV_OK,
+          "del_fenced: stale fence refused");
+    CHECK(ops->del_fenced(S("f:data"), S("f:lock"), f2) == EPHPM_KV_OK && ops->exists(S("f:data")) == EPHPM_KV_MISS,
+          "del_fenced");
+    CHECK(ops->del_fenced(S("f:data"), S("f:lock"), 0) == EPHPM_KV_E_INVALID, "del_fenced: fence 0");
+    ops->del_if_eq(S("f:lock"), S("b"));
+
+    pthread_t th[8];
+    for (intptr_t i = 0; i < 8; i++) {
+        pthread_create(&th[i], NULL, take_fenced_lock, (void *)i);
+    }
+    for (int i = 0; i < 8; i++) {
+        pthread_join(th[i], NULL);
+    }
+    CHECK(fence_bad == 0 && fence_grants == 400, "%d grants, %d out of order or failed", fence_grants, fence_bad);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -514,6 +583,7 @@ int main(int argc, char **argv)
     test_session_requests();
     test_key_api_members();
     test_batch_members();
+    test_fence_members();
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

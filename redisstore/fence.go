@@ -1,0 +1,205 @@
+package redisstore
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ephpm/ephpm/kv"
+)
+
+// Fencing tokens on Redis. A lock name's latest fence is a key of its own,
+// fenceKey: the grant (SET NX PX) and the mint are one script, and so are
+// the check and the write of SetFenced (the guarded write's script, the
+// fence key its guard). The fence key expires fenceKeep after its lock's
+// TTL (a lock without TTL keeps it for ever), so the server holds fence
+// keys only for the names granted in about the last day.
+//
+// A fence is max(the stored fence + 1, the server's clock in µs): when the
+// fence key is gone (it expired, FLUSHDB, a failover lost the latest
+// write, an operator deleted it) the next grant continues from the clock,
+// above every earlier fence unless the server's clock went back. While the
+// key is there the stored fence alone makes each grant greater than the
+// last. A grant and its lock's release are two commands, each taking the
+// server more than a microsecond, so the counter never runs ahead of the
+// clock in practice and losing the key loses nothing. A fence granted
+// before the key went is refused by SetFenced (the key holds no fence to
+// match).
+//
+// In a Cluster, the lock, its fence key and a fenced write's key must be in
+// one slot for one script to see them. The fence key carries the lock's
+// hash tag (or the lock key itself as one), so it shares the lock's slot
+// for every name but one with no hash tag that holds a '}'; such a name,
+// and a SetFenced whose key is in another slot than its lock, is refused
+// with kv.ErrInvalidArgument saying so, having changed nothing.
+
+var setNXFencedScript = newScript(`
+local ok
+if ARGV[2] == '0' then
+  ok = redis.call('set', KEYS[1], ARGV[1], 'NX')
+else
+  ok = redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX')
+end
+if not ok then return 0 end
+local t = redis.call('time')
+local n = math.max((tonumber(redis.call('get', KEYS[2])) or 0) + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
+if ARGV[2] == '0' then
+  redis.call('set', KEYS[2], string.format('%.0f', n))
+else
+  redis.call('set', KEYS[2], string.format('%.0f', n), 'PX', ARGV[3])
+end
+return n`)
+
+// fenceKeep is how long a fence key outlives its lock's TTL: a holder that
+// writes later than that is refused as if the lock had been granted again,
+// and the key is gone.
+const fenceKeep = 24 * time.Hour
+
+// fenceKey is where the latest fence of the lock at Redis key rk lives.
+func fenceKey(rk string) string {
+	if _, ok := hashTag(rk); ok {
+		return "ephpm:fence:" + rk
+	}
+	return "ephpm:fence:{" + rk + "}"
+}
+
+// hashTag is the part of key a Cluster hashes, if key has a hash tag: what
+// lies between the first '{' and the first '}' after it, when not empty.
+func hashTag(key string) (string, bool) {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			return key[i+1 : i+1+j], true
+		}
+	}
+	return key, false
+}
+
+// keySlot is key's Cluster slot: CRC16 (XMODEM) of its hash tag, mod 16384.
+func keySlot(key string) int {
+	tag, _ := hashTag(key)
+	var crc uint16
+	for i := 0; i < len(tag); i++ {
+		crc ^= uint16(tag[i]) << 8
+		for b := 0; b < 8; b++ {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc) & 16383
+}
+
+// fenceKeys returns the lock's Redis key and its fence key, or, in a
+// Cluster, an error if they cannot share a slot.
+func (s *Store) fenceKeys(lock string) (string, string, error) {
+	rk := redisKey(lock)
+	fk := fenceKey(rk)
+	if s.mode == Cluster && keySlot(rk) != keySlot(fk) {
+		return "", "", fmt.Errorf("%w: lock name %q has no hash tag and holds a '}': on a Redis Cluster its fence "+
+			"cannot share its slot; give the name a hash tag, e.g. {orders}:lock", kv.ErrInvalidArgument, lock)
+	}
+	return rk, fk, nil
+}
+
+// SetNXFenced is SET NX PX and the mint of the grant's fence, one script.
+func (s *Store) SetNXFenced(key string, value []byte, ttl time.Duration) (kv.SetNXOutcome, int64, error) {
+	if err := kv.CheckWrite(key, value, ttl); err != nil {
+		return 0, 0, err
+	}
+	rk, fk, err := s.fenceKeys(key)
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := s.noEviction(); err != nil {
+		return 0, 0, err
+	}
+	defer s.near.forget(key)
+	n, err := s.run(setNXFencedScript, []string{rk, fk}, value, ms(ttl), ms(ttl+fenceKeep))
+	if err != nil {
+		return 0, 0, err
+	}
+	if n == 0 {
+		s.setNXLosses.Add(1)
+		return kv.Exists, 0, nil
+	}
+	s.setNXWins.Add(1)
+	return kv.Inserted, n, nil
+}
+
+// Fence is GET of the fence key: 0 if the name was never granted (or its
+// fence key was removed).
+func (s *Store) Fence(name string) (int64, error) {
+	if err := kv.CheckKey(name); err != nil {
+		return 0, err
+	}
+	_, fk, err := s.fenceKeys(name)
+	if err != nil {
+		return 0, err
+	}
+	r, err := s.do(nil, "get", fk)
+	if err != nil {
+		return 0, classify(err)
+	}
+	if r.null {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(string(r.b), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: fence key %s holds %q", errProtocol, fk, r.b)
+	}
+	return n, nil
+}
+
+// SetFenced writes key only while the lock's fence key holds fence: one
+// script, so in a Cluster key must be in the lock's slot (give both one
+// hash tag).
+func (s *Store) SetFenced(key string, value []byte, ttl time.Duration, lock string, fence int64) (bool, error) {
+	if err := kv.CheckFencedWrite(key, value, ttl, lock, fence); err != nil {
+		return false, err
+	}
+	rk, fk, err := s.fencedKeys(key, lock)
+	if err != nil {
+		return false, err
+	}
+	defer s.near.forget(key)
+	// The guarded write's script: the fence key must hold the fence.
+	n, err := s.run(setGuardedScript, []string{rk, fk}, value, strconv.FormatInt(fence, 10), ms(ttl))
+	return n == 1, err
+}
+
+// DelFenced deletes key only while the lock's fence key holds fence: the
+// guarded delete's script, which announces a deletion to waiters.
+func (s *Store) DelFenced(key, lock string, fence int64) (bool, error) {
+	if err := kv.CheckFencedWrite(key, nil, 0, lock, fence); err != nil {
+		return false, err
+	}
+	rk, fk, err := s.fencedKeys(key, lock)
+	if err != nil {
+		return false, err
+	}
+	defer s.near.forget(key)
+	n, err := s.run(delGuardedScript, []string{rk, fk}, strconv.FormatInt(fence, 10), releaseChannel(rk))
+	return n == 1, err
+}
+
+// fencedKeys returns the Redis keys of a fenced write or delete of key
+// under lock's fence, after the checks they need: in a Cluster, key must
+// be in the lock's slot; the server must not evict.
+func (s *Store) fencedKeys(key, lock string) (string, string, error) {
+	lk, fk, err := s.fenceKeys(lock)
+	if err != nil {
+		return "", "", err
+	}
+	rk := redisKey(key)
+	if s.mode == Cluster && keySlot(rk) != keySlot(lk) {
+		return "", "", fmt.Errorf("%w: on a Redis Cluster a fenced write's key must be in its lock's slot: "+
+			"key %q and lock %q are not; give both one hash tag, e.g. {order:42}", kv.ErrInvalidArgument, key, lock)
+	}
+	if err := s.noEviction(); err != nil {
+		return "", "", err
+	}
+	return rk, fk, nil
+}

@@ -1,0 +1,78 @@
+package redisstore
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ephpm/ephpm/internal/redistest"
+	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/session"
+)
+
+func TestKeySlotIsTheClusters(t *testing.T) {
+	// The Cluster specification's examples.
+	assert.Equal(t, 0x31C3, keySlot("123456789"))
+	assert.Equal(t, 12182, keySlot("foo"))
+	assert.Equal(t, keySlot("user1000"), keySlot("{user1000}.following"))
+	assert.Equal(t, keySlot("{user1000}.following"), keySlot("{user1000}.followers"))
+	assert.NotEqual(t, keySlot("foo{}{bar}"), keySlot("bar"), "an empty tag: the whole key")
+	assert.Equal(t, keySlot("foo{{bar}}zap"), keySlot("{bar"), "the tag is '{bar'")
+}
+
+func TestAFenceKeySharesItsLocksSlot(t *testing.T) {
+	for _, name := range []string{"lock", "{orders}:lock", "a{b}c", "x{", "x{y", session.LockKey("sid")} {
+		rk := redisKey(name)
+		assert.Equal(t, keySlot(rk), keySlot(fenceKey(rk)), name)
+	}
+	for _, rk := range []string{"a}b", "{}x"} { // no hash tag, and a '}' that ends the one around it
+		assert.NotEqual(t, keySlot(rk), keySlot(fenceKey(rk)), rk)
+	}
+}
+
+func TestFenceKeysExpireAndFencesGoOnAfterAFlush(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, "redis://"+srv.Addr+"/0")
+	_, f1, err := s.SetNXFenced("lock", []byte("a"), time.Minute)
+	require.NoError(t, err)
+	r, err := s.do(nil, "pttl", fenceKey("lock"))
+	require.NoError(t, err)
+	assert.InDelta(t, int64((time.Minute + fenceKeep).Milliseconds()), r.n, 5000, "the fence key outlives its lock by fenceKeep")
+	_, _, err = s.SetNXFenced("forever", []byte("a"), 0)
+	require.NoError(t, err)
+	r, _ = s.do(nil, "pttl", fenceKey("forever"))
+	assert.Equal(t, int64(-1), r.n, "a lock without TTL keeps its fence key")
+	require.NoError(t, s.Flush())
+	f, err := s.Fence("lock")
+	require.NoError(t, err)
+	assert.Zero(t, f, "FLUSHDB removed the fence key")
+	out, f2, err := s.SetNXFenced("lock", []byte("b"), time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, kv.Inserted, out)
+	assert.Greater(t, f2, f1, "the server's clock carries fences on")
+	ok, err := s.SetFenced("data", []byte("x"), 0, "lock", f1)
+	require.NoError(t, err)
+	assert.False(t, ok, "a fence from before the flush is refused")
+	ok, _ = s.SetFenced("data", []byte("x"), 0, "lock", f2)
+	assert.True(t, ok)
+}
+
+func TestClusterRefusesFencesAcrossSlots(t *testing.T) {
+	s := open(t, clusterURL(redistest.StartCluster(t)))
+	_, f, err := s.SetNXFenced("{t}:lock", []byte("a"), time.Minute)
+	require.NoError(t, err)
+	_, err = s.SetFenced("elsewhere", []byte("x"), 0, "{t}:lock", f)
+	assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "hash tag")
+	_, err = s.DelFenced("elsewhere", "{t}:lock", f)
+	assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+	_, _, err = s.SetNXFenced("a}b", []byte("a"), time.Minute)
+	assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+	found, _ := s.Exists("a}b")
+	assert.False(t, found, "refused before anything changed")
+	ok, err := s.SetFenced("{t}:data", []byte("x"), 0, "{t}:lock", f)
+	require.NoError(t, err)
+	assert.True(t, ok)
+}

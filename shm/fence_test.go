@@ -1,0 +1,231 @@
+package shm
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ephpm/ephpm/kv"
+)
+
+func grantFenced(t *testing.T, s *Store, name string) int64 {
+	t.Helper()
+	out, f, err := s.SetNXFenced(name, []byte("tok"), 0)
+	require.NoError(t, err)
+	require.Equal(t, kv.Inserted, out, name)
+	return f
+}
+
+func TestFencesOutliveFlushAndTheSegment(t *testing.T) {
+	s := openTest(t, kv.MemoryConfig{})
+	f1 := grantFenced(t, s, "lock")
+	require.NoError(t, s.Flush())
+	f, err := s.Fence("lock")
+	require.NoError(t, err)
+	assert.Equal(t, f1, f, "Flush keeps fences")
+	ok, err := s.SetFenced("data", []byte("v"), 0, "lock", f1)
+	require.NoError(t, err)
+	assert.True(t, ok, "nobody was granted since")
+
+	// Another process's view: a second attachment sees the same fences,
+	// and so does a segment made again under the same name.
+	other, err := Open(testName(t), Options{})
+	require.NoError(t, err)
+	f, _ = other.Fence("lock")
+	assert.Equal(t, f1, f)
+	f2 := grantFenced(t, other, "lock2")
+	other.Close()
+	require.NoError(t, os.Remove(s.Path())) // s keeps its mapping of the old file
+	again, err := Open(testName(t), Options{})
+	require.NoError(t, err)
+	defer again.Close()
+	f, _ = again.Fence("lock")
+	assert.Equal(t, f1, f, "the fence file outlives the segment")
+	assert.Greater(t, grantFenced(t, again, "lock"), f1)
+	f, _ = again.Fence("lock2")
+	assert.Equal(t, f2, f)
+}
+
+func TestAFullBucketForgetsItsOldestGrant(t *testing.T) {
+	s := openTest(t, kv.MemoryConfig{})
+	names := bucketNames(fenceWays + 2)
+	fences := map[string]int64{}
+	for _, n := range names {
+		fences[n] = grantFenced(t, s, n)
+		_, err := s.Del(n)
+		require.NoError(t, err)
+	}
+	ft, err := s.fences()
+	require.NoError(t, err)
+	for i, n := range names {
+		_, known := ft.current(hashKey(n))
+		assert.Equal(t, i >= 2, known, "%s: the two oldest grants are forgotten", n)
+	}
+	for _, n := range names[:2] {
+		f, _ := s.Fence(n)
+		assert.GreaterOrEqual(t, f, fences[n], "a forgotten name reports the floor")
+		ok, _ := s.SetFenced("d", []byte("x"), 0, n, fences[n])
+		assert.False(t, ok, "a forgotten grant's write is refused")
+		assert.Greater(t, grantFenced(t, s, n), fences[n])
+		s.Del(n)
+	}
+	last := names[len(names)-1]
+	ok, _ := s.SetFenced("d", []byte("x"), 0, last, fences[last])
+	assert.True(t, ok, "a remembered name's latest grant writes")
+}
+
+func TestAFenceFileOfAnotherSizeIsRefused(t *testing.T) {
+	s := openTest(t, kv.MemoryConfig{})
+	path := fencesPath(s.Path())
+	require.NoError(t, os.WriteFile(path, make([]byte, fenceFileSize+8), 0o600))
+	defer os.Remove(path)
+	_, _, err := s.SetNXFenced("lock", nil, 0)
+	assert.ErrorIs(t, err, ErrIncompatible)
+	found, _ := s.Exists("lock")
+	assert.False(t, found, "refused before anything changed")
+}
+
+// bucketNames returns n lock names of one fence bucket.
+func bucketNames(n int) []string {
+	var names []string
+	bucket := -1
+	for i := 0; len(names) < n; i++ {
+		n := fmt.Sprint("n:", i)
+		if b := bucketOf(hashKey(n)); bucket < 0 || b == bucket {
+			bucket = b
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+func init() { workers["fencecrash"] = fenceCrashWorker }
+
+// fenceCrashWorker takes the test's locks with fences in a loop. Under each
+// lock it checks that its fence is above the last one written under that
+// lock (a fenced write, which must be accepted), and that its previous
+// fence of the lock is refused.
+func fenceCrashWorker() {
+	s, err := Open(os.Getenv("SHM_NAME"), Options{})
+	if err != nil {
+		fmt.Println("bad open:", err)
+		return
+	}
+	locks := strings.Split(os.Getenv("FENCE_LOCKS"), ",")
+	fmt.Println("ready")
+	prev := map[string]int64{}
+	dst := make([]byte, 32)
+	token := []byte(fmt.Sprint(os.Getpid()))
+	for {
+		lock := locks[rand.IntN(len(locks))]
+		out, f, err := s.SetNXFenced(lock, token, 300*time.Millisecond)
+		if err != nil {
+			fmt.Println("bad grant:", err)
+			continue
+		}
+		if out != kv.Inserted {
+			continue
+		}
+		n, found, err := s.GetInto("last:"+lock, dst)
+		if err != nil {
+			fmt.Println("bad get:", err)
+		} else if found {
+			if last, _ := strconv.ParseInt(string(dst[:n]), 10, 64); f <= last {
+				fmt.Printf("bad %s: fence %d after %d\n", lock, f, last)
+			}
+		}
+		// Refused is right only if the lock was granted again since (its
+		// TTL passed while this process was slow) or the name forgotten.
+		if ok, err := s.SetFenced("last:"+lock, []byte(strconv.FormatInt(f, 10)), 0, lock, f); err != nil {
+			fmt.Println("bad set_fenced:", err)
+		} else if !ok {
+			ft, _ := s.fences()
+			if latest, known := ft.current(hashKey(lock)); known && latest == f {
+				fmt.Printf("bad %s: the holder's fenced write refused\n", lock)
+			}
+		}
+		if p := prev[lock]; p > 0 {
+			if ok, _ := s.SetFenced("last:"+lock, []byte("stale"), 0, lock, p); ok {
+				fmt.Printf("bad %s: stale fence %d wrote\n", lock, p)
+			}
+		}
+		prev[lock] = f
+		s.DelIfEq(lock, token)
+	}
+}
+
+// Processes taking fenced locks are SIGKILLed at random moments: every
+// grant's fence is still above the last one written under its lock, no
+// holder's write is refused, and the shards stay whole.
+func TestFencesSurviveKilledProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	s := openTest(t, kv.MemoryConfig{})
+	locks := bucketNames(fenceWays + 3) // more than a bucket holds: ways change hands as processes die
+	var mu sync.Mutex
+	var bads []string
+	start := func() (*worker, chan struct{}) {
+		w := startWorker(t, "fencecrash", []string{"SHM_NAME=" + testName(t), "FENCE_LOCKS=" + strings.Join(locks, ",")})
+		ready := make(chan struct{})
+		go func() {
+			for l := range w.lines {
+				if l == "ready" {
+					close(ready)
+					continue
+				}
+				mu.Lock()
+				bads = append(bads, l)
+				mu.Unlock()
+			}
+		}()
+		return w, ready
+	}
+	const procs, kills = 4, 200
+	ws := make([]*worker, procs)
+	readies := make([]chan struct{}, procs)
+	for i := range ws {
+		ws[i], readies[i] = start()
+	}
+	for k := 0; k < kills; k++ {
+		i := k % procs
+		<-readies[i]
+		time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond)
+		ws[i].cmd.Process.Signal(syscall.SIGKILL)
+		ws[i].cmd.Wait()
+		ws[i], readies[i] = start()
+	}
+	for i := range ws {
+		<-readies[i]
+		ws[i].cmd.Process.Signal(syscall.SIGKILL)
+		ws[i].cmd.Wait()
+	}
+	require.NoError(t, s.Check())
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Empty(t, bads)
+	t.Logf("%d kills, %d recoveries", kills, s.Recoveries())
+	dst := make([]byte, 32)
+	written := 0
+	for _, lock := range locks {
+		f, err := s.Fence(lock)
+		require.NoError(t, err)
+		n, found, err := s.GetInto("last:"+lock, dst)
+		require.NoError(t, err)
+		if found {
+			last, _ := strconv.ParseInt(string(dst[:n]), 10, 64)
+			assert.GreaterOrEqual(t, f, last, lock)
+			written++
+		}
+	}
+	assert.Positive(t, written, "the workers were granted locks")
+}
