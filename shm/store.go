@@ -52,6 +52,11 @@ type Store struct {
 
 	calls  atomic.Int64
 	closed atomic.Bool
+
+	// deadOwnerWait is the longest this process waited for a shard whose
+	// owner had died: from the start of its wait until the shard was
+	// recovered (ns).
+	deadOwnerWait atomic.Int64
 }
 
 var (
@@ -199,8 +204,9 @@ func (s *Store) locate(key string) (*shard, uint64, uint32) {
 
 // lock takes sh's lock, recovering the shard first if its owner died.
 func (s *Store) lock(sh *shard) error {
-	if s.g.lockWord(sh.u32(sLock), s.tag) {
+	if tookOver, began := s.g.lockWord(sh.u32(sLock), s.tag); tookOver {
 		s.recoverShard(sh)
+		s.noteDeadOwnerWait(now() - began)
 	}
 	if atomic.LoadUint32(sh.u32(sBroken)) != 0 {
 		unlockWord(sh.u32(sLock))
@@ -861,6 +867,20 @@ func (s *Store) Stats() (kv.Stats, error) {
 
 // Attached returns the number of live processes attached to the segment.
 func (s *Store) Attached() int { return s.g.attached() }
+
+func (s *Store) noteDeadOwnerWait(d int64) {
+	for {
+		old := s.deadOwnerWait.Load()
+		if d <= old || s.deadOwnerWait.CompareAndSwap(old, d) {
+			return
+		}
+	}
+}
+
+// DeadOwnerWait returns the longest this process has waited for a shard
+// whose owner had died, from the start of its wait until it had recovered
+// the shard: the wait the recovery bound is about.
+func (s *Store) DeadOwnerWait() time.Duration { return time.Duration(s.deadOwnerWait.Load()) }
 
 // Recoveries returns how many times a shard of the segment was recovered
 // from a dead owner since it was created.
