@@ -275,7 +275,7 @@ func chargeOf(size int64) int64 { return size + entryOverhead }
 func (sh *shard) account(b int64, sign int64) {
 	c := sign * chargeOf(sh.blockSize(b))
 	p := sh.used()
-	atomic.StoreInt64(p, atomic.LoadInt64(p)+c)
+	storeRelI64(p, atomic.LoadInt64(p)+c)
 	if !sh.entryPinned(b) {
 		sh.addI64(sEvictAll, c)
 		if sh.entryExpireAt(b) != 0 {
@@ -379,7 +379,7 @@ func (s *Store) put(sh *shard, w *write, pos int, old int64, ins int, room bool)
 	sh.writeEntry(b, w.key, w.stored, w.flags, w.expireAt, s.lruClock(0))
 	if old != noBlock {
 		sh.setState(old, stateInFlight)
-		atomic.StoreUint64(sh.slot(pos), makeSlot(w.tag, b))
+		storeRel64(sh.slot(pos), makeSlot(w.tag, b))
 	} else {
 		sh.insertAt(ins, w.tag, b)
 	}
@@ -409,13 +409,13 @@ func (s *Store) sweepSome(sh *shard, n int, t int64) {
 			sh.count(cExpirations)
 		}
 	}
-	atomic.StoreUint32(sh.u32(sSweep), uint32((cur+n)&mask))
+	storeRel32(sh.u32(sSweep), uint32((cur+n)&mask))
 }
 
 // sweepShard removes every expired entry of the shard. Caller holds the
 // lock.
 func (s *Store) sweepShard(sh *shard) {
-	atomic.StoreUint32(sh.u32(sSweep), 0)
+	storeRel32(sh.u32(sSweep), 0)
 	s.sweepSome(sh, s.g.indexSlots, now())
 }
 
@@ -535,7 +535,7 @@ func (s *Store) GetInto(key string, dst []byte) (int, bool, error) {
 		return 0, false, nil
 	}
 	if p := sh.entryAccess(b); atomic.LoadUint32(p) != s.lruClock(t) {
-		atomic.StoreUint32(p, s.lruClock(t))
+		storeRel32(p, s.lruClock(t))
 	}
 	sh.count(cHits)
 	n := sh.logicalLen(b)

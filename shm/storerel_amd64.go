@@ -1,0 +1,7 @@
+package shm
+
+//go:noescape
+func storeRel64(p *uint64, v uint64)
+
+//go:noescape
+func storeRel32(p *uint32, v uint32)
