@@ -179,7 +179,7 @@ func (s *Store) evictOne(sh *shard, policy kv.Policy, protect string) bool {
 			return false
 		}
 		b := slotBlock(v)
-		if expired(sh.entryExpireAt(b), t) {
+		if expired(sh.entryExpireAt(b), &t) {
 			// Expired: gone already, whatever the policy; reclaim it first.
 			s.removeEntry(sh, i, b, hashKey(sh.entryKey(b)))
 			sh.count(cExpirations)

@@ -266,7 +266,19 @@ func (s *Store) lruClock(t int64) uint32 {
 	return c
 }
 
-func expired(at, t int64) bool { return at != 0 && at <= t }
+// clockAt returns *t, reading the clock into it first if it is unread (0):
+// an operation reads the clock at most once, and only if it needs it (a
+// TTL to set or compare), because a read costs about as much as a lookup.
+func clockAt(t *int64) int64 {
+	if *t == 0 {
+		*t = now()
+	}
+	return *t
+}
+
+// expired reports whether an entry that expires at (0: never) has expired
+// at *t, reading the clock into *t if it is needed and unread.
+func expired(at int64, t *int64) bool { return at != 0 && at <= clockAt(t) }
 
 func chargeOf(size int64) int64 { return size + entryOverhead }
 
@@ -300,15 +312,10 @@ func (s *Store) live(sh *shard, h uint64, tag uint32, key string, t *int64) (int
 	if pos < 0 {
 		return -1, noBlock
 	}
-	if at := sh.entryExpireAt(b); at != 0 {
-		if *t == 0 {
-			*t = now()
-		}
-		if at <= *t {
-			s.removeEntry(sh, pos, b, h)
-			sh.count(cExpirations)
-			return -1, noBlock
-		}
+	if expired(sh.entryExpireAt(b), t) {
+		s.removeEntry(sh, pos, b, h)
+		sh.count(cExpirations)
+		return -1, noBlock
 	}
 	return pos, b
 }
@@ -394,7 +401,7 @@ func (s *Store) put(sh *shard, w *write, pos int, old int64, ins int, room bool)
 
 // sweepSome looks at a few index slots from the shard's sweep cursor and
 // removes the expired entries there. Caller holds the lock.
-func (s *Store) sweepSome(sh *shard, n int, t int64) {
+func (s *Store) sweepSome(sh *shard, n int, t *int64) {
 	mask := s.g.indexSlots - 1
 	cur := int(atomic.LoadUint32(sh.u32(sSweep)))
 	for k := 0; k < n; k++ {
@@ -416,7 +423,8 @@ func (s *Store) sweepSome(sh *shard, n int, t int64) {
 // lock.
 func (s *Store) sweepShard(sh *shard) {
 	storeRel32(sh.u32(sSweep), 0)
-	s.sweepSome(sh, s.g.indexSlots, now())
+	var t int64
+	s.sweepSome(sh, s.g.indexSlots, &t)
 }
 
 const sweepPerWrite = 4
@@ -451,7 +459,7 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 		if err := s.lockTwo(sh, gsh); err != nil {
 			return false, err
 		}
-		t := now()
+		var t int64
 		ok := true
 		if m == modeGuarded {
 			_, g := s.live(gsh, gh, gtag, guardKey, &t)
@@ -468,7 +476,7 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 		}
 		room := sh.roomFor()
 		pos, old, ins := sh.lookup(tag, key)
-		oldExpired := old != noBlock && expired(sh.entryExpireAt(old), t)
+		oldExpired := old != noBlock && expired(sh.entryExpireAt(old), &t)
 		if m == modeSetNX && old != noBlock && !oldExpired {
 			ok = false
 		}
@@ -476,7 +484,7 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 		if ok {
 			w.expireAt = 0
 			if ttl != 0 {
-				w.expireAt = t + int64(ttl)
+				w.expireAt = clockAt(&t) + int64(ttl)
 			}
 			r = s.put(sh, &w, pos, old, ins, room)
 			if r == fits {
@@ -489,7 +497,7 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 				default:
 					sh.count(cSets)
 				}
-				s.sweepSome(sh, sweepPerWrite, t)
+				s.sweepSome(sh, sweepPerWrite, &t)
 			}
 		} else if m == modeSetNX {
 			sh.count(cSetNXLosses)
@@ -612,7 +620,7 @@ func (s *Store) DelGuarded(key, guardKey string, guardToken []byte) (bool, error
 		return false, nil
 	}
 	if pos, b, _ := sh.lookup(tag, key); pos >= 0 {
-		if expired(sh.entryExpireAt(b), t) {
+		if expired(sh.entryExpireAt(b), &t) {
 			sh.count(cExpirations)
 		}
 		s.removeEntry(sh, pos, b, h)
@@ -631,7 +639,8 @@ func (s *Store) Del(key string) (bool, error) {
 	if pos < 0 {
 		return false, nil
 	}
-	gone := expired(sh.entryExpireAt(b), now())
+	var t int64
+	gone := expired(sh.entryExpireAt(b), &t)
 	if gone {
 		sh.count(cExpirations)
 	}
@@ -689,7 +698,7 @@ func (s *Store) expireIf(key string, token []byte, ttl time.Duration) (bool, err
 		return false, err
 	}
 	defer s.unlockKey(sh)
-	t := now()
+	var t int64
 	_, b := s.live(sh, h, tag, key, &t)
 	if b == noBlock {
 		return false, nil
@@ -705,7 +714,7 @@ func (s *Store) expireIf(key string, token []byte, ttl time.Duration) (bool, err
 	}
 	at := int64(0)
 	if ttl != 0 {
-		at = t + int64(ttl)
+		at = clockAt(&t) + int64(ttl)
 	}
 	sh.account(b, -1)
 	sh.setEntryExpireAt(b, at)
@@ -763,7 +772,7 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 		if err := s.lock(sh); err != nil {
 			return 0, err
 		}
-		t := now()
+		var t int64
 		room := sh.roomFor()
 		pos, old := s.live(sh, h, tag, key, &t)
 		var ins int
@@ -773,7 +782,7 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 		w := write{key: key, h: h, tag: tag, flags: s.pinFlag(key)}
 		result := delta
 		if ttlOnCreate != 0 {
-			w.expireAt = t + int64(ttlOnCreate)
+			w.expireAt = clockAt(&t) + int64(ttlOnCreate)
 		}
 		if old != noBlock {
 			v := make([]byte, sh.logicalLen(old))
@@ -794,7 +803,7 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 		w.stored = strconv.AppendInt(nil, result, 10)
 		r := s.put(sh, &w, pos, old, ins, room)
 		if r == fits {
-			s.sweepSome(sh, sweepPerWrite, t)
+			s.sweepSome(sh, sweepPerWrite, &t)
 		}
 		s.unlock(sh)
 		if r == fits {
