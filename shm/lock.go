@@ -1,7 +1,6 @@
 package shm
 
 import (
-	"runtime"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -12,7 +11,10 @@ import (
 // A shard lock is a 32-bit futex word in the segment: 0 when free, else the
 // owner's tag (see proc.go) with bit 0 set while others may be waiting.
 //
-// Acquiring it is a CAS from 0; a caller that finds it held sets the
+// Acquiring it is a CAS from 0; a caller that finds it held spins for a
+// few microseconds (loads and PAUSE: a live owner holds a shard for less,
+// and runtime.Gosched would enter Go's scheduler, which wakes idle threads
+// with futex calls of its own), then sets the
 // contended bit and sleeps in FUTEX_WAIT (a shared futex: the word is in a
 // MAP_SHARED mapping that other processes map elsewhere). A release wakes
 // it; a live owner holds a shard for microseconds, so a waiter whose sleep
@@ -32,7 +34,7 @@ const (
 	lockCheckMax   = 4 * time.Millisecond
 	lockPoll       = 10 * time.Millisecond // wait.go's poll with no wait slot
 	contended      = 1
-	lockSpins      = 64
+	lockSpins      = 200 // spins of a load and a PAUSE before sleeping: a few us
 
 	futexWait = 0
 	futexWake = 1
@@ -64,7 +66,7 @@ func (g *segment) lockWord(w *uint32, tag uint32) (tookOver bool, began int64) {
 		if atomic.LoadUint32(w) == 0 && atomic.CompareAndSwapUint32(w, 0, tag) {
 			return false, 0
 		}
-		runtime.Gosched()
+		cpuRelax()
 	}
 	began = now()
 	var owner uint32 // the holder this waiter is timing

@@ -13,3 +13,8 @@ TEXT ·storeRel32(SB), NOSPLIT, $0-12
 	MOVL v+8(FP), BX
 	MOVL BX, (AX)
 	RET
+
+// func cpuRelax()
+TEXT ·cpuRelax(SB), NOSPLIT, $0-0
+	PAUSE
+	RET
