@@ -21,6 +21,7 @@ const (
 	sHeapUsed   = 48  // int64: bytes of blocks not free (derived)
 	sCounters   = 64  // [nCounters]uint64
 	sRecoveries = 160 // uint64: times this shard was recovered
+	sCredit     = 168 // int64: bytes reserved against the limit beyond used (credit.go; derived)
 	sFreeLists  = 256 // [nClasses]uint32: free-list heads (off/8 + 1; 0: empty)
 )
 

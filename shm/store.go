@@ -288,21 +288,13 @@ func (sh *shard) account(b int64, sign int64) {
 	c := sign * chargeOf(sh.blockSize(b))
 	p := sh.used()
 	storeRelI64(p, atomic.LoadInt64(p)+c)
+	sh.spendCredit(c)
 	if !sh.entryPinned(b) {
 		sh.addI64(sEvictAll, c)
 		if sh.entryExpireAt(b) != 0 {
 			sh.addI64(sEvictTTL, c)
 		}
 	}
-}
-
-// totalUsed sums the bytes charged in every shard.
-func (s *Store) totalUsed() int64 {
-	var n int64
-	for i := range s.shards {
-		n += atomic.LoadInt64(s.shards[i].used())
-	}
-	return n
 }
 
 // live returns key's slot and block if it holds an entry that has not
@@ -373,14 +365,15 @@ func (s *Store) put(sh *shard, w *write, pos int, old int64, ins int, room bool)
 	if old != noBlock {
 		w.delta -= chargeOf(sh.blockSize(old))
 	}
-	if w.delta > 0 && s.totalUsed()+w.delta > s.g.limit {
-		return overLimit
-	}
 	if old == noBlock && (!room || ins < 0) {
 		return indexFull
 	}
+	if w.delta > 0 && !s.reserve(sh, w.delta) {
+		return overLimit
+	}
 	b := sh.alloc(size)
 	if b == noBlock {
+		sh.spendCredit(0) // what reserve took for it beyond the cap goes back
 		return heapFull
 	}
 	sh.writeEntry(b, w.key, w.stored, w.flags, w.expireAt, s.lruClock(0))
