@@ -66,6 +66,10 @@ func (s *Store) makeRoom(sh *shard, r room, w *write) bool {
 	if s.shardHasRoom(sh, r, size) {
 		return true
 	}
+	// Free bytes enough but in pieces: gather them before evicting anything.
+	if r == heapFull && s.defragment(sh, size) {
+		return true
+	}
 	fitsIfEvicted := func() bool {
 		evictable := atomic.LoadInt64(sh.i64(evictField(policy))) - s.protected(nil, w, policy)
 		if r == indexFull {
