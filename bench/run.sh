@@ -37,6 +37,20 @@ php -d "extension=$PWD/build/modules/ephpm.so" -d apc.enable_cli=1 -d apc.shm_si
     -d ephpm.kv_memory_limit=256M bench/php/kv_bench.php "$redis_port" "$mc_port"
 
 echo
+echo "== Shared-memory backend against APCu: one process (ns per operation, best of 7), then 8 processes at once"
+grep -m1 'model name' /proc/cpuinfo || true
+shm_name="bench-$$"
+php -d "extension=$PWD/build/modules/ephpm.so" -d apc.enable_cli=1 -d apc.shm_size=256M \
+    -d "ephpm.kv_backend=shm://$shm_name" -d ephpm.kv_memory_limit=256M bench/php/shm_bench.php 8 2
+rm -f "/dev/shm/ephpm-$shm_name.$(id -u)"
+echo
+echo "== Shared-memory backend: lock hand-off between 8 processes"
+go run ./bench/shmhandoff
+echo
+echo "== Shared-memory backend: 60 s of churn at 90 % full, 64 B-64 KiB values"
+go test -run XXX -bench Churn90 -benchtime 60s ./shm
+
+echo
 echo "== Redis backend: ephpm against phpredis on the same server (us per operation: median of 25 alternating rounds)"
 php -d "extension=$PWD/build/modules/ephpm.so" -d "ephpm.kv_backend=redis://127.0.0.1:$redis_port" \
     -d ephpm.kv_near_cache_prefixes=near: bench/php/redis_bench.php "$redis_port"
