@@ -4,8 +4,9 @@
 // taking one lock -rounds times with SetNX, waiting with Wait (woken by the
 // release) when it is held, holding it for -hold, and releasing it with
 // DelIfEq. The releaser stores its pid and CLOCK_MONOTONIC beside the lock
-// just before the release; the next holder, if it is another process,
-// takes the difference: the hand-off latency. After a release a process
+// just before the release; the next holder, if it is another process that
+// found the lock held and waited, takes the difference: the hand-off
+// latency. After a release a process
 // sleeps for -gap (the rest of its request), so that the lock passes to a
 // waiter rather than back to the releaser.
 //
@@ -53,6 +54,7 @@ func child(name string, rounds int, hold, gap time.Duration) {
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
 	for r := 0; r < rounds; r++ {
+		waited := false
 		for {
 			o, err := s.SetNX("lock", token, 10*time.Second)
 			if err != nil {
@@ -62,13 +64,16 @@ func child(name string, rounds int, hold, gap time.Duration) {
 			if o == kv.Inserted {
 				break
 			}
+			waited = true
 			if _, err := s.Wait("lock", time.Second); err != nil {
 				fmt.Fprintln(out, "error", err)
 				return
 			}
 		}
 		got := monotonic()
-		if n, found, _ := s.GetInto("released", rel); found && n == 16 && binary.LittleEndian.Uint64(rel) != pid {
+		// A hand-off: this process found the lock held and another one
+		// released it to it (the release came after the failed SetNX).
+		if n, found, _ := s.GetInto("released", rel); waited && found && n == 16 && binary.LittleEndian.Uint64(rel) != pid {
 			fmt.Fprintln(out, got-int64(binary.LittleEndian.Uint64(rel[8:])))
 		}
 		for end := time.Now().Add(hold); time.Now().Before(end); {
@@ -147,7 +152,7 @@ func main() {
 	wall := time.Since(start)
 	slices.Sort(lat)
 	pct := func(p float64) time.Duration { return lat[min(len(lat)-1, int(float64(len(lat))*p))] }
-	fmt.Printf("%d processes, %d acquisitions each, hold %v, gap %v: %d hand-offs between processes in %v\n",
+	fmt.Printf("%d processes, %d acquisitions each, hold %v, gap %v: %d hand-offs to a waiting process in %v\n",
 		*procs, *rounds, *hold, *gap, len(lat), wall.Round(time.Millisecond))
 	fmt.Printf("hand-off p50 %v, p90 %v, p99 %v, max %v\n", pct(0.5), pct(0.9), pct(0.99), lat[len(lat)-1])
 }
