@@ -39,6 +39,19 @@ echo
 echo "== Batches: 100 keys of 64 B against APCu's array forms (ns per key: best of 7 alternating rounds)"
 php -d "extension=$PWD/build/modules/ephpm.so" -d apc.enable_cli=1 -d apc.shm_size=256M \
     -d ephpm.kv_memory_limit=256M bench/php/batch_bench.php
+echo
+echo "== Shared-memory backend against APCu: one process (ns per operation, best of 7), then 8 processes at once"
+grep -m1 'model name' /proc/cpuinfo || true
+shm_name="bench-$$"
+php -d "extension=$PWD/build/modules/ephpm.so" -d apc.enable_cli=1 -d apc.shm_size=256M \
+    -d "ephpm.kv_backend=shm://$shm_name" -d ephpm.kv_memory_limit=256M bench/php/shm_bench.php 8 2
+rm -f "/dev/shm/ephpm-$shm_name.$(id -u)" "/dev/shm/ephpm-$shm_name.$(id -u).fences1"
+echo
+echo "== Shared-memory backend: lock hand-off between 8 processes"
+go run ./bench/shmhandoff
+echo
+echo "== Shared-memory backend: 60 s of churn at 90 % full, 64 B-64 KiB values"
+go test -run XXX -bench Churn90 -benchtime 60s ./shm
 
 echo
 echo "== Redis backend: ephpm against phpredis on the same server (us per operation: median of 25 alternating rounds)"

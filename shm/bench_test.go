@@ -43,3 +43,24 @@ func BenchmarkLockPair(b *testing.B) {
 		s.DelIfEq("lock", tok)
 	}
 }
+
+// BenchmarkChurn90 is the fragmentation run: mixed sizes (64 B-64 KiB)
+// churned in a 64 MiB store held about 90 % full, b.N writes or deletes
+// (-benchtime 60s for a minute). It reports the share of writes refused
+// although the store had room (their shard's free bytes too scattered or
+// too few) and the lowest fill, as a share of the limit, once filled.
+func BenchmarkChurn90(b *testing.B) {
+	name := fmt.Sprintf("bench-%d", time.Now().UnixNano())
+	s, err := Open(name, Options{Memory: kv.MemoryConfig{Limit: 64 << 20, Policy: kv.NoEviction}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close(); removeSegment(name) })
+	st := churn(b, s, b.N)
+	b.ReportMetric(float64(st.refusedFragmented+st.refusedShardFull)*100/float64(max(st.writes, 1)), "%refused")
+	b.ReportMetric(float64(st.refusedFragmented)*100/float64(max(st.writes, 1)), "%refused-scattered")
+	b.ReportMetric(float64(st.lowest)*100/float64(s.g.limit), "%lowest-fill")
+	if err := s.Check(); err != nil {
+		b.Fatal(err)
+	}
+}

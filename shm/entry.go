@@ -39,7 +39,7 @@ func entrySize(keyLen, storedLen int) int64 {
 
 func (sh *shard) entryExpireAt(b int64) int64 { return atomic.LoadInt64(sh.g.i64(sh.heap + b + 8)) }
 func (sh *shard) setEntryExpireAt(b, at int64) {
-	atomic.StoreInt64(sh.g.i64(sh.heap+b+8), at)
+	storeRelI64(sh.g.i64(sh.heap+b+8), at)
 }
 func (sh *shard) entryAccess(b int64) *uint32 { return sh.g.u32(sh.heap + b + 16) }
 func (sh *shard) entryMeta(b int64) uint32    { return atomic.LoadUint32(sh.g.u32(sh.heap + b + 20)) }
@@ -66,9 +66,9 @@ func (sh *shard) entryStored(b int64) []byte {
 // writeEntry fills the in-flight block b with an entry.
 func (sh *shard) writeEntry(b int64, key string, stored []byte, flags uint32, expireAt int64, access uint32) {
 	sh.setEntryExpireAt(b, expireAt)
-	atomic.StoreUint32(sh.entryAccess(b), access)
-	atomic.StoreUint32(sh.g.u32(sh.heap+b+20), uint32(len(stored))|flags)
-	atomic.StoreUint32(sh.g.u32(sh.heap+b+24), uint32(len(key)))
+	storeRel32(sh.entryAccess(b), access)
+	storeRel32(sh.g.u32(sh.heap+b+20), uint32(len(stored))|flags)
+	storeRel32(sh.g.u32(sh.heap+b+24), uint32(len(key)))
 	copy(unsafe.Slice((*byte)(sh.g.ptr(sh.heap+b+entryHeader)), len(key)), key)
 	if len(stored) > 0 {
 		copy(sh.entryStored(b), stored)

@@ -27,7 +27,10 @@ func (s *Store) makeRoom(sh *shard, r room, w *write) bool {
 	size := entrySize(len(w.key), len(w.stored))
 	policy := s.MemoryConfig().Policy
 	if r == overLimit {
-		deficit := func() int64 { return s.totalUsed() + w.delta - s.g.limit }
+		deficit := func() int64 { return s.reserved() + w.delta - s.g.limit }
+		if s.returnCredit() && deficit() <= 0 {
+			return true
+		}
 		if policy == kv.NoEviction || s.evictableTotal(policy)-s.protected(sh, w, policy) < deficit() {
 			// Only expired entries can go: reclaim them all.
 			if !s.sweepAll() {
@@ -46,6 +49,7 @@ func (s *Store) makeRoom(sh *shard, r room, w *write) bool {
 				return false
 			}
 			ok := s.evictOne(v, policy, w.key)
+			storeRelI64(v.credit(), 0) // what it freed goes to the pool, not to v
 			s.unlock(v)
 			if !ok {
 				if misses++; misses > len(s.shards) {
@@ -60,6 +64,10 @@ func (s *Store) makeRoom(sh *shard, r room, w *write) bool {
 	}
 	defer s.unlock(sh)
 	if s.shardHasRoom(sh, r, size) {
+		return true
+	}
+	// Free bytes enough but in pieces: gather them before evicting anything.
+	if r == heapFull && s.defragment(sh, size) {
 		return true
 	}
 	fitsIfEvicted := func() bool {
@@ -179,7 +187,7 @@ func (s *Store) evictOne(sh *shard, policy kv.Policy, protect string) bool {
 			return false
 		}
 		b := slotBlock(v)
-		if expired(sh.entryExpireAt(b), t) {
+		if expired(sh.entryExpireAt(b), &t) {
 			// Expired: gone already, whatever the policy; reclaim it first.
 			s.removeEntry(sh, i, b, hashKey(sh.entryKey(b)))
 			sh.count(cExpirations)

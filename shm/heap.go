@@ -48,7 +48,7 @@ func (sh *shard) setHeader(b, size int64, state int, prevFree bool) {
 	if prevFree {
 		w |= prevFreeBit
 	}
-	atomic.StoreUint64(sh.hdrWord(b), w)
+	storeRel64(sh.hdrWord(b), w)
 }
 
 func (sh *shard) blockSize(b int64) int64 { s, _, _ := sh.header(b); return s }
@@ -96,25 +96,25 @@ func unlink(v uint32) int64 {
 func (sh *shard) listInsert(b, size int64) {
 	h := sh.listHead(sizeClass(size))
 	first := unlink(atomic.LoadUint32(h))
-	atomic.StoreUint32(sh.nextFree(b), link(first))
-	atomic.StoreUint32(sh.prevFreeLink(b), 0)
+	storeRel32(sh.nextFree(b), link(first))
+	storeRel32(sh.prevFreeLink(b), 0)
 	if first != noBlock {
-		atomic.StoreUint32(sh.prevFreeLink(first), link(b))
+		storeRel32(sh.prevFreeLink(first), link(b))
 	}
-	atomic.StoreUint32(h, link(b))
-	atomic.StoreUint64(sh.g.u64(sh.heap+b+size-8), uint64(size))
+	storeRel32(h, link(b))
+	storeRel64(sh.g.u64(sh.heap+b+size-8), uint64(size))
 }
 
 func (sh *shard) listRemove(b, size int64) {
 	next := unlink(atomic.LoadUint32(sh.nextFree(b)))
 	prev := unlink(atomic.LoadUint32(sh.prevFreeLink(b)))
 	if prev == noBlock {
-		atomic.StoreUint32(sh.listHead(sizeClass(size)), link(next))
+		storeRel32(sh.listHead(sizeClass(size)), link(next))
 	} else {
-		atomic.StoreUint32(sh.nextFree(prev), link(next))
+		storeRel32(sh.nextFree(prev), link(next))
 	}
 	if next != noBlock {
-		atomic.StoreUint32(sh.prevFreeLink(next), link(prev))
+		storeRel32(sh.prevFreeLink(next), link(prev))
 	}
 }
 
@@ -181,9 +181,9 @@ func (sh *shard) release(b int64) {
 // initHeap makes the heap one free block.
 func (sh *shard) initHeap() {
 	for c := 0; c < nClasses; c++ {
-		atomic.StoreUint32(sh.listHead(c), 0)
+		storeRel32(sh.listHead(c), 0)
 	}
 	sh.setHeader(0, sh.g.heapSize, stateFree, false)
 	sh.listInsert(0, sh.g.heapSize)
-	atomic.StoreInt64(sh.i64(sHeapUsed), 0)
+	storeRelI64(sh.i64(sHeapUsed), 0)
 }

@@ -84,7 +84,7 @@ func (sh *shard) insertAt(ins int, tag uint32, b int64) {
 	if atomic.LoadUint64(sh.slot(ins)) == slotTomb {
 		sh.addU32(sTombs, -1)
 	}
-	atomic.StoreUint64(sh.slot(ins), makeSlot(tag, b))
+	storeRel64(sh.slot(ins), makeSlot(tag, b))
 	sh.addU32(sEntries, 1)
 }
 
@@ -92,11 +92,11 @@ func (sh *shard) insertAt(ins int, tag uint32, b int64) {
 // its run.
 func (sh *shard) removeAt(pos int) {
 	mask := sh.g.indexSlots - 1
-	atomic.StoreUint64(sh.slot(pos), slotTomb)
+	storeRel64(sh.slot(pos), slotTomb)
 	sh.addU32(sEntries, -1)
 	sh.addU32(sTombs, 1)
 	for atomic.LoadUint64(sh.slot((pos+1)&mask)) == slotEmpty && atomic.LoadUint64(sh.slot(pos)) == slotTomb {
-		atomic.StoreUint64(sh.slot(pos), slotEmpty)
+		storeRel64(sh.slot(pos), slotEmpty)
 		sh.addU32(sTombs, -1)
 		pos = (pos - 1) & mask
 	}
@@ -120,11 +120,11 @@ func (sh *shard) compact() {
 				break
 			}
 			if v != slotTomb && sh.dist(sh.home(slotTag(v)), j) >= sh.dist(hole, j) {
-				atomic.StoreUint64(sh.slot(hole), v)
+				storeRel64(sh.slot(hole), v)
 				hole = j
 			}
 		}
-		atomic.StoreUint64(sh.slot(hole), slotEmpty)
+		storeRel64(sh.slot(hole), slotEmpty)
 	}
 	sh.recount()
 }
@@ -141,6 +141,6 @@ func (sh *shard) recount() {
 			entries++
 		}
 	}
-	atomic.StoreUint32(sh.u32(sEntries), entries)
-	atomic.StoreUint32(sh.u32(sTombs), tombs)
+	storeRel32(sh.u32(sEntries), entries)
+	storeRel32(sh.u32(sTombs), tombs)
 }

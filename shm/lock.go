@@ -1,7 +1,6 @@
 package shm
 
 import (
-	"runtime"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -12,19 +11,30 @@ import (
 // A shard lock is a 32-bit futex word in the segment: 0 when free, else the
 // owner's tag (see proc.go) with bit 0 set while others may be waiting.
 //
-// Acquiring it is a CAS from 0; a caller that finds it held sets the
+// Acquiring it is a CAS from 0; a caller that finds it held spins for a
+// few microseconds (loads and PAUSE: a live owner holds a shard for less,
+// and runtime.Gosched would enter Go's scheduler, which wakes idle threads
+// with futex calls of its own), then sets the
 // contended bit and sleeps in FUTEX_WAIT (a shared futex: the word is in a
-// MAP_SHARED mapping that other processes map elsewhere) for at most
-// lockPoll. Every lockPoll it looks whether the owner's tag is dead; if so
-// it takes the lock over by CAS from the word it saw, and the shard is
-// recovered before use (see recover.go). So nobody waits much more than
-// lockPoll for a shard whose owner was killed. Releasing swaps in 0 and
-// wakes one waiter if the contended bit was set. A lock is held only within
-// one call of the store, never across calls and never while sleeping.
+// MAP_SHARED mapping that other processes map elsewhere). A release wakes
+// it; a live owner holds a shard for microseconds, so a waiter whose sleep
+// runs out has found an owner that is slow or dead. It then looks whether
+// the owner's tag is dead: first lockCheckFirst after it began waiting for
+// that owner, then at intervals doubling up to lockCheckMax. If the owner is
+// dead it takes the lock over by CAS from the word it saw, and the shard is
+// recovered before use (see recover.go). So a waiter finds a dead owner
+// within lockCheckMax of the death (about lockCheckFirst if it began
+// waiting then), and the checks (a kill(pid, 0) and a read of
+// /proc/PID/stat) cost nothing while owners release in time. Releasing swaps in 0
+// and wakes one waiter if the contended bit was set. A lock is held only
+// within one call of the store, never across calls and never while
+// sleeping.
 const (
-	lockPoll  = 10 * time.Millisecond
-	contended = 1
-	lockSpins = 64
+	lockCheckFirst = time.Millisecond
+	lockCheckMax   = 4 * time.Millisecond
+	lockPoll       = 10 * time.Millisecond // wait.go's poll with no wait slot
+	contended      = 1
+	lockSpins      = 200 // spins of a load and a PAUSE before sleeping: a few us
 
 	futexWait = 0
 	futexWake = 1
@@ -46,39 +56,47 @@ func futexWakeOne(addr *uint32) { futex(addr, futexWake, 1, nil) }
 
 // lockWord acquires the lock word w for tag and reports whether it was
 // taken over from a dead owner: then the caller must recover what it guards
-// before using it.
-func (g *segment) lockWord(w *uint32, tag uint32) (tookOver bool) {
+// before using it. began is when it started to wait (now()), 0 if it took
+// the word without waiting.
+func (g *segment) lockWord(w *uint32, tag uint32) (tookOver bool, began int64) {
 	if atomic.CompareAndSwapUint32(w, 0, tag) {
-		return false
+		return false, 0
 	}
 	for i := 0; i < lockSpins; i++ {
 		if atomic.LoadUint32(w) == 0 && atomic.CompareAndSwapUint32(w, 0, tag) {
-			return false
+			return false, 0
 		}
-		runtime.Gosched()
+		cpuRelax()
 	}
-	checked := time.Now()
+	began = now()
+	var owner uint32 // the holder this waiter is timing
+	var next int64   // when to look whether owner is alive
+	interval := lockCheckFirst
 	for {
 		v := atomic.LoadUint32(w)
 		if v == 0 {
 			// Taken after waiting: keep the bit set, others may sleep too.
 			if atomic.CompareAndSwapUint32(w, 0, tag|contended) {
-				return false
+				return false, began
 			}
 			continue
+		}
+		t := now()
+		if v&^contended != owner {
+			owner, interval = v&^contended, lockCheckFirst
+			next = t + int64(interval)
 		}
 		if v&contended == 0 && !atomic.CompareAndSwapUint32(w, v, v|contended) {
 			continue
 		}
-		futexSleep(w, v|contended, lockPoll)
-		if time.Since(checked) < lockPoll {
+		if t < next {
+			futexSleep(w, v|contended, time.Duration(next-t))
 			continue
 		}
-		checked = time.Now()
-		if v = atomic.LoadUint32(w); v != 0 && v&^contended != tag && !g.tagAlive(v&^contended) {
-			if atomic.CompareAndSwapUint32(w, v, tag|v&contended) {
-				return true
-			}
+		interval = min(2*interval, lockCheckMax)
+		next = t + int64(interval)
+		if owner != tag && !g.tagAlive(owner) && atomic.CompareAndSwapUint32(w, v|contended, tag|contended) {
+			return true, began
 		}
 	}
 }

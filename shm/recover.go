@@ -171,6 +171,7 @@ func (s *Store) derive(sh *shard) {
 	atomic.StoreInt64(sh.used(), f.used)
 	atomic.StoreInt64(sh.i64(sEvictAll), f.evictAll)
 	atomic.StoreInt64(sh.i64(sEvictTTL), f.evictTTL)
+	atomic.StoreInt64(sh.credit(), 0)
 	sh.recount()
 	s.recountWaiters(sh)
 }

@@ -21,6 +21,7 @@ const (
 	sHeapUsed   = 48  // int64: bytes of blocks not free (derived)
 	sCounters   = 64  // [nCounters]uint64
 	sRecoveries = 160 // uint64: times this shard was recovered
+	sCredit     = 168 // int64: bytes reserved against the limit beyond used (credit.go; derived)
 	sFreeLists  = 256 // [nClasses]uint32: free-list heads (off/8 + 1; 0: empty)
 )
 
@@ -64,15 +65,15 @@ func (sh *shard) used() *int64 { return sh.g.i64(hUsed + int64(sh.i)*8) }
 
 func (sh *shard) count(c int) {
 	p := sh.u64(sCounters + int64(c)*8)
-	atomic.StoreUint64(p, atomic.LoadUint64(p)+1)
+	storeRel64(p, atomic.LoadUint64(p)+1)
 }
 
 func (sh *shard) addI64(f int64, d int64) {
 	p := sh.i64(f)
-	atomic.StoreInt64(p, atomic.LoadInt64(p)+d)
+	storeRelI64(p, atomic.LoadInt64(p)+d)
 }
 
 func (sh *shard) addU32(f int64, d int32) {
 	p := sh.u32(f)
-	atomic.StoreUint32(p, uint32(int32(atomic.LoadUint32(p))+d))
+	storeRel32(p, uint32(int32(atomic.LoadUint32(p))+d))
 }

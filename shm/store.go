@@ -57,6 +57,10 @@ type Store struct {
 	// fenceTab is the fence file's mapping, made on first use (fence.go).
 	fenceMu  sync.Mutex
 	fenceTab atomic.Pointer[fenceTable]
+	// deadOwnerWait is the longest this process waited for a shard whose
+	// owner had died: from the start of its wait until the shard was
+	// recovered (ns).
+	deadOwnerWait atomic.Int64
 }
 
 var (
@@ -205,8 +209,9 @@ func (s *Store) locate(key string) (*shard, uint64, uint32) {
 
 // lock takes sh's lock, recovering the shard first if its owner died.
 func (s *Store) lock(sh *shard) error {
-	if s.g.lockWord(sh.u32(sLock), s.tag) {
+	if tookOver, began := s.g.lockWord(sh.u32(sLock), s.tag); tookOver {
 		s.recoverShard(sh)
+		s.noteDeadOwnerWait(now() - began)
 	}
 	if atomic.LoadUint32(sh.u32(sBroken)) != 0 {
 		unlockWord(sh.u32(sLock))
@@ -266,7 +271,19 @@ func (s *Store) lruClock(t int64) uint32 {
 	return c
 }
 
-func expired(at, t int64) bool { return at != 0 && at <= t }
+// clockAt returns *t, reading the clock into it first if it is unread (0):
+// an operation reads the clock at most once, and only if it needs it (a
+// TTL to set or compare), because a read costs about as much as a lookup.
+func clockAt(t *int64) int64 {
+	if *t == 0 {
+		*t = now()
+	}
+	return *t
+}
+
+// expired reports whether an entry that expires at (0: never) has expired
+// at *t, reading the clock into *t if it is needed and unread.
+func expired(at int64, t *int64) bool { return at != 0 && at <= clockAt(t) }
 
 func chargeOf(size int64) int64 { return size + entryOverhead }
 
@@ -275,22 +292,14 @@ func chargeOf(size int64) int64 { return size + entryOverhead }
 func (sh *shard) account(b int64, sign int64) {
 	c := sign * chargeOf(sh.blockSize(b))
 	p := sh.used()
-	atomic.StoreInt64(p, atomic.LoadInt64(p)+c)
+	storeRelI64(p, atomic.LoadInt64(p)+c)
+	sh.spendCredit(c)
 	if !sh.entryPinned(b) {
 		sh.addI64(sEvictAll, c)
 		if sh.entryExpireAt(b) != 0 {
 			sh.addI64(sEvictTTL, c)
 		}
 	}
-}
-
-// totalUsed sums the bytes charged in every shard.
-func (s *Store) totalUsed() int64 {
-	var n int64
-	for i := range s.shards {
-		n += atomic.LoadInt64(s.shards[i].used())
-	}
-	return n
 }
 
 // live returns key's slot and block if it holds an entry that has not
@@ -300,15 +309,10 @@ func (s *Store) live(sh *shard, h uint64, tag uint32, key string, t *int64) (int
 	if pos < 0 {
 		return -1, noBlock
 	}
-	if at := sh.entryExpireAt(b); at != 0 {
-		if *t == 0 {
-			*t = now()
-		}
-		if at <= *t {
-			s.removeEntry(sh, pos, b, h)
-			sh.count(cExpirations)
-			return -1, noBlock
-		}
+	if expired(sh.entryExpireAt(b), t) {
+		s.removeEntry(sh, pos, b, h)
+		sh.count(cExpirations)
+		return -1, noBlock
 	}
 	return pos, b
 }
@@ -366,20 +370,21 @@ func (s *Store) put(sh *shard, w *write, pos int, old int64, ins int, room bool)
 	if old != noBlock {
 		w.delta -= chargeOf(sh.blockSize(old))
 	}
-	if w.delta > 0 && s.totalUsed()+w.delta > s.g.limit {
-		return overLimit
-	}
 	if old == noBlock && (!room || ins < 0) {
 		return indexFull
 	}
+	if w.delta > 0 && !s.reserve(sh, w.delta) {
+		return overLimit
+	}
 	b := sh.alloc(size)
 	if b == noBlock {
+		sh.spendCredit(0) // what reserve took for it beyond the cap goes back
 		return heapFull
 	}
 	sh.writeEntry(b, w.key, w.stored, w.flags, w.expireAt, s.lruClock(0))
 	if old != noBlock {
 		sh.setState(old, stateInFlight)
-		atomic.StoreUint64(sh.slot(pos), makeSlot(w.tag, b))
+		storeRel64(sh.slot(pos), makeSlot(w.tag, b))
 	} else {
 		sh.insertAt(ins, w.tag, b)
 	}
@@ -394,7 +399,7 @@ func (s *Store) put(sh *shard, w *write, pos int, old int64, ins int, room bool)
 
 // sweepSome looks at a few index slots from the shard's sweep cursor and
 // removes the expired entries there. Caller holds the lock.
-func (s *Store) sweepSome(sh *shard, n int, t int64) {
+func (s *Store) sweepSome(sh *shard, n int, t *int64) {
 	mask := s.g.indexSlots - 1
 	cur := int(atomic.LoadUint32(sh.u32(sSweep)))
 	for k := 0; k < n; k++ {
@@ -409,14 +414,15 @@ func (s *Store) sweepSome(sh *shard, n int, t int64) {
 			sh.count(cExpirations)
 		}
 	}
-	atomic.StoreUint32(sh.u32(sSweep), uint32((cur+n)&mask))
+	storeRel32(sh.u32(sSweep), uint32((cur+n)&mask))
 }
 
 // sweepShard removes every expired entry of the shard. Caller holds the
 // lock.
 func (s *Store) sweepShard(sh *shard) {
-	atomic.StoreUint32(sh.u32(sSweep), 0)
-	s.sweepSome(sh, s.g.indexSlots, now())
+	storeRel32(sh.u32(sSweep), 0)
+	var t int64
+	s.sweepSome(sh, s.g.indexSlots, &t)
 }
 
 const sweepPerWrite = 4
@@ -453,7 +459,7 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 		if err := s.lockTwo(sh, gsh); err != nil {
 			return false, err
 		}
-		t := now()
+		var t int64
 		ok := true
 		if m == modeGuarded {
 			_, g := s.live(gsh, gh, gtag, guardKey, &t)
@@ -474,7 +480,7 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 		}
 		room := sh.roomFor()
 		pos, old, ins := sh.lookup(tag, key)
-		oldExpired := old != noBlock && expired(sh.entryExpireAt(old), t)
+		oldExpired := old != noBlock && expired(sh.entryExpireAt(old), &t)
 		if m == modeSetNX && old != noBlock && !oldExpired {
 			ok = false
 		}
@@ -482,7 +488,7 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 		if ok {
 			w.expireAt = 0
 			if ttl != 0 {
-				w.expireAt = t + int64(ttl)
+				w.expireAt = clockAt(&t) + int64(ttl)
 			}
 			r = s.put(sh, &w, pos, old, ins, room)
 			if r == fits {
@@ -498,7 +504,7 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 				default:
 					sh.count(cSets)
 				}
-				s.sweepSome(sh, sweepPerWrite, t)
+				s.sweepSome(sh, sweepPerWrite, &t)
 			}
 		} else if m == modeSetNX {
 			sh.count(cSetNXLosses)
@@ -544,7 +550,7 @@ func (s *Store) GetInto(key string, dst []byte) (int, bool, error) {
 		return 0, false, nil
 	}
 	if p := sh.entryAccess(b); atomic.LoadUint32(p) != s.lruClock(t) {
-		atomic.StoreUint32(p, s.lruClock(t))
+		storeRel32(p, s.lruClock(t))
 	}
 	sh.count(cHits)
 	n := sh.logicalLen(b)
@@ -632,7 +638,7 @@ func (s *Store) delIf(key, guardKey string, holds func(gsh *shard, gh uint64, gt
 		return false, err
 	}
 	if pos, b, _ := sh.lookup(tag, key); pos >= 0 {
-		if expired(sh.entryExpireAt(b), t) {
+		if expired(sh.entryExpireAt(b), &t) {
 			sh.count(cExpirations)
 		}
 		s.removeEntry(sh, pos, b, h)
@@ -651,7 +657,8 @@ func (s *Store) Del(key string) (bool, error) {
 	if pos < 0 {
 		return false, nil
 	}
-	gone := expired(sh.entryExpireAt(b), now())
+	var t int64
+	gone := expired(sh.entryExpireAt(b), &t)
 	if gone {
 		sh.count(cExpirations)
 	}
@@ -709,7 +716,7 @@ func (s *Store) expireIf(key string, token []byte, ttl time.Duration) (bool, err
 		return false, err
 	}
 	defer s.unlockKey(sh)
-	t := now()
+	var t int64
 	_, b := s.live(sh, h, tag, key, &t)
 	if b == noBlock {
 		return false, nil
@@ -725,7 +732,7 @@ func (s *Store) expireIf(key string, token []byte, ttl time.Duration) (bool, err
 	}
 	at := int64(0)
 	if ttl != 0 {
-		at = t + int64(ttl)
+		at = clockAt(&t) + int64(ttl)
 	}
 	sh.account(b, -1)
 	sh.setEntryExpireAt(b, at)
@@ -783,7 +790,7 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 		if err := s.lock(sh); err != nil {
 			return 0, err
 		}
-		t := now()
+		var t int64
 		room := sh.roomFor()
 		pos, old := s.live(sh, h, tag, key, &t)
 		var ins int
@@ -793,7 +800,7 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 		w := write{key: key, h: h, tag: tag, flags: s.pinFlag(key)}
 		result := delta
 		if ttlOnCreate != 0 {
-			w.expireAt = t + int64(ttlOnCreate)
+			w.expireAt = clockAt(&t) + int64(ttlOnCreate)
 		}
 		if old != noBlock {
 			v := make([]byte, sh.logicalLen(old))
@@ -814,7 +821,7 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 		w.stored = strconv.AppendInt(nil, result, 10)
 		r := s.put(sh, &w, pos, old, ins, room)
 		if r == fits {
-			s.sweepSome(sh, sweepPerWrite, t)
+			s.sweepSome(sh, sweepPerWrite, &t)
 		}
 		s.unlock(sh)
 		if r == fits {
@@ -887,6 +894,20 @@ func (s *Store) Stats() (kv.Stats, error) {
 
 // Attached returns the number of live processes attached to the segment.
 func (s *Store) Attached() int { return s.g.attached() }
+
+func (s *Store) noteDeadOwnerWait(d int64) {
+	for {
+		old := s.deadOwnerWait.Load()
+		if d <= old || s.deadOwnerWait.CompareAndSwap(old, d) {
+			return
+		}
+	}
+}
+
+// DeadOwnerWait returns the longest this process has waited for a shard
+// whose owner had died, from the start of its wait until it had recovered
+// the shard: the wait the recovery bound is about.
+func (s *Store) DeadOwnerWait() time.Duration { return time.Duration(s.deadOwnerWait.Load()) }
 
 // Recoveries returns how many times a shard of the segment was recovered
 // from a dead owner since it was created.

@@ -251,7 +251,8 @@ func TestALockHeldByALiveProcessIsNotTakenOver(t *testing.T) {
 	require.NoError(t, err)
 	defer other.Close()
 	sh, _, _ := s.locate("key")
-	require.False(t, other.g.lockWord(sh.u32(sLock), other.tag))
+	tookOver, _ := other.g.lockWord(sh.u32(sLock), other.tag)
+	require.False(t, tookOver)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -1,0 +1,92 @@
+package shm
+
+import "sync/atomic"
+
+// The memory limit is kept by reservation. Each shard holds a credit: bytes
+// reserved against the limit beyond what its entries are charged, in its
+// header, changed only under its lock. A write that grows what a shard is
+// charged spends the shard's credit; only when the credit is short does it
+// sum what every shard has reserved (charged plus credit: words other
+// writers keep changing, so the sum costs a cache miss per shard) and take
+// what it needs and a chunk more if the limit allows, just what it needs
+// near the limit, or nothing (overLimit). What a removal or a shrinking
+// write frees becomes credit, up to two chunks; the rest goes back to the
+// pool (it is simply no longer reserved). A write refused for the limit
+// first takes back every shard's credit (returnCredit) before it evicts.
+//
+// The credit is derived: recovery sets it to 0, so a reservation a dead
+// process made is never lost (it was the shard's, not the process's, and is
+// returned when the shard is recovered). Writers in different shards that
+// sum at the same instant may together pass the limit by a chunk each; the
+// heaps' headroom holds that.
+
+// creditChunk is what a shard reserves beyond a write's need: 1/64 of its
+// share of the limit, at least 4 KiB, so that the credits held (two chunks
+// per shard at most) are under 1/32 of the limit.
+func (g *segment) creditChunk() int64 {
+	return max(g.limit/int64(64*g.shards), 4<<10)
+}
+
+func (sh *shard) credit() *int64 { return sh.i64(sCredit) }
+
+// reserve makes sure sh's credit covers delta more bytes, and reports
+// whether the limit allows them. Caller holds the lock.
+func (s *Store) reserve(sh *shard, delta int64) bool {
+	have := atomic.LoadInt64(sh.credit())
+	if have >= delta {
+		return true
+	}
+	need, chunk := delta-have, s.g.creditChunk()
+	total := s.reserved()
+	var grant int64
+	switch {
+	case total+need+chunk <= s.g.limit:
+		grant = need + chunk
+	case total+need <= s.g.limit:
+		grant = need
+	default:
+		return false
+	}
+	storeRelI64(sh.credit(), have+grant)
+	return true
+}
+
+// spendCredit charges c bytes (negative: frees them) against sh's credit:
+// a charge spends it (reserve covered the write beforehand), a release adds
+// to it, up to two chunks. Caller holds the lock.
+func (sh *shard) spendCredit(c int64) {
+	have := atomic.LoadInt64(sh.credit())
+	n := have - c
+	n = min(max(n, 0), 2*sh.g.creditChunk())
+	if n != have {
+		storeRelI64(sh.credit(), n)
+	}
+}
+
+// reserved sums what every shard has reserved: charged plus credit.
+func (s *Store) reserved() int64 {
+	var n int64
+	for i := range s.shards {
+		sh := &s.shards[i]
+		n += atomic.LoadInt64(sh.used()) + atomic.LoadInt64(sh.credit())
+	}
+	return n
+}
+
+// returnCredit takes back every shard's credit, locking one at a time, and
+// reports whether there was any.
+func (s *Store) returnCredit() bool {
+	any := false
+	for i := range s.shards {
+		sh := &s.shards[i]
+		if atomic.LoadInt64(sh.credit()) == 0 || s.lock(sh) != nil {
+			continue
+		}
+		if atomic.LoadInt64(sh.credit()) != 0 {
+			storeRelI64(sh.credit(), 0)
+			any = true
+		}
+		s.unlock(sh)
+	}
+	return any
+}

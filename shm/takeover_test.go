@@ -1,0 +1,82 @@
+package shm
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ephpm/ephpm/kv"
+)
+
+// recoveryBound is the bound: nobody waits longer than this for a
+// shard whose owner was killed.
+const recoveryBound = 100 * time.Millisecond
+
+func init() {
+	// holder takes the lock of KEY's shard and keeps it until it is killed.
+	workers["holder"] = func() {
+		s, err := Open(os.Getenv("SHM_NAME"), Options{})
+		if err != nil {
+			fmt.Println("bad open:", err)
+			return
+		}
+		sh, _, _ := s.locate(os.Getenv("SHM_KEY"))
+		s.g.lockWord(sh.u32(sLock), s.tag)
+		fmt.Println("held")
+		select {}
+	}
+}
+
+// TestKillToRecoveryDone measures, for a caller already waiting on a shard
+// when its owner is SIGKILLed, the time from the kill until the caller's
+// call returns with the shard recovered. The caller has been waiting 0-50
+// ms when the kill comes, so that both the first look at the owner and the
+// later, sparser ones are met.
+func TestKillToRecoveryDone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	s := openTest(t, kv.MemoryConfig{Limit: 4 << 20})
+	name := testName(t)
+	require.NoError(t, s.Set("key", []byte("value"), 0))
+	sh, _, _ := s.locate("key")
+	const rounds = 30
+	var took []time.Duration
+	for r := 0; r < rounds; r++ {
+		w := startWorker(t, "holder", []string{"SHM_NAME=" + name, "SHM_KEY=key"})
+		w.expect(t, "held")
+		done := make(chan time.Time, 1)
+		go func() {
+			v, found := get(t, s, "key")
+			if !found || v != "value" {
+				t.Errorf("round %d: got %q, %v after the recovery", r, v, found)
+			}
+			done <- time.Now()
+		}()
+		// The caller is waiting once it has set the contended bit.
+		for atomic.LoadUint32(sh.u32(sLock))&contended == 0 {
+			time.Sleep(50 * time.Microsecond)
+		}
+		time.Sleep(time.Duration(rand.IntN(50)) * time.Millisecond)
+		killed := time.Now()
+		require.NoError(t, w.cmd.Process.Signal(syscall.SIGKILL))
+		end := <-done
+		err := w.cmd.Wait()
+		require.Error(t, err)
+		require.Contains(t, err.Error(), "killed", "the holder was killed, did not exit")
+		took = append(took, end.Sub(killed))
+	}
+	slices.Sort(took)
+	t.Logf("kill to recovery done, %d rounds: p50 %v, p90 %v, max %v (recoveries %d; longest wait from its start, 0-50 ms of it before the kill, %v)",
+		rounds, took[rounds/2], took[rounds*9/10], took[rounds-1], s.Recoveries(), s.DeadOwnerWait())
+	assert.Equal(t, uint64(rounds), s.Recoveries())
+	assert.Less(t, took[rounds-1], recoveryBound, "a kill to recovery done outlasted the bound")
+}
