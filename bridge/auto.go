@@ -18,7 +18,8 @@ import (
 //	                (fpm-PPID if the title is not there); anchor: the master
 //	cli-server      with PHP_CLI_SERVER_WORKERS > 1: cli-server-ADDR, from
 //	                the -S address (':' and other characters a segment name
-//	                cannot hold become '_'); anchor: the php -S master
+//	                cannot hold become '_'); anchor: the php -S master (which
+//	                serves requests too)
 //	apache2handler  apache; anchor: the Apache parent process
 //	cgi-fcgi        cgi; no anchor: php-cgi may be started per request by
 //	                a web server, or as a pool by PHP_FCGI_CHILDREN
@@ -33,7 +34,13 @@ func autoSegment(sapi string) (name string, anchor int, why string) {
 		return segmentName("fpm-" + strconv.Itoa(os.Getppid())), os.Getppid(), "php-fpm worker"
 	case "cli-server":
 		if n, _ := strconv.Atoi(os.Getenv("PHP_CLI_SERVER_WORKERS")); n > 1 {
-			return segmentName("cli-server-" + serverAddress(cmdline)), os.Getppid(), "php -S with PHP_CLI_SERVER_WORKERS"
+			// The master serves requests too: it is its own anchor, and its
+			// workers' (whose parent runs the same command line).
+			master := os.Getppid()
+			if parent, _ := os.ReadFile("/proc/" + strconv.Itoa(master) + "/cmdline"); !bytes.Equal(parent, cmdline) {
+				master = os.Getpid()
+			}
+			return segmentName("cli-server-" + serverAddress(cmdline)), master, "php -S with PHP_CLI_SERVER_WORKERS"
 		}
 		return "", 0, "php -S in one process"
 	case "apache2handler":
