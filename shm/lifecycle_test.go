@@ -143,6 +143,7 @@ func TestAFullTmpfsIsAnErrorAtOpen(t *testing.T) {
 	assert.ErrorIs(t, err, unix.ENOSPC)
 	assert.ErrorContains(t, err, "/dev/shm")
 	assert.NotErrorIs(t, err, kv.ErrInvalidArgument, "not the caller's fault: the outcome is unavailable")
+	assert.False(t, exists(Path(dir, "big")), "no file is left behind")
 	s, err := Open("fits", Options{Dir: dir, Memory: kv.MemoryConfig{Limit: MinMemoryLimit}})
 	require.NoError(t, err, "a segment that fits opens")
 	require.NoError(t, s.Set("k", make([]byte, 1000), 0))
