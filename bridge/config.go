@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -164,6 +165,12 @@ func openBackend(value string) error {
 	}
 	if seg, ok := shmName(value); ok {
 		s, err := shm.Open(seg, shm.Options{Memory: store.MemoryConfig(), PinnedPrefixes: shmPinned, Anchor: anchor})
+		if err != nil && why != "ephpm.kv_backend" {
+			// "auto" is valid whatever the segment it chose says (another
+			// memory_limit, say): not E_INVALID, which the extension takes
+			// from a library that does not know a default value.
+			return errors.New(err.Error())
+		}
 		if err != nil {
 			return err // a bad name is E_INVALID; a file that cannot be had now, E_UNAVAILABLE
 		}

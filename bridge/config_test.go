@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -84,4 +85,28 @@ func TestAutoChoosesBySAPI(t *testing.T) {
 	assert.Equal(t, "__.1__80", segmentName(serverAddress([]byte("php\x00-S[:.1]:80"))))
 	assert.Equal(t, "fpm-a_b", segmentName("fpm-a b"))
 	assert.Len(t, segmentName(string(make([]byte, 100))), 64)
+}
+
+// A segment that "auto" chose but cannot serve with these settings is an
+// error the extension does not mistake for a library that knows no "auto":
+// never E_INVALID.
+func TestAutoFailureIsNotABadValue(t *testing.T) {
+	restoreSettings(t)
+	require.NoError(t, configure("sapi", "fpm-fcgi"))
+	name, _, _ := autoSegment("fpm-fcgi")
+	path := "/dev/shm/ephpm-" + name + "." + strconv.Itoa(os.Geteuid())
+	os.Remove(path)
+	t.Cleanup(func() {
+		require.NoError(t, configure("backend", "memory"))
+		os.Remove(path)
+	})
+	require.NoError(t, configure("memory_limit", "1M"))
+	require.NoError(t, configure("backend", "auto"))
+	assert.Contains(t, *chosen.Load(), "shm "+path+" (default: php-fpm worker)")
+	require.NoError(t, configure("backend", "memory"))
+	require.NoError(t, configure("memory_limit", "2M"))
+	err := configure("backend", "auto")
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, kv.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "memory_limit")
 }

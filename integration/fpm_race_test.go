@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/ephpm/ephpm/internal/fcgi"
 )
@@ -30,14 +31,15 @@ flock($f, LOCK_UN);
 echo $won ? 'won' : 'lost', ' ', getmypid(), ' ', isset($_GET['stats']) ? ephpm_kv_stats()['backend'] : '-';
 `
 
-// flockWaiters counts the processes blocked in flock on the file with
-// inode ino, from /proc/locks (a waiter's line has "->").
-func flockWaiters(ino uint64) int {
+// flockWaiters counts the processes blocked in flock on the file st
+// describes, from /proc/locks: a waiter's line has "->", and the file is
+// MAJOR:MINOR:INODE (device numbers in hex).
+func flockWaiters(st *syscall.Stat_t) int {
 	b, _ := os.ReadFile("/proc/locks")
-	suffix := ":" + strconv.FormatUint(ino, 10) + " "
+	file := []byte(fmt.Sprintf(" %02x:%02x:%d ", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino))
 	n := 0
 	for _, line := range bytes.Split(b, []byte{'\n'}) {
-		if bytes.Contains(line, []byte("->")) && bytes.Contains(line, []byte(suffix)) {
+		if bytes.Contains(line, []byte("->")) && bytes.Contains(line, file) {
 			n++
 		}
 	}
@@ -82,10 +84,10 @@ func fpmRace(t *testing.T, n, rounds int, backend string) {
 		}
 		// Released together: once every contender waits on the barrier.
 		deadline := time.Now().Add(30 * time.Second)
-		for flockWaiters(st.Ino) < n && time.Now().Before(deadline) {
+		for flockWaiters(&st) < n && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
 		}
-		require.Equal(t, n, flockWaiters(st.Ino), "round %d: contenders at the barrier", r)
+		require.Equal(t, n, flockWaiters(&st), "round %d: contenders at the barrier", r)
 		require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_UN))
 		wg.Wait()
 		f.Close()

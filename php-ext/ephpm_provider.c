@@ -27,6 +27,9 @@
 static const ephpm_kv_ops *loaded_ops;
 static char loaded_origin[PATH_MAX + 32];
 static pid_t loaded_pid;
+/* Whether the loaded table serves its in-process store: ephpm.kv_backend is
+ * memory, or the library refused auto (older than the shared default). */
+static bool loaded_private;
 static pthread_mutex_t load_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 /* A fork while another thread loads the provider (a ZTS server) must not
@@ -166,6 +169,7 @@ struct ephpm_configure_call {
     const ephpm_kv_ops *ops;
     char *err;
     size_t err_len;
+    bool private_store; /* see loaded_private */
 };
 
 /* Sends one setting. A library that refuses a value that is the setting's
@@ -176,7 +180,11 @@ static bool ephpm_send_setting(const char *ini, const char *name, const char *va
 {
     struct ephpm_configure_call *call = arg;
     int rc = call->ops->configure(name, strlen(name), value, strlen(value));
+    bool is_backend = strcmp(name, "backend") == 0;
     if (rc == EPHPM_KV_OK || (rc == EPHPM_KV_E_INVALID && strcmp(value, default_value) == 0)) {
+        if (is_backend) {
+            call->private_store = rc != EPHPM_KV_OK || strcmp(value, "memory") == 0;
+        }
         return true;
     }
     char detail[512];
@@ -201,13 +209,16 @@ static bool ephpm_send_setting(const char *ini, const char *name, const char *va
 static bool ephpm_configure(const ephpm_kv_ops *ops, char *err, size_t err_len)
 {
     if (!EPHPM_KV_OPS_HAS(ops, configure)) {
+        loaded_private = true;
         return true;
     }
-    struct ephpm_configure_call call = {ops, err, err_len};
+    struct ephpm_configure_call call = {ops, err, err_len, false};
     const char *sapi = sapi_module.name ? sapi_module.name : "";
     /* Sent as its own default: an older library, which knows no "sapi", may refuse it. */
-    return ephpm_send_setting("the server API", "sapi", sapi, sapi, &call)
-        && ephpm_each_store_setting(ephpm_send_setting, &call);
+    bool ok = ephpm_send_setting("the server API", "sapi", sapi, sapi, &call)
+           && ephpm_each_store_setting(ephpm_send_setting, &call);
+    loaded_private = call.private_store;
+    return ok;
 }
 
 /* What this process is, if the SAPI serves requests from several processes
@@ -236,18 +247,12 @@ static const char *ephpm_one_of_several_processes(void)
     return NULL;
 }
 
-/* Where several processes serve requests, an in-process store (set as
- * ephpm.kv_backend=memory, or served by a library older than the shared
- * default) is private to each: say so once, when the process loads the
- * library. */
-static void ephpm_warn_private_store(const ephpm_kv_ops *ops)
+/* Where several processes serve requests, an in-process store is private
+ * to each: say so once, when the process loads the library. */
+static void ephpm_warn_private_store(void)
 {
     const char *what = ephpm_one_of_several_processes();
-    ephpm_kv_stats st;
-    memset(&st, 0, sizeof st);
-    st.struct_size = sizeof st;
-    if (what != NULL && EPHPM_KV_OPS_HAS(ops, stats) && ops->stats(&st) == EPHPM_KV_OK
-        && strcmp(st.backend, "memory") == 0) {
+    if (what != NULL && loaded_private) {
         php_error_docref(NULL, E_WARNING,
             "ephpm: the in-process store is private to this %s (pid %ld): locks, sessions and "
             "values are not shared with the other processes serving requests. Leave "
@@ -284,7 +289,7 @@ const ephpm_kv_ops *ephpm_provider_get(char *err, size_t err_len)
     }
     pthread_mutex_unlock(&load_mutex);
     if (ops != NULL && fresh) {
-        ephpm_warn_private_store(ops);
+        ephpm_warn_private_store();
     }
     return ops;
 }
