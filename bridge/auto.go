@@ -24,9 +24,9 @@ import (
 //	cgi-fcgi        cgi; no anchor: php-cgi may be started per request by
 //	                a web server, or as a pool by PHP_FCGI_CHILDREN
 func autoSegment(sapi string) (name string, anchor int, why string) {
-	cmdline, _ := os.ReadFile("/proc/self/cmdline")
 	switch sapi {
 	case "fpm-fcgi":
+		cmdline, _ := os.ReadFile("/proc/self/cmdline")
 		title := strings.TrimRight(string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})), " ")
 		if pool, ok := strings.CutPrefix(title, "php-fpm: pool "); ok && pool != "" {
 			return segmentName("fpm-" + pool), os.Getppid(), "php-fpm pool " + pool
@@ -35,12 +35,14 @@ func autoSegment(sapi string) (name string, anchor int, why string) {
 	case "cli-server":
 		if n, _ := strconv.Atoi(os.Getenv("PHP_CLI_SERVER_WORKERS")); n > 1 {
 			// The master serves requests too: it is its own anchor, and its
-			// workers' (whose parent runs the same command line).
-			master := os.Getppid()
-			if parent, _ := os.ReadFile("/proc/" + strconv.Itoa(master) + "/cmdline"); !bytes.Equal(parent, cmdline) {
+			// workers' (whose parent serves the same -S address; the whole
+			// command lines may differ, as under valgrind).
+			cmdline, _ := os.ReadFile("/proc/self/cmdline")
+			addr, master := serverAddress(cmdline), os.Getppid()
+			if parent, _ := os.ReadFile("/proc/" + strconv.Itoa(master) + "/cmdline"); addr == "" || serverAddress(parent) != addr {
 				master = os.Getpid()
 			}
-			return segmentName("cli-server-" + serverAddress(cmdline)), master, "php -S with PHP_CLI_SERVER_WORKERS"
+			return segmentName("cli-server-" + addr), master, "php -S with PHP_CLI_SERVER_WORKERS"
 		}
 		return "", 0, "php -S in one process"
 	case "apache2handler":
@@ -55,7 +57,7 @@ func autoSegment(sapi string) (name string, anchor int, why string) {
 }
 
 // serverAddress is the address after php's -S in a command line (its
-// arguments separated by NULs), or the parent's pid if there is none.
+// arguments separated by NULs), or "" if there is none.
 func serverAddress(cmdline []byte) string {
 	args := strings.Split(string(cmdline), "\x00")
 	for i, a := range args {
@@ -66,7 +68,7 @@ func serverAddress(cmdline []byte) string {
 			return addr
 		}
 	}
-	return strconv.Itoa(os.Getppid())
+	return ""
 }
 
 // segmentName makes s a segment name: 1-64 of [A-Za-z0-9._-], any other

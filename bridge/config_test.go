@@ -79,7 +79,7 @@ func TestAutoChoosesBySAPI(t *testing.T) {
 	}
 	t.Setenv("PHP_CLI_SERVER_WORKERS", "4")
 	name, anchor, _ := autoSegment("cli-server")
-	assert.Regexp(t, `^cli-server-[A-Za-z0-9._-]+$`, name)
+	assert.Equal(t, "cli-server-", name, "the test binary has no -S address")
 	assert.Equal(t, os.Getpid(), anchor, "a process whose parent runs another command is the master")
 	assert.Equal(t, "127.0.0.1_8080", segmentName(serverAddress([]byte("php\x00-S\x00127.0.0.1:8080\x00-t\x00."))))
 	assert.Equal(t, "__.1__80", segmentName(serverAddress([]byte("php\x00-S[:.1]:80"))))
