@@ -4,7 +4,7 @@
 # mapped); each worker loads the library on its first ephpm call and works,
 # and, with ephpm.kv_backend=memory set, says once that its in-process store
 # is private to it. (With the default, the pool's workers share a segment:
-# integration/fpm_default_test.go.)
+# ctest fpm-shared, integration/fpm_race_test.go.)
 #
 # Usage: fpm_lazy_load.sh /usr/sbin/php-fpm8.2 /path/to/ephpm.so
 set -euo pipefail
