@@ -1,8 +1,6 @@
 package backend
 
 import (
-	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/ephpm/ephpm/kv"
@@ -42,46 +40,3 @@ func (m Memory) Stats() (kv.Stats, error) { return m.Store.Stats(), nil }
 
 // Close does nothing: the in-process store lives as long as the process.
 func (m Memory) Close() error { return nil }
-
-// Configure applies one memory setting of the configure member
-// (memory_limit, session_memory_limit, eviction, compression,
-// compression_min_size) to the store.
-func (m Memory) Configure(name, value string) error {
-	cfg := m.Store.MemoryConfig()
-	bad := func() error {
-		return fmt.Errorf("%w: %s=%q", kv.ErrInvalidArgument, name, value)
-	}
-	switch name {
-	case "memory_limit", "session_memory_limit", "compression_min_size":
-		n, err := strconv.ParseInt(value, 10, 64)
-		if err != nil || n < 0 || (name == "compression_min_size" && n > kv.MaxValueLen) {
-			return bad()
-		}
-		switch name {
-		case "memory_limit":
-			cfg.Limit = n
-		case "session_memory_limit":
-			cfg.SessionLimit = n
-		default:
-			cfg.CompressionMinSize = int(n)
-		}
-	case "eviction":
-		p, err := kv.ParsePolicy(value)
-		if err != nil {
-			return bad()
-		}
-		cfg.Policy = p
-	case "compression":
-		switch value {
-		case "none":
-			cfg.Compression = false
-		case "lz4":
-			cfg.Compression = true
-		default:
-			return bad()
-		}
-	default:
-		return fmt.Errorf("%w: unknown setting %q", kv.ErrInvalidArgument, name)
-	}
-	return m.Store.Configure(cfg)
-}

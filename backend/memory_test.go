@@ -4,32 +4,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/backend/backendtest"
 	"github.com/ephpm/ephpm/kv"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestMemoryPassesTheContract(t *testing.T) {
 	s := kv.New(kv.Options{})
 	defer s.Close()
 	backendtest.Run(t, backend.Memory{Store: s})
-}
-
-func TestMemoryConfiguresTheSessionBudget(t *testing.T) {
-	s := kv.New(kv.Options{})
-	defer s.Close()
-	m := backend.Memory{Store: s}
-	require.NoError(t, m.Configure("memory_limit", "1048576"))
-	assert.Equal(t, int64(512<<10), s.Stats().SessionLimit, "0: half of memory_limit")
-	require.NoError(t, m.Configure("session_memory_limit", "262144"))
-	assert.Equal(t, int64(256<<10), s.Stats().SessionLimit)
-	for _, bad := range []string{"-1", "x", "1048576"} {
-		assert.ErrorIs(t, m.Configure("session_memory_limit", bad), kv.ErrInvalidArgument, bad)
-	}
-	assert.Equal(t, int64(256<<10), s.Stats().SessionLimit, "a refused setting changes nothing")
 }
 
 // A batch that cannot store everything says which key failed: the entries
@@ -39,7 +24,7 @@ func TestSetManyStopsAtTheFirstKeyThatDoesNotFit(t *testing.T) {
 	s := kv.New(kv.Options{})
 	defer s.Close()
 	m := backend.Memory{Store: s}
-	require.NoError(t, m.Configure("memory_limit", "1048576"))
+	require.NoError(t, s.Configure(kv.MemoryConfig{Limit: 1 << 20}))
 	require.NoError(t, s.Set("big", []byte("old"), 0))
 	keys := []string{"a", "big", "c"}
 	values := [][]byte{[]byte("1"), make([]byte, 2<<20), []byte("3")}
@@ -60,8 +45,7 @@ func TestGetManyDecompresses(t *testing.T) {
 	s := kv.New(kv.Options{})
 	defer s.Close()
 	m := backend.Memory{Store: s}
-	require.NoError(t, m.Configure("compression", "lz4"))
-	require.NoError(t, m.Configure("compression_min_size", "64"))
+	require.NoError(t, s.Configure(kv.MemoryConfig{Compression: true, CompressionMinSize: 64}))
 	big := []byte(strings.Repeat("compressible ", 1000))
 	_, err := m.SetMany([]string{"z"}, [][]byte{big}, 0)
 	require.NoError(t, err)

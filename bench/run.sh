@@ -72,8 +72,13 @@ kill "${hogs[@]}"
 hogs=()  # reaped: their PIDs may be reused by the time the EXIT trap runs
 
 echo
-echo "== Sessions: 100 concurrent requests on one session, php-fpm with 8 workers"
-go run ./bench/sessions -ext build/modules/ephpm.so
+echo "== Sessions: 100 concurrent requests on one session, php-fpm with 8 workers, 1 ms and 5 ms of work"
+go run ./bench/sessions -ext build/modules/ephpm.so -hold-us 1000,5000
+
+echo
+echo "== php-fpm, no ephpm.* setting and on Redis: 20 and 64 workers at a barrier, 200 rounds, one winner each"
+EPHPM_SO="$PWD/build/modules/ephpm.so" EPHPM_RACE_ROUNDS=200 \
+  go test -count=1 -run TestFPMWorkersRacingForALockHaveOneWinner -v ./integration | grep -E -- '--- |^ok|FAIL'
 
 echo
 echo "== Soak: 5 M mixed operations under a 32 MiB limit (RSS must stay flat)"

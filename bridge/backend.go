@@ -14,18 +14,12 @@ package bridge
 //go:generate go run ./internal/memberlist/gen
 
 import (
-	"errors"
-	"fmt"
-	"strconv"
-	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/redisstore"
 	"github.com/ephpm/ephpm/session"
-	"github.com/ephpm/ephpm/shm"
 )
 
 // Backend is what the table's members call (see package backend).
@@ -50,7 +44,11 @@ var (
 	near redisstore.NearCache
 )
 
-func init() { SetBackend(backend.Memory{Store: store}) }
+func init() {
+	b := Backend(backend.Memory{Store: store})
+	served.Store(&b)
+	setChosen("memory, this process's own (nothing configured)")
+}
 
 // Store returns this process's in-process store: the one the table serves
 // unless SetBackend chose another. A Go program that embeds PHP reads and
@@ -60,79 +58,10 @@ func Store() *kv.Store { return store }
 // SetBackend makes the table serve b from the next call on, and closes the
 // backend it served before.
 func SetBackend(b Backend) {
+	setChosen(b.Name() + " (set by the host program)")
 	if old := served.Swap(&b); old != nil && *old != b {
 		(*old).Close()
 	}
 }
 
-// configure applies one setting of the configure member: "backend" chooses
-// what the table serves ("memory", "shm", "shm://NAME", or a Redis URL);
-// the others set the in-process store, and the shared-memory segment too
-// while one is served. A shared-memory segment is opened with the
-// in-process store's settings (the configure member sends them first): it
-// is created with that memory limit, or must have been.
-func configure(name, value string) error {
-	invalid := func() error { return fmt.Errorf("%w: %s=%q", kv.ErrInvalidArgument, name, value) }
-	switch name {
-	case "backend":
-	case "near_cache_prefixes":
-		near.Prefixes = nil
-		for _, p := range strings.Split(value, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				near.Prefixes = append(near.Prefixes, p)
-			}
-		}
-		return nil
-	case "near_cache_staleness_ms", "near_cache_size":
-		n, err := strconv.ParseInt(value, 10, 64)
-		if err != nil || n < 0 {
-			return invalid()
-		}
-		if name == "near_cache_size" {
-			near.MaxBytes = n
-		} else {
-			near.Staleness = time.Duration(n) * time.Millisecond
-		}
-		return nil
-	default:
-		if err := (backend.Memory{Store: store}).Configure(name, value); err != nil {
-			return err
-		}
-		if s, ok := current().(*shm.Store); ok {
-			return s.SetMemoryConfig(store.MemoryConfig())
-		}
-		return nil
-	}
-	if value == "memory" {
-		SetBackend(backend.Memory{Store: store})
-		return nil
-	}
-	if seg, ok := shmName(value); ok {
-		s, err := shm.Open(seg, shm.Options{Memory: store.MemoryConfig(), PinnedPrefixes: shmPinned})
-		if err != nil {
-			if errors.Is(err, kv.ErrInvalidArgument) {
-				return err
-			}
-			return fmt.Errorf("%w: %v", kv.ErrInvalidArgument, err)
-		}
-		SetBackend(s)
-		return nil
-	}
-	r, err := redisstore.Open(value, near)
-	if err != nil {
-		return fmt.Errorf("%w: %v", kv.ErrInvalidArgument, err)
-	}
-	SetBackend(r)
-	return nil
-}
-
 func current() Backend { return *served.Load() }
-
-// shmName returns the segment a backend setting names: "shm" is the
-// segment "default", "shm://NAME" the segment NAME.
-func shmName(value string) (string, bool) {
-	if value == "shm" {
-		return "default", true
-	}
-	return strings.CutPrefix(value, "shm://")
-}

@@ -471,11 +471,7 @@ func ephpmGoStats(out *C.ephpm_kv_stats) (rc C.int) {
 	setText(full.instance_id[:], st.InstanceID)
 	setText(full.backend[:], b.Name())
 	setText(full.eviction[:], st.Eviction)
-	compression := "none"
-	if st.Compression {
-		compression = "lz4"
-	}
-	setText(full.compression[:], compression)
+	setText(full.compression[:], kv.CompressionName(st.Compression))
 	full.keys = C.int64_t(st.Keys)
 	full.bytes_used = C.int64_t(st.BytesUsed)
 	full.memory_limit = C.int64_t(st.MemoryLimit)
@@ -487,6 +483,7 @@ func ephpmGoStats(out *C.ephpm_kv_stats) (rc C.int) {
 	full.lock_timeouts = C.uint64_t(lockTimeouts.Load())
 	full.session_bytes, full.session_limit = C.int64_t(st.SessionBytes), C.int64_t(st.SessionLimit)
 	full.processes = C.int64_t(st.Processes)
+	setText(full.store[:], *chosen.Load())
 	// Fill only what the caller's struct has room for.
 	n := min(uintptr(out.struct_size), unsafe.Sizeof(full))
 	copy(unsafe.Slice((*byte)(unsafe.Pointer(out)), n), unsafe.Slice((*byte)(unsafe.Pointer(&full)), n))

@@ -6,8 +6,7 @@
 declare(strict_types=1);
 
 $s = ephpm_kv_stats();
-$backend = ini_get('ephpm.kv_backend');
-$private = $backend === 'memory' && PHP_SAPI === 'fpm-fcgi';
+$private = $s['backend'] === 'memory' && PHP_SAPI === 'fpm-fcgi';
 $lookups = $s['hits'] + $s['misses'];
 $hitRatio = $lookups > 0 ? $s['hits'] / $lookups : 0.0;
 $locks = $s['set_nx_wins'] + $s['set_nx_losses'];
@@ -62,7 +61,7 @@ $row = static fn (string $name, string $label, mixed $value, ?string $shown = nu
 <?php if ($private): ?>
 <p class="banner" id="private-banner">This store is private to this php-fpm worker (pid <?= getmypid() ?>):
 other workers have their own, and locks and sessions are not shared between them.
-Set <code>ephpm.kv_backend</code> to a Redis or Valkey URL to share them.</p>
+Leave <code>ephpm.kv_backend</code> at <code>auto</code> (the pool's shared-memory segment), or set it to <code>shm://NAME</code> or a Redis or Valkey URL, to share them.</p>
 <?php endif ?>
 <table>
 <?= $row('backend', 'backend', $s['backend']) ?>

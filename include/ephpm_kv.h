@@ -130,6 +130,11 @@ typedef struct ephpm_kv_stats {
     int64_t session_limit;  /* the session data's budget; 0: none */
     int64_t processes;      /* processes attached to the shared-memory segment;
                              * 0 for a backend that has none */
+    /* ---- appended for the shared-memory default ---- */
+    char store[256];        /* which store serves the table and why, e.g.
+                             * "shm /dev/shm/ephpm-fpm-www.33 (default: php-fpm
+                             * pool www)" or "redis (ephpm.kv_backend)"; cut to
+                             * fit, NUL-terminated */
 } ephpm_kv_stats;
 
 typedef struct ephpm_kv_ops {
@@ -258,10 +263,19 @@ typedef struct ephpm_kv_ops {
      *                           serve from a per-process cache                 } set before
      *   "near_cache_staleness_ms"  how old a near-cache entry may be, ms         } "backend"
      *   "near_cache_size"       bytes the near cache may hold                   }
-     *   "backend"               "memory", or a Redis/Valkey URL: every member is
-     *                           then served by that server (see README)
-     * OK, or E_INVALID for an unknown name or a bad value (nothing changed;
-     * last_error says why). Settings apply to calls from then on. */
+     *   "sapi"                  the host's server API (PHP's sapi_module.name),
+     *                           which "auto" chooses by           } set before "backend"
+     *   "backend"               "auto" (a shared-memory segment per pool where
+     *                           several processes serve requests, else the
+     *                           in-process store: see README), "memory", "shm",
+     *                           "shm://NAME", or a Redis/Valkey URL: every
+     *                           member is then served by that store
+     * Names and words are lowercase and matched exactly; sizes are decimal,
+     * with an optional K, M or G suffix (2^10, 2^20, 2^30), as in php.ini.
+     * OK, E_INVALID for an unknown name or a bad value, or E_UNAVAILABLE for
+     * a backend that cannot be opened now (a full /dev/shm, a segment another
+     * server holds); nothing changed, and last_error says why. Settings apply
+     * to calls from then on. */
     int (*configure)(const char *name, size_t name_len,
                      const char *value, size_t value_len);
 

@@ -44,12 +44,16 @@ func lookPath(t *testing.T, names ...string) string {
 
 // fpm starts php-fpm with pm=static and n workers, the extension loaded
 // with ini, and stops it by PID when the test ends. It returns the socket.
+// The pool has a name of its own (so its default segment is the test's:
+// /dev/shm/ephpm-fpm-POOL.UID), removed when the test ends.
 func fpm(t *testing.T, n int, ini map[string]string) string {
 	bin := lookPath(t, "php-fpm8.2", "/usr/sbin/php-fpm8.2", "php-fpm")
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "fpm.sock")
-	conf := fmt.Sprintf("[global]\nerror_log = %s/fpm.log\ndaemonize = no\n[www]\nlisten = %s\n"+
-		"listen.backlog = 1024\npm = static\npm.max_children = %d\n", dir, sock, n)
+	pool := fmt.Sprintf("it%d-%d", os.Getpid(), time.Now().UnixNano()%1e9)
+	t.Cleanup(func() { os.Remove(fmt.Sprintf("/dev/shm/ephpm-fpm-%s.%d", pool, os.Geteuid())) })
+	conf := fmt.Sprintf("[global]\nerror_log = %s/fpm.log\ndaemonize = no\n[%s]\nlisten = %s\n"+
+		"listen.backlog = 1024\npm = static\npm.max_children = %d\n", dir, pool, sock, n)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "fpm.conf"), []byte(conf), 0o600))
 	args := []string{"-n", "-F", "-y", filepath.Join(dir, "fpm.conf"), "-d", "extension=" + extension(t)}
 	if os.Geteuid() == 0 {
@@ -78,16 +82,38 @@ func script(t *testing.T, name, code string) string {
 	return path
 }
 
+// backends are the shared stores the php-fpm tests run on: the default (no
+// ephpm.* setting: the pool's shared-memory segment) and Redis. A backend
+// value of "" sets nothing.
+func backends(t *testing.T) map[string]func(t *testing.T) string {
+	return map[string]func(t *testing.T) string{
+		"default": func(t *testing.T) string { return "" },
+		"redis":   func(t *testing.T) string { return "redis://" + redistest.Start(t).Addr },
+	}
+}
+
+func withBackend(ini map[string]string, backend string) map[string]string {
+	if backend != "" {
+		ini["ephpm.kv_backend"] = backend
+	}
+	return ini
+}
+
 // 100 concurrent requests with one session cookie, each adding its own key
-// to $_SESSION, across 8 php-fpm workers sharing Redis: all 100 are kept.
+// to $_SESSION, across 8 php-fpm workers sharing the store: all 100 are
+// kept, with the defaults and on Redis.
 func TestFPMConcurrentSessionRequestsKeepEveryWrite(t *testing.T) {
-	srv := redistest.Start(t)
-	sock := fpm(t, 8, map[string]string{
-		"ephpm.kv_backend":        "redis://" + srv.Addr,
+	for name, backend := range backends(t) {
+		t.Run(name, func(t *testing.T) { fpmSessionRequests(t, backend(t)) })
+	}
+}
+
+func fpmSessionRequests(t *testing.T, backend string) {
+	sock := fpm(t, 8, withBackend(map[string]string{
 		"session.save_handler":    "ephpm",
 		"session.use_strict_mode": "0",
 		"session.cache_limiter":   "",
-	})
+	}, backend))
 	add := script(t, "add.php", `<?php
 session_start();
 usleep(1000); // work done while the session is open
@@ -97,7 +123,7 @@ echo count($_SESSION);
 	count := script(t, "count.php", `<?php
 session_start(['read_and_close' => true]);
 $pids = array_unique(array_values($_SESSION));
-echo count($_SESSION), ' ', count($pids);
+echo count($_SESSION), ' ', count($pids), ' ', ephpm_kv_stats()['backend'];
 `)
 	for run := 0; run < 3; run++ {
 		sid := fmt.Sprintf("fpmrun%dabcdef%d", run, time.Now().UnixNano())
@@ -132,8 +158,12 @@ echo count($_SESSION), ' ', count($pids);
 		}, 10*time.Second)
 		require.NoError(t, err)
 		var kept, workers int
-		fmt.Sscan(string(resp.Body), &kept, &workers)
+		var served string
+		fmt.Sscan(string(resp.Body), &kept, &workers, &served)
 		assert.Equal(t, 100, kept, "run %d: %s", run, resp.Body)
+		if backend == "" {
+			assert.Equal(t, "shm", served, "the default under php-fpm")
+		}
 		assert.Greater(t, workers, 1, "run %d: the requests were spread over workers", run)
 		t.Logf("run %d: %d/100 kept, written by %d workers", run, kept, workers)
 	}

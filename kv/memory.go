@@ -42,6 +42,28 @@ func ParsePolicy(name string) (Policy, error) {
 	return 0, fmt.Errorf("%w: eviction policy %q is not noeviction, volatile-lru or allkeys-lru", ErrInvalidArgument, name)
 }
 
+// CompressionNames are the words for compression off and on (lz4), in
+// that order: the compression setting takes one, stats report one.
+var CompressionNames = [2]string{"none", "lz4"}
+
+// CompressionName is the word for compression on or off.
+func CompressionName(on bool) string {
+	if on {
+		return CompressionNames[1]
+	}
+	return CompressionNames[0]
+}
+
+// ParseCompression reads none or lz4.
+func ParseCompression(name string) (bool, error) {
+	for i, n := range CompressionNames {
+		if n == name {
+			return i == 1, nil
+		}
+	}
+	return false, fmt.Errorf("%w: compression %q is not none or lz4", ErrInvalidArgument, name)
+}
+
 // MemoryConfig is the store's memory setting. Locks and pinned prefixes
 // are never evicted whatever the policy.
 type MemoryConfig struct {

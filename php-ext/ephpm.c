@@ -28,68 +28,6 @@ ZEND_DECLARE_MODULE_GLOBALS(ephpm)
 
 zend_class_entry *ephpm_kv_exception_ce;
 
-/* A size setting with PHP's suffixes (64M), 0..max, into *target. */
-static zend_result ephpm_ini_size(zend_string *new_value, zend_string *name, zend_long max, zend_long *target)
-{
-    zend_long bytes = zend_ini_parse_quantity_warn(new_value, name);
-    if (bytes < 0 || bytes > max) {
-        php_error_docref(NULL, E_WARNING, "%s must be between 0 and " ZEND_LONG_FMT " bytes, \"%s\" given",
-                         ZSTR_VAL(name), max, ZSTR_VAL(new_value));
-        return FAILURE;
-    }
-    *target = bytes;
-    return SUCCESS;
-}
-
-static ZEND_INI_MH(OnUpdateEphpmMemoryLimit)
-{
-    return ephpm_ini_size(new_value, entry->name, ZEND_LONG_MAX, &EPHPM_G(kv_memory_limit));
-}
-
-static ZEND_INI_MH(OnUpdateEphpmSessionMemoryLimit)
-{
-    return ephpm_ini_size(new_value, entry->name, ZEND_LONG_MAX, &EPHPM_G(session_memory_limit));
-}
-
-static ZEND_INI_MH(OnUpdateEphpmNearCacheSize)
-{
-    return ephpm_ini_size(new_value, entry->name, ZEND_LONG_MAX, &EPHPM_G(kv_near_cache_size));
-}
-
-static ZEND_INI_MH(OnUpdateEphpmCompressionMinSize)
-{
-    return ephpm_ini_size(new_value, entry->name, EPHPM_KV_MAX_VALUE_LEN, &EPHPM_G(kv_compression_min_size));
-}
-
-/* A string setting that must be one of a list of words. */
-static zend_result ephpm_ini_one_of(zend_string *new_value, const char *setting,
-                                    const char *const *words, char **target)
-{
-    for (const char *const *w = words; *w != NULL; w++) {
-        if (strcmp(ZSTR_VAL(new_value), *w) == 0) {
-            *target = (char *)*w;
-            return SUCCESS;
-        }
-    }
-    php_error_docref(NULL, E_WARNING, "%s must be one of %s%s%s%s%s, \"%s\" given", setting,
-                     words[0], words[1] ? ", " : "", words[1] ? words[1] : "",
-                     words[1] && words[2] ? ", " : "", words[1] && words[2] ? words[2] : "",
-                     ZSTR_VAL(new_value));
-    return FAILURE;
-}
-
-static ZEND_INI_MH(OnUpdateEphpmEviction)
-{
-    static const char *const words[] = {"noeviction", "volatile-lru", "allkeys-lru", NULL};
-    return ephpm_ini_one_of(new_value, "ephpm.kv_eviction", words, &EPHPM_G(kv_eviction));
-}
-
-static ZEND_INI_MH(OnUpdateEphpmCompression)
-{
-    static const char *const words[] = {"none", "lz4", NULL};
-    return ephpm_ini_one_of(new_value, "ephpm.kv_compression", words, &EPHPM_G(kv_compression));
-}
-
 /* Whether a query parameter's name (percent-escapes decoded) contains
  * "password", in any case. */
 static bool ephpm_names_password(const char *name, size_t len)
@@ -164,21 +102,26 @@ static ZEND_INI_DISP(ephpm_display_backend)
     zend_string_release(shown);
 }
 
+/* The store's settings (ephpm.kv_*, ephpm.session_memory_limit) have no
+ * update handler: C parses none of them, it forwards each as text to the
+ * library when the library is loaded (ephpm_each_store_setting), and the
+ * library's one table parses them; a bad value is refused then, with the
+ * setting's name. The others are the extension's own. */
 PHP_INI_BEGIN()
     STD_PHP_INI_ENTRY("ephpm.library", "", PHP_INI_SYSTEM, OnUpdateString,
                       library, zend_ephpm_globals, ephpm_globals)
-    PHP_INI_ENTRY("ephpm.kv_memory_limit", "64M", PHP_INI_SYSTEM, OnUpdateEphpmMemoryLimit)
-    PHP_INI_ENTRY("ephpm.session_memory_limit", "0", PHP_INI_SYSTEM, OnUpdateEphpmSessionMemoryLimit)
-    PHP_INI_ENTRY("ephpm.kv_eviction", "noeviction", PHP_INI_SYSTEM, OnUpdateEphpmEviction)
-    PHP_INI_ENTRY("ephpm.kv_compression", "none", PHP_INI_SYSTEM, OnUpdateEphpmCompression)
-    PHP_INI_ENTRY("ephpm.kv_compression_min_size", "1024", PHP_INI_SYSTEM, OnUpdateEphpmCompressionMinSize)
-    STD_PHP_INI_ENTRY_EX("ephpm.kv_backend", "memory", PHP_INI_SYSTEM, OnUpdateString,
-                         kv_backend, zend_ephpm_globals, ephpm_globals, ephpm_display_backend)
-    STD_PHP_INI_ENTRY("ephpm.kv_near_cache_prefixes", "", PHP_INI_SYSTEM, OnUpdateString,
-                      kv_near_cache_prefixes, zend_ephpm_globals, ephpm_globals)
-    STD_PHP_INI_ENTRY("ephpm.kv_near_cache_staleness_ms", "1000", PHP_INI_SYSTEM, OnUpdateLong,
-                      kv_near_cache_staleness_ms, zend_ephpm_globals, ephpm_globals)
-    PHP_INI_ENTRY("ephpm.kv_near_cache_size", "16M", PHP_INI_SYSTEM, OnUpdateEphpmNearCacheSize)
+    PHP_INI_ENTRY("ephpm.kv_memory_limit", "64M", PHP_INI_SYSTEM, NULL)
+    /* After memory_limit, which it must stay below. */
+    PHP_INI_ENTRY("ephpm.session_memory_limit", "0", PHP_INI_SYSTEM, NULL)
+    PHP_INI_ENTRY("ephpm.kv_eviction", "noeviction", PHP_INI_SYSTEM, NULL)
+    PHP_INI_ENTRY("ephpm.kv_compression", "none", PHP_INI_SYSTEM, NULL)
+    PHP_INI_ENTRY("ephpm.kv_compression_min_size", "1024", PHP_INI_SYSTEM, NULL)
+    /* The near cache before the backend, which is opened with it. */
+    PHP_INI_ENTRY("ephpm.kv_near_cache_prefixes", "", PHP_INI_SYSTEM, NULL)
+    PHP_INI_ENTRY("ephpm.kv_near_cache_staleness_ms", "1000", PHP_INI_SYSTEM, NULL)
+    PHP_INI_ENTRY("ephpm.kv_near_cache_size", "16M", PHP_INI_SYSTEM, NULL)
+    /* Last: it opens the backend with the settings above. */
+    PHP_INI_ENTRY_EX("ephpm.kv_backend", "auto", PHP_INI_SYSTEM, NULL, ephpm_display_backend)
     STD_PHP_INI_BOOLEAN("ephpm.session_locking", "1", PHP_INI_ALL, OnUpdateBool,
                         session_locking, zend_ephpm_globals, ephpm_globals)
     PHP_INI_ENTRY("ephpm.session_lock_ttl", "30", PHP_INI_ALL, OnUpdateEphpmLockTtl)
@@ -195,15 +138,24 @@ static PHP_GINIT_FUNCTION(ephpm)
     ephpm_globals->session_locking = true;
     ephpm_globals->session_lock_ttl = 30;
     ephpm_globals->session_lock_wait = 30;
-    ephpm_globals->kv_memory_limit = 64 * 1024 * 1024;
-    ephpm_globals->session_memory_limit = 0;
-    ephpm_globals->kv_eviction = "noeviction";
-    ephpm_globals->kv_compression = "none";
-    ephpm_globals->kv_compression_min_size = 1024;
-    ephpm_globals->kv_backend = "memory";
-    ephpm_globals->kv_near_cache_prefixes = "";
-    ephpm_globals->kv_near_cache_staleness_ms = 1000;
-    ephpm_globals->kv_near_cache_size = 16 * 1024 * 1024;
+}
+
+bool ephpm_each_store_setting(ephpm_setting_fn fn, void *arg)
+{
+    for (const zend_ini_entry_def *def = ini_entries; def->name != NULL; def++) {
+        if (def->on_modify != NULL) {
+            continue; /* the extension's own */
+        }
+        const char *name = def->name + sizeof "ephpm." - 1;
+        if (strncmp(name, "kv_", 3) == 0) {
+            name += 3;
+        }
+        const char *value = zend_ini_string_ex(def->name, def->name_length, 0, NULL);
+        if (!fn(def->name, name, value ? value : "", def->value ? def->value : "", arg)) {
+            return false;
+        }
+    }
+    return true;
 }
 
 /* Loads no library: see ephpm_provider.h for why. */

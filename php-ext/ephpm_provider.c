@@ -27,6 +27,9 @@
 static const ephpm_kv_ops *loaded_ops;
 static char loaded_origin[PATH_MAX + 32];
 static pid_t loaded_pid;
+/* Whether the loaded table serves its in-process store: ephpm.kv_backend is
+ * memory, or the library refused auto (older than the shared default). */
+static bool loaded_private;
 static pthread_mutex_t load_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 /* A fork while another thread loads the provider (a ZTS server) must not
@@ -162,62 +165,60 @@ static const ephpm_kv_ops *ephpm_load(char *err, size_t err_len)
     return ops;
 }
 
-/* Hands the store settings of php.ini to a freshly loaded table. Returns
- * false with err filled if the library refuses one. A library too old to
- * have configure gets none (phpinfo() shows what it runs with). */
+struct ephpm_configure_call {
+    const ephpm_kv_ops *ops;
+    char *err;
+    size_t err_len;
+    bool private_store; /* see loaded_private */
+};
+
+/* Sends one setting. A library that refuses a value that is the setting's
+ * default is older than the setting, and does what the default says
+ * anyway: that refusal is ignored, so an older library still loads. */
+static bool ephpm_send_setting(const char *ini, const char *name, const char *value,
+                               const char *default_value, void *arg)
+{
+    struct ephpm_configure_call *call = arg;
+    int rc = call->ops->configure(name, strlen(name), value, strlen(value));
+    bool is_backend = strcmp(name, "backend") == 0;
+    if (rc == EPHPM_KV_OK || (rc == EPHPM_KV_E_INVALID && strcmp(value, default_value) == 0)) {
+        if (is_backend) {
+            call->private_store = rc != EPHPM_KV_OK || strcmp(value, "memory") == 0;
+        }
+        return true;
+    }
+    char detail[512];
+    size_t len = 0;
+    detail[0] = '\0';
+    if (EPHPM_KV_OPS_HAS(call->ops, last_error)
+        && call->ops->last_error(detail, sizeof detail - 1, &len) == EPHPM_KV_OK) {
+        detail[len] = '\0';
+    }
+    /* The setting's name and the library's message only: the value may
+     * hold a password, which the library's message masks (backend URL) or
+     * names (other settings). */
+    snprintf(call->err, call->err_len, "the library %s refused %s: %s",
+             loaded_origin, ini, detail[0] ? detail : ephpm_status_cause(rc));
+    return false;
+}
+
+/* Hands the store settings of php.ini to a freshly loaded table, after the
+ * server API ("auto" chooses the backend by it). Returns false with err
+ * filled if the library refuses one. A library too old to have configure
+ * gets none (phpinfo() shows what it runs with). */
 static bool ephpm_configure(const ephpm_kv_ops *ops, char *err, size_t err_len)
 {
     if (!EPHPM_KV_OPS_HAS(ops, configure)) {
+        loaded_private = true;
         return true;
     }
-    char limit[32], session_limit[32], min_size[32], staleness[32], near_size[32];
-    snprintf(limit, sizeof limit, ZEND_LONG_FMT, EPHPM_G(kv_memory_limit));
-    snprintf(session_limit, sizeof session_limit, ZEND_LONG_FMT, EPHPM_G(session_memory_limit));
-    snprintf(min_size, sizeof min_size, ZEND_LONG_FMT, EPHPM_G(kv_compression_min_size));
-    snprintf(staleness, sizeof staleness, ZEND_LONG_FMT, EPHPM_G(kv_near_cache_staleness_ms));
-    snprintf(near_size, sizeof near_size, ZEND_LONG_FMT, EPHPM_G(kv_near_cache_size));
-    /* A setting marked newer is sent only when it differs from its default
-     * ("0"), so that a library older than the setting still loads. */
-    const struct {
-        const char *ini, *name, *value;
-        bool newer;
-    } settings[] = {
-        {"ephpm.kv_memory_limit", "memory_limit", limit, false},
-        /* After memory_limit, which it must stay below. */
-        {"ephpm.session_memory_limit", "session_memory_limit", session_limit, true},
-        {"ephpm.kv_eviction", "eviction", EPHPM_G(kv_eviction), false},
-        {"ephpm.kv_compression", "compression", EPHPM_G(kv_compression), false},
-        {"ephpm.kv_compression_min_size", "compression_min_size", min_size, false},
-        /* The near cache before the backend, which is opened with it. */
-        {"ephpm.kv_near_cache_prefixes", "near_cache_prefixes", EPHPM_G(kv_near_cache_prefixes), false},
-        {"ephpm.kv_near_cache_staleness_ms", "near_cache_staleness_ms", staleness, false},
-        {"ephpm.kv_near_cache_size", "near_cache_size", near_size, false},
-        {"ephpm.kv_backend", "backend", EPHPM_G(kv_backend), false},
-    };
-    for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
-        if (settings[i].newer && strcmp(settings[i].value, "0") == 0) {
-            continue;
-        }
-        int rc = ops->configure(settings[i].name, strlen(settings[i].name),
-                                settings[i].value, strlen(settings[i].value));
-        if (rc != EPHPM_KV_OK) {
-            char detail[512];
-            size_t len = 0;
-            detail[0] = '\0';
-            if (EPHPM_KV_OPS_HAS(ops, last_error)
-                && ops->last_error(detail, sizeof detail - 1, &len) == EPHPM_KV_OK) {
-                detail[len] = '\0';
-            }
-            /* The setting's name and the library's message only: the
-             * value may hold a password, which the library's message
-             * masks (backend URL) or names (other settings). */
-            snprintf(err, err_len, "the library %s refused %s: %s",
-                     loaded_origin, settings[i].ini,
-                     detail[0] ? detail : ephpm_status_cause(rc));
-            return false;
-        }
-    }
-    return true;
+    struct ephpm_configure_call call = {ops, err, err_len, false};
+    const char *sapi = sapi_module.name ? sapi_module.name : "";
+    /* Sent as its own default: an older library, which knows no "sapi", may refuse it. */
+    bool ok = ephpm_send_setting("the server API", "sapi", sapi, sapi, &call)
+           && ephpm_each_store_setting(ephpm_send_setting, &call);
+    loaded_private = call.private_store;
+    return ok;
 }
 
 /* What this process is, if the SAPI serves requests from several processes
@@ -246,16 +247,17 @@ static const char *ephpm_one_of_several_processes(void)
     return NULL;
 }
 
-/* Where several processes serve requests, the in-process store is private
+/* Where several processes serve requests, an in-process store is private
  * to each: say so once, when the process loads the library. */
 static void ephpm_warn_private_store(void)
 {
     const char *what = ephpm_one_of_several_processes();
-    if (what != NULL && strcmp(EPHPM_G(kv_backend), "memory") == 0) {
+    if (what != NULL && loaded_private) {
         php_error_docref(NULL, E_WARNING,
             "ephpm: the in-process store is private to this %s (pid %ld): locks, sessions and "
-            "values are not shared with the other processes serving requests. Set "
-            "ephpm.kv_backend to a Redis or Valkey URL (redis://host:6379) to share them",
+            "values are not shared with the other processes serving requests. Leave "
+            "ephpm.kv_backend at auto (a shared-memory segment for the pool), or set it to "
+            "shm://NAME or a Redis or Valkey URL (redis://host:6379) to share them",
             what, (long)getpid());
     }
 }

@@ -35,6 +35,14 @@ const ephpm_kv_ops *ephpm_provider_loaded(void);
 /* Where the loaded table came from (a path, or the host process), and the
  * pid of the process that loaded it. Valid once ephpm_provider_loaded(). */
 const char *ephpm_provider_origin(void);
+
+/* Calls fn with each store setting, in the order of the ini table (where
+ * the order the library needs is written): its php.ini name, its name for
+ * the configure member (without "ephpm." and "kv_"), its value and its
+ * default. Stops, returning false, when fn does. (ephpm.c) */
+typedef bool (*ephpm_setting_fn)(const char *ini, const char *name, const char *value,
+                                 const char *default_value, void *arg);
+bool ephpm_each_store_setting(ephpm_setting_fn fn, void *arg);
 pid_t ephpm_provider_pid(void);
 
 #endif /* EPHPM_PROVIDER_H */

@@ -92,4 +92,5 @@ void ephpm_stats_to_array(const ephpm_kv_stats *st, zval *arr)
     add_assoc_long(arr, "session_bytes", (zend_long)st->session_bytes);
     add_assoc_long(arr, "session_limit", (zend_long)st->session_limit);
     add_assoc_long(arr, "processes", (zend_long)st->processes);
+    add_assoc_string(arr, "store", st->store);
 }

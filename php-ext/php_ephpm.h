@@ -24,16 +24,9 @@ typedef enum {
 ZEND_BEGIN_MODULE_GLOBALS(ephpm)
     char *library; /* ini ephpm.library: path of the provider library, or "" */
 
-    /* ini settings of the store, handed to the library when it is loaded */
-    zend_long kv_memory_limit;        /* bytes; 0: none */
-    zend_long session_memory_limit;   /* bytes of session data within it; 0: half of it */
-    char *kv_eviction;                /* noeviction | volatile-lru | allkeys-lru */
-    char *kv_compression;             /* none | lz4 */
-    zend_long kv_compression_min_size; /* bytes */
-    char *kv_backend;                 /* "memory" or a Redis/Valkey URL */
-    char *kv_near_cache_prefixes;     /* "" : no near cache */
-    zend_long kv_near_cache_staleness_ms;
-    zend_long kv_near_cache_size;     /* bytes */
+    /* The store's ini settings (ephpm.kv_*, ephpm.session_memory_limit)
+     * have no globals: C forwards them as text to the library, which parses
+     * them (ephpm_each_store_setting). */
 
     /* ini settings of the session handler */
     bool session_locking;

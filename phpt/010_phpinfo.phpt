@@ -5,7 +5,7 @@ ephpm
 --INI--
 ephpm.library=
 --SKIPIF--
-<?php if (ini_get('ephpm.kv_backend') !== 'memory') die('skip the in-process store only'); ?>
+<?php if (ephpm_kv_stats()['backend'] !== 'memory') die('skip the in-process store only'); ?>
 --FILE--
 <?php
 function section(): string {
@@ -62,6 +62,7 @@ lock_timeouts => 0
 session_bytes => 0
 session_limit => 33554432
 processes => 0
+store => memory, this process's own (default: cli runs in one process)
 
 instance_id: same
 keys: same

@@ -16,7 +16,7 @@ if ($pid === 0) {
 pcntl_waitpid($pid, $status);
 echo 'child before first use: exit ', pcntl_wexitstatus($status), "\n";
 // In-process, the child's store was its own; a shared backend is shared.
-var_dump(ephpm_kv_get($key) === (ini_get('ephpm.kv_backend') === 'memory' ? null : 'c'));
+var_dump(ephpm_kv_get($key) === (ephpm_kv_stats()['backend'] === 'memory' ? null : 'c'));
 
 ephpm_kv_set('t12:k', 'parent');
 $parent = getmypid();

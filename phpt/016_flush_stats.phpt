@@ -3,7 +3,7 @@ ephpm_kv_stats counts what the store did; ephpm_kv_flush_all empties it
 --EXTENSIONS--
 ephpm
 --SKIPIF--
-<?php if (ini_get('ephpm.kv_backend') !== 'memory') die('skip the in-process store only'); ?>
+<?php if (ephpm_kv_stats()['backend'] !== 'memory') die('skip the in-process store only'); ?>
 --FILE--
 <?php
 $before = ephpm_kv_stats();

@@ -6,7 +6,7 @@ ephpm
 ephpm.kv_compression=lz4
 ephpm.kv_compression_min_size=1024
 --SKIPIF--
-<?php if (ini_get('ephpm.kv_backend') !== 'memory') die('skip the in-process store only'); ?>
+<?php if (ephpm_kv_stats()['backend'] !== 'memory') die('skip the in-process store only'); ?>
 --FILE--
 <?php
 $big = str_repeat('a compressible line of text ', 2000);   // 56 000 bytes

@@ -6,7 +6,7 @@ ephpm
 ephpm.kv_memory_limit=1M
 ephpm.kv_eviction=noeviction
 --SKIPIF--
-<?php if (ini_get('ephpm.kv_backend') !== 'memory') die('skip the in-process store only'); ?>
+<?php if (ephpm_kv_stats()['backend'] !== 'memory') die('skip the in-process store only'); ?>
 --FILE--
 <?php
 ephpm_kv_set('t41:big', 'old');

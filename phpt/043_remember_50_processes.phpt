@@ -5,7 +5,7 @@ ephpm
 --SKIPIF--
 <?php
 // The in-process store is each process's own: one key cannot be cold for 50.
-if (ini_get('ephpm.kv_backend') === 'memory') die('skip a store shared between processes only');
+if (ephpm_kv_stats()['backend'] === 'memory') die('skip a store shared between processes only');
 if (!function_exists('proc_open')) die('skip proc_open');
 ?>
 --FILE--

@@ -4,7 +4,7 @@ ephpm_kv_remember: when $compute throws in one process, the exception is that ca
 ephpm
 --SKIPIF--
 <?php
-if (ini_get('ephpm.kv_backend') === 'memory') die('skip a store shared between processes only');
+if (ephpm_kv_stats()['backend'] === 'memory') die('skip a store shared between processes only');
 if (!function_exists('proc_open')) die('skip proc_open');
 ?>
 --FILE--

@@ -5,8 +5,7 @@ ephpm
 pcntl
 --SKIPIF--
 <?php
-$b = ini_get('ephpm.kv_backend');
-if ($b === '' || $b === 'memory') die('skip a store shared by processes (shm, Redis) only');
+if (ephpm_kv_stats()['backend'] === 'memory') die('skip a store shared by processes (shm, Redis) only');
 ?>
 --FILE--
 <?php

@@ -11,7 +11,7 @@ session.serialize_handler=php
 ephpm.kv_memory_limit=256K
 ephpm.kv_eviction=allkeys-lru
 --SKIPIF--
-<?php if (ini_get('ephpm.kv_backend') !== 'memory') die('skip the in-process store only'); ?>
+<?php if (ephpm_kv_stats()['backend'] !== 'memory') die('skip the in-process store only'); ?>
 --FILE--
 <?php
 /* One request of session $sid: start, let $change alter it, write, close.

@@ -24,6 +24,11 @@ package shm
 //     fence is its victim: the floor is raised to the victim's fence
 //     first), then the way's fence, then the way's hash.
 //
+// A new fence is also at least the wall clock in microseconds
+// (nextFence), so the file may be removed: the sweep removes it together
+// with its segment when that is stale (shm/lifecycle.go), and fences made
+// after that still exceed every earlier one.
+//
 // Bounded: 2 MiB of /dev/shm whatever the number of names. A bucket full
 // of names forgets its oldest grant's name; a forgotten name's next grant
 // continues above the floor, Fence reports the floor for it, and
@@ -131,6 +136,14 @@ func (ft *fenceTable) current(h uint64) (n int64, known bool) {
 	return int64(atomic.LoadUint64(ft.word(b + fenceFloorOff))), false
 }
 
+// nextFence is the fence after prev: prev+1, or the wall clock in
+// microseconds if that is larger. The clock floor keeps fences growing
+// when the file is made anew (the sweep removes it with its stale segment,
+// or a user does), as long as the clock is not set back.
+func nextFence(prev uint64) uint64 {
+	return max(prev+1, uint64(time.Now().UnixMicro()))
+}
+
 // mint records a grant of the name hashing to h and returns its fence.
 // Caller holds the lock of the name's shard and has just granted the name.
 func (ft *fenceTable) mint(h uint64) int64 {
@@ -141,7 +154,7 @@ func (ft *fenceTable) mint(h uint64) int64 {
 		wh := atomic.LoadUint64(ft.word(b + w*16))
 		switch {
 		case wh == fh:
-			n := max(atomic.LoadUint64(ft.word(b+w*16+8)), floor) + 1
+			n := nextFence(max(atomic.LoadUint64(ft.word(b+w*16+8)), floor))
 			atomic.StoreUint64(ft.word(b+w*16+8), n)
 			return int64(n)
 		case wh == 0:
@@ -162,7 +175,7 @@ func (ft *fenceTable) mint(h uint64) int64 {
 			floor = low
 		}
 	}
-	n := floor + 1
+	n := nextFence(floor)
 	atomic.StoreUint64(ft.word(b+way*16+8), n)
 	atomic.StoreUint64(ft.word(b+way*16), fh)
 	return int64(n)

@@ -54,6 +54,11 @@ const (
 	hRecoveries  = 128 // atomic: shards recovered from a dead owner
 	hLRUClock    = 136 // atomic: coarse clock (ms) stamped on reads
 	hUsed        = 256 // [maxShards]int64, atomic: bytes charged per shard
+	// hAnchor (atomic) is the ident of the process the segment lives for
+	// (lifecycle.go), 0 for none. Like magic and version it stays at this
+	// offset in every layout version, so that a library can remove a stale
+	// segment of a layout it cannot otherwise read.
+	hAnchor = 1024
 
 	maxShards = 32
 	procSlots = 4096
@@ -115,6 +120,7 @@ func planLayout(limit int64) layout {
 // segment is one process's mapping of a segment file.
 type segment struct {
 	path string
+	fd   int    // the open file, with this process's shared flock; -1: none
 	mem  []byte // the mapping: never handed to the garbage collector's heap
 	base unsafe.Pointer
 	layout
@@ -145,12 +151,32 @@ var ErrIncompatible = errors.New("shm: incompatible segment file")
 // path. A new segment is sized for limit (0: DefaultMemoryLimit); an
 // existing one keeps its size, and a nonzero limit that differs from it is
 // an error. The file must be a regular file owned by the effective uid with
-// no group or other permission bits.
-func openSegment(path string, limit int64, init func(g *segment)) (*segment, error) {
+// no group or other permission bits. anchor (an ident, 0 for none) is the
+// process the segment is to live for: see adopt.
+//
+// The returned segment keeps the file open with a shared flock until it is
+// unmapped: a process attached to a segment always holds one, so an
+// exclusive flock proves that none is (sweep).
+func openSegment(path string, limit int64, anchor uint64, init func(g *segment)) (*segment, error) {
+	for {
+		g, err := openSegmentOnce(path, limit, anchor, init)
+		if err != errSwept {
+			return g, err
+		}
+	}
+}
+
+// errSwept: the file was removed (sweep) or replaced after it was opened.
+var errSwept = errors.New("shm: segment file removed while opening it")
+
+func openSegmentOnce(path string, limit int64, anchor uint64, init func(g *segment)) (*segment, error) {
 	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	created := err == nil
 	if errors.Is(err, unix.EEXIST) {
 		fd, err = unix.Open(path, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) {
+			return nil, errSwept
+		}
 	}
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) {
@@ -158,7 +184,12 @@ func openSegment(path string, limit int64, init func(g *segment)) (*segment, err
 		}
 		return nil, fmt.Errorf("shm: open %s: %w", path, err)
 	}
-	defer unix.Close(fd) // the mapping outlives the descriptor
+	kept := false
+	defer func() {
+		if !kept {
+			unix.Close(fd) // drops the flock too
+		}
+	}()
 	if err := checkFile(fd, path); err != nil {
 		return nil, err
 	}
@@ -166,36 +197,53 @@ func openSegment(path string, limit int64, init func(g *segment)) (*segment, err
 	if created {
 		how = unix.LOCK_EX
 	}
-	if err := flock(fd, how); err != nil {
-		return nil, fmt.Errorf("shm: flock %s: %w", path, err)
-	}
-	// A mapping keeps the open file, and with it the flock, alive: unlock
-	// explicitly.
-	defer unix.Flock(fd, unix.LOCK_UN)
 	for {
-		g, ready, err := mapIfReady(fd, path)
-		if err != nil {
-			return nil, err
-		}
-		if ready {
-			if limit != 0 && limit != g.limit {
-				g.unmap()
-				return nil, fmt.Errorf("%w: segment %s was created with memory_limit %d, not %d: its size is fixed "+
-					"(set memory_limit to %d, or stop the processes using it and remove the file to resize it)",
-					kv.ErrInvalidArgument, path, g.limit, limit, g.limit)
-			}
-			return g, nil
-		}
-		if how == unix.LOCK_EX {
-			return initSegment(fd, path, limit, init)
-		}
-		// Not initialised: its creator died before it was ready, or is still
-		// at it. Wait for the exclusive lock (the kernel drops a dead
-		// process's) and look again.
-		how = unix.LOCK_EX
 		if err := flock(fd, how); err != nil {
 			return nil, fmt.Errorf("shm: flock %s: %w", path, err)
 		}
+		if !samePath(fd, path) {
+			return nil, errSwept
+		}
+		g, ready, err := mapIfReady(fd, path)
+		if errors.Is(err, ErrIncompatible) && anchor != 0 && replaceable(fd) {
+			// A default segment of another layout that no process uses
+			// (an upgrade): made anew, under the exclusive flock
+			// replaceable took.
+			how, ready, err = unix.LOCK_EX, false, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !ready && how == unix.LOCK_EX {
+			if g, err = initSegment(fd, path, limit, init); err != nil {
+				// Not ready, and no process uses it: no file is left behind.
+				unix.Unlink(path)
+				return nil, err
+			}
+		} else if !ready {
+			// Not initialised: its creator died before it was ready, or is
+			// still at it. Wait for the exclusive lock (the kernel drops a
+			// dead process's) and look again.
+			how = unix.LOCK_EX
+			continue
+		} else if limit != 0 && limit != g.limit {
+			g.unmap()
+			return nil, fmt.Errorf("%w: segment %s was created with memory_limit %d, not %d: its size is fixed "+
+				"(set memory_limit to %d, or stop the processes using it and remove the file to resize it)",
+				kv.ErrInvalidArgument, path, g.limit, limit, g.limit)
+		}
+		if err := g.adopt(anchor); err != nil {
+			g.unmap()
+			return nil, err
+		}
+		if how == unix.LOCK_EX {
+			if err := flock(fd, unix.LOCK_SH); err != nil {
+				g.unmap()
+				return nil, fmt.Errorf("shm: flock %s: %w", path, err)
+			}
+		}
+		g.fd, kept = fd, true
+		return g, nil
 	}
 }
 
@@ -264,7 +312,7 @@ func mapIfReady(fd int, path string) (*segment, bool, error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("shm: map %s: %w", path, err)
 	}
-	g := &segment{path: path, mem: mem, base: unsafe.Pointer(&mem[0])}
+	g := &segment{path: path, fd: -1, mem: mem, base: unsafe.Pointer(&mem[0])}
 	g.readLayout()
 	if err := g.validate(); err != nil {
 		g.unmap()
@@ -326,7 +374,9 @@ func initSegment(fd int, path string, limit int64, init func(g *segment)) (*segm
 	}
 	if err := unix.Fallocate(fd, 0, 0, l.segSize); err != nil {
 		if !errors.Is(err, unix.EOPNOTSUPP) {
-			return nil, fmt.Errorf("shm: allocate %d bytes for %s: %w", l.segSize, path, err)
+			return nil, fmt.Errorf("shm: allocate %d bytes for %s (memory_limit %d): %w: the file system "+
+				"holding it is full or too small (free space in /dev/shm or make it larger, e.g. docker run "+
+				"--shm-size, or lower memory_limit)", l.segSize, path, limit, err)
 		}
 		if err := unix.Ftruncate(fd, l.segSize); err != nil {
 			return nil, fmt.Errorf("shm: size %s: %w", path, err)
@@ -336,7 +386,7 @@ func initSegment(fd int, path string, limit int64, init func(g *segment)) (*segm
 	if err != nil {
 		return nil, fmt.Errorf("shm: map %s: %w", path, err)
 	}
-	g := &segment{path: path, mem: mem, base: unsafe.Pointer(&mem[0]), layout: l}
+	g := &segment{path: path, fd: -1, mem: mem, base: unsafe.Pointer(&mem[0]), layout: l}
 	*g.u32(hVersion) = layoutVersion
 	*g.u32(hHeaderSize) = headerSize
 	*g.u64(hSegSize) = uint64(l.segSize)
@@ -365,6 +415,10 @@ func (g *segment) unmap() {
 	if g.mem != nil {
 		unix.Munmap(g.mem)
 		g.mem, g.base = nil, nil
+	}
+	if g.fd >= 0 {
+		unix.Close(g.fd)
+		g.fd = -1
 	}
 }
 

@@ -40,6 +40,9 @@ type Options struct {
 	// PinnedPrefixes lists key prefixes whose entries this process writes
 	// pinned: never evicted.
 	PinnedPrefixes []string
+	// Anchor is the pid of the process the segment lives for (a php-fpm
+	// master for its pool's segment), 0 for none: see lifecycle.go.
+	Anchor int
 }
 
 // Store is one process's attachment to a segment. It is safe for
@@ -90,7 +93,14 @@ func Open(name string, opts Options) (*Store, error) {
 	if cfg.Policy < kv.NoEviction || cfg.Policy > kv.AllKeysLRU || cfg.CompressionMinSize < 0 || cfg.Limit < 0 {
 		return nil, fmt.Errorf("%w: memory setting %+v", kv.ErrInvalidArgument, cfg)
 	}
-	g, err := openSegment(Path(opts.Dir, name), cfg.Limit, initShards)
+	var anchor uint64
+	if opts.Anchor != 0 {
+		if anchor = identOf(opts.Anchor); anchor == 0 {
+			return nil, fmt.Errorf("shm: the anchor process %d of segment %s does not run", opts.Anchor, name)
+		}
+	}
+	sweep(opts.Dir)
+	g, err := openSegment(Path(opts.Dir, name), cfg.Limit, anchor, initShards)
 	if err != nil {
 		return nil, err
 	}

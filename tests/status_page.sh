@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # examples/status.php rendered by headless Chromium: the figures on the page
 # are ephpm_kv_stats()'s, and a screenshot is kept as an artifact. Under
-# php-fpm with the in-process store the page says the store is private to
+# php-fpm with ephpm.kv_backend=memory the page says the store is private to
 # the worker.
 #
 # Usage: status_page.sh /path/to/ephpm.so ARTIFACT_DIR [php-fpm binary]
@@ -68,11 +68,11 @@ pm.max_children = 1
 php_admin_value[display_errors] = 0
 CONF
   root=(); [ "$(id -u)" = 0 ] && root=(-R)
-  "$fpm" -n -F "${root[@]}" -y "$dir/fpm.conf" -d "extension=$ext" &
+  "$fpm" -n -F "${root[@]}" -y "$dir/fpm.conf" -d "extension=$ext" -d ephpm.kv_backend=memory &
   pids+=($!)
   for _ in $(seq 100); do [ -S "$dir/fpm.sock" ] && break; sleep 0.05; done
   SCRIPT_FILENAME="$src/examples/status.php" REQUEST_METHOD=GET cgi-fcgi -bind -connect "$dir/fpm.sock" > "$dir/fpm.html"
-  check "under php-fpm with the in-process store the page says it is private to the worker" 'grep -q private-banner "$dir/fpm.html"'
+  check "under php-fpm with ephpm.kv_backend=memory the page says the store is private to the worker" 'grep -q private-banner "$dir/fpm.html"'
 fi
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

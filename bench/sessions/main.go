@@ -1,11 +1,14 @@
 // Command sessions measures the case sessions are locked for: 100
 // concurrent requests with one session cookie, each adding its own key to
-// $_SESSION, against php-fpm (pm=static, 8 workers) over one redis-server.
-// It runs ephpm's session handler on the Redis backend and phpredis's
-// handler with redis.session.locking_enabled=1 side by side, and prints how
-// many of the 100 keys each kept, the wall time and the p50/p99 latency.
+// $_SESSION, against php-fpm (pm=static, 8 workers). It runs, side by side:
+// ephpm with no ephpm.* setting (the pool's shared-memory segment), ephpm
+// on Redis, PHP's files handler (flock), and phpredis's handler with
+// locking on (default and tuned polling) and off, all Redis handlers on one
+// redis-server; for each amount of work per request (-hold-us, a list) it
+// prints how many of the 100 keys each kept, the wall time, its ratio to
+// the serial limit (requests x work) and the p50/p99 latency.
 //
-//	go run ./bench/sessions -ext build/modules/ephpm.so
+//	go run ./bench/sessions -ext build/modules/ephpm.so -hold-us 1000,5000
 package main
 
 import (
@@ -17,6 +20,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"text/tabwriter"
@@ -106,7 +110,7 @@ func run(sock, add, count string, n int, sid string) result {
 func main() {
 	ext := flag.String("ext", "build/modules/ephpm.so", "the built ephpm.so")
 	n := flag.Int("requests", 100, "concurrent requests on one session")
-	hold := flag.Int("hold-us", 1000, "microseconds each request works with the session open")
+	holds := flag.String("hold-us", "1000,5000", "microseconds each request works with the session open (a list)")
 	flag.Parse()
 	extPath, err := filepath.Abs(*ext)
 	must(err)
@@ -118,56 +122,70 @@ func main() {
 	stopRedis := start("redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--dir", dir)
 	defer stopRedis()
 	waitFor("tcp", "127.0.0.1:"+strconv.Itoa(port))
-
-	add := filepath.Join(dir, "add.php")
-	count := filepath.Join(dir, "count.php")
-	must(os.WriteFile(add, []byte(fmt.Sprintf("<?php\nsession_start();\nusleep(%d);\n$_SESSION['k' . $_GET['i']] = 1;\necho count($_SESSION);\n", *hold)), 0o644))
-	must(os.WriteFile(count, []byte("<?php\nsession_start(['read_and_close' => true]);\necho count($_SESSION);\n"), 0o644))
+	redis := "tcp://127.0.0.1:" + strconv.Itoa(port)
+	phpredis := []string{"extension=igbinary", "extension=msgpack", "extension=redis",
+		"session.save_handler=redis", "session.save_path=" + redis}
+	must(os.Mkdir(filepath.Join(dir, "files"), 0o700))
 
 	handlers := []struct {
 		name string
 		ini  []string
 	}{
+		{"ephpm, defaults (shm segment)", []string{"extension=" + extPath, "session.save_handler=ephpm"}},
 		{"ephpm (Redis backend)", []string{
 			"extension=" + extPath, "ephpm.kv_backend=redis://127.0.0.1:" + strconv.Itoa(port),
 			"session.save_handler=ephpm",
 		}},
-		{"phpredis, locking on", []string{
-			"extension=igbinary", "extension=msgpack", "extension=redis",
-			"session.save_handler=redis", "session.save_path=tcp://127.0.0.1:" + strconv.Itoa(port),
-			"redis.session.locking_enabled=1",
-		}},
-		{"phpredis, locking off", []string{
-			"extension=igbinary", "extension=msgpack", "extension=redis",
-			"session.save_handler=redis", "session.save_path=tcp://127.0.0.1:" + strconv.Itoa(port),
-		}},
+		{"files (flock)", []string{"session.save_handler=files", "session.save_path=" + filepath.Join(dir, "files")}},
+		{"phpredis, locking on", append(phpredis, "redis.session.locking_enabled=1")},
+		// Polls every 100 µs instead of 20 ms, and long enough for 100 turns.
+		{"phpredis, locking on, tuned polling", append(phpredis, "redis.session.locking_enabled=1",
+			"redis.session.lock_wait_time=100", "redis.session.lock_retries=1000000")},
+		{"phpredis, locking off", phpredis},
 	}
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "handler\tkept\twall time\tp50\tp99\tfailed\t\n")
-	for h, handler := range handlers {
-		sock := filepath.Join(dir, fmt.Sprintf("fpm%d.sock", h))
-		conf := filepath.Join(dir, fmt.Sprintf("fpm%d.conf", h))
-		must(os.WriteFile(conf, []byte(fmt.Sprintf("[global]\nerror_log = %s/fpm%d.log\ndaemonize = no\n[www]\n"+
-			"listen = %s\nlisten.backlog = 1024\npm = static\npm.max_children = 8\n", dir, h, sock)), 0o600))
-		args := []string{"-n", "-F", "-y", conf, "-d", "session.use_strict_mode=0", "-d", "session.cache_limiter="}
-		if os.Geteuid() == 0 {
-			args = append(args, "-R")
+	count := filepath.Join(dir, "count.php")
+	must(os.WriteFile(count, []byte("<?php\nsession_start(['read_and_close' => true]);\necho count($_SESSION);\n"), 0o644))
+	for _, field := range strings.Split(*holds, ",") {
+		hold, err := strconv.Atoi(strings.TrimSpace(field))
+		must(err)
+		add := filepath.Join(dir, fmt.Sprintf("add%d.php", hold))
+		must(os.WriteFile(add, []byte(fmt.Sprintf("<?php\nsession_start();\nusleep(%d);\n$_SESSION['k' . $_GET['i']] = 1;\necho count($_SESSION);\n", hold)), 0o644))
+		serial := time.Duration(*n*hold) * time.Microsecond
+		fmt.Printf("%d concurrent requests, one session, 8 php-fpm workers, %d µs of work per request (serial limit %v)\n",
+			*n, hold, serial)
+		w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(w, "handler\tkept\twall time\tx serial\tp50\tp99\tfailed\t\n")
+		for h, handler := range handlers {
+			pool := fmt.Sprintf("bench%d-%d", os.Getpid(), h)
+			sock := filepath.Join(dir, pool+".sock")
+			conf := filepath.Join(dir, pool+".conf")
+			must(os.WriteFile(conf, []byte(fmt.Sprintf("[global]\nerror_log = %s/%s.log\ndaemonize = no\n[%s]\n"+
+				"listen = %s\nlisten.backlog = 1024\npm = static\npm.max_children = 8\n", dir, pool, pool, sock)), 0o600))
+			args := []string{"-n", "-F", "-y", conf, "-d", "session.use_strict_mode=0", "-d", "session.cache_limiter="}
+			if os.Geteuid() == 0 {
+				args = append(args, "-R")
+			}
+			for _, kv := range handler.ini {
+				args = append(args, "-d", kv)
+			}
+			fpm := "php-fpm8.2"
+			if _, err := exec.LookPath(fpm); err != nil {
+				fpm = "/usr/sbin/php-fpm8.2"
+			}
+			stop := start(fpm, args...)
+			waitFor("unix", sock)
+			// Each worker takes one of 16 warm-up requests first (they wait
+			// on one session's lock), so that what is measured is not a
+			// worker's first request (ephpm loads its library then).
+			run(sock, add, count, 16, fmt.Sprintf("warm%d%d", h, time.Now().UnixNano()))
+			r := run(sock, add, count, *n, fmt.Sprintf("bench%d%d", h, time.Now().UnixNano()))
+			stop()
+			os.Remove(fmt.Sprintf("/dev/shm/ephpm-fpm-%s.%d", pool, os.Geteuid()))
+			fmt.Fprintf(w, "%s\t%d/%d\t%v\t%.2fx\t%v\t%v\t%d\t\n", handler.name, r.kept, *n,
+				r.wall.Round(time.Millisecond), float64(r.wall)/float64(serial),
+				r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.failed)
 		}
-		for _, kv := range handler.ini {
-			args = append(args, "-d", kv)
-		}
-		fpm := "php-fpm8.2"
-		if _, err := exec.LookPath(fpm); err != nil {
-			fpm = "/usr/sbin/php-fpm8.2"
-		}
-		stop := start(fpm, args...)
-		waitFor("unix", sock)
-		r := run(sock, add, count, *n, fmt.Sprintf("bench%d%d", h, time.Now().UnixNano()))
-		stop()
-		fmt.Fprintf(w, "%s\t%d/%d\t%v\t%v\t%v\t%d\t\n", handler.name, r.kept, *n,
-			r.wall.Round(time.Millisecond), r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.failed)
+		w.Flush()
+		fmt.Println()
 	}
-	w.Flush()
-	fmt.Printf("\n%d concurrent requests, one session, 8 php-fpm workers, %d µs of work per request (serial limit %v).\n",
-		*n, *hold, time.Duration(*n**hold)*time.Microsecond)
 }

@@ -32,6 +32,16 @@ switch ($_GET['do']) {
         session_start();
         echo "not reached\n";
         break;
+    case 'add':         // add this request's own key, after a little work
+        session_start();
+        usleep(2000);
+        $_SESSION['k' . $_GET['i']] = getmypid();
+        echo getmypid();
+        break;
+    case 'count':       // how many keys the session holds
+        session_start(['read_and_close' => true]);
+        echo count($_SESSION);
+        break;
     case 'inspect':     // what the store holds for the session, without starting it
         header('Content-Type: application/json');
         echo json_encode(['lock' => ephpm_kv_get($lockKey), 'data' => ephpm_kv_get('session:' . $_GET['sid'])]);

@@ -426,6 +426,19 @@ static void test_key_api_members(void)
           && memcmp(back, big, sizeof big) == 0, "decompressed read");
     CHECK(ops->del_if_eq(S("k:big"), big, sizeof big) == EPHPM_KV_OK, "compare on the logical value");
     CHECK(ops->configure(S("compression"), S("none")) == EPHPM_KV_OK, "compression off");
+    CHECK(ops->configure(S("memory_limit"), S("64M")) == EPHPM_KV_OK
+          && ops->configure(S("memory_limit"), S("0")) == EPHPM_KV_OK, "sizes as php.ini writes them");
+    CHECK(ops->configure(S("Eviction"), S("noeviction")) == EPHPM_KV_E_INVALID
+          && ops->configure(S("eviction"), S("NoEviction")) == EPHPM_KV_E_INVALID, "names and words are lowercase");
+
+    /* "auto" outside a multi-process server is the in-process store, and
+     * stats say so and why. */
+    CHECK(ops->configure(S("sapi"), S("cli")) == EPHPM_KV_OK
+          && ops->configure(S("backend"), S("auto")) == EPHPM_KV_OK, "auto under the CLI");
+    memset(&st, 0, sizeof st);
+    st.struct_size = sizeof st;
+    CHECK(ops->stats(&st) == EPHPM_KV_OK && strcmp(st.backend, "memory") == 0
+          && strncmp(st.store, "memory", 6) == 0 && strstr(st.store, "cli") != NULL, "store: %s", st.store);
 }
 
 /* Appends a batch record (a uint32_t length, then the bytes) at *at. */

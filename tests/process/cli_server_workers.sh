@@ -3,7 +3,9 @@
 # loaded the extension: the master must start no Go runtime before it forks,
 # and each process (the master serves requests too, after forking) must
 # load its own and keep working under GC-heavy load (large values, waits
-# backed by goroutines and timers), with no hang.
+# backed by goroutines and timers), with no hang. With no ephpm.* setting
+# they share the server's shared-memory segment (and none warns that its
+# store is private); the segment goes once the server has ended.
 #
 # Usage: cli_server_workers.sh /path/to/ephpm.so
 set -euo pipefail
@@ -32,7 +34,13 @@ for ($i = 0; $i < 50; $i++) {
 $token = ephpm_kv_lock("lock:$me", 5);
 $again = ephpm_kv_lock("lock:$me", 5, 0.05);   // waits 50 ms on itself, then false
 ephpm_kv_unlock("lock:$me", $token);
-echo $me, ' ', count(glob('/proc/self/task/*')), ' ', $token !== false && $again === false ? 'ok' : 'BAD';
+ephpm_kv_incr('served', 1);
+echo $me, ' ', count(glob('/proc/self/task/*')), ' ', $token !== false && $again === false ? 'ok' : 'BAD', ' ',
+     ephpm_kv_stats()['backend'];
+PHP
+cat > "$dir/count.php" <<'PHP'
+<?php
+echo ephpm_kv_incr('served', 1);
 PHP
 
 port=$(php -n -r '$s = stream_socket_server("tcp://127.0.0.1:0"); echo substr(strrchr(stream_socket_get_name($s, false), ":"), 1);')
@@ -48,24 +56,33 @@ check "master has not mapped libephpm.so" '! grep -q libephpm /proc/$pid/maps'
 
 # 40 requests, 8 at a time, each bounded to 20 s: a hang fails the test.
 seq 40 | xargs -P 8 -I{} curl -s --max-time 20 "http://127.0.0.1:$port/load.php?{}" -o "$dir/out.{}" || true
-ok=0 workers="" warned=""
+ok=0 workers="" warned="" backends=""
 for i in $(seq 40); do
-  read -r wpid threads verdict < <(tail -n 1 "$dir/out.$i" 2>/dev/null) || true
+  read -r wpid threads verdict backend < <(tail -n 1 "$dir/out.$i" 2>/dev/null) || true
   if [ "${verdict:-}" = ok ] && [ "${threads:-0}" -gt 1 ]; then
-    ok=$((ok + 1)); workers="$workers $wpid"
+    ok=$((ok + 1)); workers="$workers $wpid"; backends="$backends ${backend:-?}"
   fi
-  if grep -q 'store is private to this php -S worker' "$dir/out.$i" 2>/dev/null; then
+  if grep -q 'store is private' "$dir/out.$i" 2>/dev/null; then
     warned="$warned ${wpid:-?}"
   fi
 done
 check "all 40 requests answered ok by workers running Go (got $ok)" '[ "$ok" = 40 ]'
 nworkers=$(tr ' ' '\n' <<< "$workers" | sort -u | grep -c . || true)
 check "requests were spread over several processes ($nworkers)" '[ "$nworkers" -gt 1 ]'
-# Each process warns once, on the request that loads its library, that its
-# in-process store is private to it.
-nwarned=$(tr ' ' '\n' <<< "$warned" | grep -c . || true)
-nwarned_unique=$(tr ' ' '\n' <<< "$warned" | sort -u | grep -c . || true)
-check "every process warned that its store is private ($nwarned_unique of $nworkers)" '[ "$nwarned_unique" = "$nworkers" ]'
-check "and each warned once ($nwarned warnings)" '[ "$nwarned" = "$nwarned_unique" ]'
+check "every process served the shared-memory segment ($(tr ' ' '\n' <<< "$backends" | sort | uniq -c | xargs))" \
+  '[ -z "$(tr " " "\n" <<< "$backends" | grep . | grep -vx shm)" ]'
+check "no process warned that its store is private ($warned)" '[ -z "$warned" ]'
+segment=/dev/shm/ephpm-cli-server-127.0.0.1_$port.$(id -u)
+served=$(curl -s "http://127.0.0.1:$port/count.php")
+check "the processes counted into one store ($served of 41)" '[ "$served" = 41 ]'
+check "the segment is $segment" '[ -f "$segment" ]'
+workers=$(pgrep -P "$pid" || true)
+kill $workers "$pid" 2>/dev/null || true
+wait "$pid" 2>/dev/null || true
+pid=
+for _ in $(seq 100); do gone=1; for w in $workers; do kill -0 "$w" 2>/dev/null && gone=; done; [ -n "$gone" ] && break; sleep 0.05; done
+php -n -d "extension=$ext" -d "ephpm.kv_backend=shm://clisw-$$" -r 'ephpm_kv_stats();'
+rm -f "/dev/shm/ephpm-clisw-$$.$(id -u)"
+check "once the server ended, the next process to open a segment removed it" '[ ! -e "$segment" ]'
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -2,7 +2,9 @@
 # php-fpm loads the extension in its master, which then forks the workers.
 # The master must start no Go runtime (one thread, libephpm.so not even
 # mapped); each worker loads the library on its first ephpm call and works,
-# and says once that its in-process store is private to it.
+# and, with ephpm.kv_backend=memory set, says once that its in-process store
+# is private to it. (With the default, the pool's workers share a segment:
+# ctest fpm-shared, integration/fpm_race_test.go.)
 #
 # Usage: fpm_lazy_load.sh /usr/sbin/php-fpm8.2 /path/to/ephpm.so
 set -euo pipefail
@@ -32,7 +34,7 @@ PHP
 
 root_flag=()
 [ "$(id -u)" = 0 ] && root_flag=(-R)
-"$fpm" -n -F "${root_flag[@]}" -y "$dir/fpm.conf" -d "extension=$ext" &
+"$fpm" -n -F "${root_flag[@]}" -y "$dir/fpm.conf" -d "extension=$ext" -d ephpm.kv_backend=memory &
 pid=$!
 for _ in $(seq 100); do [ -S "$dir/fpm.sock" ] && break; sleep 0.1; done
 [ -S "$dir/fpm.sock" ] || { cat "$dir/fpm.log"; echo "php-fpm did not start"; exit 1; }

@@ -1,0 +1,87 @@
+package bridge
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// autoSegment says what the backend "auto" is in a process of the server
+// API sapi: under one that serves requests from several processes, the
+// shared-memory segment of its pool (name), anchored to the process that
+// forked it (anchor, a pid; 0: none), so that every worker of the pool
+// shares locks and sessions; elsewhere name is "" and the in-process store
+// serves. why says which it is, for stats.
+//
+//	fpm-fcgi        fpm-POOL, from the worker's title "php-fpm: pool POOL"
+//	                (fpm-PPID if the title is not there); anchor: the master
+//	cli-server      with PHP_CLI_SERVER_WORKERS > 1: cli-server-ADDR, from
+//	                the -S address (':' and other characters a segment name
+//	                cannot hold become '_'); anchor: the php -S master (which
+//	                serves requests too)
+//	apache2handler  apache; anchor: the Apache parent process
+//	cgi-fcgi        cgi; no anchor: php-cgi may be started per request by
+//	                a web server, or as a pool by PHP_FCGI_CHILDREN
+func autoSegment(sapi string) (name string, anchor int, why string) {
+	switch sapi {
+	case "fpm-fcgi":
+		cmdline, _ := os.ReadFile("/proc/self/cmdline")
+		title := strings.TrimRight(string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})), " ")
+		if pool, ok := strings.CutPrefix(title, "php-fpm: pool "); ok && pool != "" {
+			return segmentName("fpm-" + pool), os.Getppid(), "php-fpm pool " + pool
+		}
+		return segmentName("fpm-" + strconv.Itoa(os.Getppid())), os.Getppid(), "php-fpm worker"
+	case "cli-server":
+		if n, _ := strconv.Atoi(os.Getenv("PHP_CLI_SERVER_WORKERS")); n > 1 {
+			// The master serves requests too: it is its own anchor, and its
+			// workers' (whose parent serves the same -S address; the whole
+			// command lines may differ, as under valgrind).
+			cmdline, _ := os.ReadFile("/proc/self/cmdline")
+			addr, master := serverAddress(cmdline), os.Getppid()
+			if parent, _ := os.ReadFile("/proc/" + strconv.Itoa(master) + "/cmdline"); addr == "" || serverAddress(parent) != addr {
+				master = os.Getpid()
+			}
+			return segmentName("cli-server-" + addr), master, "php -S with PHP_CLI_SERVER_WORKERS"
+		}
+		return "", 0, "php -S in one process"
+	case "apache2handler":
+		return "apache", os.Getppid(), "Apache mod_php"
+	case "cgi-fcgi":
+		return "cgi", 0, "php-cgi"
+	}
+	if sapi == "" {
+		return "", 0, "the host names no server API"
+	}
+	return "", 0, sapi + " runs in one process"
+}
+
+// serverAddress is the address after php's -S in a command line (its
+// arguments separated by NULs), or "" if there is none.
+func serverAddress(cmdline []byte) string {
+	args := strings.Split(string(cmdline), "\x00")
+	for i, a := range args {
+		if a == "-S" && i+1 < len(args) {
+			return args[i+1]
+		}
+		if addr, ok := strings.CutPrefix(a, "-S"); ok && addr != "" {
+			return addr
+		}
+	}
+	return ""
+}
+
+// segmentName makes s a segment name: 1-64 of [A-Za-z0-9._-], any other
+// byte replaced by '_'.
+func segmentName(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 64 {
+		b = b[:64]
+	}
+	return string(b)
+}

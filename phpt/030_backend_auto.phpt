@@ -1,0 +1,58 @@
+--TEST--
+ephpm.kv_backend=auto: the CLI keeps the in-process store; php -S with workers shares its segment, which a CLI script reaches by name, and which goes once the server has ended
+--EXTENSIONS--
+ephpm
+--SKIPIF--
+<?php if (ini_get('ephpm.kv_backend') !== 'auto') die('skip ephpm.kv_backend is set'); ?>
+--FILE--
+<?php
+require __DIR__ . '/inc/child.inc';
+require __DIR__ . '/inc/server.inc';
+var_dump(ini_get('ephpm.kv_backend'), ephpm_kv_stats()['backend'], ephpm_kv_stats()['store']);
+
+// php -S with two workers (and its master, which serves too).
+$sock = stream_socket_server('tcp://127.0.0.1:0');
+$port = (int) substr(strrchr(stream_socket_get_name($sock, false), ':'), 1);
+fclose($sock);
+$cmd = 'exec ' . getenv('TEST_PHP_EXECUTABLE') . ' ' . getenv('TEST_PHP_EXTRA_ARGS')
+     . " -S 127.0.0.1:$port -t " . escapeshellarg(__DIR__ . '/www');
+$env = getenv() + ['PHP_CLI_SERVER_WORKERS' => '2'];
+$proc = proc_open($cmd, [0 => ['pipe', 'r'], 1 => ['file', '/dev/null', 'w'], 2 => ['file', '/dev/null', 'w']], $pipes, null, $env);
+$master = proc_get_status($proc)['pid'];
+for ($i = 0; $i < 100 && !@fsockopen('127.0.0.1', $port); $i++) {
+    usleep(50_000);
+}
+$segment = "cli-server-127.0.0.1_$port";
+$uid = (int) trim(shell_exec('id -u'));
+$file = "/dev/shm/ephpm-$segment.$uid";
+$pids = [];
+for ($i = 1; $i <= 30; $i++) {
+    [$n, $pid, $store] = explode(' ', ephpm_http_get("http://127.0.0.1:$port/kv_count.php"), 3);
+    $pids[$pid] = true;
+    if ((int) $n !== $i || $store !== "shm $file (default: php -S with PHP_CLI_SERVER_WORKERS)") {
+        echo "request $i: $n $pid $store\n";
+    }
+}
+echo "30 requests counted into one store by ", count($pids) > 1 ? 'several processes' : 'one process', "\n";
+echo ephpm_child('echo ephpm_kv_get("www:count"), " ", ephpm_kv_stats()["store"];', ['ephpm.kv_backend' => "shm://$segment"]), "\n";
+
+// The server ends (the master does not pass SIGTERM on to its workers).
+$children = array_filter(explode(' ', trim((string) @file_get_contents("/proc/$master/task/$master/children"))));
+exec('kill ' . implode(' ', array_map('intval', [...$children, $master])));
+proc_close($proc);
+for ($i = 0; $i < 100 && array_filter($children, fn ($p) => file_exists("/proc/$p")); $i++) {
+    usleep(20_000);
+}
+var_dump(file_exists($file));
+ephpm_child('ephpm_kv_stats();', ['ephpm.kv_backend' => "shm://t30-$port"]);   // the next process to open a segment
+@unlink("/dev/shm/ephpm-t30-$port.$uid");
+var_dump(file_exists($file));
+?>
+--EXPECTF--
+string(4) "auto"
+string(6) "memory"
+string(61) "memory, this process's own (default: cli runs in one process)"
+30 requests counted into one store by several processes
+30 shm /dev/shm/ephpm-cli-server-127.0.0.1_%d.%d (ephpm.kv_backend)
+bool(true)
+bool(false)
