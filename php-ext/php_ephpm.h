@@ -18,6 +18,12 @@ typedef enum {
     EPHPM_LOCK_ACTION_READONLY = 2  /* read, but refuse the write */
 } ephpm_lock_action;
 
+/* What ephpm.session_lock_mode says about when a request holds the lock. */
+typedef enum {
+    EPHPM_LOCK_MODE_EXCLUSIVE = 0,  /* from session_start() to the write */
+    EPHPM_LOCK_MODE_OPTIMISTIC = 1  /* only while the write merges its changes */
+} ephpm_lock_mode;
+
 ZEND_BEGIN_MODULE_GLOBALS(ephpm)
     char *library; /* ini ephpm.library: path of the provider library, or "" */
 
@@ -37,6 +43,7 @@ ZEND_BEGIN_MODULE_GLOBALS(ephpm)
     zend_long session_lock_ttl;        /* seconds */
     double session_lock_wait;          /* seconds */
     zend_long session_lock_timeout_action; /* ephpm_lock_action */
+    zend_long session_lock_mode;       /* ephpm_lock_mode */
 
     /* The session lock of the current request. lock_key is set from the
      * moment a lock may have been granted (even if the outcome is unknown)
@@ -46,6 +53,13 @@ ZEND_BEGIN_MODULE_GLOBALS(ephpm)
     bool session_lock_held;
     bool session_readonly; /* the lock was not had and the action is readonly */
     bool session_timed_out; /* the request hit max_execution_time waiting for the lock */
+
+    /* An optimistic request (read without the lock): the session it read
+     * and the data read, against which its write finds its changes. NULL
+     * when the request holds the lock from the read on (exclusive mode, or
+     * the fallback to it). */
+    zend_string *session_base_sid;
+    zend_string *session_base;
 
     /* ephpm_kv_fetch's buffer for this request (NULL until the first get,
      * and after it became a result): see ephpm_kv_fetch. */
