@@ -1,11 +1,17 @@
 // Command sessions measures the case sessions are locked for: 100
 // concurrent requests with one session cookie, each adding its own key to
 // $_SESSION, against php-fpm (pm=static, 8 workers) over one redis-server.
-// It runs ephpm's session handler on the Redis backend and phpredis's
-// handler with redis.session.locking_enabled=1 side by side, and prints how
-// many of the 100 keys each kept, the wall time and the p50/p99 latency.
+// It runs PHP's files handler (flock), ephpm's session handler on the Redis
+// backend (exclusive and optimistic lock modes) and phpredis's handler with
+// redis.session.locking_enabled=1 side by side, everything else at its
+// defaults, and prints how many of the 100 keys each kept, the wall time
+// against the serial limit (requests x work: what one lock allows) and the
+// parallel limit (the same over the 8 workers), the p50/p99 latency, and the
+// commands per request that Redis's INFO commandstats counted.
 //
-//	go run ./bench/sessions -ext build/modules/ephpm.so
+//	go run ./bench/sessions -ext build/modules/ephpm.so -hold-us 1000
+//
+// phpredis needs Debian's php-redis; without it its rows are left out.
 package main
 
 import (
@@ -17,6 +23,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"text/tabwriter"
@@ -103,6 +110,32 @@ func run(sock, add, count string, n int, sid string) result {
 	return result{kept: kept, wall: wall, p50: lat[n/2], p99: lat[n*99/100], failed: failed}
 }
 
+// redisCommands is what INFO commandstats says Redis ran since the last
+// reset (then resets it): the total count and "cmd=n" for each command.
+func redisCommands(port int) (int, string) {
+	out, err := exec.Command("redis-cli", "-p", strconv.Itoa(port), "info", "commandstats").Output()
+	must(err)
+	must(exec.Command("redis-cli", "-p", strconv.Itoa(port), "config", "resetstat").Run())
+	total := 0
+	var per []string
+	for _, line := range strings.Split(string(out), "\n") {
+		// cmdstat_get:calls=200,usec=...
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		calls, _ := strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
+		name = strings.TrimPrefix(name, "cmdstat_")
+		if name == "info" || name == "config|resetstat" || name == "config" {
+			continue
+		}
+		total += calls
+		per = append(per, fmt.Sprintf("%s=%d", name, calls))
+	}
+	slices.Sort(per)
+	return total, strings.Join(per, " ")
+}
+
 func main() {
 	ext := flag.String("ext", "build/modules/ephpm.so", "the built ephpm.so")
 	n := flag.Int("requests", 100, "concurrent requests on one session")
@@ -124,27 +157,54 @@ func main() {
 	must(os.WriteFile(add, []byte(fmt.Sprintf("<?php\nsession_start();\nusleep(%d);\n$_SESSION['k' . $_GET['i']] = 1;\necho count($_SESSION);\n", *hold)), 0o644))
 	must(os.WriteFile(count, []byte("<?php\nsession_start(['read_and_close' => true]);\necho count($_SESSION);\n"), 0o644))
 
+	// phpredis and the serializers it was built with (Debian 12's needs
+	// igbinary and, in some builds, msgpack).
+	var redisExt []string
+	for _, e := range []string{"igbinary", "msgpack", "redis"} {
+		args := []string{"-n"}
+		for _, loaded := range redisExt {
+			args = append(args, "-d", loaded)
+		}
+		args = append(args, "-d", "extension="+e, "-r", "echo 1;")
+		if out, _ := exec.Command("php", args...).CombinedOutput(); string(out) == "1" {
+			redisExt = append(redisExt, "extension="+e)
+		}
+	}
+	phpredis := len(redisExt) > 0 && redisExt[len(redisExt)-1] == "extension=redis"
+	if !phpredis {
+		fmt.Fprintln(os.Stderr, "php-redis is not installed: its rows are left out")
+	}
 	handlers := []struct {
 		name string
 		ini  []string
 	}{
-		{"ephpm (Redis backend)", []string{
+		{"files (flock)", []string{
+			"session.save_handler=files", "session.save_path=" + dir,
+		}},
+		{"ephpm (Redis), exclusive", []string{
 			"extension=" + extPath, "ephpm.kv_backend=redis://127.0.0.1:" + strconv.Itoa(port),
 			"session.save_handler=ephpm",
 		}},
-		{"phpredis, locking on", []string{
-			"extension=igbinary", "extension=msgpack", "extension=redis",
-			"session.save_handler=redis", "session.save_path=tcp://127.0.0.1:" + strconv.Itoa(port),
+		{"ephpm (Redis), optimistic", []string{
+			"extension=" + extPath, "ephpm.kv_backend=redis://127.0.0.1:" + strconv.Itoa(port),
+			"session.save_handler=ephpm", "ephpm.session_lock_mode=optimistic",
+		}},
+		{"phpredis, locking on", append(slices.Clone(redisExt),
+			"session.save_handler=redis", "session.save_path=tcp://127.0.0.1:"+strconv.Itoa(port),
 			"redis.session.locking_enabled=1",
-		}},
-		{"phpredis, locking off", []string{
-			"extension=igbinary", "extension=msgpack", "extension=redis",
-			"session.save_handler=redis", "session.save_path=tcp://127.0.0.1:" + strconv.Itoa(port),
-		}},
+		)},
+		{"phpredis, locking off", append(slices.Clone(redisExt),
+			"session.save_handler=redis", "session.save_path=tcp://127.0.0.1:"+strconv.Itoa(port),
+		)},
 	}
+	serial := time.Duration(*n**hold) * time.Microsecond
+	parallel := time.Duration((*n+7)/8**hold) * time.Microsecond
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "handler\tkept\twall time\tp50\tp99\tfailed\t\n")
+	fmt.Fprintf(w, "handler\tkept\twall time\t/serial\t/parallel\tp50\tp99\tfailed\tRedis commands per request\t\n")
 	for h, handler := range handlers {
+		if strings.HasPrefix(handler.name, "phpredis") && !phpredis {
+			continue
+		}
 		sock := filepath.Join(dir, fmt.Sprintf("fpm%d.sock", h))
 		conf := filepath.Join(dir, fmt.Sprintf("fpm%d.conf", h))
 		must(os.WriteFile(conf, []byte(fmt.Sprintf("[global]\nerror_log = %s/fpm%d.log\ndaemonize = no\n[www]\n"+
@@ -162,12 +222,21 @@ func main() {
 		}
 		stop := start(fpm, args...)
 		waitFor("unix", sock)
+		redisCommands(port) // reset
 		r := run(sock, add, count, *n, fmt.Sprintf("bench%d%d", h, time.Now().UnixNano()))
 		stop()
-		fmt.Fprintf(w, "%s\t%d/%d\t%v\t%v\t%v\t%d\t\n", handler.name, r.kept, *n,
-			r.wall.Round(time.Millisecond), r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.failed)
+		// The count request is one more: its commands are left in.
+		total, per := redisCommands(port)
+		cmds := "-"
+		if total > 0 {
+			cmds = fmt.Sprintf("%.2f (%s)", float64(total)/float64(*n+1), per)
+		}
+		fmt.Fprintf(w, "%s\t%d/%d\t%v\t%.2fx\t%.2fx\t%v\t%v\t%d\t%s\t\n", handler.name, r.kept, *n,
+			r.wall.Round(time.Millisecond), float64(r.wall)/float64(serial), float64(r.wall)/float64(parallel),
+			r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.failed, cmds)
 	}
 	w.Flush()
-	fmt.Printf("\n%d concurrent requests, one session, 8 php-fpm workers, %d µs of work per request (serial limit %v).\n",
-		*n, *hold, time.Duration(*n**hold)*time.Microsecond)
+	fmt.Printf("\n%d concurrent requests, one session, 8 php-fpm workers, %d µs of work per request "+
+		"(serial limit %v, parallel limit %v). Redis commands over %d requests (the count request included).\n",
+		*n, *hold, serial, parallel, *n+1)
 }
