@@ -36,6 +36,14 @@ type Backend interface {
 	PTTL(key string) (ttl time.Duration, found bool, err error)
 	ExpireIfEq(key string, token []byte, ttl time.Duration) (bool, error)
 	IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int64, error)
+	// SetNXGet is one attempt of set_nx_wait_get: SetNX of key, and once
+	// inserted, GetInto of dataKey (n, found as GetInto returns them).
+	// Nothing is read when the lock is not inserted.
+	SetNXGet(key string, value []byte, ttl time.Duration, dataKey string, dst []byte) (out kv.SetNXOutcome, n int, found bool, err error)
+	// SetGuardedRelease is SetGuarded of key, and if the guard held,
+	// DelIfEq of guardKey with guardToken; it reports whether the guard
+	// held (false: nothing changed).
+	SetGuardedRelease(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error)
 	Flush() error
 	Stats() (kv.Stats, error)
 	// Name is the backend's kind, as stats report it ("memory", "redis").

@@ -208,6 +208,57 @@ func ephpmGoSetNXWait(key *C.char, keyLen C.size_t, value *C.char, valueLen C.si
 	return C.EPHPM_KV_EXISTS
 }
 
+//export ephpmGoSetNXWaitGet
+func ephpmGoSetNXWaitGet(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs, waitMs C.int64_t,
+	dataKey *C.char, dataKeyLen C.size_t, buf *C.char, bufCap C.size_t, dataLen *C.size_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	*dataLen = 0
+	k, v, ttl, ok := writeArgs(key, keyLen, value, valueLen, ttlMs)
+	budget, okW := ttlArg(waitMs)
+	dk, okD := keyArg(dataKey, dataKeyLen)
+	if !ok || !okW || !okD {
+		return C.EPHPM_KV_E_INVALID
+	}
+	var dst []byte
+	if bufCap > 0 {
+		dst = unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(bufCap))
+	}
+	locker := session.Locker{Store: current()}
+	res, read, err := locker.AcquireGet(k, v, ttl, budget, dk, dst)
+	if err != nil {
+		return failure(err)
+	}
+	if !res.Acquired {
+		lockTimeouts.Add(1)
+		return C.EPHPM_KV_EXISTS
+	}
+	if !read.Found {
+		return C.EPHPM_KV_MISS
+	}
+	*dataLen = C.size_t(read.N)
+	if read.N > int(bufCap) {
+		return C.EPHPM_KV_TOO_SMALL
+	}
+	return C.EPHPM_KV_OK
+}
+
+//export ephpmGoSetGuardedRelease
+func ephpmGoSetGuardedRelease(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs C.int64_t,
+	guardKey *C.char, guardKeyLen C.size_t, guardToken *C.char, guardTokenLen C.size_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	k, v, ttl, ok := writeArgs(key, keyLen, value, valueLen, ttlMs)
+	gk, okG := keyArg(guardKey, guardKeyLen)
+	gt, okT := bytesArg(guardToken, guardTokenLen)
+	if !ok || !okG || !okT {
+		return C.EPHPM_KV_E_INVALID
+	}
+	written, err := current().SetGuardedRelease(k, v, ttl, gk, gt)
+	if err != nil {
+		return failure(err)
+	}
+	return answer(written)
+}
+
 //export ephpmGoSetGuarded
 func ephpmGoSetGuarded(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs C.int64_t,
 	guardKey *C.char, guardKeyLen C.size_t, guardToken *C.char, guardTokenLen C.size_t) (rc C.int) {

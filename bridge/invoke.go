@@ -37,6 +37,8 @@ static int call_member(int op, const char *k, size_t kl, const char *v, size_t v
     case EPHPM_MEMBER_CONFIGURE: return o->configure(k, kl, v, vl);
     case EPHPM_MEMBER_LAST_ERROR: return o->last_error(buf, cap, len);
     case EPHPM_MEMBER_DEL_GUARDED: return o->del_guarded(k, kl, v, vl, k, kl);
+    case EPHPM_MEMBER_SET_NX_WAIT_GET: return o->set_nx_wait_get(k, kl, v, vl, ttl, ttl, k, kl, buf, cap, len);
+    case EPHPM_MEMBER_SET_GUARDED_RELEASE: return o->set_guarded_release(k, kl, v, vl, ttl, v, vl, k, kl);
     }
     return -100;
 }

@@ -41,6 +41,8 @@ int ephpm_op_last_error(char *buf, size_t buf_cap, size_t *len);
 #define EPHPM_MEMBER_CONFIGURE 15
 #define EPHPM_MEMBER_LAST_ERROR 16
 #define EPHPM_MEMBER_DEL_GUARDED 17
-#define EPHPM_MEMBERS 18
+#define EPHPM_MEMBER_SET_NX_WAIT_GET 18
+#define EPHPM_MEMBER_SET_GUARDED_RELEASE 19
+#define EPHPM_MEMBERS 20
 
 #endif /* EPHPM_BRIDGE_MEMBERS_H */

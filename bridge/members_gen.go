@@ -22,7 +22,9 @@ const (
 	memberConfigure
 	memberLastError
 	memberDelGuarded
+	memberSetNXWaitGet
+	memberSetGuardedRelease
 )
 
 // tableMembers is how many members the table has.
-const tableMembers = 18
+const tableMembers = 20

@@ -182,6 +182,28 @@ static void ephpm_session_release(const ephpm_kv_ops *ops)
     ephpm_session_release_ex(ops, false);
 }
 
+/* Writes value under data while this request holds lock (set_guarded),
+ * releasing the lock in the same call where the library has
+ * set_guarded_release (one round trip on Redis; the write is the last
+ * thing a request does under its session lock). OK, MISS (the lock is no
+ * longer this request's: nothing changed) or a failure. Crosses into Go. */
+static int ephpm_session_write_held(const ephpm_kv_ops *ops, const ephpm_session_key *data,
+                                    const ephpm_session_key *lock, const char *value, size_t value_len,
+                                    int64_t ttl_ms)
+{
+    const char *token = EPHPM_G(session_lock_token);
+    if (EPHPM_KV_OPS_HAS(ops, set_guarded_release)) {
+        int rc = ops->set_guarded_release(data->buf, data->len, value, value_len, ttl_ms,
+                                          lock->buf, lock->len, token, strlen(token));
+        if (rc == EPHPM_KV_OK) {
+            ephpm_session_forget_lock(); /* released */
+        }
+        return rc;
+    }
+    return ops->set_guarded(data->buf, data->len, value, value_len, ttl_ms, lock->buf, lock->len,
+                            token, strlen(token));
+}
+
 /* The wait budget in ms: ephpm.session_lock_wait, but never longer than
  * max_execution_time; *capped says the limit, not the setting, decided.
  * (On NTS builds PHP counts CPU time, which a wait does not use, so without
@@ -200,13 +222,21 @@ static int64_t ephpm_session_wait_ms(bool *capped)
     return (int64_t)(wait * 1000.0);
 }
 
+/* *data_rc of ephpm_session_lock when it did not read the data. */
+#define EPHPM_SESSION_NOT_READ INT_MIN
+
 /* Takes the lock of session sid for this request. True if it is held;
  * false after a warning that names the cause and then, what follows. A
  * wait that reaches max_execution_time ends the request with PHP's timeout
  * fatal if may_time_out (in session_start()), else it is a failure like
- * any other. Crosses into Go. */
+ * any other. With data, and a library that has set_nx_wait_get, the call
+ * that takes the lock also reads the session's data (one round trip on
+ * Redis): *data_rc is then what ephpm_kv_fetch answers, with *val; else it
+ * is EPHPM_SESSION_NOT_READ and the caller reads. Crosses into Go (twice
+ * for data over the get buffer). */
 static bool ephpm_session_lock(const ephpm_kv_ops *ops, const zend_string *sid, const char *then,
-                               bool may_time_out)
+                               bool may_time_out, const ephpm_session_key *data, int *data_rc,
+                               zend_string **val)
 {
     ephpm_session_key lock;
     unsigned char raw[EPHPM_SESSION_TOKEN_BYTES];
@@ -230,8 +260,23 @@ static bool ephpm_session_lock(const ephpm_kv_ops *ops, const zend_string *sid, 
     bool capped;
     int64_t wait_ms = ephpm_session_wait_ms(&capped);
     double start = ephpm_monotonic_seconds();
-    int rc = ops->set_nx_wait(lock.buf, lock.len, token, 2 * sizeof raw,
-                              (int64_t)EPHPM_G(session_lock_ttl) * 1000, wait_ms);
+    int64_t ttl_ms = (int64_t)EPHPM_G(session_lock_ttl) * 1000;
+    int rc;
+    if (data_rc != NULL) {
+        *data_rc = EPHPM_SESSION_NOT_READ;
+    }
+    if (data != NULL && EPHPM_KV_OPS_HAS(ops, set_nx_wait_get)) {
+        size_t cap, len = 0;
+        char *buf = ephpm_kv_fetch_buffer(&cap);
+        rc = ops->set_nx_wait_get(lock.buf, lock.len, token, 2 * sizeof raw, ttl_ms, wait_ms,
+                                  data->buf, data->len, buf, cap, &len);
+        if (rc == EPHPM_KV_OK || rc == EPHPM_KV_MISS || rc == EPHPM_KV_TOO_SMALL) {
+            *data_rc = ephpm_kv_fetch_finish(ops, data->buf, data->len, rc, len, val);
+            rc = EPHPM_KV_OK; /* the lock is this request's */
+        }
+    } else {
+        rc = ops->set_nx_wait(lock.buf, lock.len, token, 2 * sizeof raw, ttl_ms, wait_ms);
+    }
     double waited = ephpm_monotonic_seconds() - start;
 
     if (rc == EPHPM_KV_EXISTS && capped && may_time_out) {
@@ -565,11 +610,13 @@ static zend_result ephpm_session_write_merged(const ephpm_kv_ops *ops, const zen
         goto done;
     }
 
-    if (!ephpm_session_lock(ops, sid, EPHPM_NOT_MERGED, false)) {
+    if (!ephpm_session_lock(ops, sid, EPHPM_NOT_MERGED, false, &data, &rc, &stored)) {
         ephpm_session_release(ops); /* a lock whose grant is unknown */
         goto done;
     }
-    rc = ephpm_kv_fetch(ops, data.buf, data.len, &stored);
+    if (rc == EPHPM_SESSION_NOT_READ) {
+        rc = ephpm_kv_fetch(ops, data.buf, data.len, &stored);
+    }
     if (rc == EPHPM_KV_MISS) {
         stored = ZSTR_EMPTY_ALLOC();
     } else if (rc != EPHPM_KV_OK) {
@@ -591,9 +638,7 @@ static zend_result ephpm_session_write_merged(const ephpm_kv_ops *ops, const zen
     if (out == NULL || ZSTR_LEN(out) == 0) {
         rc = ephpm_session_remove(ops, &data, &lock);
     } else {
-        const char *token = EPHPM_G(session_lock_token);
-        rc = ops->set_guarded(data.buf, data.len, ZSTR_VAL(out), ZSTR_LEN(out), ttl_ms,
-                              lock.buf, lock.len, token, strlen(token));
+        rc = ephpm_session_write_held(ops, &data, &lock, ZSTR_VAL(out), ZSTR_LEN(out), ttl_ms);
     }
     if (rc == EPHPM_KV_MISS) {
         ephpm_session_warn_lock_lost(sid, "written");
@@ -671,10 +716,11 @@ PS_READ_FUNC(ephpm)
             return orc == SUCCESS ? SUCCESS : FAILURE;
         }
     }
+    int rc = EPHPM_SESSION_NOT_READ;
     if (EPHPM_G(session_locking)) {
         /* One session lock per request: drop any left over first. */
         ephpm_session_release(ops);
-        if (!ephpm_session_lock(ops, key, ephpm_lock_action_text(), true)) {
+        if (!ephpm_session_lock(ops, key, ephpm_lock_action_text(), true, &data, &rc, val)) {
             switch (EPHPM_G(session_lock_timeout_action)) {
             case EPHPM_LOCK_ACTION_FAIL:
                 ephpm_session_release(ops); /* a lock whose grant is unknown */
@@ -686,7 +732,9 @@ PS_READ_FUNC(ephpm)
         }
     }
 
-    int rc = ephpm_kv_fetch(ops, data.buf, data.len, val);
+    if (rc == EPHPM_SESSION_NOT_READ) {
+        rc = ephpm_kv_fetch(ops, data.buf, data.len, val);
+    }
     if (rc == EPHPM_KV_MISS) {
         *val = ZSTR_EMPTY_ALLOC();
         return SUCCESS;
@@ -733,9 +781,7 @@ PS_WRITE_FUNC(ephpm)
             return FAILURE;
         }
     } else if (ephpm_session_holds(&lock)) {
-        const char *token = EPHPM_G(session_lock_token);
-        rc = ops->set_guarded(data.buf, data.len, ZSTR_VAL(val), ZSTR_LEN(val), ttl_ms,
-                              lock.buf, lock.len, token, strlen(token));
+        rc = ephpm_session_write_held(ops, &data, &lock, ZSTR_VAL(val), ZSTR_LEN(val), ttl_ms);
         if (rc == EPHPM_KV_MISS) {
             ephpm_session_warn_lock_lost(key, "written");
             return FAILURE;
@@ -770,7 +816,7 @@ PS_DESTROY_FUNC(ephpm)
         /* Optimistic: the destroy too happens under the lock, taken for it. */
         ephpm_session_forget_base();
         if (!ephpm_session_holds(&lock)
-            && !ephpm_session_lock(ops, key, "the session is not destroyed", false)) {
+            && !ephpm_session_lock(ops, key, "the session is not destroyed", false, NULL, NULL, NULL)) {
             ephpm_session_release(ops); /* a lock whose grant is unknown */
             return FAILURE;
         }

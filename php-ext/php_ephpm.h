@@ -81,6 +81,15 @@ extern zend_class_entry *ephpm_kv_exception_ce;
  * that fits the request's get buffer (8167 bytes), twice for a larger one. */
 int ephpm_kv_fetch(const ephpm_kv_ops *ops, const char *key, size_t key_len, zend_string **value);
 
+/* ephpm_kv_fetch in two halves, for a member that reads as get does along
+ * with something else (set_nx_wait_get): the request's get buffer and its
+ * size, and then, from the status and length that member answered for the
+ * read into it, *value as ephpm_kv_fetch gives it (TOO_SMALL is read again
+ * with get, into a string of the reported size). */
+char *ephpm_kv_fetch_buffer(size_t *cap);
+int ephpm_kv_fetch_finish(const ephpm_kv_ops *ops, const char *key, size_t key_len, int rc, size_t len,
+                          zend_string **value);
+
 /* Frees ephpm_kv_fetch's buffer at the end of a request. */
 void ephpm_kv_fetch_request_end(void);
 

@@ -232,29 +232,47 @@ func (s *Store) runNative(call *nativeCall, sc *script, keys []string, argv ...a
 			return n, err
 		}
 	}
+	var r reply
+	var err error
+	if call != nil && s.direct == nil {
+		args := evalArgs(sc, keys, argv)
+		cmd := redis.NewCmd(ctx, args...)
+		s.c.Process(ctx, nativeCmd{cmd, call})
+		r, err = goRedisReply(nil, cmd)
+		if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			args[0], args[1] = "eval", sc.src
+			r, err = s.do(nil, args...)
+		}
+		err = classify(err)
+	} else {
+		r, err = s.runInto(nil, sc, keys, argv...)
+	}
+	if err == nil && r.kind != ':' {
+		err = errProtocol // these scripts return integers
+	}
+	return r.n, err
+}
+
+// evalArgs is EVALSHA of sc with keys and argv.
+func evalArgs(sc *script, keys []string, argv []any) []any {
 	args := make([]any, 0, 3+len(keys)+len(argv))
 	args = append(args, "evalsha", sc.sha, int64(len(keys)))
 	for _, k := range keys {
 		args = append(args, k)
 	}
-	args = append(args, argv...)
-	var r reply
-	var err error
-	if call != nil && s.direct == nil {
-		cmd := redis.NewCmd(ctx, args...)
-		s.c.Process(ctx, nativeCmd{cmd, call})
-		r, err = goRedisReply(nil, cmd)
-	} else {
-		r, err = s.do(nil, args...)
-	}
+	return append(args, argv...)
+}
+
+// runInto is run for a script whose reply may also be a bulk string,
+// copied into dst when it fits (as do copies it).
+func (s *Store) runInto(dst []byte, sc *script, keys []string, argv ...any) (reply, error) {
+	args := evalArgs(sc, keys, argv)
+	r, err := s.do(dst, args...)
 	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
 		args[0], args[1] = "eval", sc.src
-		r, err = s.do(nil, args...)
+		r, err = s.do(dst, args...)
 	}
-	if err == nil && r.kind != ':' {
-		err = errProtocol // the scripts here all return integers
-	}
-	return r.n, classify(err)
+	return r, classify(err)
 }
 
 // classify turns a Redis error into the store's errors: a refusal whose
@@ -417,6 +435,73 @@ func (s *Store) SetGuarded(key string, value []byte, ttl time.Duration, guardKey
 	}
 	defer s.near.forget(key)
 	n, err := s.run(setGuardedScript, []string{redisKey(key), redisKey(guardKey)}, value, guardToken, ms(ttl))
+	return n == 1, err
+}
+
+// setNXGetScript takes the lock KEYS[1] (ARGV[1], PX ARGV[2]; '0': no
+// TTL) and reads KEYS[2]: 0 if the lock is held, 1 if taken and KEYS[2] is
+// absent, else KEYS[2]'s value (a bulk reply, where the others are integers).
+var setNXGetScript = newScript(`
+local ok
+if ARGV[2] == '0' then
+  ok = redis.call('set', KEYS[1], ARGV[1], 'NX')
+else
+  ok = redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
+end
+if not ok then return 0 end
+local v = redis.call('get', KEYS[2])
+if not v then return 1 end
+return v`)
+
+// SetNXGet takes a session's lock and reads its data in one script: one
+// round trip. Both keys must live on one server, as for SetGuarded.
+func (s *Store) SetNXGet(key string, value []byte, ttl time.Duration, dataKey string, dst []byte) (kv.SetNXOutcome, int, bool, error) {
+	if err := s.noEviction(); err != nil {
+		return 0, 0, false, err
+	}
+	defer s.near.forget(key)
+	r, err := s.runInto(dst, setNXGetScript, []string{redisKey(key), redisKey(dataKey)}, value, ms(ttl))
+	switch {
+	case err != nil:
+		return 0, 0, false, err
+	case r.kind == ':' && r.n == 0:
+		s.setNXLosses.Add(1)
+		return kv.Exists, 0, false, nil
+	case r.kind == ':' && r.n == 1:
+		s.setNXWins.Add(1)
+		return kv.Inserted, 0, false, nil
+	case r.kind == '$' && !r.null:
+		s.setNXWins.Add(1)
+		return kv.Inserted, len(r.b), true, nil
+	}
+	return 0, 0, false, errProtocol
+}
+
+// setGuardedReleaseScript is setGuardedScript, then the release of the
+// guard, announced on ARGV[4] as DelIfEq announces it.
+var setGuardedReleaseScript = newScript(`
+if redis.call('get', KEYS[2]) ~= ARGV[2] then return 0 end
+if ARGV[3] == '0' then
+  redis.call('set', KEYS[1], ARGV[1])
+else
+  redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[3])
+end
+redis.call('del', KEYS[2])
+redis.call('publish', ARGV[4], '')
+return 1`)
+
+// SetGuardedRelease writes a session and releases its lock in one script:
+// one round trip.
+func (s *Store) SetGuardedRelease(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
+	if err := s.noEviction(); err != nil {
+		return false, err
+	}
+	defer s.near.forget(key)
+	rg := redisKey(guardKey)
+	n, err := s.run(setGuardedReleaseScript, []string{redisKey(key), rg}, value, guardToken, ms(ttl), releaseChannel(rg))
+	if err == nil && n == 1 {
+		s.delIfEqMatches.Add(1)
+	}
 	return n == 1, err
 }
 

@@ -105,6 +105,39 @@ type Result struct {
 // an error from SetNX the lock may have been granted anyway; the caller
 // should still release it with its token.
 func (l *Locker) Acquire(key string, token []byte, ttl, budget time.Duration) (Result, error) {
+	return l.acquire(key, budget, func() (kv.SetNXOutcome, error) { return l.Store.SetNX(key, token, ttl) })
+}
+
+// LockReader is what a store offers if it can take a lock and read a
+// value in one step (a Redis script: one round trip for both).
+type LockReader interface {
+	// SetNXGet is SetNX of key, and once inserted, GetInto of dataKey:
+	// n is the value's length (n > len(dst): nothing copied), found false
+	// if dataKey holds no live entry.
+	SetNXGet(key string, value []byte, ttl time.Duration, dataKey string, dst []byte) (out kv.SetNXOutcome, n int, found bool, err error)
+}
+
+// Read is what AcquireGet read once the lock was granted.
+type Read struct {
+	N     int  // the value's length (N > len(dst): nothing copied)
+	Found bool // dataKey held a live entry
+}
+
+// AcquireGet is Acquire with a store that is a LockReader: the attempt
+// that takes the lock also reads dataKey into dst.
+func (l *Locker) AcquireGet(key string, token []byte, ttl, budget time.Duration, dataKey string, dst []byte) (Result, Read, error) {
+	lr := l.Store.(LockReader)
+	var read Read
+	res, err := l.acquire(key, budget, func() (kv.SetNXOutcome, error) {
+		out, n, found, err := lr.SetNXGet(key, token, ttl, dataKey, dst)
+		read = Read{N: n, Found: found}
+		return out, err
+	})
+	return res, read, err
+}
+
+// acquire runs Acquire's loop with attempt as each SetNX.
+func (l *Locker) acquire(key string, budget time.Duration, attempt func() (kv.SetNXOutcome, error)) (Result, error) {
 	clock, backoff := l.Clock, l.Backoff
 	if clock == nil {
 		clock = SystemClock
@@ -120,7 +153,7 @@ func (l *Locker) Acquire(key string, token []byte, ttl, budget time.Duration) (R
 	var res Result
 	for {
 		res.Attempts++
-		out, err := l.Store.SetNX(key, token, ttl)
+		out, err := attempt()
 		if err != nil {
 			res.Waited = clock.Now().Sub(start)
 			return res, err
