@@ -12,6 +12,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/session"
 )
@@ -246,30 +247,30 @@ func ephpmGoSetNXWaitGet(key *C.char, keyLen C.size_t, value *C.char, valueLen C
 func ephpmGoSetGuardedRelease(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs C.int64_t,
 	guardKey *C.char, guardKeyLen C.size_t, guardToken *C.char, guardTokenLen C.size_t) (rc C.int) {
 	defer recoverStatus(&rc)
-	k, v, ttl, ok := writeArgs(key, keyLen, value, valueLen, ttlMs)
-	gk, okG := keyArg(guardKey, guardKeyLen)
-	gt, okT := bytesArg(guardToken, guardTokenLen)
-	if !ok || !okG || !okT {
-		return C.EPHPM_KV_E_INVALID
-	}
-	written, err := current().SetGuardedRelease(k, v, ttl, gk, gt)
-	if err != nil {
-		return failure(err)
-	}
-	return answer(written)
+	return guardedWrite(backend.Backend.SetGuardedRelease, key, keyLen, value, valueLen, ttlMs,
+		guardKey, guardKeyLen, guardToken, guardTokenLen)
 }
 
 //export ephpmGoSetGuarded
 func ephpmGoSetGuarded(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs C.int64_t,
 	guardKey *C.char, guardKeyLen C.size_t, guardToken *C.char, guardTokenLen C.size_t) (rc C.int) {
 	defer recoverStatus(&rc)
+	return guardedWrite(backend.Backend.SetGuarded, key, keyLen, value, valueLen, ttlMs,
+		guardKey, guardKeyLen, guardToken, guardTokenLen)
+}
+
+// guardedWrite is set_guarded and set_guarded_release: their arguments, and
+// write (the Backend method) on the current backend.
+func guardedWrite(write func(backend.Backend, string, []byte, time.Duration, string, []byte) (bool, error),
+	key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs C.int64_t,
+	guardKey *C.char, guardKeyLen C.size_t, guardToken *C.char, guardTokenLen C.size_t) C.int {
 	k, v, ttl, ok := writeArgs(key, keyLen, value, valueLen, ttlMs)
 	gk, okG := keyArg(guardKey, guardKeyLen)
 	gt, okT := bytesArg(guardToken, guardTokenLen)
 	if !ok || !okG || !okT {
 		return C.EPHPM_KV_E_INVALID
 	}
-	written, err := current().SetGuarded(k, v, ttl, gk, gt)
+	written, err := write(current(), k, v, ttl, gk, gt)
 	if err != nil {
 		return failure(err)
 	}

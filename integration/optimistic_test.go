@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -51,50 +49,13 @@ func get(t *testing.T, sock, file, sid, query string) string {
 // key, across 8 php-fpm workers in optimistic mode: all 100 are kept,
 // although no request holds the lock while it works.
 func TestFPMOptimisticSessionsKeepEveryKey(t *testing.T) {
-	add := script(t, "add.php", `<?php
-session_start();
-usleep(1000); // work done while the session is open
-$_SESSION['k' . $_GET['i']] = getmypid();
-echo count($_SESSION);
-`)
-	count := script(t, "count.php", `<?php
-session_start(['read_and_close' => true]);
-$pids = array_unique(array_values($_SESSION));
-echo count($_SESSION), ' ', count($pids);
-`)
+	add, count := script(t, "add.php", addScript), script(t, "count.php", countScript)
 	for name, ini := range optimisticBackends(t) {
 		t.Run(name, func(t *testing.T) {
 			sock := fpm(t, 8, ini)
 			for run := 0; run < 3; run++ {
 				sid := fmt.Sprintf("opt%s%dabcdef%d", name, run, time.Now().UnixNano())
-				var wg sync.WaitGroup
-				errs := make(chan error, 100)
-				start := make(chan struct{})
-				for i := 0; i < 100; i++ {
-					wg.Add(1)
-					go func(i int) {
-						defer wg.Done()
-						<-start
-						resp, err := fcgi.Do("unix", sock, map[string]string{
-							"SCRIPT_FILENAME": add, "REQUEST_METHOD": "GET",
-							"QUERY_STRING": fmt.Sprintf("i=%d", i), "HTTP_COOKIE": "PHPSESSID=" + sid,
-						}, 60*time.Second)
-						if err == nil && strings.Contains(string(resp.Body), "Warning") {
-							err = fmt.Errorf("request %d: %s", i, resp.Body)
-						}
-						if err != nil {
-							errs <- err
-						}
-					}(i)
-				}
-				t0 := time.Now()
-				close(start)
-				wg.Wait()
-				wall := time.Since(t0)
-				close(errs)
-				for err := range errs {
-					t.Error(err)
-				}
+				wall := burst(t, sock, add, sid, 100)
 				var kept, workers int
 				fmt.Sscan(get(t, sock, count, sid, ""), &kept, &workers)
 				assert.Equal(t, 100, kept, "run %d", run)

@@ -418,6 +418,9 @@ func (s *Store) DelIfEq(key string, token []byte) (bool, error) {
 	return n == 1, nil
 }
 
+// setGuardedScript writes KEYS[1] while KEYS[2] holds ARGV[2]; with
+// ARGV[4] (the guard's release channel) it then releases the guard and
+// announces it, as DelIfEq does.
 var setGuardedScript = newScript(`
 if redis.call('get', KEYS[2]) ~= ARGV[2] then return 0 end
 if ARGV[3] == '0' then
@@ -425,16 +428,38 @@ if ARGV[3] == '0' then
 else
   redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[3])
 end
+if ARGV[4] then
+  redis.call('del', KEYS[2])
+  redis.call('publish', ARGV[4], '')
+end
 return 1`)
 
 // SetGuarded writes key only while guardKey holds guardToken: one script,
 // so both keys must live on one server (sessions do: see redisKey).
 func (s *Store) SetGuarded(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
+	return s.setGuarded(key, value, ttl, guardKey, guardToken, false)
+}
+
+// SetGuardedRelease is SetGuarded, and the release of the guard, in the
+// same script: a session's write and its lock's release in one round trip.
+func (s *Store) SetGuardedRelease(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
+	return s.setGuarded(key, value, ttl, guardKey, guardToken, true)
+}
+
+func (s *Store) setGuarded(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte, release bool) (bool, error) {
 	if err := s.noEviction(); err != nil {
 		return false, err
 	}
 	defer s.near.forget(key)
-	n, err := s.run(setGuardedScript, []string{redisKey(key), redisKey(guardKey)}, value, guardToken, ms(ttl))
+	rk, rg := redisKey(key), redisKey(guardKey)
+	argv := []any{value, guardToken, ms(ttl)}
+	if release {
+		argv = append(argv, releaseChannel(rg))
+	}
+	n, err := s.run(setGuardedScript, []string{rk, rg}, argv...)
+	if err == nil && n == 1 && release {
+		s.delIfEqMatches.Add(1)
+	}
 	return n == 1, err
 }
 
@@ -475,34 +500,6 @@ func (s *Store) SetNXGet(key string, value []byte, ttl time.Duration, dataKey st
 		return kv.Inserted, len(r.b), true, nil
 	}
 	return 0, 0, false, errProtocol
-}
-
-// setGuardedReleaseScript is setGuardedScript, then the release of the
-// guard, announced on ARGV[4] as DelIfEq announces it.
-var setGuardedReleaseScript = newScript(`
-if redis.call('get', KEYS[2]) ~= ARGV[2] then return 0 end
-if ARGV[3] == '0' then
-  redis.call('set', KEYS[1], ARGV[1])
-else
-  redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[3])
-end
-redis.call('del', KEYS[2])
-redis.call('publish', ARGV[4], '')
-return 1`)
-
-// SetGuardedRelease writes a session and releases its lock in one script:
-// one round trip.
-func (s *Store) SetGuardedRelease(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
-	if err := s.noEviction(); err != nil {
-		return false, err
-	}
-	defer s.near.forget(key)
-	rg := redisKey(guardKey)
-	n, err := s.run(setGuardedReleaseScript, []string{redisKey(key), rg}, value, guardToken, ms(ttl), releaseChannel(rg))
-	if err == nil && n == 1 {
-		s.delIfEqMatches.Add(1)
-	}
-	return n == 1, err
 }
 
 var delGuardedScript = newScript(`
