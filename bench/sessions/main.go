@@ -7,7 +7,10 @@
 // defaults, and prints how many of the 100 keys each kept, the wall time
 // against the serial limit (requests x work: what one lock allows) and the
 // parallel limit (the same over the 8 workers), the p50/p99 latency, and the
-// commands per request that Redis's INFO commandstats counted.
+// commands per request that Redis's INFO commandstats counted (which counts
+// the commands a script runs as well as the script itself: a session
+// request that writes, with nobody waiting, is two EVALSHA and the SET,
+// GET, DEL and PUBLISH they run).
 //
 //	go run ./bench/sessions -ext build/modules/ephpm.so -hold-us 1000
 //
@@ -237,6 +240,7 @@ func main() {
 	}
 	w.Flush()
 	fmt.Printf("\n%d concurrent requests, one session, 8 php-fpm workers, %d µs of work per request "+
-		"(serial limit %v, parallel limit %v). Redis commands over %d requests (the count request included).\n",
+		"(serial limit %v, parallel limit %v). Redis commands over %d requests (the count request included; "+
+		"commandstats counts the commands scripts run too).\n",
 		*n, *hold, serial, parallel, *n+1)
 }
