@@ -363,9 +363,12 @@ func (s *Store) SetNX(key string, value []byte, ttl time.Duration) (kv.SetNXOutc
 	return kv.Inserted, nil
 }
 
-var delScript = newScript(`
+// The release scripts announce a release on the key's channel, naming the
+// first waiter in its line (KEYS[2], lease prefix after the channel) when
+// the caller passes the line (queue.go).
+var delScript = newScript(liveHeadLua + `
 local n = redis.call('del', KEYS[1])
-if n > 0 then redis.call('publish', ARGV[1], '') end
+if n > 0 then publish_release(ARGV[1], KEYS[2], ARGV[2]) end
 return n`)
 
 // Del removes key and announces it to waiters.
@@ -375,14 +378,15 @@ func (s *Store) Del(key string) (bool, error) {
 	}
 	defer s.near.forget(key)
 	rk := redisKey(key)
-	n, err := s.run(delScript, []string{rk}, releaseChannel(rk))
+	line, prefix := releaseLine(rk)
+	n, err := s.run(delScript, append([]string{rk}, line...), append([]any{releaseChannel(rk)}, prefix...)...)
 	return n > 0, err
 }
 
-var delIfEqScript = newScript(`
+var delIfEqScript = newScript(liveHeadLua + `
 if redis.call('get', KEYS[1]) == ARGV[1] then
   redis.call('del', KEYS[1])
-  redis.call('publish', ARGV[2], '')
+  publish_release(ARGV[2], KEYS[2], ARGV[3])
   return 1
 end
 return 0`)
@@ -403,10 +407,12 @@ func (s *Store) DelIfEq(key string, token []byte) (bool, error) {
 		// The native commands publish nothing: the PUBLISH that wakes
 		// the key's waiters goes in the same write, and runs whether or
 		// not the key was released (a waiter woken for nothing looks and
-		// waits again).
+		// waits again). It names no waiter: in each process the oldest
+		// is woken and tries, and the line still decides who gets it.
 		then: []any{"publish", ch, ""},
 	}
-	n, err := s.runNative(release, delIfEqScript, []string{rk}, token, ch)
+	line, prefix := releaseLine(rk)
+	n, err := s.runNative(release, delIfEqScript, append([]string{rk}, line...), append([]any{token, ch}, prefix...)...)
 	if err != nil {
 		return false, err
 	}
@@ -420,8 +426,9 @@ func (s *Store) DelIfEq(key string, token []byte) (bool, error) {
 
 // setGuardedScript writes KEYS[1] while KEYS[2] holds ARGV[2]; with
 // ARGV[4] (the guard's release channel) it then releases the guard and
-// announces it, as DelIfEq does.
-var setGuardedScript = newScript(`
+// announces it, as DelIfEq does (the guard's line KEYS[3], lease prefix
+// ARGV[5]).
+var setGuardedScript = newScript(liveHeadLua + `
 if redis.call('get', KEYS[2]) ~= ARGV[2] then return 0 end
 if ARGV[3] == '0' then
   redis.call('set', KEYS[1], ARGV[1])
@@ -430,7 +437,7 @@ else
 end
 if ARGV[4] then
   redis.call('del', KEYS[2])
-  redis.call('publish', ARGV[4], '')
+  publish_release(ARGV[4], KEYS[3], ARGV[5])
 end
 return 1`)
 
@@ -452,11 +459,12 @@ func (s *Store) setGuarded(key string, value []byte, ttl time.Duration, guardKey
 	}
 	defer s.near.forget(key)
 	rk, rg := redisKey(key), redisKey(guardKey)
-	argv := []any{value, guardToken, ms(ttl)}
+	keys, argv := []string{rk, rg}, []any{value, guardToken, ms(ttl)}
 	if release {
-		argv = append(argv, releaseChannel(rg))
+		line, prefix := releaseLine(rg)
+		keys, argv = append(keys, line...), append(append(argv, releaseChannel(rg)), prefix...)
 	}
-	n, err := s.run(setGuardedScript, []string{rk, rg}, argv...)
+	n, err := s.run(setGuardedScript, keys, argv...)
 	if err == nil && n == 1 && release {
 		s.delIfEqMatches.Add(1)
 	}

@@ -105,8 +105,41 @@ type Result struct {
 // an error from SetNX the lock may have been granted anyway; the caller
 // should still release it with its token.
 func (l *Locker) Acquire(key string, token []byte, ttl, budget time.Duration) (Result, error) {
-	return l.acquire(key, budget, func() (kv.SetNXOutcome, error) { return l.Store.SetNX(key, token, ttl) })
+	return l.acquire(key, budget, func(line *Line, id string, lease time.Duration) (kv.SetNXOutcome, error) {
+		if line != nil {
+			return (*line).SetNXInLine(key, token, ttl, id, lease)
+		}
+		return l.Store.SetNX(key, token, ttl)
+	})
 }
+
+// Line is what a store offers if waiters for a key can line up across
+// every process that shares it, so that a release hands the key to the
+// one that came first (redisstore: a sorted set beside the key). A waiter
+// has an id of its own and a lease its every attempt renews; a waiter
+// that stops attempting (its process died) loses its place when the lease
+// lapses.
+type Line interface {
+	// InLine reports whether key's waiters can line up.
+	InLine(key string) bool
+	// SetNXInLine is SetNX for waiter id, which succeeds only in its turn
+	// (first in line, or nobody in line) and otherwise puts or keeps it in
+	// line with a lease of lease.
+	SetNXInLine(key string, value []byte, ttl time.Duration, id string, lease time.Duration) (kv.SetNXOutcome, error)
+	// SetNXGetInLine is SetNXInLine that reads dataKey as SetNXGet does.
+	SetNXGetInLine(key string, value []byte, ttl time.Duration, id string, lease time.Duration, dataKey string, dst []byte) (kv.SetNXOutcome, int, bool, error)
+	// WaitTurn blocks for at most timeout until a release hands key to
+	// waiter id (or it is free and id is first in line) and reports
+	// whether it is id's turn.
+	WaitTurn(key, id string, timeout time.Duration) (bool, error)
+	// LeaveLine takes waiter id out of key's line.
+	LeaveLine(key, id string) error
+}
+
+// LeaseMargin is how much longer than the wait before its next attempt a
+// waiter's lease lasts: a waiter whose process died holds up the line for
+// at most its last backoff step and this.
+const LeaseMargin = 500 * time.Millisecond
 
 // LockReader is what a store offers if it can take a lock and read a
 // value in one step (a Redis script: one round trip for both).
@@ -128,16 +161,25 @@ type Read struct {
 func (l *Locker) AcquireGet(key string, token []byte, ttl, budget time.Duration, dataKey string, dst []byte) (Result, Read, error) {
 	lr := l.Store.(LockReader)
 	var read Read
-	res, err := l.acquire(key, budget, func() (kv.SetNXOutcome, error) {
-		out, n, found, err := lr.SetNXGet(key, token, ttl, dataKey, dst)
+	res, err := l.acquire(key, budget, func(line *Line, id string, lease time.Duration) (kv.SetNXOutcome, error) {
+		var out kv.SetNXOutcome
+		var n int
+		var found bool
+		var err error
+		if line != nil {
+			out, n, found, err = (*line).SetNXGetInLine(key, token, ttl, id, lease, dataKey, dst)
+		} else {
+			out, n, found, err = lr.SetNXGet(key, token, ttl, dataKey, dst)
+		}
 		read = Read{N: n, Found: found}
 		return out, err
 	})
 	return res, read, err
 }
 
-// acquire runs Acquire's loop with attempt as each SetNX.
-func (l *Locker) acquire(key string, budget time.Duration, attempt func() (kv.SetNXOutcome, error)) (Result, error) {
+// acquire runs Acquire's loop with attempt as each SetNX: in line as id
+// with a lease, when line is not nil.
+func (l *Locker) acquire(key string, budget time.Duration, attempt func(line *Line, id string, lease time.Duration) (kv.SetNXOutcome, error)) (Result, error) {
 	clock, backoff := l.Clock, l.Backoff
 	if clock == nil {
 		clock = SystemClock
@@ -146,6 +188,15 @@ func (l *Locker) acquire(key string, budget time.Duration, attempt func() (kv.Se
 		backoff = DefaultBackoff
 	}
 	waiter, canWait := l.Store.(Waiter)
+	var line *Line
+	var id string
+	if ln, ok := l.Store.(Line); ok && ln.InLine(key) {
+		tok, err := NewToken()
+		if err != nil {
+			return Result{}, err
+		}
+		line, id = &ln, tok
+	}
 
 	start := clock.Now()
 	deadline := start.Add(budget)
@@ -153,7 +204,7 @@ func (l *Locker) acquire(key string, budget time.Duration, attempt func() (kv.Se
 	var res Result
 	for {
 		res.Attempts++
-		out, err := attempt()
+		out, err := attempt(line, id, step+LeaseMargin)
 		if err != nil {
 			res.Waited = clock.Now().Sub(start)
 			return res, err
@@ -166,10 +217,22 @@ func (l *Locker) acquire(key string, budget time.Duration, attempt func() (kv.Se
 		}
 		remaining := deadline.Sub(now)
 		if remaining <= 0 {
+			if line != nil {
+				// Out of time: give the place up at once rather than
+				// hold up the line until the lease lapses. A failure
+				// here changes nothing this call reports: the lease
+				// still lapses.
+				(*line).LeaveLine(key, id)
+			}
 			return res, nil
 		}
 		pause := min(step, remaining)
-		if canWait {
+		if line != nil {
+			if _, err := (*line).WaitTurn(key, id, pause); err != nil {
+				res.Waited = clock.Now().Sub(start)
+				return res, err
+			}
+		} else if canWait {
 			if _, err := waiter.Wait(key, pause); err != nil {
 				res.Waited = clock.Now().Sub(start)
 				return res, err
