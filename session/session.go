@@ -136,10 +136,13 @@ type Line interface {
 	LeaveLine(key, id string) error
 }
 
-// LeaseMargin is how much longer than the wait before its next attempt a
-// waiter's lease lasts: a waiter whose process died holds up the line for
-// at most its last backoff step and this.
-const LeaseMargin = 500 * time.Millisecond
+// LineStep is the longest a waiter in line waits between attempts, and
+// LeaseMargin how much longer its lease lasts: a waiter whose process died
+// holds up the line for at most both.
+const (
+	LineStep    = time.Second
+	LeaseMargin = 500 * time.Millisecond
+)
 
 // LockReader is what a store offers if it can take a lock and read a
 // value in one step (a Redis script: one round trip for both).
@@ -204,7 +207,7 @@ func (l *Locker) acquire(key string, budget time.Duration, attempt func(line *Li
 	var res Result
 	for {
 		res.Attempts++
-		out, err := attempt(line, id, step+LeaseMargin)
+		out, err := attempt(line, id, LineStep+LeaseMargin)
 		if err != nil {
 			res.Waited = clock.Now().Sub(start)
 			return res, err
@@ -228,7 +231,11 @@ func (l *Locker) acquire(key string, budget time.Duration, attempt func(line *Li
 		}
 		pause := min(step, remaining)
 		if line != nil {
-			if _, err := (*line).WaitTurn(key, id, pause); err != nil {
+			// In line, the release that hands the key over wakes this
+			// waiter, and WaitTurn wakes when the key expires: the wait
+			// before the next attempt (which renews the lease) can be
+			// long.
+			if _, err := (*line).WaitTurn(key, id, min(LineStep, remaining)); err != nil {
 				res.Waited = clock.Now().Sub(start)
 				return res, err
 			}
