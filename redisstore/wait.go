@@ -152,8 +152,11 @@ func (s *Store) wait(key, id string, timeout time.Duration, look func() (bool, t
 	if now {
 		return true, nil
 	}
-	if ttl > 0 && ttl < timeout {
-		timeout = ttl // it expires sooner: wake then
+	// It expires sooner: wake then. PTTL counts whole milliseconds left,
+	// rounded down, so a wake at ttl can come just before the expiry: a
+	// millisecond later it is gone.
+	if ttl >= 0 && ttl+time.Millisecond < timeout {
+		timeout = ttl + time.Millisecond
 	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
