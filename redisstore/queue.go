@@ -139,20 +139,7 @@ func (s *Store) lineAttempt(key string, value []byte, ttl time.Duration, id stri
 		keys = append(keys, redisKey(dataKey))
 	}
 	r, err := s.runInto(dst, lineScript, keys, value, ms(ttl), id, ms(lease), prefix)
-	switch {
-	case err != nil:
-		return 0, 0, false, err
-	case r.kind == ':' && r.n == 0:
-		s.setNXLosses.Add(1)
-		return kv.Exists, 0, false, nil
-	case r.kind == ':' && r.n == 1:
-		s.setNXWins.Add(1)
-		return kv.Inserted, 0, false, nil
-	case r.kind == '$' && !r.null && dataKey != "":
-		s.setNXWins.Add(1)
-		return kv.Inserted, len(r.b), true, nil
-	}
-	return 0, 0, false, errProtocol
+	return s.lockReply(r, err, dataKey != "")
 }
 
 // WaitTurn is Wait for waiter id in key's line: it returns true when a

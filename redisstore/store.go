@@ -494,6 +494,13 @@ func (s *Store) SetNXGet(key string, value []byte, ttl time.Duration, dataKey st
 	}
 	defer s.near.forget(key)
 	r, err := s.runInto(dst, setNXGetScript, []string{redisKey(key), redisKey(dataKey)}, value, ms(ttl))
+	return s.lockReply(r, err, true)
+}
+
+// lockReply is what a lock attempt's script answered (0: held, 1: taken,
+// and with read, the data's value: taken and read), counted as SetNX
+// counts its outcomes.
+func (s *Store) lockReply(r reply, err error, read bool) (kv.SetNXOutcome, int, bool, error) {
 	switch {
 	case err != nil:
 		return 0, 0, false, err
@@ -503,7 +510,7 @@ func (s *Store) SetNXGet(key string, value []byte, ttl time.Duration, dataKey st
 	case r.kind == ':' && r.n == 1:
 		s.setNXWins.Add(1)
 		return kv.Inserted, 0, false, nil
-	case r.kind == '$' && !r.null:
+	case r.kind == '$' && !r.null && read:
 		s.setNXWins.Add(1)
 		return kv.Inserted, len(r.b), true, nil
 	}
