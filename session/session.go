@@ -138,7 +138,8 @@ type Line interface {
 
 // LineStep is the longest a waiter in line waits between attempts, and
 // LeaseMargin how much longer its lease lasts: a waiter whose process died
-// holds up the line for at most both.
+// holds up the line for its lease (both) and the next waiter's wait until
+// its next attempt (LineStep) at most.
 const (
 	LineStep    = time.Second
 	LeaseMargin = 500 * time.Millisecond
