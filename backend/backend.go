@@ -59,6 +59,14 @@ type Backend interface {
 	// DelFenced removes key only while fence is still the latest grant of
 	// lock, in one atomic step, and reports whether the fence held.
 	DelFenced(key, lock string, fence int64) (bool, error)
+	// SetNXGet is one attempt of set_nx_wait_get: SetNX of key, and once
+	// inserted, GetInto of dataKey (n, found as GetInto returns them).
+	// Nothing is read when the lock is not inserted.
+	SetNXGet(key string, value []byte, ttl time.Duration, dataKey string, dst []byte) (out kv.SetNXOutcome, n int, found bool, err error)
+	// SetGuardedRelease is SetGuarded of key, and if the guard held,
+	// DelIfEq of guardKey with guardToken; it reports whether the guard
+	// held (false: nothing changed).
+	SetGuardedRelease(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error)
 	Flush() error
 	Stats() (kv.Stats, error)
 	// Name is the backend's kind, as stats report it ("memory", "redis").

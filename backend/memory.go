@@ -34,6 +34,14 @@ func (m Memory) PTTL(key string) (time.Duration, bool, error) {
 	return ttl, found, nil
 }
 
+func (m Memory) SetNXGet(key string, value []byte, ttl time.Duration, dataKey string, dst []byte) (kv.SetNXOutcome, int, bool, error) {
+	return LockThenGet(m, key, value, ttl, dataKey, dst)
+}
+
+func (m Memory) SetGuardedRelease(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
+	return WriteThenRelease(m, key, value, ttl, guardKey, guardToken)
+}
+
 func (m Memory) Flush() error { m.Store.Flush(); return nil }
 
 func (m Memory) Stats() (kv.Stats, error) { return m.Store.Stats(), nil }

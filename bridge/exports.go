@@ -16,6 +16,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/session"
 )
@@ -316,17 +317,68 @@ func ephpmGoDelFenced(key *C.char, keyLen C.size_t, lock *C.char, lockLen C.size
 	return answer(held)
 }
 
+//export ephpmGoSetNXWaitGet
+func ephpmGoSetNXWaitGet(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs, waitMs C.int64_t,
+	dataKey *C.char, dataKeyLen C.size_t, buf *C.char, bufCap C.size_t, dataLen *C.size_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	*dataLen = 0
+	var a args
+	k, v, ttl, budget := a.key(key, keyLen), a.bytes(value, valueLen), a.duration(ttlMs), a.duration(waitMs)
+	dk := a.key(dataKey, dataKeyLen)
+	if a.err != nil {
+		return failure(a.err)
+	}
+	var dst []byte
+	if bufCap > 0 {
+		dst = unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(bufCap))
+	}
+	locker := session.Locker{Store: current()}
+	res, read, err := locker.AcquireGet(k, v, ttl, budget, dk, dst)
+	if err != nil {
+		return failure(err)
+	}
+	if !res.Acquired {
+		lockTimeouts.Add(1)
+		return C.EPHPM_KV_EXISTS
+	}
+	if !read.Found {
+		return C.EPHPM_KV_MISS
+	}
+	*dataLen = C.size_t(read.N)
+	if read.N > int(bufCap) {
+		return C.EPHPM_KV_TOO_SMALL
+	}
+	return C.EPHPM_KV_OK
+}
+
+//export ephpmGoSetGuardedRelease
+func ephpmGoSetGuardedRelease(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs C.int64_t,
+	guardKey *C.char, guardKeyLen C.size_t, guardToken *C.char, guardTokenLen C.size_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	return guardedWrite(backend.Backend.SetGuardedRelease, key, keyLen, value, valueLen, ttlMs,
+		guardKey, guardKeyLen, guardToken, guardTokenLen)
+}
+
 //export ephpmGoSetGuarded
 func ephpmGoSetGuarded(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs C.int64_t,
 	guardKey *C.char, guardKeyLen C.size_t, guardToken *C.char, guardTokenLen C.size_t) (rc C.int) {
 	defer recoverStatus(&rc)
+	return guardedWrite(backend.Backend.SetGuarded, key, keyLen, value, valueLen, ttlMs,
+		guardKey, guardKeyLen, guardToken, guardTokenLen)
+}
+
+// guardedWrite is set_guarded and set_guarded_release: their arguments, and
+// write (the Backend method) on the current backend.
+func guardedWrite(write func(backend.Backend, string, []byte, time.Duration, string, []byte) (bool, error),
+	key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs C.int64_t,
+	guardKey *C.char, guardKeyLen C.size_t, guardToken *C.char, guardTokenLen C.size_t) C.int {
 	var a args
 	k, v, ttl := a.key(key, keyLen), a.bytes(value, valueLen), a.duration(ttlMs)
 	gk, gt := a.key(guardKey, guardKeyLen), a.bytes(guardToken, guardTokenLen)
 	if a.err != nil {
 		return failure(a.err)
 	}
-	written, err := current().SetGuarded(k, v, ttl, gk, gt)
+	written, err := write(current(), k, v, ttl, gk, gt)
 	if err != nil {
 		return failure(err)
 	}

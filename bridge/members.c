@@ -308,6 +308,37 @@ static int ephpm_op_del_fenced(const char *key, size_t key_len, const char *lock
     return ephpmGoDelFenced((char *)key, key_len, (char *)lock, lock_len, fence);
 }
 
+/* Crosses into Go: ephpmGoSetNXWaitGet. */
+static int ephpm_op_set_nx_wait_get(const char *key, size_t key_len, const char *value, size_t value_len, int64_t ttl_ms, int64_t wait_ms, const char *data_key, size_t data_key_len, char *buf, size_t buf_cap, size_t *len)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len)
+        || EPHPM_BAD_BUF(value, value_len)
+        || EPHPM_BAD_BUF(data_key, data_key_len)
+        || EPHPM_BAD_BUF(buf, buf_cap)
+        || len == NULL) {
+        return ephpm_reject_null("set_nx_wait_get");
+    }
+    return ephpmGoSetNXWaitGet((char *)key, key_len, (char *)value, value_len, ttl_ms, wait_ms, (char *)data_key, data_key_len, buf, buf_cap, len);
+}
+
+/* Crosses into Go: ephpmGoSetGuardedRelease. */
+static int ephpm_op_set_guarded_release(const char *key, size_t key_len, const char *value, size_t value_len, int64_t ttl_ms, const char *guard_key, size_t guard_key_len, const char *guard_token, size_t guard_token_len)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len)
+        || EPHPM_BAD_BUF(value, value_len)
+        || EPHPM_BAD_BUF(guard_key, guard_key_len)
+        || EPHPM_BAD_BUF(guard_token, guard_token_len)) {
+        return ephpm_reject_null("set_guarded_release");
+    }
+    return ephpmGoSetGuardedRelease((char *)key, key_len, (char *)value, value_len, ttl_ms, (char *)guard_key, guard_key_len, (char *)guard_token, guard_token_len);
+}
+
 static const ephpm_kv_ops ephpm_ops = {
     .abi_version = EPHPM_KV_ABI_VERSION,
     .struct_size = sizeof(ephpm_kv_ops),
@@ -335,6 +366,8 @@ static const ephpm_kv_ops ephpm_ops = {
     .fence = ephpm_op_fence,
     .set_fenced = ephpm_op_set_fenced,
     .del_fenced = ephpm_op_del_fenced,
+    .set_nx_wait_get = ephpm_op_set_nx_wait_get,
+    .set_guarded_release = ephpm_op_set_guarded_release,
 };
 
 /* The provider's one exported symbol. */

@@ -54,6 +54,8 @@ int ephpm_op_last_error(char *buf, size_t buf_cap, size_t *len);
 #define EPHPM_MEMBER_FENCE 21
 #define EPHPM_MEMBER_SET_FENCED 22
 #define EPHPM_MEMBER_DEL_FENCED 23
-#define EPHPM_MEMBERS 24
+#define EPHPM_MEMBER_SET_NX_WAIT_GET 24
+#define EPHPM_MEMBER_SET_GUARDED_RELEASE 25
+#define EPHPM_MEMBERS 26
 
 #endif /* EPHPM_BRIDGE_MEMBERS_H */

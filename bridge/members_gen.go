@@ -28,7 +28,9 @@ const (
 	memberFence
 	memberSetFenced
 	memberDelFenced
+	memberSetNXWaitGet
+	memberSetGuardedRelease
 )
 
 // tableMembers is how many members the table has.
-const tableMembers = 24
+const tableMembers = 26

@@ -352,6 +352,7 @@ typedef struct ephpm_kv_ops {
      * NULL. */
     int (*set_many)(const char *entries, size_t entries_len, size_t count,
                     int64_t ttl_ms, size_t *stored);
+
     /* ---- appended for fencing tokens ---- */
 
     /* set_nx_wait_fenced: set_nx_wait that also mints the grant's fencing
@@ -405,6 +406,42 @@ typedef struct ephpm_kv_ops {
      * data, only while nobody else was granted its lock since. */
     int (*del_fenced)(const char *key, size_t key_len,
                       const char *lock, size_t lock_len, int64_t fence);
+
+    /* ---- appended for two round trips per session request ---- */
+
+    /* set_nx_wait_get: set_nx_wait on key (value, ttl_ms, wait_ms), and once
+     * that is OK, get of data_key into buf as get does: taking a session's
+     * lock and reading its data in one call. Each attempt is one atomic step
+     * where the backend has one (a Redis script: one round trip); elsewhere
+     * the read follows the grant under the same lock.
+     *   OK         the lock is this call's; data_key's value is in buf, *len
+     *              its length.
+     *   MISS       the lock is this call's; data_key holds no live entry
+     *              (*len is 0).
+     *   TOO_SMALL  the lock is this call's; *len is the value's length and
+     *              nothing was copied (read it with get).
+     *   EXISTS     as set_nx_wait: key was held by others for the whole of
+     *              wait_ms; nothing was read.
+     * A failure ends the call at once and is never reported as EXISTS; as
+     * after set_nx_wait, the lock may have been granted. */
+    int (*set_nx_wait_get)(const char *key, size_t key_len,
+                           const char *value, size_t value_len,
+                           int64_t ttl_ms, int64_t wait_ms,
+                           const char *data_key, size_t data_key_len,
+                           char *buf, size_t buf_cap, size_t *len);
+
+    /* set_guarded_release: set_guarded, and if the guard held, del_if_eq of
+     * guard_key with guard_token (waking a waiter, as every release does):
+     * writing a session and releasing its lock in one call, one atomic step
+     * where the backend has one (a Redis script: one round trip).
+     *   OK    written, and the guard released.
+     *   MISS  the guard did not hold (absent, expired or different);
+     *         nothing changed.
+     * After a failure both the write and the release are unknown. */
+    int (*set_guarded_release)(const char *key, size_t key_len,
+                               const char *value, size_t value_len, int64_t ttl_ms,
+                               const char *guard_key, size_t guard_key_len,
+                               const char *guard_token, size_t guard_token_len);
 
     /* Members appended by later versions go here, and only here: this
      * struct is the one list of members that bridge/members.c is generated

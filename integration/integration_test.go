@@ -99,6 +99,23 @@ func withBackend(ini map[string]string, backend string) map[string]string {
 	return ini
 }
 
+// addScript adds the key k<i> to the session, after 1 ms of work with the
+// session open; countScript reads the session and prints how many keys it
+// has, how many worker processes wrote them, and the backend serving it.
+const (
+	addScript = `<?php
+session_start();
+usleep(1000); // work done while the session is open
+$_SESSION['k' . $_GET['i']] = getmypid();
+echo count($_SESSION);
+`
+	countScript = `<?php
+session_start(['read_and_close' => true]);
+$pids = array_unique(array_values($_SESSION));
+echo count($_SESSION), ' ', count($pids), ' ', ephpm_kv_stats()['backend'];
+`
+)
+
 // 100 concurrent requests with one session cookie, each adding its own key
 // to $_SESSION, across 8 php-fpm workers sharing the store: all 100 are
 // kept, with the defaults and on Redis.
@@ -114,45 +131,10 @@ func fpmSessionRequests(t *testing.T, backend string) {
 		"session.use_strict_mode": "0",
 		"session.cache_limiter":   "",
 	}, backend))
-	add := script(t, "add.php", `<?php
-session_start();
-usleep(1000); // work done while the session is open
-$_SESSION['k' . $_GET['i']] = getmypid();
-echo count($_SESSION);
-`)
-	count := script(t, "count.php", `<?php
-session_start(['read_and_close' => true]);
-$pids = array_unique(array_values($_SESSION));
-echo count($_SESSION), ' ', count($pids), ' ', ephpm_kv_stats()['backend'];
-`)
+	add, count := script(t, "add.php", addScript), script(t, "count.php", countScript)
 	for run := 0; run < 3; run++ {
 		sid := fmt.Sprintf("fpmrun%dabcdef%d", run, time.Now().UnixNano())
-		var wg sync.WaitGroup
-		errs := make(chan error, 100)
-		start := make(chan struct{})
-		for i := 0; i < 100; i++ {
-			wg.Add(1)
-			go func(i int) {
-				defer wg.Done()
-				<-start
-				resp, err := fcgi.Do("unix", sock, map[string]string{
-					"SCRIPT_FILENAME": add, "REQUEST_METHOD": "GET",
-					"QUERY_STRING": fmt.Sprintf("i=%d", i), "HTTP_COOKIE": "PHPSESSID=" + sid,
-				}, 60*time.Second)
-				if err == nil && strings.Contains(string(resp.Body), "Warning") {
-					err = fmt.Errorf("request %d: %s", i, resp.Body)
-				}
-				if err != nil {
-					errs <- err
-				}
-			}(i)
-		}
-		close(start)
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Error(err)
-		}
+		burst(t, sock, add, sid, 100)
 		resp, err := fcgi.Do("unix", sock, map[string]string{
 			"SCRIPT_FILENAME": count, "REQUEST_METHOD": "GET", "HTTP_COOKIE": "PHPSESSID=" + sid,
 		}, 10*time.Second)
@@ -167,6 +149,41 @@ echo count($_SESSION), ' ', count($pids), ' ', ephpm_kv_stats()['backend'];
 		assert.Greater(t, workers, 1, "run %d: the requests were spread over workers", run)
 		t.Logf("run %d: %d/100 kept, written by %d workers", run, kept, workers)
 	}
+}
+
+// burst sends n requests for script with one session cookie, released
+// together (query i=0..n-1), fails t for each that fails or warns, and
+// returns the wall time from their release to the last answer.
+func burst(t *testing.T, sock, script, sid string, n int) time.Duration {
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			<-start
+			resp, err := fcgi.Do("unix", sock, map[string]string{
+				"SCRIPT_FILENAME": script, "REQUEST_METHOD": "GET",
+				"QUERY_STRING": fmt.Sprintf("i=%d", i), "HTTP_COOKIE": "PHPSESSID=" + sid,
+			}, 60*time.Second)
+			if err == nil && strings.Contains(string(resp.Body), "Warning") {
+				err = fmt.Errorf("request %d: %s", i, resp.Body)
+			}
+			if err != nil {
+				errs <- err
+			}
+		}(i)
+	}
+	t0 := time.Now()
+	close(start)
+	wg.Wait()
+	wall := time.Since(t0)
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	return wall
 }
 
 // racer is a long-lived PHP process that, for each round the test sends

@@ -127,6 +127,7 @@ PHP_INI_BEGIN()
     PHP_INI_ENTRY("ephpm.session_lock_ttl", "30", PHP_INI_ALL, OnUpdateEphpmLockTtl)
     PHP_INI_ENTRY("ephpm.session_lock_wait", "30", PHP_INI_ALL, OnUpdateEphpmLockWait)
     PHP_INI_ENTRY("ephpm.session_lock_timeout_action", "proceed", PHP_INI_ALL, OnUpdateEphpmLockAction)
+    PHP_INI_ENTRY("ephpm.session_lock_mode", "exclusive", PHP_INI_ALL, OnUpdateEphpmLockMode)
 PHP_INI_END()
 
 static PHP_GINIT_FUNCTION(ephpm)

@@ -16,5 +16,6 @@ void ephpm_session_request_end(void);
 ZEND_INI_MH(OnUpdateEphpmLockTtl);
 ZEND_INI_MH(OnUpdateEphpmLockWait);
 ZEND_INI_MH(OnUpdateEphpmLockAction);
+ZEND_INI_MH(OnUpdateEphpmLockMode);
 
 #endif

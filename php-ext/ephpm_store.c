@@ -24,14 +24,27 @@
 #define EPHPM_GET_BUF (2 * 4096 - _ZSTR_HEADER_SIZE - 1)
 #define EPHPM_GET_HANDOUT_MIN (3072 - _ZSTR_HEADER_SIZE)
 
-int ephpm_kv_fetch(const ephpm_kv_ops *ops, const char *key, size_t key_len, zend_string **value)
+char *ephpm_kv_fetch_buffer(size_t *cap)
 {
     if (EPHPM_G(get_buf) == NULL) {
         EPHPM_G(get_buf) = zend_string_alloc(EPHPM_GET_BUF, 0);
     }
+    *cap = EPHPM_GET_BUF;
+    return ZSTR_VAL(EPHPM_G(get_buf));
+}
+
+int ephpm_kv_fetch(const ephpm_kv_ops *ops, const char *key, size_t key_len, zend_string **value)
+{
+    size_t cap, len = 0;
+    char *buf = ephpm_kv_fetch_buffer(&cap);
+    int rc = ops->get(key, key_len, buf, cap, &len);
+    return ephpm_kv_fetch_finish(ops, key, key_len, rc, len, value);
+}
+
+int ephpm_kv_fetch_finish(const ephpm_kv_ops *ops, const char *key, size_t key_len, int rc, size_t len,
+                          zend_string **value)
+{
     zend_string *buf = EPHPM_G(get_buf);
-    size_t len = 0;
-    int rc = ops->get(key, key_len, ZSTR_VAL(buf), EPHPM_GET_BUF, &len);
     if (EXPECTED(rc == EPHPM_KV_OK)) {
         if (len >= EPHPM_GET_HANDOUT_MIN) {
             EPHPM_G(get_buf) = NULL;

@@ -21,6 +21,12 @@ typedef enum {
     EPHPM_LOCK_ACTION_READONLY = 2  /* read, but refuse the write */
 } ephpm_lock_action;
 
+/* What ephpm.session_lock_mode says about when a request holds the lock. */
+typedef enum {
+    EPHPM_LOCK_MODE_EXCLUSIVE = 0,  /* from session_start() to the write */
+    EPHPM_LOCK_MODE_OPTIMISTIC = 1  /* only while the write merges its changes */
+} ephpm_lock_mode;
+
 ZEND_BEGIN_MODULE_GLOBALS(ephpm)
     char *library; /* ini ephpm.library: path of the provider library, or "" */
 
@@ -33,6 +39,7 @@ ZEND_BEGIN_MODULE_GLOBALS(ephpm)
     zend_long session_lock_ttl;        /* seconds */
     double session_lock_wait;          /* seconds */
     zend_long session_lock_timeout_action; /* ephpm_lock_action */
+    zend_long session_lock_mode;       /* ephpm_lock_mode */
 
     /* The session lock of the current request. lock_key is set from the
      * moment a lock may have been granted (even if the outcome is unknown)
@@ -42,6 +49,13 @@ ZEND_BEGIN_MODULE_GLOBALS(ephpm)
     bool session_lock_held;
     bool session_readonly; /* the lock was not had and the action is readonly */
     bool session_timed_out; /* the request hit max_execution_time waiting for the lock */
+
+    /* An optimistic request (read without the lock): the session it read
+     * and the data read, against which its write finds its changes. NULL
+     * when the request holds the lock from the read on (exclusive mode, or
+     * the fallback to it). */
+    zend_string *session_base_sid;
+    zend_string *session_base;
 
     /* ephpm_kv_fetch's buffer for this request (NULL until the first get,
      * and after it became a result): see ephpm_kv_fetch. */
@@ -62,6 +76,15 @@ extern zend_class_entry *ephpm_kv_exception_ce;
  * EPHPM_KV_MISS, or a failure status. Crosses into Go once for a value
  * that fits the request's get buffer (8167 bytes), twice for a larger one. */
 int ephpm_kv_fetch(const ephpm_kv_ops *ops, const char *key, size_t key_len, zend_string **value);
+
+/* ephpm_kv_fetch in two halves, for a member that reads as get does along
+ * with something else (set_nx_wait_get): the request's get buffer and its
+ * size, and then, from the status and length that member answered for the
+ * read into it, *value as ephpm_kv_fetch gives it (TOO_SMALL is read again
+ * with get, into a string of the reported size). */
+char *ephpm_kv_fetch_buffer(size_t *cap);
+int ephpm_kv_fetch_finish(const ephpm_kv_ops *ops, const char *key, size_t key_len, int rc, size_t len,
+                          zend_string **value);
 
 /* Frees ephpm_kv_fetch's buffer at the end of a request. */
 void ephpm_kv_fetch_request_end(void);

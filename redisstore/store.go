@@ -232,29 +232,47 @@ func (s *Store) runNative(call *nativeCall, sc *script, keys []string, argv ...a
 			return n, err
 		}
 	}
+	var r reply
+	var err error
+	if call != nil && s.direct == nil {
+		args := evalArgs(sc, keys, argv)
+		cmd := redis.NewCmd(ctx, args...)
+		s.c.Process(ctx, nativeCmd{cmd, call})
+		r, err = goRedisReply(nil, cmd)
+		if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			args[0], args[1] = "eval", sc.src
+			r, err = s.do(nil, args...)
+		}
+		err = classify(err)
+	} else {
+		r, err = s.runInto(nil, sc, keys, argv...)
+	}
+	if err == nil && r.kind != ':' {
+		err = errProtocol // these scripts return integers
+	}
+	return r.n, err
+}
+
+// evalArgs is EVALSHA of sc with keys and argv.
+func evalArgs(sc *script, keys []string, argv []any) []any {
 	args := make([]any, 0, 3+len(keys)+len(argv))
 	args = append(args, "evalsha", sc.sha, int64(len(keys)))
 	for _, k := range keys {
 		args = append(args, k)
 	}
-	args = append(args, argv...)
-	var r reply
-	var err error
-	if call != nil && s.direct == nil {
-		cmd := redis.NewCmd(ctx, args...)
-		s.c.Process(ctx, nativeCmd{cmd, call})
-		r, err = goRedisReply(nil, cmd)
-	} else {
-		r, err = s.do(nil, args...)
-	}
+	return append(args, argv...)
+}
+
+// runInto is run for a script whose reply may also be a bulk string,
+// copied into dst when it fits (as do copies it).
+func (s *Store) runInto(dst []byte, sc *script, keys []string, argv ...any) (reply, error) {
+	args := evalArgs(sc, keys, argv)
+	r, err := s.do(dst, args...)
 	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
 		args[0], args[1] = "eval", sc.src
-		r, err = s.do(nil, args...)
+		r, err = s.do(dst, args...)
 	}
-	if err == nil && r.kind != ':' {
-		err = errProtocol // the scripts here all return integers
-	}
-	return r.n, classify(err)
+	return r, classify(err)
 }
 
 // classify turns a Redis error into the store's errors: a refusal whose
@@ -345,9 +363,12 @@ func (s *Store) SetNX(key string, value []byte, ttl time.Duration) (kv.SetNXOutc
 	return kv.Inserted, nil
 }
 
-var delScript = newScript(`
+// The release scripts announce a release on the key's channel, naming the
+// first waiter in its line (KEYS[2], lease prefix after the channel) when
+// the caller passes the line (queue.go).
+var delScript = newScript(liveHeadLua + `
 local n = redis.call('del', KEYS[1])
-if n > 0 then redis.call('publish', ARGV[1], '') end
+if n > 0 then publish_release(ARGV[1], KEYS[2], ARGV[2]) end
 return n`)
 
 // Del removes key and announces it to waiters.
@@ -357,14 +378,15 @@ func (s *Store) Del(key string) (bool, error) {
 	}
 	defer s.near.forget(key)
 	rk := redisKey(key)
-	n, err := s.run(delScript, []string{rk}, releaseChannel(rk))
+	line, prefix := releaseLine(rk)
+	n, err := s.run(delScript, append([]string{rk}, line...), append([]any{releaseChannel(rk)}, prefix...)...)
 	return n > 0, err
 }
 
-var delIfEqScript = newScript(`
+var delIfEqScript = newScript(liveHeadLua + `
 if redis.call('get', KEYS[1]) == ARGV[1] then
   redis.call('del', KEYS[1])
-  redis.call('publish', ARGV[2], '')
+  publish_release(ARGV[2], KEYS[2], ARGV[3])
   return 1
 end
 return 0`)
@@ -385,10 +407,12 @@ func (s *Store) DelIfEq(key string, token []byte) (bool, error) {
 		// The native commands publish nothing: the PUBLISH that wakes
 		// the key's waiters goes in the same write, and runs whether or
 		// not the key was released (a waiter woken for nothing looks and
-		// waits again).
+		// waits again). It names no waiter: in each process the oldest
+		// is woken and tries, and the line still decides who gets it.
 		then: []any{"publish", ch, ""},
 	}
-	n, err := s.runNative(release, delIfEqScript, []string{rk}, token, ch)
+	line, prefix := releaseLine(rk)
+	n, err := s.runNative(release, delIfEqScript, append([]string{rk}, line...), append([]any{token, ch}, prefix...)...)
 	if err != nil {
 		return false, err
 	}
@@ -400,24 +424,97 @@ func (s *Store) DelIfEq(key string, token []byte) (bool, error) {
 	return n == 1, nil
 }
 
-var setGuardedScript = newScript(`
+// setGuardedScript writes KEYS[1] while KEYS[2] holds ARGV[2]; with
+// ARGV[4] (the guard's release channel) it then releases the guard and
+// announces it, as DelIfEq does (the guard's line KEYS[3], lease prefix
+// ARGV[5]).
+var setGuardedScript = newScript(liveHeadLua + `
 if redis.call('get', KEYS[2]) ~= ARGV[2] then return 0 end
 if ARGV[3] == '0' then
   redis.call('set', KEYS[1], ARGV[1])
 else
   redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[3])
 end
+if ARGV[4] then
+  redis.call('del', KEYS[2])
+  publish_release(ARGV[4], KEYS[3], ARGV[5])
+end
 return 1`)
 
 // SetGuarded writes key only while guardKey holds guardToken: one script,
 // so both keys must live on one server (sessions do: see redisKey).
 func (s *Store) SetGuarded(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
+	return s.setGuarded(key, value, ttl, guardKey, guardToken, false)
+}
+
+// SetGuardedRelease is SetGuarded, and the release of the guard, in the
+// same script: a session's write and its lock's release in one round trip.
+func (s *Store) SetGuardedRelease(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
+	return s.setGuarded(key, value, ttl, guardKey, guardToken, true)
+}
+
+func (s *Store) setGuarded(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte, release bool) (bool, error) {
 	if err := s.noEviction(); err != nil {
 		return false, err
 	}
 	defer s.near.forget(key)
-	n, err := s.run(setGuardedScript, []string{redisKey(key), redisKey(guardKey)}, value, guardToken, ms(ttl))
+	rk, rg := redisKey(key), redisKey(guardKey)
+	keys, argv := []string{rk, rg}, []any{value, guardToken, ms(ttl)}
+	if release {
+		line, prefix := releaseLine(rg)
+		keys, argv = append(keys, line...), append(append(argv, releaseChannel(rg)), prefix...)
+	}
+	n, err := s.run(setGuardedScript, keys, argv...)
+	if err == nil && n == 1 && release {
+		s.delIfEqMatches.Add(1)
+	}
 	return n == 1, err
+}
+
+// setNXGetScript takes the lock KEYS[1] (ARGV[1], PX ARGV[2]; '0': no
+// TTL) and reads KEYS[2]: 0 if the lock is held, 1 if taken and KEYS[2] is
+// absent, else KEYS[2]'s value (a bulk reply, where the others are integers).
+var setNXGetScript = newScript(`
+local ok
+if ARGV[2] == '0' then
+  ok = redis.call('set', KEYS[1], ARGV[1], 'NX')
+else
+  ok = redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
+end
+if not ok then return 0 end
+local v = redis.call('get', KEYS[2])
+if not v then return 1 end
+return v`)
+
+// SetNXGet takes a session's lock and reads its data in one script: one
+// round trip. Both keys must live on one server, as for SetGuarded.
+func (s *Store) SetNXGet(key string, value []byte, ttl time.Duration, dataKey string, dst []byte) (kv.SetNXOutcome, int, bool, error) {
+	if err := s.noEviction(); err != nil {
+		return 0, 0, false, err
+	}
+	defer s.near.forget(key)
+	r, err := s.runInto(dst, setNXGetScript, []string{redisKey(key), redisKey(dataKey)}, value, ms(ttl))
+	return s.lockReply(r, err, true)
+}
+
+// lockReply is what a lock attempt's script answered (0: held, 1: taken,
+// and with read, the data's value: taken and read), counted as SetNX
+// counts its outcomes.
+func (s *Store) lockReply(r reply, err error, read bool) (kv.SetNXOutcome, int, bool, error) {
+	switch {
+	case err != nil:
+		return 0, 0, false, err
+	case r.kind == ':' && r.n == 0:
+		s.setNXLosses.Add(1)
+		return kv.Exists, 0, false, nil
+	case r.kind == ':' && r.n == 1:
+		s.setNXWins.Add(1)
+		return kv.Inserted, 0, false, nil
+	case r.kind == '$' && !r.null && read:
+		s.setNXWins.Add(1)
+		return kv.Inserted, len(r.b), true, nil
+	}
+	return 0, 0, false, errProtocol
 }
 
 var delGuardedScript = newScript(`

@@ -27,12 +27,19 @@ type hub struct {
 
 	mu      sync.Mutex
 	ps      *redis.PubSub
-	waiters map[string][]chan struct{} // channel -> waiters, oldest first
+	waiters map[string][]waiter // channel -> waiters, oldest first
 	closed  bool
 }
 
+// waiter is one caller blocked in Wait (id "") or WaitTurn (its place in
+// the key's line, see queue.go).
+type waiter struct {
+	ch chan struct{}
+	id string
+}
+
 func newHub(c redis.UniversalClient) *hub {
-	return &hub{c: c, waiters: map[string][]chan struct{}{}}
+	return &hub{c: c, waiters: map[string][]waiter{}}
 }
 
 // start opens the pub/sub connection and its dispatcher. Caller holds mu.
@@ -42,13 +49,42 @@ func (h *hub) start() {
 	go func() {
 		for m := range msgs {
 			h.mu.Lock()
-			if q := h.waiters[m.Channel]; len(q) > 0 {
-				q[0] <- struct{}{}
-				h.waiters[m.Channel] = q[1:]
-			}
+			h.waiters[m.Channel] = wake(h.waiters[m.Channel], m.Payload)
 			h.mu.Unlock()
 		}
 	}()
+}
+
+// wake wakes the waiters a release message is for and returns the others.
+// A release names the head of the key's line (WaitTurn's id) when it has
+// one: that waiter is woken, wherever it is in this process's queue, and
+// the oldest plain Wait besides; a message naming nobody ("") wakes the
+// oldest waiter of any kind, who looks and waits again if it is not its
+// turn.
+func wake(q []waiter, payload string) []waiter {
+	woke := func(i int) {
+		q[i].ch <- struct{}{}
+		q = append(q[:i:i], q[i+1:]...)
+	}
+	if payload == "" {
+		if len(q) > 0 {
+			woke(0)
+		}
+		return q
+	}
+	for i := range q {
+		if q[i].id == payload {
+			woke(i)
+			break
+		}
+	}
+	for i := range q {
+		if q[i].id == "" {
+			woke(i)
+			break
+		}
+	}
+	return q
 }
 
 func (h *hub) close() {
@@ -66,10 +102,29 @@ func (h *hub) close() {
 // free. A key that expires rather than being released is noticed when the
 // timeout ends: callers wait one backoff step at most.
 func (s *Store) Wait(key string, timeout time.Duration) (bool, error) {
+	return s.wait(key, "", timeout, func() (bool, time.Duration, error) {
+		held, err := s.Exists(key)
+		if err != nil || !held {
+			return !held, 0, err
+		}
+		ttl, found, err := s.PTTL(key)
+		if err != nil || !found {
+			return false, -1, nil
+		}
+		return false, ttl, nil
+	})
+}
+
+// wait registers a waiter with id on key's release channel, subscribes,
+// and then looks (a release before the subscription stood would be
+// missed): look says whether to return at once (true), else the key's TTL
+// (-1: none), by which the wait is cut short. Then it waits for a message
+// for it or the timeout.
+func (s *Store) wait(key, id string, timeout time.Duration, look func() (bool, time.Duration, error)) (bool, error) {
 	rk := redisKey(key)
 	ch := releaseChannel(rk)
 	h := s.hub
-	w := make(chan struct{}, 1)
+	w := waiter{ch: make(chan struct{}, 1), id: id}
 
 	h.mu.Lock()
 	if h.closed {
@@ -82,7 +137,7 @@ func (s *Store) Wait(key string, timeout time.Duration) (bool, error) {
 	h.waiters[ch] = append(h.waiters[ch], w)
 	ps := h.ps
 	h.mu.Unlock()
-	defer h.leave(ch, w)
+	defer h.leave(ch, w.ch)
 
 	h.subMu.Lock()
 	err := ps.Subscribe(ctx, ch) // idempotent for a channel already subscribed
@@ -90,21 +145,23 @@ func (s *Store) Wait(key string, timeout time.Duration) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	// A release before the subscription stood would be missed: look.
-	held, err := s.Exists(key)
+	now, ttl, err := look()
 	if err != nil {
 		return false, err
 	}
-	if !held {
+	if now {
 		return true, nil
 	}
-	if ttl, found, err := s.PTTL(key); err == nil && found && ttl > 0 && ttl < timeout {
-		timeout = ttl // it expires sooner: wake then
+	// It expires sooner: wake then. PTTL counts whole milliseconds left,
+	// rounded down, so a wake at ttl can come just before the expiry: a
+	// millisecond later it is gone.
+	if ttl >= 0 && ttl+time.Millisecond < timeout {
+		timeout = ttl + time.Millisecond
 	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
-	case <-w:
+	case <-w.ch:
 		return true, nil
 	case <-t.C:
 		return false, nil
@@ -119,7 +176,7 @@ func (h *hub) leave(ch string, w chan struct{}) {
 	h.mu.Lock()
 	q := h.waiters[ch]
 	for i, x := range q {
-		if x == w {
+		if x.ch == w {
 			q = append(q[:i], q[i+1:]...)
 			break
 		}

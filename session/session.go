@@ -105,7 +105,10 @@ type Result struct {
 // an error from SetNX the lock may have been granted anyway; the caller
 // should still release it with its token.
 func (l *Locker) Acquire(key string, token []byte, ttl, budget time.Duration) (Result, error) {
-	return l.acquire(key, budget, func() (kv.SetNXOutcome, error) {
+	return l.acquire(key, budget, true, func(line *Line, id string, lease time.Duration) (kv.SetNXOutcome, error) {
+		if line != nil {
+			return (*line).SetNXInLine(key, token, ttl, id, lease)
+		}
 		return l.Store.SetNX(key, token, ttl)
 	})
 }
@@ -117,9 +120,10 @@ type FencedStore interface {
 }
 
 // AcquireFenced is Acquire through fs's fenced SetNX: a lock acquired comes
-// with the fence its grant minted.
+// with the fence its grant minted. It does not join a store's Line (there
+// is no fenced attempt in line): its attempts compete with the line's.
 func (l *Locker) AcquireFenced(fs FencedStore, key string, token []byte, ttl, budget time.Duration) (res Result, fence int64, err error) {
-	res, err = l.acquire(key, budget, func() (kv.SetNXOutcome, error) {
+	res, err = l.acquire(key, budget, false, func(*Line, string, time.Duration) (kv.SetNXOutcome, error) {
 		out, f, err := fs.SetNXFenced(key, token, ttl)
 		fence = f
 		return out, err
@@ -127,8 +131,78 @@ func (l *Locker) AcquireFenced(fs FencedStore, key string, token []byte, ttl, bu
 	return res, fence, err
 }
 
-// acquire is the loop of Acquire around one attempt, try.
-func (l *Locker) acquire(key string, budget time.Duration, try func() (kv.SetNXOutcome, error)) (Result, error) {
+// Line is what a store offers if waiters for a key can line up across
+// every process that shares it, so that a release hands the key to the
+// one that came first (redisstore: a sorted set beside the key). A waiter
+// has an id of its own and a lease its every attempt renews; a waiter
+// that stops attempting (its process died) loses its place when the lease
+// lapses.
+type Line interface {
+	// InLine reports whether key's waiters can line up.
+	InLine(key string) bool
+	// SetNXInLine is SetNX for waiter id, which succeeds only in its turn
+	// (first in line, or nobody in line) and otherwise puts or keeps it in
+	// line with a lease of lease.
+	SetNXInLine(key string, value []byte, ttl time.Duration, id string, lease time.Duration) (kv.SetNXOutcome, error)
+	// SetNXGetInLine is SetNXInLine that reads dataKey as SetNXGet does.
+	SetNXGetInLine(key string, value []byte, ttl time.Duration, id string, lease time.Duration, dataKey string, dst []byte) (kv.SetNXOutcome, int, bool, error)
+	// WaitTurn blocks for at most timeout until a release hands key to
+	// waiter id (or it is free and id is first in line) and reports
+	// whether it is id's turn.
+	WaitTurn(key, id string, timeout time.Duration) (bool, error)
+	// LeaveLine takes waiter id out of key's line.
+	LeaveLine(key, id string) error
+}
+
+// LineStep is the longest a waiter in line waits between attempts, and
+// LeaseMargin how much longer its lease lasts: a waiter whose process died
+// holds up the line for its lease (both) and the next waiter's wait until
+// its next attempt (LineStep) at most.
+const (
+	LineStep    = time.Second
+	LeaseMargin = 500 * time.Millisecond
+)
+
+// LockReader is what a store offers if it can take a lock and read a
+// value in one step (a Redis script: one round trip for both).
+type LockReader interface {
+	// SetNXGet is SetNX of key, and once inserted, GetInto of dataKey:
+	// n is the value's length (n > len(dst): nothing copied), found false
+	// if dataKey holds no live entry.
+	SetNXGet(key string, value []byte, ttl time.Duration, dataKey string, dst []byte) (out kv.SetNXOutcome, n int, found bool, err error)
+}
+
+// Read is what AcquireGet read once the lock was granted.
+type Read struct {
+	N     int  // the value's length (N > len(dst): nothing copied)
+	Found bool // dataKey held a live entry
+}
+
+// AcquireGet is Acquire with a store that is a LockReader: the attempt
+// that takes the lock also reads dataKey into dst.
+func (l *Locker) AcquireGet(key string, token []byte, ttl, budget time.Duration, dataKey string, dst []byte) (Result, Read, error) {
+	lr := l.Store.(LockReader)
+	var read Read
+	res, err := l.acquire(key, budget, true, func(line *Line, id string, lease time.Duration) (kv.SetNXOutcome, error) {
+		var out kv.SetNXOutcome
+		var n int
+		var found bool
+		var err error
+		if line != nil {
+			out, n, found, err = (*line).SetNXGetInLine(key, token, ttl, id, lease, dataKey, dst)
+		} else {
+			out, n, found, err = lr.SetNXGet(key, token, ttl, dataKey, dst)
+		}
+		read = Read{N: n, Found: found}
+		return out, err
+	})
+	return res, read, err
+}
+
+// acquire runs Acquire's loop with attempt as each SetNX: in line as id
+// with a lease, when line is not nil (only if lined, and the store has a
+// Line for key).
+func (l *Locker) acquire(key string, budget time.Duration, lined bool, attempt func(line *Line, id string, lease time.Duration) (kv.SetNXOutcome, error)) (Result, error) {
 	clock, backoff := l.Clock, l.Backoff
 	if clock == nil {
 		clock = SystemClock
@@ -137,6 +211,15 @@ func (l *Locker) acquire(key string, budget time.Duration, try func() (kv.SetNXO
 		backoff = DefaultBackoff
 	}
 	waiter, canWait := l.Store.(Waiter)
+	var line *Line
+	var id string
+	if ln, ok := l.Store.(Line); lined && ok && ln.InLine(key) {
+		tok, err := NewToken()
+		if err != nil {
+			return Result{}, err
+		}
+		line, id = &ln, tok
+	}
 
 	start := clock.Now()
 	deadline := start.Add(budget)
@@ -144,7 +227,7 @@ func (l *Locker) acquire(key string, budget time.Duration, try func() (kv.SetNXO
 	var res Result
 	for {
 		res.Attempts++
-		out, err := try()
+		out, err := attempt(line, id, LineStep+LeaseMargin)
 		if err != nil {
 			res.Waited = clock.Now().Sub(start)
 			return res, err
@@ -157,10 +240,26 @@ func (l *Locker) acquire(key string, budget time.Duration, try func() (kv.SetNXO
 		}
 		remaining := deadline.Sub(now)
 		if remaining <= 0 {
+			if line != nil {
+				// Out of time: give the place up at once rather than
+				// hold up the line until the lease lapses. A failure
+				// here changes nothing this call reports: the lease
+				// still lapses.
+				(*line).LeaveLine(key, id)
+			}
 			return res, nil
 		}
 		pause := min(step, remaining)
-		if canWait {
+		if line != nil {
+			// In line, the release that hands the key over wakes this
+			// waiter, and WaitTurn wakes when the key expires: the wait
+			// before the next attempt (which renews the lease) can be
+			// long.
+			if _, err := (*line).WaitTurn(key, id, min(LineStep, remaining)); err != nil {
+				res.Waited = clock.Now().Sub(start)
+				return res, err
+			}
+		} else if canWait {
 			if _, err := waiter.Wait(key, pause); err != nil {
 				res.Waited = clock.Now().Sub(start)
 				return res, err

@@ -254,3 +254,40 @@ func TestConcurrentRequestsLoseNoUpdate(t *testing.T) {
 		})
 	}
 }
+
+// scriptedReader is scripted with SetNXGet: the attempt that wins reads.
+type scriptedReader struct {
+	scripted
+	data string
+}
+
+func (s *scriptedReader) SetNXGet(key string, value []byte, ttl time.Duration, dataKey string, dst []byte) (kv.SetNXOutcome, int, bool, error) {
+	out, err := s.SetNX(key, value, ttl)
+	if err != nil || out != kv.Inserted {
+		return out, 0, false, err
+	}
+	return out, copy(dst, s.data), true, nil
+}
+
+func TestAcquireGetBacksOffAndReadsWithTheWinningAttempt(t *testing.T) {
+	clk := &fakeClock{}
+	st := &scriptedReader{scripted: scripted{clock: clk, answers: []kv.SetNXOutcome{kv.Exists, kv.Exists, kv.Inserted}}, data: "v1"}
+	dst := make([]byte, 8)
+	res, read, err := (&Locker{Store: st, Clock: clk}).AcquireGet("l", []byte("t"), time.Second, time.Second, "d", dst)
+	require.NoError(t, err)
+	ms := time.Millisecond
+	assert.Equal(t, []time.Duration{10 * ms, 20 * ms}, clk.sleeps, "the same schedule as Acquire")
+	assert.Equal(t, Result{Acquired: true, Attempts: 3, Waited: 30 * ms}, res)
+	assert.Equal(t, Read{N: 2, Found: true}, read)
+	assert.Equal(t, "v1", string(dst[:read.N]))
+
+	st = &scriptedReader{scripted: scripted{clock: clk}, data: "v1"}
+	res, read, err = (&Locker{Store: st, Clock: clk}).AcquireGet("l", []byte("t"), time.Second, 50*ms, "d", dst)
+	require.NoError(t, err)
+	assert.False(t, res.Acquired)
+	assert.Equal(t, Read{}, read, "nothing read without the lock")
+
+	st = &scriptedReader{scripted: scripted{clock: clk, err: errors.New("down")}}
+	_, _, err = (&Locker{Store: st, Clock: clk}).AcquireGet("l", []byte("t"), time.Second, time.Second, "d", dst)
+	assert.Error(t, err, "a store error is not contention")
+}

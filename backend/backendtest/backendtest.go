@@ -223,6 +223,123 @@ var contract = []struct {
 		found, _ = b.Exists(lock)
 		assert.True(t, found, "the lock is left to its holder")
 	}},
+	{"SetNXGet", func(t *testing.T, b backend.Backend, p string) {
+		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
+		dst := make([]byte, 8)
+		out, n, found, err := b.SetNXGet(lock, []byte("tok"), time.Minute, data, dst)
+		require.NoError(t, err)
+		assert.Equal(t, kv.Inserted, out)
+		assert.False(t, found, "no data yet")
+		assert.Equal(t, 0, n)
+		ttl, held, _ := b.PTTL(lock)
+		assert.True(t, held)
+		assert.Greater(t, ttl, 50*time.Second, "the lock has its TTL")
+
+		require.NoError(t, b.Set(data, []byte("v1"), time.Minute))
+		out, _, found, err = b.SetNXGet(lock, []byte("other"), time.Minute, data, dst)
+		require.NoError(t, err)
+		assert.Equal(t, kv.Exists, out, "held")
+		assert.False(t, found, "nothing read without the lock")
+		ok, _ := b.DelIfEq(lock, []byte("tok"))
+		require.True(t, ok)
+
+		out, n, found, err = b.SetNXGet(lock, []byte("tok2"), 0, data, dst)
+		require.NoError(t, err)
+		assert.Equal(t, kv.Inserted, out)
+		assert.True(t, found)
+		assert.Equal(t, "v1", string(dst[:n]))
+		ttl, _, _ = b.PTTL(lock)
+		assert.Equal(t, time.Duration(-1), ttl, "0: no TTL")
+		b.DelIfEq(lock, []byte("tok2"))
+
+		small := []byte("xy")
+		out, n, found, err = b.SetNXGet(lock, []byte("tok3"), time.Minute, data, small)
+		require.NoError(t, err)
+		assert.Equal(t, kv.Inserted, out)
+		assert.True(t, found)
+		assert.Equal(t, 2, n, "fits exactly")
+		require.NoError(t, b.Set(data, []byte("longer"), time.Minute))
+		b.DelIfEq(lock, []byte("tok3"))
+		copy(small, "xy")
+		out, n, found, _ = b.SetNXGet(lock, []byte("tok4"), time.Minute, data, small)
+		assert.Equal(t, kv.Inserted, out)
+		assert.True(t, found)
+		assert.Equal(t, 6, n, "too small: the length comes back")
+		assert.Equal(t, "xy", string(small), "and nothing is copied")
+		require.NoError(t, b.Set(data, []byte{}, time.Minute))
+		b.DelIfEq(lock, []byte("tok4"))
+		out, n, found, _ = b.SetNXGet(lock, []byte("tok5"), time.Minute, data, dst)
+		assert.Equal(t, kv.Inserted, out)
+		assert.True(t, found, "an empty value is a value")
+		assert.Equal(t, 0, n)
+	}},
+	{"SetNXGetRaceHasOneWinner", func(t *testing.T, b backend.Backend, p string) {
+		for round := 0; round < 20; round++ {
+			sid := fmt.Sprintf("%ssid%d", p, round)
+			data, lock := session.DataKey(sid), session.LockKey(sid)
+			require.NoError(t, b.Set(data, []byte("v"), time.Minute))
+			wins := barrier.Race(16, func(i int) bool {
+				dst := make([]byte, 4)
+				out, n, found, err := b.SetNXGet(lock, []byte(fmt.Sprint(i)), time.Minute, data, dst)
+				if err != nil {
+					t.Error(err)
+					return false
+				}
+				if out == kv.Inserted && (!found || string(dst[:n]) != "v") {
+					t.Errorf("the winner read %q (found %v)", dst[:n], found)
+				}
+				return out == kv.Inserted
+			})
+			require.Equal(t, 1, wins, "round %d", round)
+		}
+	}},
+	{"SetGuardedRelease", func(t *testing.T, b backend.Backend, p string) {
+		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
+		require.NoError(t, b.Set(data, []byte("v0"), time.Minute))
+		ok, err := b.SetGuardedRelease(data, []byte("v1"), time.Minute, lock, []byte("tok"))
+		require.NoError(t, err)
+		assert.False(t, ok, "no lock")
+		_, err = b.SetNX(lock, []byte("tok"), time.Minute)
+		require.NoError(t, err)
+		ok, _ = b.SetGuardedRelease(data, []byte("v1"), time.Minute, lock, []byte("bad"))
+		assert.False(t, ok, "another holder's lock")
+		dst := make([]byte, 8)
+		n, _, _ := b.GetInto(data, dst)
+		assert.Equal(t, "v0", string(dst[:n]), "a refused write changes nothing")
+		held, _ := b.Exists(lock)
+		assert.True(t, held, "nor releases")
+
+		ok, err = b.SetGuardedRelease(data, []byte("v1"), 30*time.Second, lock, []byte("tok"))
+		require.NoError(t, err)
+		assert.True(t, ok)
+		n, _, _ = b.GetInto(data, dst)
+		assert.Equal(t, "v1", string(dst[:n]))
+		ttl, _, _ := b.PTTL(data)
+		assert.Greater(t, ttl, 20*time.Second)
+		assert.LessOrEqual(t, ttl, 30*time.Second, "the write's TTL")
+		held, _ = b.Exists(lock)
+		assert.False(t, held, "released")
+		ok, _ = b.SetGuardedRelease(data, []byte("v2"), time.Minute, lock, []byte("tok"))
+		assert.False(t, ok, "released once: the guard is gone")
+	}},
+	{"SetGuardedReleaseWakesAWaiter", func(t *testing.T, b backend.Backend, p string) {
+		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
+		_, err := b.SetNX(lock, []byte("tok"), time.Minute)
+		require.NoError(t, err)
+		done := make(chan time.Duration)
+		go func() {
+			start := time.Now()
+			free, err := b.Wait(lock, 10*time.Second)
+			assert.NoError(t, err)
+			assert.True(t, free)
+			done <- time.Since(start)
+		}()
+		time.Sleep(100 * time.Millisecond) // let it subscribe and block
+		ok, err := b.SetGuardedRelease(data, []byte("v"), time.Minute, lock, []byte("tok"))
+		require.NoError(t, err)
+		require.True(t, ok)
+		assert.Less(t, <-done, 5*time.Second, "woken by the release, not the timeout")
+	}},
 	{"DelGuardedRefusesAnExpiredGuard", func(t *testing.T, b backend.Backend, p string) {
 		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
 		require.NoError(t, b.Set(data, []byte("v1"), time.Minute))

@@ -1,14 +1,21 @@
 // Command sessions measures the case sessions are locked for: 100
 // concurrent requests with one session cookie, each adding its own key to
 // $_SESSION, against php-fpm (pm=static, 8 workers). It runs, side by side:
-// ephpm with no ephpm.* setting (the pool's shared-memory segment), ephpm
-// on Redis, PHP's files handler (flock), and phpredis's handler with
-// locking on (default and tuned polling) and off, all Redis handlers on one
-// redis-server; for each amount of work per request (-hold-us, a list) it
-// prints how many of the 100 keys each kept, the wall time, its ratio to
-// the serial limit (requests x work) and the p50/p99 latency.
+// ephpm with no ephpm.* setting (the pool's shared-memory segment), ephpm on
+// Redis (exclusive and optimistic lock modes), PHP's files handler (flock),
+// and phpredis's handler with locking on (default and tuned polling) and
+// off, all Redis handlers on one redis-server; for each amount of work per
+// request (-hold-us, a list) it prints how many of the 100 keys each kept,
+// the wall time against the serial limit (requests x work: what one lock
+// allows) and the parallel limit (the same over the 8 workers), the p50/p99
+// latency, and the commands per request that Redis's INFO commandstats
+// counted (which counts the commands a script runs as well as the script
+// itself). Each worker serves a warm-up request first, so that what is
+// measured is not a worker's first request (ephpm loads its library then).
 //
 //	go run ./bench/sessions -ext build/modules/ephpm.so -hold-us 1000,5000
+//
+// phpredis needs Debian's php-redis; without it its rows are left out.
 package main
 
 import (
@@ -107,6 +114,32 @@ func run(sock, add, count string, n int, sid string) result {
 	return result{kept: kept, wall: wall, p50: lat[n/2], p99: lat[n*99/100], failed: failed}
 }
 
+// redisCommands is what INFO commandstats says Redis ran since the last
+// reset (then resets it): the total count and "cmd=n" for each command.
+func redisCommands(port int) (int, string) {
+	out, err := exec.Command("redis-cli", "-p", strconv.Itoa(port), "info", "commandstats").Output()
+	must(err)
+	must(exec.Command("redis-cli", "-p", strconv.Itoa(port), "config", "resetstat").Run())
+	total := 0
+	var per []string
+	for _, line := range strings.Split(string(out), "\n") {
+		// cmdstat_get:calls=200,usec=...
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		calls, _ := strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
+		name = strings.TrimPrefix(name, "cmdstat_")
+		if name == "info" || name == "config|resetstat" || name == "config" {
+			continue
+		}
+		total += calls
+		per = append(per, fmt.Sprintf("%s=%d", name, calls))
+	}
+	slices.Sort(per)
+	return total, strings.Join(per, " ")
+}
+
 func main() {
 	ext := flag.String("ext", "build/modules/ephpm.so", "the built ephpm.so")
 	n := flag.Int("requests", 100, "concurrent requests on one session")
@@ -122,40 +155,72 @@ func main() {
 	stopRedis := start("redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--dir", dir)
 	defer stopRedis()
 	waitFor("tcp", "127.0.0.1:"+strconv.Itoa(port))
-	redis := "tcp://127.0.0.1:" + strconv.Itoa(port)
-	phpredis := []string{"extension=igbinary", "extension=msgpack", "extension=redis",
-		"session.save_handler=redis", "session.save_path=" + redis}
-	must(os.Mkdir(filepath.Join(dir, "files"), 0o700))
 
+	count := filepath.Join(dir, "count.php")
+	must(os.WriteFile(count, []byte("<?php\nsession_start(['read_and_close' => true]);\necho count($_SESSION);\n"), 0o644))
+
+	// phpredis and the serializers it was built with (Debian 12's needs
+	// igbinary and, in some builds, msgpack).
+	var redisExt []string
+	for _, e := range []string{"igbinary", "msgpack", "redis"} {
+		args := []string{"-n"}
+		for _, loaded := range redisExt {
+			args = append(args, "-d", loaded)
+		}
+		args = append(args, "-d", "extension="+e, "-r", "echo 1;")
+		if out, _ := exec.Command("php", args...).CombinedOutput(); string(out) == "1" {
+			redisExt = append(redisExt, "extension="+e)
+		}
+	}
+	phpredis := len(redisExt) > 0 && redisExt[len(redisExt)-1] == "extension=redis"
+	if !phpredis {
+		fmt.Fprintln(os.Stderr, "php-redis is not installed: its rows are left out")
+	}
 	handlers := []struct {
 		name string
 		ini  []string
 	}{
 		{"ephpm, defaults (shm segment)", []string{"extension=" + extPath, "session.save_handler=ephpm"}},
-		{"ephpm (Redis backend)", []string{
+		{"ephpm (Redis), exclusive", []string{
 			"extension=" + extPath, "ephpm.kv_backend=redis://127.0.0.1:" + strconv.Itoa(port),
 			"session.save_handler=ephpm",
 		}},
-		{"files (flock)", []string{"session.save_handler=files", "session.save_path=" + filepath.Join(dir, "files")}},
-		{"phpredis, locking on", append(phpredis, "redis.session.locking_enabled=1")},
+		{"ephpm (Redis), optimistic", []string{
+			"extension=" + extPath, "ephpm.kv_backend=redis://127.0.0.1:" + strconv.Itoa(port),
+			"session.save_handler=ephpm", "ephpm.session_lock_mode=optimistic",
+		}},
+		{"files (flock)", []string{
+			"session.save_handler=files", "session.save_path=" + dir,
+		}},
+		{"phpredis, locking on", append(slices.Clone(redisExt),
+			"session.save_handler=redis", "session.save_path=tcp://127.0.0.1:"+strconv.Itoa(port),
+			"redis.session.locking_enabled=1",
+		)},
 		// Polls every 100 µs instead of 20 ms, and long enough for 100 turns.
-		{"phpredis, locking on, tuned polling", append(phpredis, "redis.session.locking_enabled=1",
-			"redis.session.lock_wait_time=100", "redis.session.lock_retries=1000000")},
-		{"phpredis, locking off", phpredis},
+		{"phpredis, locking on, tuned polling", append(slices.Clone(redisExt),
+			"session.save_handler=redis", "session.save_path=tcp://127.0.0.1:"+strconv.Itoa(port),
+			"redis.session.locking_enabled=1", "redis.session.lock_wait_time=100", "redis.session.lock_retries=1000000",
+		)},
+		{"phpredis, locking off", append(slices.Clone(redisExt),
+			"session.save_handler=redis", "session.save_path=tcp://127.0.0.1:"+strconv.Itoa(port),
+		)},
 	}
-	count := filepath.Join(dir, "count.php")
-	must(os.WriteFile(count, []byte("<?php\nsession_start(['read_and_close' => true]);\necho count($_SESSION);\n"), 0o644))
 	for _, field := range strings.Split(*holds, ",") {
 		hold, err := strconv.Atoi(strings.TrimSpace(field))
 		must(err)
 		add := filepath.Join(dir, fmt.Sprintf("add%d.php", hold))
 		must(os.WriteFile(add, []byte(fmt.Sprintf("<?php\nsession_start();\nusleep(%d);\n$_SESSION['k' . $_GET['i']] = 1;\necho count($_SESSION);\n", hold)), 0o644))
 		serial := time.Duration(*n*hold) * time.Microsecond
-		fmt.Printf("%d concurrent requests, one session, 8 php-fpm workers, %d µs of work per request (serial limit %v)\n",
-			*n, hold, serial)
+		parallel := time.Duration((*n+7)/8*hold) * time.Microsecond
+		fmt.Printf("%d concurrent requests, one session, 8 php-fpm workers, %d µs of work per request "+
+			"(serial limit %v, parallel limit %v); Redis commands over %d requests (the count request included; "+
+			"commandstats counts the commands scripts run too)\n", *n, hold, serial, parallel, *n+1)
 		w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(w, "handler\tkept\twall time\tx serial\tp50\tp99\tfailed\t\n")
+		fmt.Fprintf(w, "handler\tkept\twall time\t/serial\t/parallel\tp50\tp99\tfailed\tRedis commands per request\t\n")
 		for h, handler := range handlers {
+			if strings.HasPrefix(handler.name, "phpredis") && !phpredis {
+				continue
+			}
 			pool := fmt.Sprintf("bench%d-%d", os.Getpid(), h)
 			sock := filepath.Join(dir, pool+".sock")
 			conf := filepath.Join(dir, pool+".conf")
@@ -174,16 +239,20 @@ func main() {
 			}
 			stop := start(fpm, args...)
 			waitFor("unix", sock)
-			// Each worker takes one of 16 warm-up requests first (they wait
-			// on one session's lock), so that what is measured is not a
-			// worker's first request (ephpm loads its library then).
 			run(sock, add, count, 16, fmt.Sprintf("warm%d%d", h, time.Now().UnixNano()))
+			redisCommands(port) // reset
 			r := run(sock, add, count, *n, fmt.Sprintf("bench%d%d", h, time.Now().UnixNano()))
 			stop()
 			os.Remove(fmt.Sprintf("/dev/shm/ephpm-fpm-%s.%d", pool, os.Geteuid()))
-			fmt.Fprintf(w, "%s\t%d/%d\t%v\t%.2fx\t%v\t%v\t%d\t\n", handler.name, r.kept, *n,
-				r.wall.Round(time.Millisecond), float64(r.wall)/float64(serial),
-				r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.failed)
+			// The count request is one more: its commands are left in.
+			total, per := redisCommands(port)
+			cmds := "-"
+			if total > 0 {
+				cmds = fmt.Sprintf("%.2f (%s)", float64(total)/float64(*n+1), per)
+			}
+			fmt.Fprintf(w, "%s\t%d/%d\t%v\t%.2fx\t%.2fx\t%v\t%v\t%d\t%s\t\n", handler.name, r.kept, *n,
+				r.wall.Round(time.Millisecond), float64(r.wall)/float64(serial), float64(r.wall)/float64(parallel),
+				r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.failed, cmds)
 		}
 		w.Flush()
 		fmt.Println()

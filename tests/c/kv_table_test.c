@@ -5,11 +5,11 @@
  * winner in every round, and a forked child that gets EPHPM_KV_E_FORKED
  * instead of hanging in a Go runtime that did not survive the fork.
  * Then the session members: wait, set_nx_wait, set_guarded, del_guarded,
- * expire, and 100 threads playing "request" on one session through the real
- * backoff. Then the batch members: get_many, set_many. Then the fencing
- * members: fences that only grow, across a
- * release and a flush, a stale fenced write refused, and 8 pthreads taking
- * one lock in turn, each grant's fence above the one before.
+ * expire, set_nx_wait_get, set_guarded_release, and 100 threads playing
+ * "request" on one session through the real backoff. Then the batch
+ * members: get_many, set_many. Then the fencing members: fences that only
+ * grow, across a release and a flush, a stale fenced write refused, and 8
+ * pthreads taking one lock in turn, each grant's fence above the one before.
  *
  * Usage: kv_table_test /path/to/libephpm.so
  */
@@ -284,11 +284,57 @@ static void test_session_members(void)
     CHECK(ops->get(S("w:data"), buf, sizeof buf, &len) == EPHPM_KV_MISS, "expired");
 }
 
+static void test_session_round_trip_members(void)
+{
+    CHECK(EPHPM_KV_OPS_HAS(ops, set_guarded_release), "two-round-trip members present (size %u)",
+          ops->struct_size);
+    char buf[8];
+    size_t len = 99;
+
+    /* set_nx_wait_get */
+    CHECK(ops->set_nx_wait_get(S("r:lock"), S("tok"), 30000, 0, S("r:data"), buf, sizeof buf, &len)
+          == EPHPM_KV_MISS && len == 0, "locked, no data");
+    CHECK(ops->set_nx_wait_get(S("r:lock"), S("two"), 30000, 20, S("r:data"), buf, sizeof buf, &len)
+          == EPHPM_KV_EXISTS, "held: EXISTS after the budget");
+    CHECK(ops->set(S("r:data"), S("hello"), 0) == EPHPM_KV_OK, "data");
+    CHECK(ops->del_if_eq(S("r:lock"), S("tok")) == EPHPM_KV_OK, "release");
+    CHECK(ops->set_nx_wait_get(S("r:lock"), S("tok"), 30000, 0, S("r:data"), buf, sizeof buf, &len)
+          == EPHPM_KV_OK && len == 5 && memcmp(buf, "hello", 5) == 0, "locked and read");
+    CHECK(ops->del_if_eq(S("r:lock"), S("tok")) == EPHPM_KV_OK, "release");
+    buf[0] = 'z';
+    CHECK(ops->set_nx_wait_get(S("r:lock"), S("tok"), 30000, 0, S("r:data"), buf, 2, &len)
+          == EPHPM_KV_TOO_SMALL && len == 5 && buf[0] == 'z', "locked, too small: the length, nothing copied");
+    CHECK(ops->exists(S("r:lock")) == EPHPM_KV_OK, "and the lock is held");
+    CHECK(ops->set_nx_wait_get(S("r:lock2"), S("tok"), 30000, 0, S("r:data"), NULL, 4, &len)
+          == EPHPM_KV_E_INVALID, "NULL buffer");
+    CHECK(ops->set_nx_wait_get(S("r:lock2"), S("tok"), 30000, 0, "", 0, buf, sizeof buf, &len)
+          == EPHPM_KV_E_INVALID, "empty data key");
+    CHECK(ops->exists(S("r:lock2")) == EPHPM_KV_MISS, "a refused call takes no lock");
+
+    /* set_guarded_release */
+    CHECK(ops->set_guarded_release(S("r:data"), S("v2"), 0, S("r:lock"), S("bad")) == EPHPM_KV_MISS,
+          "wrong token");
+    CHECK(ops->get(S("r:data"), buf, sizeof buf, &len) == EPHPM_KV_OK && len == 5, "unchanged");
+    CHECK(ops->exists(S("r:lock")) == EPHPM_KV_OK, "still held");
+    CHECK(ops->set_guarded_release(S("r:data"), S("v2"), 0, S("r:lock"), S("tok")) == EPHPM_KV_OK,
+          "written and released");
+    CHECK(ops->get(S("r:data"), buf, sizeof buf, &len) == EPHPM_KV_OK && len == 2 && memcmp(buf, "v2", 2) == 0,
+          "written");
+    CHECK(ops->exists(S("r:lock")) == EPHPM_KV_MISS, "released");
+    CHECK(ops->set_guarded_release(S("r:data"), S("v3"), 0, S("r:lock"), S("tok")) == EPHPM_KV_MISS,
+          "no guard any more");
+    CHECK(ops->set_guarded_release(S("r:data"), S("v"), 0, NULL, 2, S("tok")) == EPHPM_KV_E_INVALID,
+          "NULL guard");
+}
+
 /* 100 threads play "request" on one session: lock with a fresh random
  * token through set_nx_wait (the real backoff), read the counter, hold the
- * lock a moment, write counter+1 guarded by the lock, release. */
-enum { REQUESTS = 100, SESSION_ROUNDS = 5 };
+ * lock a moment, write counter+1 guarded by the lock, release. In odd
+ * rounds each request does it in two calls, set_nx_wait_get and
+ * set_guarded_release, as the session handler does. */
+enum { REQUESTS = 100, SESSION_ROUNDS = 6 };
 
+static int combined_members;
 static pthread_barrier_t request_start;
 static char session_data_key[64], session_lock_key[64];
 static int seen_counter[REQUESTS];
@@ -309,23 +355,36 @@ static void *request(void *arg)
     size_t dlen = strlen(session_data_key), llen = strlen(session_lock_key);
     pthread_barrier_wait(&request_start);
 
-    if (ops->set_nx_wait(session_lock_key, llen, token, 32, 30000, 60000) != EPHPM_KV_OK) {
-        __atomic_add_fetch(&request_failures, 1, __ATOMIC_RELAXED);
-        return NULL;
-    }
     char buf[32];
     size_t len = 0;
-    int counter = 0;
-    if (ops->get(session_data_key, dlen, buf, sizeof buf - 1, &len) == EPHPM_KV_OK) {
+    int counter = 0, rc;
+    if (combined_members) {
+        rc = ops->set_nx_wait_get(session_lock_key, llen, token, 32, 30000, 60000,
+                                  session_data_key, dlen, buf, sizeof buf - 1, &len);
+        if (rc != EPHPM_KV_OK && rc != EPHPM_KV_MISS) {
+            __atomic_add_fetch(&request_failures, 1, __ATOMIC_RELAXED);
+            return NULL;
+        }
+    } else {
+        if (ops->set_nx_wait(session_lock_key, llen, token, 32, 30000, 60000) != EPHPM_KV_OK) {
+            __atomic_add_fetch(&request_failures, 1, __ATOMIC_RELAXED);
+            return NULL;
+        }
+        rc = ops->get(session_data_key, dlen, buf, sizeof buf - 1, &len);
+    }
+    if (rc == EPHPM_KV_OK) {
         buf[len] = '\0';
         counter = atoi(buf);
     }
     seen_counter[id] = counter;
     usleep(200); /* the request's work, under the lock */
     int n = snprintf(buf, sizeof buf, "%d", counter + 1);
-    if (ops->set_guarded(session_data_key, dlen, buf, (size_t)n, 60000,
-                         session_lock_key, llen, token, 32) != EPHPM_KV_OK
-        || ops->del_if_eq(session_lock_key, llen, token, 32) != EPHPM_KV_OK) {
+    if (combined_members
+            ? ops->set_guarded_release(session_data_key, dlen, buf, (size_t)n, 60000,
+                                       session_lock_key, llen, token, 32) != EPHPM_KV_OK
+            : (ops->set_guarded(session_data_key, dlen, buf, (size_t)n, 60000,
+                                session_lock_key, llen, token, 32) != EPHPM_KV_OK
+               || ops->del_if_eq(session_lock_key, llen, token, 32) != EPHPM_KV_OK)) {
         __atomic_add_fetch(&request_failures, 1, __ATOMIC_RELAXED);
     }
     return NULL;
@@ -338,6 +397,7 @@ static void test_session_requests(void)
         snprintf(session_lock_key, sizeof session_lock_key, "session_lock:c-round-%d", round);
         memset(seen_counter, -1, sizeof seen_counter);
         request_failures = 0;
+        combined_members = round % 2;
         pthread_barrier_init(&request_start, NULL, REQUESTS);
         pthread_t threads[REQUESTS];
         double t0 = now_ms();
@@ -367,7 +427,8 @@ static void test_session_requests(void)
         CHECK(request_failures == 0, "round %d: %d requests failed", round, request_failures);
         CHECK(final == REQUESTS, "round %d: counter %d, want %d", round, final, REQUESTS);
         CHECK(distinct, "round %d: every request saw a distinct counter", round);
-        printf("session round %d: %d requests in %.1f ms\n", round, REQUESTS, took);
+        printf("session round %d (%s): %d requests in %.1f ms\n", round,
+               combined_members ? "set_nx_wait_get, set_guarded_release" : "four members", REQUESTS, took);
     }
 }
 
@@ -593,6 +654,7 @@ int main(int argc, char **argv)
     test_set_nx_race();
     test_forked_child();
     test_session_members();
+    test_session_round_trip_members();
     test_session_requests();
     test_key_api_members();
     test_batch_members();

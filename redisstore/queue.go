@@ -1,0 +1,183 @@
+package redisstore
+
+import (
+	"strings"
+	"time"
+
+	"github.com/ephpm/ephpm/kv"
+)
+
+// Waiters line up for a lock, across every process sharing the server, so
+// that a release hands the lock to exactly one of them, the one that came
+// first. A lock's line is a sorted set beside it (in its slot): member a
+// waiter's id (random per acquisition, from session.Locker), score the
+// server's time when it first queued. Each waiter also holds a lease, a
+// key with a TTL that its every attempt renews; a waiter whose process
+// died stops renewing it, and once it lapses the waiter is dropped from
+// the line by whoever looks next, so it stalls the line for one lease at
+// most. A release publishes the id of the first waiter whose lease is
+// live, whose process's hub wakes that waiter alone (wake). The lock goes
+// to the first live waiter, or to anyone when the line is empty, so a
+// newcomer never overtakes a waiter.
+
+// queueKeys returns the line of lock key rk and the prefix of its waiters'
+// leases, both in rk's slot. ok is false for a key whose slot no hash tag
+// can name (it is hashed whole and holds a '}'): such a lock has no line,
+// and its waiters are woken as Wait's are.
+func queueKeys(rk string) (queue, leasePrefix string, ok bool) {
+	tag := rk
+	if i := strings.IndexByte(rk, '{'); i >= 0 {
+		if j := strings.IndexByte(rk[i+1:], '}'); j > 0 {
+			tag = rk[i+1 : i+1+j]
+		}
+	}
+	if tag == rk && strings.IndexByte(rk, '}') >= 0 {
+		return "", "", false
+	}
+	return "ephpm:line:{" + tag + "}", "ephpm:lease:{" + tag + "}:", true
+}
+
+// liveHeadLua is the first waiter in line whose lease is live (or is
+// me), dropping those whose lease lapsed; nil for an empty line.
+const liveHeadLua = `
+local function live_head(line, prefix, me)
+  while true do
+    local h = redis.call('zrange', line, 0, 0)[1]
+    if not h then return nil end
+    if h == me or redis.call('exists', prefix .. h) == 1 then return h end
+    redis.call('zrem', line, h)
+  end
+end
+local function publish_release(ch, line, prefix)
+  local h = ''
+  if line then h = live_head(line, prefix, nil) or '' end
+  redis.call('publish', ch, h)
+end
+`
+
+// lineScript is one attempt of a waiter in line: KEYS lock, line, the
+// caller's lease (and the data key, to read it as setNXGetScript does);
+// ARGV token, TTL ms ('0': none), waiter id, lease ms, lease prefix. The
+// lock is taken if it is free and the caller is first in line (or the
+// line is empty); else the caller is in line (kept in its place) with a
+// renewed lease, and the answer is 0.
+var lineScript = newScript(liveHeadLua + `
+if redis.call('exists', KEYS[1]) == 0 then
+  local h = live_head(KEYS[2], ARGV[5], ARGV[3])
+  if not h or h == ARGV[3] then
+    if ARGV[2] == '0' then
+      redis.call('set', KEYS[1], ARGV[1])
+    else
+      redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2])
+    end
+    redis.call('zrem', KEYS[2], ARGV[3])
+    redis.call('del', KEYS[3])
+    if #KEYS == 4 then
+      local v = redis.call('get', KEYS[4])
+      if not v then return 1 end
+      return v
+    end
+    return 1
+  end
+end
+local t = redis.call('time')
+redis.call('zadd', KEYS[2], 'NX', t[1] * 1000000 + t[2], ARGV[3])
+redis.call('set', KEYS[3], '', 'PX', ARGV[4])
+if redis.call('pttl', KEYS[2]) < tonumber(ARGV[4]) then redis.call('pexpire', KEYS[2], ARGV[4]) end
+return 0`)
+
+// turnScript says whether it is waiter ARGV[1]'s turn at lock KEYS[1]
+// (line KEYS[2], lease prefix ARGV[2]): -2 when the lock is free and the
+// caller first in line, -3 when it is free and another's turn, else the
+// lock's PTTL (-1: no TTL).
+var turnScript = newScript(liveHeadLua + `
+local ttl = redis.call('pttl', KEYS[1])
+if ttl ~= -2 then return ttl end
+local h = live_head(KEYS[2], ARGV[2], ARGV[1])
+if not h or h == ARGV[1] then return -2 end
+return -3`)
+
+// leaveScript takes waiter ARGV[1] out of lock KEYS[1]'s line (KEYS[2],
+// its lease KEYS[3]), and if the lock is free tells the next in line
+// (channel ARGV[2], lease prefix ARGV[3]).
+var leaveScript = newScript(liveHeadLua + `
+redis.call('zrem', KEYS[2], ARGV[1])
+redis.call('del', KEYS[3])
+if redis.call('exists', KEYS[1]) == 0 then publish_release(ARGV[2], KEYS[2], ARGV[3]) end
+return 1`)
+
+// InLine reports whether key's waiters can line up (see queueKeys).
+func (s *Store) InLine(key string) bool {
+	_, _, ok := queueKeys(redisKey(key))
+	return ok
+}
+
+// SetNXInLine is one attempt of waiter id at lock key: SetNX, only in its
+// turn, else a place in line with a lease of lease.
+func (s *Store) SetNXInLine(key string, value []byte, ttl time.Duration, id string, lease time.Duration) (kv.SetNXOutcome, error) {
+	out, _, _, err := s.lineAttempt(key, value, ttl, id, lease, "", nil)
+	return out, err
+}
+
+// SetNXGetInLine is SetNXInLine that reads dataKey when it takes the lock,
+// as SetNXGet does.
+func (s *Store) SetNXGetInLine(key string, value []byte, ttl time.Duration, id string, lease time.Duration,
+	dataKey string, dst []byte) (kv.SetNXOutcome, int, bool, error) {
+	return s.lineAttempt(key, value, ttl, id, lease, dataKey, dst)
+}
+
+func (s *Store) lineAttempt(key string, value []byte, ttl time.Duration, id string, lease time.Duration,
+	dataKey string, dst []byte) (kv.SetNXOutcome, int, bool, error) {
+	if err := s.noEviction(); err != nil {
+		return 0, 0, false, err
+	}
+	defer s.near.forget(key)
+	rk := redisKey(key)
+	line, prefix, _ := queueKeys(rk)
+	keys := []string{rk, line, prefix + id}
+	if dataKey != "" {
+		keys = append(keys, redisKey(dataKey))
+	}
+	r, err := s.runInto(dst, lineScript, keys, value, ms(ttl), id, ms(lease), prefix)
+	return s.lockReply(r, err, dataKey != "")
+}
+
+// WaitTurn is Wait for waiter id in key's line: it returns true when a
+// release names it, or at once when the lock is free and it is first in
+// line, and false after timeout (cut short to when the lock expires).
+func (s *Store) WaitTurn(key, id string, timeout time.Duration) (bool, error) {
+	rk := redisKey(key)
+	line, prefix, _ := queueKeys(rk)
+	return s.wait(key, id, timeout, func() (bool, time.Duration, error) {
+		n, err := s.run(turnScript, []string{rk, line}, id, prefix)
+		if err != nil {
+			return false, 0, err
+		}
+		switch n {
+		case -2:
+			return true, 0, nil
+		case -3:
+			return false, -1, nil
+		}
+		return false, time.Duration(n) * time.Millisecond, nil
+	})
+}
+
+// LeaveLine takes waiter id out of key's line (a waiter that gives up),
+// telling the next one if the lock is free.
+func (s *Store) LeaveLine(key, id string) error {
+	rk := redisKey(key)
+	line, prefix, _ := queueKeys(rk)
+	_, err := s.run(leaveScript, []string{rk, line, prefix + id}, id, releaseChannel(rk), prefix)
+	return err
+}
+
+// releaseLine is what a release script takes to tell the first waiter in
+// line: the line as a second key, and the lease prefix as the argument
+// after the channel. None for a key without a line.
+func releaseLine(rk string) (keys []string, argv []any) {
+	if line, prefix, ok := queueKeys(rk); ok {
+		return []string{line}, []any{prefix}
+	}
+	return nil, nil
+}
