@@ -16,11 +16,13 @@ import (
 //
 //	fpm-fcgi        fpm-POOL, from the worker's title "php-fpm: pool POOL"
 //	                (fpm-PPID if the title is not there); anchor: the master
+//	                (none if the parent's title is not a master's)
 //	cli-server      with PHP_CLI_SERVER_WORKERS > 1: cli-server-ADDR, from
 //	                the -S address (':' and other characters a segment name
 //	                cannot hold become '_'); anchor: the php -S master (which
 //	                serves requests too)
-//	apache2handler  apache; anchor: the Apache parent process
+//	apache2handler  apache; anchor: the Apache parent process (none if its
+//	                command line is not this process's)
 //	cgi-fcgi        cgi; no anchor: php-cgi may be started per request by
 //	                a web server, or as a pool by PHP_FCGI_CHILDREN
 func autoSegment(sapi string) (name string, anchor int, why string) {
@@ -28,10 +30,17 @@ func autoSegment(sapi string) (name string, anchor int, why string) {
 	case "fpm-fcgi":
 		cmdline, _ := os.ReadFile("/proc/self/cmdline")
 		title := strings.TrimRight(string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})), " ")
-		if pool, ok := strings.CutPrefix(title, "php-fpm: pool "); ok && pool != "" {
-			return segmentName("fpm-" + pool), os.Getppid(), "php-fpm pool " + pool
+		master := os.Getppid()
+		if !fpmMaster(master) {
+			// Orphaned (the master died and pid 1 or a subreaper is the
+			// parent): share the pool's segment without anchoring it to
+			// a process that is not its master.
+			master = 0
 		}
-		return segmentName("fpm-" + strconv.Itoa(os.Getppid())), os.Getppid(), "php-fpm worker"
+		if pool, ok := strings.CutPrefix(title, "php-fpm: pool "); ok && pool != "" {
+			return segmentName("fpm-" + pool), master, "php-fpm pool " + pool
+		}
+		return segmentName("fpm-" + strconv.Itoa(os.Getppid())), master, "php-fpm worker"
 	case "cli-server":
 		if n, _ := strconv.Atoi(os.Getenv("PHP_CLI_SERVER_WORKERS")); n > 1 {
 			// The master serves requests too: it is its own anchor, and its
@@ -39,14 +48,24 @@ func autoSegment(sapi string) (name string, anchor int, why string) {
 			// command lines may differ, as under valgrind).
 			cmdline, _ := os.ReadFile("/proc/self/cmdline")
 			addr, master := serverAddress(cmdline), os.Getppid()
-			if parent, _ := os.ReadFile("/proc/" + strconv.Itoa(master) + "/cmdline"); addr == "" || serverAddress(parent) != addr {
+			// A wrapper (timeout, strace) whose command line holds the same
+			// -S address is not the master: the master runs this program.
+			if parent, _ := os.ReadFile("/proc/" + strconv.Itoa(master) + "/cmdline"); addr == "" ||
+				serverAddress(parent) != addr || !sameProgram(master) {
 				master = os.Getpid()
 			}
 			return segmentName("cli-server-" + addr), master, "php -S with PHP_CLI_SERVER_WORKERS"
 		}
 		return "", 0, "php -S in one process"
 	case "apache2handler":
-		return "apache", os.Getppid(), "Apache mod_php"
+		// Apache's children are forks of its parent: the same command
+		// line. Anything else (an orphan's pid 1) anchors nothing.
+		parent := os.Getppid()
+		self, _ := os.ReadFile("/proc/self/cmdline")
+		if pc, err := os.ReadFile("/proc/" + strconv.Itoa(parent) + "/cmdline"); err != nil || !bytes.Equal(pc, self) {
+			parent = 0
+		}
+		return "apache", parent, "Apache mod_php"
 	case "cgi-fcgi":
 		return "cgi", 0, "php-cgi"
 	}
@@ -84,4 +103,19 @@ func segmentName(s string) string {
 		b = b[:64]
 	}
 	return string(b)
+}
+
+// fpmMaster reports whether pid is a php-fpm master (its title says so):
+// a worker's parent is, unless the worker was orphaned.
+func fpmMaster(pid int) bool {
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	return err == nil && bytes.HasPrefix(cmdline, []byte("php-fpm: master process"))
+}
+
+// sameProgram reports whether process pid (of this user) runs this
+// process's executable.
+func sameProgram(pid int) bool {
+	self, err1 := os.Stat("/proc/self/exe")
+	other, err2 := os.Stat("/proc/" + strconv.Itoa(pid) + "/exe")
+	return err1 == nil && err2 == nil && os.SameFile(self, other)
 }

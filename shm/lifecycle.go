@@ -98,8 +98,8 @@ func samePath(fd int, path string) bool {
 }
 
 // sweep removes the stale segment files of this user in dir ("" means
-// /dev/shm), with their fence files: anchored to a dead process and held by
-// none. It reports the
+// /dev/shm), with their fence files: held by none, and anchored to a dead
+// process or never made into a segment (no magic: a creator killed early). It reports the
 // paths it removed.
 func sweep(dir string) []string {
 	if dir == "" {
@@ -128,15 +128,18 @@ func removeIfStale(path string) bool {
 	if checkFile(fd, path) != nil || unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
 		return false
 	}
+	// A file that never became a segment (its creator died before writing
+	// the magic) goes too: nobody holds it, and an opener that has it open
+	// finds, once flocked, that the name no longer leads to it.
+	halfMade := readMagic(fd) == 0
 	anchor := fileAnchor(fd)
-	if anchor == 0 || identAlive(anchor) || !samePath(fd, path) {
+	if !halfMade && (anchor == 0 || identAlive(anchor)) || !samePath(fd, path) {
 		return false
 	}
-	if unix.Unlink(path) != nil {
-		return false
-	}
-	// Its fence file goes with it, while the flock still shows it unused:
-	// fences made later start from the clock (nextFence).
+	// Its fence file first, while the segment's name still stands: until
+	// both are gone nobody can make a new segment of that name, and so
+	// nobody can map the old fence file for it. Fences made later start
+	// from the clock (nextFence).
 	_ = unix.Unlink(fencesPath(path))
-	return true
+	return unix.Unlink(path) == nil
 }

@@ -1,8 +1,10 @@
 package shm
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -94,6 +96,9 @@ func TestTheNextOpenRemovesAStaleSegment(t *testing.T) {
 	require.NoError(t, held.Close())
 	holderDies()
 
+	// A file a creator killed early left: no magic, nobody holds it.
+	require.NoError(t, os.WriteFile(Path(dir, "half"), make([]byte, 4096), 0o600))
+
 	other, err := Open("other", Options{Dir: dir, Memory: kv.MemoryConfig{Limit: small}})
 	require.NoError(t, err)
 	defer other.Close()
@@ -107,6 +112,7 @@ func TestTheNextOpenRemovesAStaleSegment(t *testing.T) {
 	assert.Greater(t, newFence, oldFence, "fences made after the removal start from the clock")
 	assert.True(t, exists(Path(dir, "named")), "a segment without an anchor is never removed")
 	assert.True(t, exists(Path(dir, "held")), "a segment a process holds is not removed")
+	assert.False(t, exists(Path(dir, "half")), "a file that never became a segment is removed")
 }
 
 func TestAnUnusedDefaultSegmentOfAnotherLayoutIsMadeAnew(t *testing.T) {
@@ -159,4 +165,42 @@ func TestAFullTmpfsIsAnErrorAtOpen(t *testing.T) {
 	require.NoError(t, err, "a segment that fits opens")
 	require.NoError(t, s.Set("k", make([]byte, 1000), 0))
 	require.NoError(t, s.Close())
+}
+
+// Openers racing to create one segment all get it: none waits for an
+// exclusive flock, which a process attached to a ready segment never
+// gives up (a creator that lost the race to initialise waited forever).
+func TestRacingCreatorsAllOpen(t *testing.T) {
+	dir := t.TempDir()
+	for round := 0; round < 20; round++ {
+		name := fmt.Sprintf("race%d", round)
+		const openers = 6
+		var start, done sync.WaitGroup
+		start.Add(1)
+		errs := make(chan error, openers)
+		for i := 0; i < openers; i++ {
+			done.Add(1)
+			go func() {
+				defer done.Done()
+				start.Wait()
+				s, err := Open(name, Options{Dir: dir, Memory: kv.MemoryConfig{Limit: small}})
+				if err == nil {
+					t.Cleanup(func() { s.Close() })
+				}
+				errs <- err
+			}()
+		}
+		start.Done()
+		finished := make(chan struct{})
+		go func() { done.Wait(); close(finished) }()
+		select {
+		case <-finished:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("round %d: an opener is still waiting", round)
+		}
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err, "round %d", round)
+		}
+	}
 }

@@ -4,9 +4,11 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"os"
 	"regexp"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -198,7 +200,21 @@ func openSegmentOnce(path string, limit int64, anchor uint64, init func(g *segme
 		how = unix.LOCK_EX
 	}
 	for {
-		if err := flock(fd, how); err != nil {
+		if how == unix.LOCK_EX {
+			// Never wait for the exclusive flock: every process attached to
+			// a ready segment holds a shared one for its lifetime, so a
+			// wait could last as long. Without it, take the shared one
+			// (granted once an initialiser is done) and look again.
+			if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+				if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
+					return nil, fmt.Errorf("shm: flock %s: %w", path, err)
+				}
+				unix.Flock(fd, unix.LOCK_UN)
+				time.Sleep(time.Duration(100+mrand.IntN(1900)) * time.Microsecond) // contenders part
+				how = unix.LOCK_SH
+				continue
+			}
+		} else if err := flock(fd, how); err != nil {
 			return nil, fmt.Errorf("shm: flock %s: %w", path, err)
 		}
 		if !samePath(fd, path) {
@@ -215,15 +231,15 @@ func openSegmentOnce(path string, limit int64, anchor uint64, init func(g *segme
 			return nil, err
 		}
 		if !ready && how == unix.LOCK_EX {
-			if g, err = initSegment(fd, path, limit, init); err != nil {
+			if g, err = initSegment(fd, path, limit, anchor, init); err != nil {
 				// Not ready, and no process uses it: no file is left behind.
 				unix.Unlink(path)
 				return nil, err
 			}
 		} else if !ready {
 			// Not initialised: its creator died before it was ready, or is
-			// still at it. Wait for the exclusive lock (the kernel drops a
-			// dead process's) and look again.
+			// still at it (then it holds the exclusive flock, which the
+			// kernel drops if it dies). Try for the exclusive flock.
 			how = unix.LOCK_EX
 			continue
 		} else if limit != 0 && limit != g.limit {
@@ -358,10 +374,10 @@ func (g *segment) validate() error {
 	return nil
 }
 
-// initSegment sizes, maps and initialises the file; the caller holds its
-// exclusive flock. Pages are allocated now (fallocate), so that a full
+// initSegment sizes, maps and initialises the file, anchored to anchor (an
+// ident; 0: none); the caller holds its exclusive flock. Pages are allocated now (fallocate), so that a full
 // tmpfs is an error here rather than a SIGBUS on first touch.
-func initSegment(fd int, path string, limit int64, init func(g *segment)) (*segment, error) {
+func initSegment(fd int, path string, limit int64, anchor uint64, init func(g *segment)) (*segment, error) {
 	if limit == 0 {
 		limit = DefaultMemoryLimit
 	}
@@ -406,6 +422,9 @@ func initSegment(fd int, path string, limit int64, init func(g *segment)) (*segm
 		return nil, fmt.Errorf("shm: instance id: %w", err)
 	}
 	init(g)
+	// The anchor before the magic: a file that is a segment always has
+	// its anchor, so that a creator killed now leaves one the sweep knows.
+	*g.u64(hAnchor) = anchor
 	atomic.StoreUint64(g.u64(hMagic), magic)
 	atomic.StoreUint32(g.u32(hReady), readyValue)
 	return g, nil
