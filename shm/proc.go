@@ -69,18 +69,22 @@ func procStat(pid int) (start uint64, state byte, err error) {
 
 // identAlive reports whether the process that claimed a slot with ident
 // still runs. It errs towards alive: only a certain death (ESRCH, no /proc
-// entry, a zombie, another start time) counts as dead.
+// entry for a process of this user, a zombie, another start time) counts
+// as dead.
 func identAlive(ident uint64) bool {
 	if ident == 0 {
 		return false
 	}
 	pid := int(ident >> 32)
-	if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
+	killErr := unix.Kill(pid, 0)
+	if errors.Is(killErr, unix.ESRCH) {
 		return false
 	}
 	start, state, err := procStat(pid)
 	if err != nil {
-		return !errors.Is(err, os.ErrNotExist)
+		// No /proc entry for a process kill says exists and is another
+		// user's: /proc is mounted hidepid, which hides it; alive.
+		return !errors.Is(err, os.ErrNotExist) || errors.Is(killErr, unix.EPERM)
 	}
 	return state != 'Z' && state != 'X' && uint32(start) == uint32(ident)
 }
