@@ -21,8 +21,22 @@ log=$(mktemp)
 NO_INTERACTION=1 TEST_PHP_EXECUTABLE=$(command -v php) \
   php "$(php-config --extension-dir)/build/run-tests.php" -q -n -m -d "extension=$out/ephpm.so" \
       -d pcre.jit=0 phpt | tee "$log"   # PCRE's JIT code reads past buffers on purpose
-# run-tests.php exits 0 when tests only leak: a leak fails this run.
+# run-tests.php exits 0 when tests only leak: a leak fails this run, unless
+# every error of the test is a Go system call's parameter (memcheck matches
+# Param suppressions by the exact parameter name, a list no file can keep:
+# read(buf), openat(filename), socketcall.connect(serv_addr.sin_port)...),
+# the one kind go-runtime.supp cannot hold.
 if grep -q 'LEAKED TEST SUMMARY' "$log"; then
-  for f in phpt/*.mem; do echo "== $f"; cat "$f"; done
-  exit 1
+  failed=0
+  for f in phpt/*.mem; do
+    [ -f "$f" ] || continue
+    errors=$(grep -c 'Syscall param\|Invalid\|uninitialised\|definitely lost\|possibly lost\|Mismatched\|Source and destination' "$f" || true)
+    go_params=$(grep -A1 'Syscall param' "$f" | grep -c 'at 0x[0-9A-F]*: .* (in .*/libephpm\.so)' || true)
+    if [ "$errors" -gt 0 ] && [ "$errors" = "$go_params" ]; then
+      echo "== $f: only Go system call parameters ($go_params), as go-runtime.supp intends"
+    else
+      echo "== $f"; cat "$f"; failed=1
+    fi
+  done
+  [ "$failed" = 0 ] || exit 1
 fi
