@@ -25,9 +25,18 @@ import (
 // Backend is what the table's members call (see package backend).
 type Backend = backend.Backend
 
-// shmPinned are the key prefixes a shared-memory segment never evicts to
-// make room: session data and locks (it has no session budget).
-var shmPinned = []string{session.DataPrefix, session.LockPrefix}
+// sessionPrefixes are the prefixes of the session protocol's keys (package
+// session): the rules each backend is told about them live here. A
+// shared-memory segment (it has no session budget) never evicts them to
+// make room; Redis keeps a session's data and lock in one Cluster slot and
+// refuses to work on them while a master may evict (redisOptions).
+var sessionPrefixes = []string{session.DataPrefix, session.LockPrefix}
+
+// redisOptions are the key rules a Redis backend is opened with, and near
+// its near cache.
+func redisOptions(near redisstore.NearCache) redisstore.Options {
+	return redisstore.Options{Near: near, Colocated: sessionPrefixes, Pinned: sessionPrefixes}
+}
 
 var (
 	store = kv.New(kv.Options{

@@ -164,7 +164,7 @@ func openBackend(value string) error {
 		return nil
 	}
 	if seg, ok := shmName(value); ok {
-		s, err := shm.Open(seg, shm.Options{Memory: store.MemoryConfig(), PinnedPrefixes: shmPinned, Anchor: anchor})
+		s, err := shm.Open(seg, shm.Options{Memory: store.MemoryConfig(), PinnedPrefixes: sessionPrefixes, Anchor: anchor})
 		if err != nil && why != "ephpm.kv_backend" {
 			// "auto" is valid whatever the segment it chose says (another
 			// memory_limit, say): not E_INVALID, which the extension takes
@@ -178,7 +178,7 @@ func openBackend(value string) error {
 		setChosen("shm " + s.Path() + " (" + why + ")")
 		return nil
 	}
-	r, err := redisstore.Open(value, near)
+	r, err := redisstore.Open(value, redisOptions(near))
 	if err != nil {
 		return fmt.Errorf("%w: %v", kv.ErrInvalidArgument, err)
 	}

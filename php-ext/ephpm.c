@@ -123,7 +123,7 @@ PHP_INI_BEGIN()
     /* Last: it opens the backend with the settings above. */
     PHP_INI_ENTRY_EX("ephpm.kv_backend", "auto", PHP_INI_SYSTEM, NULL, ephpm_display_backend)
     STD_PHP_INI_BOOLEAN("ephpm.session_locking", "1", PHP_INI_ALL, OnUpdateBool,
-                        session_locking, zend_ephpm_globals, ephpm_globals)
+                        session.locking, zend_ephpm_globals, ephpm_globals)
     PHP_INI_ENTRY("ephpm.session_lock_ttl", "30", PHP_INI_ALL, OnUpdateEphpmLockTtl)
     PHP_INI_ENTRY("ephpm.session_lock_wait", "30", PHP_INI_ALL, OnUpdateEphpmLockWait)
     PHP_INI_ENTRY("ephpm.session_lock_timeout_action", "proceed", PHP_INI_ALL, OnUpdateEphpmLockAction)
@@ -135,10 +135,10 @@ static PHP_GINIT_FUNCTION(ephpm)
 #if defined(COMPILE_DL_EPHPM) && defined(ZTS)
     ZEND_TSRMLS_CACHE_UPDATE();
 #endif
+    /* The settings get their values, defaults included, from the entries
+     * above: PHP applies each through its update handler at startup (in
+     * every thread, under ZTS), so no default is written here. */
     memset(ephpm_globals, 0, sizeof *ephpm_globals);
-    ephpm_globals->session_locking = true;
-    ephpm_globals->session_lock_ttl = 30;
-    ephpm_globals->session_lock_wait = 30;
 }
 
 bool ephpm_each_store_setting(ephpm_setting_fn fn, void *arg)

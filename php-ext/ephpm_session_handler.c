@@ -20,8 +20,11 @@
  * serializer cannot decode and re-encode unchanged is locked at read, as in
  * exclusive mode, after a warning.
  *
- * Handlers warn (E_WARNING) and return FAILURE; they never throw. Every
- * function here that calls through the table crosses into Go.
+ * This file builds the handler's keys and lock tokens and times its lock
+ * wait (include/ephpm_session.h says who owns what); its state, settings
+ * and the request's lock, is one struct (ephpm_session_state, read with
+ * ES()). Handlers warn (E_WARNING) and return FAILURE; they never throw.
+ * Every function here that calls through the table crosses into Go.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -40,6 +43,10 @@
 #include "ephpm_session_handler.h"
 
 PS_FUNCS_UPDATE_TIMESTAMP(ephpm);
+
+/* A member of the session handler's state (ephpm_session_state), as PS()
+ * is of the session module's. */
+#define ES(v) (EPHPM_G(session).v)
 
 static const ps_module ps_mod_ephpm = {
     PS_MOD_UPDATE_TIMESTAMP(ephpm)
@@ -101,7 +108,7 @@ static int64_t ephpm_session_ttl_ms(zend_long maxlifetime)
 
 static const char *ephpm_lock_action_text(void)
 {
-    switch (EPHPM_G(session_lock_timeout_action)) {
+    switch (ES(lock_timeout_action)) {
     case EPHPM_LOCK_ACTION_FAIL:
         return "the session is not started (ephpm.session_lock_timeout_action=fail)";
     case EPHPM_LOCK_ACTION_READONLY:
@@ -114,19 +121,19 @@ static const char *ephpm_lock_action_text(void)
 /* Forgets the request's lock without releasing it. */
 static void ephpm_session_forget_lock(void)
 {
-    if (EPHPM_G(session_lock_key) != NULL) {
-        zend_string_release(EPHPM_G(session_lock_key));
-        EPHPM_G(session_lock_key) = NULL;
+    if (ES(lock_key) != NULL) {
+        zend_string_release(ES(lock_key));
+        ES(lock_key) = NULL;
     }
-    EPHPM_G(session_lock_held) = false;
-    memset(EPHPM_G(session_lock_token), 0, sizeof EPHPM_G(session_lock_token));
+    ES(lock_held) = false;
+    memset(ES(lock_token), 0, sizeof ES(lock_token));
 }
 
 /* Whether this request holds the lock whose key is lock. */
 static bool ephpm_session_holds(const ephpm_session_key *lock)
 {
-    zend_string *held = EPHPM_G(session_lock_key);
-    return EPHPM_G(session_lock_held) && held != NULL
+    zend_string *held = ES(lock_key);
+    return ES(lock_held) && held != NULL
         && zend_binary_strcmp(ZSTR_VAL(held), ZSTR_LEN(held), lock->buf, lock->len) == 0;
 }
 
@@ -138,7 +145,7 @@ static int ephpm_session_remove(const ephpm_kv_ops *ops, const ephpm_session_key
                                 const ephpm_session_key *lock)
 {
     if (ephpm_session_holds(lock)) {
-        const char *token = EPHPM_G(session_lock_token);
+        const char *token = ES(lock_token);
         return ops->del_guarded(data->buf, data->len, lock->buf, lock->len, token, strlen(token));
     }
     int rc = ops->del(data->buf, data->len);
@@ -152,7 +159,7 @@ static void ephpm_session_warn_lock_lost(const zend_string *sid, const char *wha
         "ephpm: session %s: not %s, this request no longer holds the session lock "
         "(it expired after ephpm.session_lock_ttl=" ZEND_LONG_FMT " s and another request "
         "may hold it); the stored session is left as it is",
-        ZSTR_VAL(sid), what, EPHPM_G(session_lock_ttl));
+        ZSTR_VAL(sid), what, ES(lock_ttl));
 }
 
 /* Releases the request's lock, if it has (or may have) one, with its token.
@@ -160,13 +167,13 @@ static void ephpm_session_warn_lock_lost(const zend_string *sid, const char *wha
  * gone, a warning's message would outlive its memory). Crosses into Go. */
 static void ephpm_session_release_ex(const ephpm_kv_ops *ops, bool quiet)
 {
-    zend_string *key = EPHPM_G(session_lock_key);
+    zend_string *key = ES(lock_key);
     if (key == NULL) {
         return;
     }
     if (ops != NULL) {
-        int rc = ops->del_if_eq(ZSTR_VAL(key), ZSTR_LEN(key), EPHPM_G(session_lock_token),
-                                strlen(EPHPM_G(session_lock_token)));
+        int rc = ops->del_if_eq(ZSTR_VAL(key), ZSTR_LEN(key), ES(lock_token),
+                                strlen(ES(lock_token)));
         if (rc < 0 && !quiet) {
             php_error_docref(NULL, E_WARNING,
                 "ephpm: releasing the session lock %s failed: %s; it expires by its TTL",
@@ -190,7 +197,7 @@ static int ephpm_session_write_held(const ephpm_kv_ops *ops, const ephpm_session
                                     const ephpm_session_key *lock, const char *value, size_t value_len,
                                     int64_t ttl_ms)
 {
-    const char *token = EPHPM_G(session_lock_token);
+    const char *token = ES(lock_token);
     if (EPHPM_KV_OPS_HAS(ops, set_guarded_release)) {
         int rc = ops->set_guarded_release(data->buf, data->len, value, value_len, ttl_ms,
                                           lock->buf, lock->len, token, strlen(token));
@@ -212,7 +219,7 @@ static int ephpm_session_write_held(const ephpm_kv_ops *ops, const ephpm_session
  * start could end a request PHP would have let run.) */
 static int64_t ephpm_session_wait_ms(bool *capped)
 {
-    double wait = EPHPM_G(session_lock_wait);
+    double wait = ES(lock_wait);
     *capped = false;
     if (EG(timeout_seconds) > 0 && (double)EG(timeout_seconds) < wait) {
         wait = (double)EG(timeout_seconds);
@@ -242,7 +249,7 @@ static bool ephpm_session_lock(const ephpm_kv_ops *ops, const zend_string *sid, 
     if (!LOCK_KEY(&lock, sid)) {
         return false;
     }
-    char *token = EPHPM_G(session_lock_token);
+    char *token = ES(lock_token);
     if (!ephpm_new_token(token, false)) {
         php_error_docref(NULL, E_WARNING, "ephpm: session %s: no random bytes for a lock token; %s",
                          ZSTR_VAL(sid), then);
@@ -252,7 +259,7 @@ static bool ephpm_session_lock(const ephpm_kv_ops *ops, const zend_string *sid, 
     bool capped;
     int64_t wait_ms = ephpm_session_wait_ms(&capped);
     double start = ephpm_monotonic_seconds();
-    int64_t ttl_ms = (int64_t)EPHPM_G(session_lock_ttl) * 1000;
+    int64_t ttl_ms = (int64_t)ES(lock_ttl) * 1000;
     int rc;
     if (data_rc != NULL) {
         *data_rc = EPHPM_SESSION_NOT_READ;
@@ -274,14 +281,14 @@ static bool ephpm_session_lock(const ephpm_kv_ops *ops, const zend_string *sid, 
     if (rc == EPHPM_KV_EXISTS && capped && may_time_out) {
         /* The request ran out of time waiting: end it as PHP does, with the
          * timeout fatal. Nothing is held; the session stays unwritten. */
-        EPHPM_G(session_timed_out) = true;
+        ES(timed_out) = true;
         zend_timeout();
     }
 
     if (rc == EPHPM_KV_OK || rc == EPHPM_KV_E_UNAVAILABLE) {
         /* Granted, or maybe granted: either way close must release it. */
-        EPHPM_G(session_lock_key) = zend_string_init(lock.buf, lock.len, 0);
-        EPHPM_G(session_lock_held) = rc == EPHPM_KV_OK;
+        ES(lock_key) = zend_string_init(lock.buf, lock.len, 0);
+        ES(lock_held) = rc == EPHPM_KV_OK;
     }
     if (rc == EPHPM_KV_OK) {
         return true;
@@ -324,19 +331,19 @@ static int ephpm_session_exists(const ephpm_kv_ops *ops, const zend_string *sid)
 
 static bool ephpm_session_optimistic(void)
 {
-    return EPHPM_G(session_locking) && EPHPM_G(session_lock_mode) == EPHPM_LOCK_MODE_OPTIMISTIC;
+    return ES(locking) && ES(lock_mode) == EPHPM_LOCK_MODE_OPTIMISTIC;
 }
 
 /* Forgets what an optimistic request read. */
 static void ephpm_session_forget_base(void)
 {
-    if (EPHPM_G(session_base) != NULL) {
-        zend_string_release(EPHPM_G(session_base));
-        EPHPM_G(session_base) = NULL;
+    if (ES(base) != NULL) {
+        zend_string_release(ES(base));
+        ES(base) = NULL;
     }
-    if (EPHPM_G(session_base_sid) != NULL) {
-        zend_string_release(EPHPM_G(session_base_sid));
-        EPHPM_G(session_base_sid) = NULL;
+    if (ES(base_sid) != NULL) {
+        zend_string_release(ES(base_sid));
+        ES(base_sid) = NULL;
     }
 }
 
@@ -552,8 +559,8 @@ static int ephpm_session_read_optimistic(const ephpm_kv_ops *ops, const ephpm_se
             "ephpm.session_lock_mode=exclusive does", ZSTR_VAL(sid), ephpm_serializer_name());
         return EPHPM_READ_LOCK_INSTEAD;
     }
-    EPHPM_G(session_base_sid) = zend_string_copy((zend_string *)sid);
-    EPHPM_G(session_base) = zend_string_copy(read);
+    ES(base_sid) = zend_string_copy((zend_string *)sid);
+    ES(base) = zend_string_copy(read);
     *val = read;
     return SUCCESS;
 }
@@ -576,8 +583,8 @@ static zend_result ephpm_session_write_merged(const ephpm_kv_ops *ops, const zen
     }
     /* A session other than the one read (session_regenerate_id()) has no
      * base: all its keys are this request's. */
-    if (EPHPM_G(session_base_sid) != NULL && zend_string_equals(EPHPM_G(session_base_sid), sid)) {
-        base = EPHPM_G(session_base);
+    if (ES(base_sid) != NULL && zend_string_equals(ES(base_sid), sid)) {
+        base = ES(base);
     }
     if (zend_string_equals(base, val)) {
         return SUCCESS;
@@ -640,8 +647,8 @@ static zend_result ephpm_session_write_merged(const ephpm_kv_ops *ops, const zen
     } else {
         /* A later write in this request changes this request's view. */
         ephpm_session_forget_base();
-        EPHPM_G(session_base_sid) = zend_string_copy((zend_string *)sid);
-        EPHPM_G(session_base) = zend_string_copy(val);
+        ES(base_sid) = zend_string_copy((zend_string *)sid);
+        ES(base) = zend_string_copy(val);
         result = SUCCESS;
     }
 release:
@@ -678,7 +685,7 @@ PS_OPEN_FUNC(ephpm)
         return FAILURE;
     }
     PS_SET_MOD_DATA((void *)ops);
-    EPHPM_G(session_readonly) = false;
+    ES(readonly) = false;
     return SUCCESS;
 }
 
@@ -686,7 +693,7 @@ PS_CLOSE_FUNC(ephpm)
 {
     ephpm_session_release(PS_GET_MOD_DATA());
     ephpm_session_forget_base();
-    EPHPM_G(session_readonly) = false;
+    ES(readonly) = false;
     PS_SET_MOD_DATA(NULL);
     return SUCCESS;
 }
@@ -699,7 +706,7 @@ PS_READ_FUNC(ephpm)
     if (!DATA_KEY(&data, key)) {
         return FAILURE;
     }
-    EPHPM_G(session_readonly) = false;
+    ES(readonly) = false;
     ephpm_session_forget_base();
     if (ephpm_session_optimistic()) {
         ephpm_session_release(ops);
@@ -709,16 +716,16 @@ PS_READ_FUNC(ephpm)
         }
     }
     int rc = EPHPM_SESSION_NOT_READ;
-    if (EPHPM_G(session_locking)) {
+    if (ES(locking)) {
         /* One session lock per request: drop any left over first. */
         ephpm_session_release(ops);
         if (!ephpm_session_lock(ops, key, ephpm_lock_action_text(), true, &data, &rc, val)) {
-            switch (EPHPM_G(session_lock_timeout_action)) {
+            switch (ES(lock_timeout_action)) {
             case EPHPM_LOCK_ACTION_FAIL:
                 ephpm_session_release(ops); /* a lock whose grant is unknown */
                 return FAILURE;
             case EPHPM_LOCK_ACTION_READONLY:
-                EPHPM_G(session_readonly) = true;
+                ES(readonly) = true;
                 break;
             }
         }
@@ -745,13 +752,13 @@ PS_WRITE_FUNC(ephpm)
     ephpm_session_key data, lock;
     int rc;
 
-    if (EPHPM_G(session_timed_out)) {
+    if (ES(timed_out)) {
         php_error_docref(NULL, E_WARNING,
             "ephpm: session %s: not written, the request reached max_execution_time waiting for "
             "the session lock", ZSTR_VAL(key));
         return FAILURE;
     }
-    if (EPHPM_G(session_readonly)) {
+    if (ES(readonly)) {
         php_error_docref(NULL, E_WARNING,
             "ephpm: session %s: not written, this request did not get the session lock "
             "(ephpm.session_lock_timeout_action=readonly)", ZSTR_VAL(key));
@@ -761,7 +768,7 @@ PS_WRITE_FUNC(ephpm)
         return FAILURE;
     }
     int64_t ttl_ms = ephpm_session_ttl_ms(maxlifetime);
-    if (EPHPM_G(session_base) != NULL) {
+    if (ES(base) != NULL) {
         return ephpm_session_write_merged(ops, key, val, ttl_ms);
     }
     if (ZSTR_LEN(val) == 0) {
@@ -795,7 +802,7 @@ PS_DESTROY_FUNC(ephpm)
     ephpm_session_key data, lock;
 
     /* Destroying is writing: refused when the write would be. */
-    if (EPHPM_G(session_readonly) || EPHPM_G(session_timed_out)) {
+    if (ES(readonly) || ES(timed_out)) {
         php_error_docref(NULL, E_WARNING,
             "ephpm: session %s: not destroyed, this request does not hold the session lock", ZSTR_VAL(key));
         return FAILURE;
@@ -804,7 +811,7 @@ PS_DESTROY_FUNC(ephpm)
     if (!DATA_KEY(&data, key) || !LOCK_KEY(&lock, key)) {
         return FAILURE;
     }
-    if (EPHPM_G(session_base) != NULL) {
+    if (ES(base) != NULL) {
         /* Optimistic: the destroy too happens under the lock, taken for it. */
         ephpm_session_forget_base();
         if (!ephpm_session_holds(&lock)
@@ -814,7 +821,7 @@ PS_DESTROY_FUNC(ephpm)
         }
     }
     int rc = ephpm_session_remove(ops, &data, &lock);
-    zend_string *held = EPHPM_G(session_lock_key);
+    zend_string *held = ES(lock_key);
     if (held != NULL && zend_binary_strcmp(ZSTR_VAL(held), ZSTR_LEN(held), lock.buf, lock.len) == 0) {
         ephpm_session_release(ops);
     }
@@ -881,7 +888,7 @@ PS_UPDATE_TIMESTAMP_FUNC(ephpm)
         return FAILURE;
     }
     int rc = ops->expire(data.buf, data.len, ephpm_session_ttl_ms(maxlifetime));
-    if (rc == EPHPM_KV_MISS && !EPHPM_G(session_readonly) && !EPHPM_G(session_timed_out)) {
+    if (rc == EPHPM_KV_MISS && !ES(readonly) && !ES(timed_out)) {
         /* The data expired during the request: write it back. */
         return ps_write_ephpm(mod_data, key, val, maxlifetime);
     }
@@ -902,8 +909,8 @@ void ephpm_session_request_end(void)
 {
     ephpm_session_release_ex(ephpm_provider_loaded(), true);
     ephpm_session_forget_base();
-    EPHPM_G(session_readonly) = false;
-    EPHPM_G(session_timed_out) = false;
+    ES(readonly) = false;
+    ES(timed_out) = false;
 }
 
 /* ---- ini ---------------------------------------------------------------- */
@@ -917,7 +924,7 @@ ZEND_INI_MH(OnUpdateEphpmLockTtl)
             (int64_t)EPHPM_KV_MAX_TTL_SECONDS, ZSTR_VAL(new_value));
         return FAILURE;
     }
-    EPHPM_G(session_lock_ttl) = ttl;
+    ES(lock_ttl) = ttl;
     return SUCCESS;
 }
 
@@ -930,7 +937,7 @@ ZEND_INI_MH(OnUpdateEphpmLockWait)
             (int64_t)EPHPM_KV_MAX_TTL_SECONDS, ZSTR_VAL(new_value));
         return FAILURE;
     }
-    EPHPM_G(session_lock_wait) = wait;
+    ES(lock_wait) = wait;
     return SUCCESS;
 }
 
@@ -946,7 +953,7 @@ ZEND_INI_MH(OnUpdateEphpmLockAction)
     };
     for (size_t i = 0; i < sizeof actions / sizeof actions[0]; i++) {
         if (strcasecmp(ZSTR_VAL(new_value), actions[i].name) == 0) {
-            EPHPM_G(session_lock_timeout_action) = actions[i].action;
+            ES(lock_timeout_action) = actions[i].action;
             return SUCCESS;
         }
     }
@@ -959,9 +966,9 @@ ZEND_INI_MH(OnUpdateEphpmLockAction)
 ZEND_INI_MH(OnUpdateEphpmLockMode)
 {
     if (strcasecmp(ZSTR_VAL(new_value), "exclusive") == 0) {
-        EPHPM_G(session_lock_mode) = EPHPM_LOCK_MODE_EXCLUSIVE;
+        ES(lock_mode) = EPHPM_LOCK_MODE_EXCLUSIVE;
     } else if (strcasecmp(ZSTR_VAL(new_value), "optimistic") == 0) {
-        EPHPM_G(session_lock_mode) = EPHPM_LOCK_MODE_OPTIMISTIC;
+        ES(lock_mode) = EPHPM_LOCK_MODE_OPTIMISTIC;
     } else {
         php_error_docref(NULL, E_WARNING,
             "ephpm.session_lock_mode must be exclusive or optimistic, \"%s\" given", ZSTR_VAL(new_value));

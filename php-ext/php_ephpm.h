@@ -27,6 +27,34 @@ typedef enum {
     EPHPM_LOCK_MODE_OPTIMISTIC = 1  /* only while the write merges its changes */
 } ephpm_lock_mode;
 
+/* The session handler's state, in one struct as ps_files is mod_files's:
+ * its ini settings (ephpm.session_*) and what the current request holds.
+ * The handler reads it through ES() (php-ext/ephpm_session_handler.c). */
+typedef struct {
+    /* ini settings */
+    bool locking;
+    zend_long lock_ttl;            /* seconds */
+    double lock_wait;              /* seconds */
+    zend_long lock_timeout_action; /* ephpm_lock_action */
+    zend_long lock_mode;           /* ephpm_lock_mode */
+
+    /* The session lock of the current request. lock_key is set from the
+     * moment a lock may have been granted (even if the outcome is unknown)
+     * until it is released; lock_held only once the grant is confirmed. */
+    zend_string *lock_key;
+    char lock_token[EPHPM_TOKEN_LEN + 1];
+    bool lock_held;
+    bool readonly;  /* the lock was not had and the action is readonly */
+    bool timed_out; /* the request hit max_execution_time waiting for the lock */
+
+    /* An optimistic request (read without the lock): the session it read
+     * and the data read, against which its write finds its changes. NULL
+     * when the request holds the lock from the read on (exclusive mode, or
+     * the fallback to it). */
+    zend_string *base_sid;
+    zend_string *base;
+} ephpm_session_state;
+
 ZEND_BEGIN_MODULE_GLOBALS(ephpm)
     char *library; /* ini ephpm.library: path of the provider library, or "" */
 
@@ -34,28 +62,8 @@ ZEND_BEGIN_MODULE_GLOBALS(ephpm)
      * have no globals: C forwards them as text to the library, which parses
      * them (ephpm_each_store_setting). */
 
-    /* ini settings of the session handler */
-    bool session_locking;
-    zend_long session_lock_ttl;        /* seconds */
-    double session_lock_wait;          /* seconds */
-    zend_long session_lock_timeout_action; /* ephpm_lock_action */
-    zend_long session_lock_mode;       /* ephpm_lock_mode */
-
-    /* The session lock of the current request. lock_key is set from the
-     * moment a lock may have been granted (even if the outcome is unknown)
-     * until it is released; lock_held only once the grant is confirmed. */
-    zend_string *session_lock_key;
-    char session_lock_token[EPHPM_TOKEN_LEN + 1];
-    bool session_lock_held;
-    bool session_readonly; /* the lock was not had and the action is readonly */
-    bool session_timed_out; /* the request hit max_execution_time waiting for the lock */
-
-    /* An optimistic request (read without the lock): the session it read
-     * and the data read, against which its write finds its changes. NULL
-     * when the request holds the lock from the read on (exclusive mode, or
-     * the fallback to it). */
-    zend_string *session_base_sid;
-    zend_string *session_base;
+    /* The session handler's settings and the current request's session. */
+    ephpm_session_state session;
 
     /* ephpm_kv_fetch's buffer for this request (NULL until the first get,
      * and after it became a result): see ephpm_kv_fetch. */

@@ -33,7 +33,7 @@ func (s *Store) GetMany(keys []string, dst []byte) (int, error) {
 		if s.near.eligible(k) && fetchedAt.IsZero() {
 			fetchedAt = time.Now()
 		}
-		cmds[i] = pipe.Get(ctx, redisKey(k))
+		cmds[i] = pipe.Get(ctx, s.redisKey(k))
 	}
 	if pipe.Len() > 0 {
 		// Exec's error is that of the first failed command, which may be a
@@ -86,7 +86,7 @@ func (s *Store) SetMany(keys []string, values [][]byte, ttl time.Duration) (int,
 	cmds := make([]*redis.Cmd, len(keys))
 	pipe := s.c.Pipeline()
 	for i, k := range keys {
-		args := []any{"set", redisKey(k), values[i]}
+		args := []any{"set", s.redisKey(k), values[i]}
 		if ttl > 0 {
 			args = append(args, "px", ms(ttl))
 		}

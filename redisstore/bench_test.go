@@ -20,7 +20,7 @@ func BenchmarkCommands(b *testing.B) {
 	srv := redistest.Start(b)
 	for _, path := range []string{"direct", "go-redis"} {
 		b.Run(path, func(b *testing.B) {
-			s, err := Open("redis://" + srv.Addr)
+			s, err := Open("redis://"+srv.Addr, testOptions)
 			require.NoError(b, err)
 			defer s.Close()
 			if path == "go-redis" {
@@ -96,7 +96,7 @@ func cpuTimes() (user, sys time.Duration) {
 // PUBLISH beside it costs.
 func BenchmarkRelease(b *testing.B) {
 	srv := redistest.Start(b)
-	s, err := Open("redis://" + srv.Addr)
+	s, err := Open("redis://"+srv.Addr, testOptions)
 	require.NoError(b, err)
 	defer s.Close()
 	token := []byte("0123456789abcdef0123456789abcdef")

@@ -27,7 +27,7 @@ import (
 func TestUnixSocket(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "redis.sock")
 	redistest.Start(t, "unixsocket "+sock, "unixsocketperm 700")
-	s, err := Open("unix://" + sock + "?db=2")
+	s, err := Open("unix://"+sock+"?db=2", testOptions)
 	require.NoError(t, err)
 	defer s.Close()
 	backendtest.Run(t, s)
@@ -36,7 +36,7 @@ func TestUnixSocket(t *testing.T) {
 func TestSentinel(t *testing.T) {
 	master := redistest.Start(t)
 	sentinel := redistest.StartSentinel(t, master)
-	s, err := Open("redis+sentinel://" + sentinel.Addr + "?master_name=mymaster&read_timeout=2s")
+	s, err := Open("redis+sentinel://"+sentinel.Addr+"?master_name=mymaster&read_timeout=2s", testOptions)
 	require.NoError(t, err)
 	defer s.Close()
 	require.Equal(t, Sentinel, s.mode)
@@ -55,13 +55,13 @@ func TestTLS(t *testing.T) {
 
 	url := "rediss://127.0.0.1:" + strconv.Itoa(port) + "?tls_ca=" + f("ca.pem") +
 		"&tls_cert=" + f("client.pem") + "&tls_key=" + f("client-key.pem")
-	s, err := Open(url)
+	s, err := Open(url, testOptions)
 	require.NoError(t, err)
 	defer s.Close()
 	backendtest.Run(t, s)
 
 	// Without the client certificate the server refuses: an error, not a miss.
-	bare, err := Open("rediss://127.0.0.1:" + strconv.Itoa(port) + "?tls_ca=" + f("ca.pem") + "&dial_timeout=1s")
+	bare, err := Open("rediss://127.0.0.1:"+strconv.Itoa(port)+"?tls_ca="+f("ca.pem")+"&dial_timeout=1s", testOptions)
 	require.NoError(t, err)
 	defer bare.Close()
 	_, _, err = bare.GetInto("k", nil)

@@ -279,7 +279,7 @@ func TestBytesAfterAReplyRetireTheConnection(t *testing.T) {
 // their connections are closed, not kept, and later calls fail.
 func TestCloseWithCommandsInFlight(t *testing.T) {
 	srv := redistest.Start(t, "enable-debug-command yes")
-	s, err := Open("redis://" + srv.Addr + "?pool_size=2&pool_timeout=2s")
+	s, err := Open("redis://"+srv.Addr+"?pool_size=2&pool_timeout=2s", testOptions)
 	require.NoError(t, err)
 	require.NoError(t, s.Set("k", []byte("v"), 0))
 	admin := open(t, "redis://"+srv.Addr)

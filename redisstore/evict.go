@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/ephpm/ephpm/session"
 )
 
 // ErrEvictingServer is wrapped by the error of every call that needs
@@ -90,11 +88,10 @@ func (s *Store) noEviction() error {
 	return verdict
 }
 
-// durable is noEviction for a member on key when key is a session's (its
-// data or its lock), which must not be evicted whatever the member:
-// the in-process store pins the same keys.
+// durable is noEviction for a member on key when key is Pinned (see
+// Options), which must not be evicted whatever the member.
 func (s *Store) durable(key string) error {
-	if strings.HasPrefix(key, session.DataPrefix) || strings.HasPrefix(key, session.LockPrefix) {
+	if hasPrefix(key, s.opts.Pinned) {
 		return s.noEviction()
 	}
 	return nil

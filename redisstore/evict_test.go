@@ -100,7 +100,7 @@ func TestAnEvictingServerRefusesLocksAndSessions(t *testing.T) {
 
 			// The refused calls changed nothing.
 			for _, key := range []string{"lock", data, lock} {
-				n, err := admin(t, srv.Addr).Exists(ctx, redisKey(key)).Result()
+				n, err := admin(t, srv.Addr).Exists(ctx, testKey(key)).Result()
 				require.NoError(t, err)
 				assert.Zero(t, n, key)
 			}

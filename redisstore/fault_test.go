@@ -22,7 +22,7 @@ func TestLostReplyIsAnErrorNotAnAnswer(t *testing.T) {
 	checkEvictionEvery(t, time.Hour)
 	srv := redistest.Start(t)
 	proxy := redistest.NewProxy(t, srv.Addr)
-	s, err := Open("redis://" + proxy.Addr + "?read_timeout=500ms")
+	s, err := Open("redis://"+proxy.Addr+"?read_timeout=500ms", testOptions)
 	require.NoError(t, err)
 	defer s.Close()
 
@@ -41,7 +41,7 @@ func TestLostReplyIsAnErrorNotAnAnswer(t *testing.T) {
 
 	// The release did reach the server and ran exactly once: the lock is
 	// gone, and a retry would have answered "not held".
-	direct, err := Open("redis://" + srv.Addr)
+	direct, err := Open("redis://"+srv.Addr, testOptions)
 	require.NoError(t, err)
 	defer direct.Close()
 	held, err := direct.Exists("lock")
@@ -69,7 +69,7 @@ func TestLostReplyIsAnErrorNotAnAnswer(t *testing.T) {
 // write that was acknowledged is lost (the server persists with fsync).
 func TestRestartUnderLoadLosesNoAcknowledgedWrite(t *testing.T) {
 	srv := redistest.Start(t, "appendonly yes", "appendfsync always")
-	s, err := Open("redis://" + srv.Addr + "?dial_timeout=200ms&read_timeout=300ms&write_timeout=300ms")
+	s, err := Open("redis://"+srv.Addr+"?dial_timeout=200ms&read_timeout=300ms&write_timeout=300ms", testOptions)
 	require.NoError(t, err)
 	defer s.Close()
 

@@ -95,7 +95,7 @@ func keySlot(key string) int {
 // fenceKeys returns the lock's Redis key and its fence key, or, in a
 // Cluster, an error if they cannot share a slot.
 func (s *Store) fenceKeys(lock string) (string, string, error) {
-	rk := redisKey(lock)
+	rk := s.redisKey(lock)
 	fk := fenceKey(rk)
 	if s.mode == Cluster && keySlot(rk) != keySlot(fk) {
 		return "", "", fmt.Errorf("%w: lock name %q has no hash tag and holds a '}': on a Redis Cluster its fence "+
@@ -193,7 +193,7 @@ func (s *Store) fencedKeys(key, lock string) (string, string, error) {
 	if err != nil {
 		return "", "", err
 	}
-	rk := redisKey(key)
+	rk := s.redisKey(key)
 	if s.mode == Cluster && keySlot(rk) != keySlot(lk) {
 		return "", "", fmt.Errorf("%w: on a Redis Cluster a fenced write's key must be in its lock's slot: "+
 			"key %q and lock %q are not; give both one hash tag, e.g. {order:42}", kv.ErrInvalidArgument, key, lock)

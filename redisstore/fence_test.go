@@ -24,7 +24,7 @@ func TestKeySlotIsTheClusters(t *testing.T) {
 
 func TestAFenceKeySharesItsLocksSlot(t *testing.T) {
 	for _, name := range []string{"lock", "{orders}:lock", "a{b}c", "x{", "x{y", session.LockKey("sid")} {
-		rk := redisKey(name)
+		rk := testKey(name)
 		assert.Equal(t, keySlot(rk), keySlot(fenceKey(rk)), name)
 	}
 	for _, rk := range []string{"a}b", "{}x"} { // no hash tag, and a '}' that ends the one around it

@@ -1,12 +1,9 @@
 package redisstore
 
 import (
-	"strings"
 	"time"
 
 	"github.com/dgraph-io/ristretto/v2"
-
-	"github.com/ephpm/ephpm/session"
 )
 
 // NearCache configures the optional per-process cache in front of Redis
@@ -26,8 +23,9 @@ type NearCache struct {
 // lock. Its sets may be dropped or delayed, which costs only a round trip
 // here, and is why it stands nowhere on the lock path.
 type near struct {
-	cfg NearCache
-	c   *ristretto.Cache[string, nearEntry]
+	cfg    NearCache
+	pinned []string // prefixes never cached (Options.Pinned)
+	c      *ristretto.Cache[string, nearEntry]
 }
 
 type nearEntry struct {
@@ -35,7 +33,7 @@ type nearEntry struct {
 	at time.Time
 }
 
-func newNear(cfg NearCache) (*near, error) {
+func newNear(cfg NearCache, pinned []string) (*near, error) {
 	if len(cfg.Prefixes) == 0 || cfg.Staleness <= 0 || cfg.MaxBytes <= 0 {
 		return nil, nil
 	}
@@ -47,20 +45,12 @@ func newNear(cfg NearCache) (*near, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &near{cfg: cfg, c: c}, nil
+	return &near{cfg: cfg, pinned: pinned, c: c}, nil
 }
 
 // eligible says whether key may be served from the cache.
 func (n *near) eligible(key string) bool {
-	if n == nil || strings.HasPrefix(key, session.DataPrefix) || strings.HasPrefix(key, session.LockPrefix) {
-		return false
-	}
-	for _, p := range n.cfg.Prefixes {
-		if strings.HasPrefix(key, p) {
-			return true
-		}
-	}
-	return false
+	return n != nil && !hasPrefix(key, n.pinned) && hasPrefix(key, n.cfg.Prefixes)
 }
 
 func (n *near) get(key string) ([]byte, bool) {

@@ -108,7 +108,7 @@ return 1`)
 
 // InLine reports whether key's waiters can line up (see queueKeys).
 func (s *Store) InLine(key string) bool {
-	_, _, ok := queueKeys(redisKey(key))
+	_, _, ok := queueKeys(s.redisKey(key))
 	return ok
 }
 
@@ -132,11 +132,11 @@ func (s *Store) lineAttempt(key string, value []byte, ttl time.Duration, id stri
 		return 0, 0, false, err
 	}
 	defer s.near.forget(key)
-	rk := redisKey(key)
+	rk := s.redisKey(key)
 	line, prefix, _ := queueKeys(rk)
 	keys := []string{rk, line, prefix + id}
 	if dataKey != "" {
-		keys = append(keys, redisKey(dataKey))
+		keys = append(keys, s.redisKey(dataKey))
 	}
 	r, err := s.runInto(dst, lineScript, keys, value, ms(ttl), id, ms(lease), prefix)
 	return s.lockReply(r, err, dataKey != "")
@@ -146,7 +146,7 @@ func (s *Store) lineAttempt(key string, value []byte, ttl time.Duration, id stri
 // release names it, or at once when the lock is free and it is first in
 // line, and false after timeout (cut short to when the lock expires).
 func (s *Store) WaitTurn(key, id string, timeout time.Duration) (bool, error) {
-	rk := redisKey(key)
+	rk := s.redisKey(key)
 	line, prefix, _ := queueKeys(rk)
 	return s.wait(key, id, timeout, func() (bool, time.Duration, error) {
 		n, err := s.run(turnScript, []string{rk, line}, id, prefix)
@@ -166,7 +166,7 @@ func (s *Store) WaitTurn(key, id string, timeout time.Duration) (bool, error) {
 // LeaveLine takes waiter id out of key's line (a waiter that gives up),
 // telling the next one if the lock is free.
 func (s *Store) LeaveLine(key, id string) error {
-	rk := redisKey(key)
+	rk := s.redisKey(key)
 	line, prefix, _ := queueKeys(rk)
 	_, err := s.run(leaveScript, []string{rk, line, prefix + id}, id, releaseChannel(rk), prefix)
 	return err

@@ -29,7 +29,7 @@ func TestQueueKeysShareTheLocksSlot(t *testing.T) {
 
 // lineLength is how many waiters are in key's line.
 func lineLength(t *testing.T, s *Store, key string) int {
-	line, _, _ := queueKeys(redisKey(key))
+	line, _, _ := queueKeys(testKey(key))
 	r, err := s.do(nil, "zcard", line)
 	require.NoError(t, err)
 	return int(r.n)
@@ -43,7 +43,7 @@ func TestTheLockPassesInArrivalOrderAcrossProcesses(t *testing.T) {
 	const n = 6
 	stores := make([]*Store, n+1)
 	for i := range stores {
-		s, err := Open("redis://" + srv.Addr)
+		s, err := Open("redis://"+srv.Addr, testOptions)
 		require.NoError(t, err)
 		defer s.Close()
 		stores[i] = s
@@ -88,7 +88,7 @@ func TestTheLockPassesInArrivalOrderAcrossProcesses(t *testing.T) {
 // the line for its lease only; the next one gets the lock after it.
 func TestADeadWaiterHoldsUpTheLineOnlyForItsLease(t *testing.T) {
 	srv := redistest.Start(t)
-	s, err := Open("redis://" + srv.Addr)
+	s, err := Open("redis://"+srv.Addr, testOptions)
 	require.NoError(t, err)
 	defer s.Close()
 	key := session.LockKey("dead")
@@ -122,7 +122,7 @@ func TestADeadWaiterHoldsUpTheLineOnlyForItsLease(t *testing.T) {
 // line is told if the lock is free.
 func TestAWaiterOutOfTimeLeavesTheLine(t *testing.T) {
 	srv := redistest.Start(t)
-	s, err := Open("redis://" + srv.Addr)
+	s, err := Open("redis://"+srv.Addr, testOptions)
 	require.NoError(t, err)
 	defer s.Close()
 	key := session.LockKey("leave")

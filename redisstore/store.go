@@ -7,9 +7,11 @@
 // the key; Redis's clock decides expiry, and no machine compares clocks.
 // Retries are off: an error is an unknown outcome, never a guess.
 //
-// Session keys are stored with their session id as a hash tag
-// (session:{sid}, session_lock:{sid}) so a session's data and lock share a
-// Cluster slot and the guarded write can be one script.
+// Which keys must share a Cluster slot, and which must never be evicted or
+// served stale, is the caller's rule, handed to Open (Options): the bridge
+// names the session prefixes, so that a session's data and lock (stored as
+// session:{sid}, session_lock:{sid}) share a slot and the guarded write can
+// be one script.
 package redisstore
 
 import (
@@ -27,7 +29,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ephpm/ephpm/kv"
-	"github.com/ephpm/ephpm/session"
 )
 
 func init() {
@@ -52,6 +53,7 @@ type Store struct {
 	near   *near // nil: no near cache
 	evict  *evictionGuard
 	where  string // the server, as messages name it
+	opts   Options
 
 	setNXWins, setNXLosses            atomic.Uint64
 	delIfEqMatches, delIfEqMismatches atomic.Uint64
@@ -61,19 +63,32 @@ type Store struct {
 	scriptsOnly bool
 }
 
-// Open parses a backend URL (see parse) and makes a client, with an
-// optional near cache. It does not connect: a server that is down makes
-// each call fail, not Open.
-func Open(rawURL string, nc ...NearCache) (*Store, error) {
+// Options are what Open takes besides the URL; the zero value is a store
+// with no near cache and no key rules.
+type Options struct {
+	// Near is the near cache (its zero value: none).
+	Near NearCache
+	// Colocated are the prefixes of keys that go together: a key
+	// prefix+rest is stored in Redis as prefix+"{"+rest+"}", so that keys
+	// of these prefixes with the same rest share one Cluster slot and one
+	// script may touch them all (a write guarded by a lock).
+	Colocated []string
+	// Pinned are the prefixes of keys that must be exact and kept: never
+	// served from the near cache, and their members fail while a master
+	// may evict keys (see noEviction), as the other backends pin them.
+	Pinned []string
+}
+
+// Open parses a backend URL (see parse) and makes a client with opts. It
+// does not connect: a server that is down makes each call fail, not Open.
+func Open(rawURL string, opts Options) (*Store, error) {
 	cfg, err := parse(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	var n *near
-	if len(nc) > 0 {
-		if n, err = newNear(nc[0]); err != nil {
-			return nil, err
-		}
+	n, err := newNear(opts.Near, opts.Pinned)
+	if err != nil {
+		return nil, err
 	}
 	g := &evictionGuard{allowed: cfg.allowEvicting, every: evictionCheckEvery}
 	cfg.opts.OnConnect = func(context.Context, *redis.Conn) error { g.reconnected(); return nil }
@@ -100,7 +115,7 @@ func Open(rawURL string, nc ...NearCache) (*Store, error) {
 		o.OnConnect = h.onConnect(o.OnConnect)
 		c = h.attach(redis.NewClient(o))
 	}
-	s := &Store{c: c, mode: cfg.mode, hub: newHub(redis.NewUniversalClient(&cfg.pubsubOpts)), near: n, evict: g}
+	s := &Store{c: c, mode: cfg.mode, hub: newHub(redis.NewUniversalClient(&cfg.pubsubOpts)), near: n, evict: g, opts: opts}
 	switch {
 	case cfg.mode == Sentinel:
 		s.where = "the master " + cfg.opts.MasterName
@@ -128,15 +143,25 @@ func (s *Store) Close() error {
 // Name is the deployment kind, as stats report it.
 func (s *Store) Name() string { return string(s.mode) }
 
-// redisKey maps a store key to its Redis key: session keys get their id as
-// a hash tag so that data and lock of one session share a Cluster slot.
-func redisKey(key string) string {
-	for _, prefix := range []string{session.DataPrefix, session.LockPrefix} {
-		if sid, ok := strings.CutPrefix(key, prefix); ok {
-			return prefix + "{" + sid + "}"
+// redisKey maps a store key to its Redis key: a key of a Colocated prefix
+// gets the rest of its name as a hash tag (see Options).
+func (s *Store) redisKey(key string) string {
+	for _, prefix := range s.opts.Colocated {
+		if rest, ok := strings.CutPrefix(key, prefix); ok {
+			return prefix + "{" + rest + "}"
 		}
 	}
 	return key
+}
+
+// hasPrefix says whether key starts with one of prefixes.
+func hasPrefix(key string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // releaseChannel is where a release of key is announced to waiters.
@@ -311,7 +336,7 @@ func (s *Store) GetInto(key string, dst []byte) (int, bool, error) {
 	if cacheable {
 		fetchedAt = time.Now()
 	}
-	r, err := s.do(dst, "get", redisKey(key))
+	r, err := s.do(dst, "get", s.redisKey(key))
 	if err != nil {
 		return 0, false, classify(err)
 	}
@@ -332,9 +357,9 @@ func (s *Store) Set(key string, value []byte, ttl time.Duration) error {
 	defer s.near.forget(key)
 	var err error
 	if ttl > 0 {
-		_, err = s.do(nil, "set", redisKey(key), value, "px", ms(ttl))
+		_, err = s.do(nil, "set", s.redisKey(key), value, "px", ms(ttl))
 	} else {
-		_, err = s.do(nil, "set", redisKey(key), value)
+		_, err = s.do(nil, "set", s.redisKey(key), value)
 	}
 	return classify(err)
 }
@@ -348,9 +373,9 @@ func (s *Store) SetNX(key string, value []byte, ttl time.Duration) (kv.SetNXOutc
 	var r reply
 	var err error
 	if ttl > 0 {
-		r, err = s.do(nil, "set", redisKey(key), value, "px", ms(ttl), "nx")
+		r, err = s.do(nil, "set", s.redisKey(key), value, "px", ms(ttl), "nx")
 	} else {
-		r, err = s.do(nil, "set", redisKey(key), value, "nx")
+		r, err = s.do(nil, "set", s.redisKey(key), value, "nx")
 	}
 	if err != nil {
 		return 0, classify(err)
@@ -377,7 +402,7 @@ func (s *Store) Del(key string) (bool, error) {
 		return false, err
 	}
 	defer s.near.forget(key)
-	rk := redisKey(key)
+	rk := s.redisKey(key)
 	line, prefix := releaseLine(rk)
 	n, err := s.run(delScript, append([]string{rk}, line...), append([]any{releaseChannel(rk)}, prefix...)...)
 	return n > 0, err
@@ -399,7 +424,7 @@ func (s *Store) DelIfEq(key string, token []byte) (bool, error) {
 		return false, err
 	}
 	defer s.near.forget(key)
-	rk := redisKey(key)
+	rk := s.redisKey(key)
 	ch := releaseChannel(rk)
 	release := &nativeCall{
 		form: func(have native) []any { return have.release(rk, token) },
@@ -442,7 +467,7 @@ end
 return 1`)
 
 // SetGuarded writes key only while guardKey holds guardToken: one script,
-// so both keys must live on one server (sessions do: see redisKey).
+// so both keys must live on one server (Colocated keys do: see redisKey).
 func (s *Store) SetGuarded(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
 	return s.setGuarded(key, value, ttl, guardKey, guardToken, false)
 }
@@ -458,7 +483,7 @@ func (s *Store) setGuarded(key string, value []byte, ttl time.Duration, guardKey
 		return false, err
 	}
 	defer s.near.forget(key)
-	rk, rg := redisKey(key), redisKey(guardKey)
+	rk, rg := s.redisKey(key), s.redisKey(guardKey)
 	keys, argv := []string{rk, rg}, []any{value, guardToken, ms(ttl)}
 	if release {
 		line, prefix := releaseLine(rg)
@@ -493,7 +518,7 @@ func (s *Store) SetNXGet(key string, value []byte, ttl time.Duration, dataKey st
 		return 0, 0, false, err
 	}
 	defer s.near.forget(key)
-	r, err := s.runInto(dst, setNXGetScript, []string{redisKey(key), redisKey(dataKey)}, value, ms(ttl))
+	r, err := s.runInto(dst, setNXGetScript, []string{s.redisKey(key), s.redisKey(dataKey)}, value, ms(ttl))
 	return s.lockReply(r, err, true)
 }
 
@@ -530,8 +555,8 @@ func (s *Store) DelGuarded(key, guardKey string, guardToken []byte) (bool, error
 		return false, err
 	}
 	defer s.near.forget(key)
-	rk := redisKey(key)
-	n, err := s.run(delGuardedScript, []string{rk, redisKey(guardKey)}, guardToken, releaseChannel(rk))
+	rk := s.redisKey(key)
+	n, err := s.run(delGuardedScript, []string{rk, s.redisKey(guardKey)}, guardToken, releaseChannel(rk))
 	return n == 1, err
 }
 
@@ -551,7 +576,7 @@ func (s *Store) Expire(key string, ttl time.Duration) (bool, error) {
 	if err := s.durable(key); err != nil {
 		return false, err
 	}
-	n, err := s.run(expireScript, []string{redisKey(key)}, ms(ttl), "0", "")
+	n, err := s.run(expireScript, []string{s.redisKey(key)}, ms(ttl), "0", "")
 	return n == 1, err
 }
 
@@ -562,7 +587,7 @@ func (s *Store) ExpireIfEq(key string, token []byte, ttl time.Duration) (bool, e
 	if err := s.noEviction(); err != nil {
 		return false, err
 	}
-	rk, t := redisKey(key), ms(ttl)
+	rk, t := s.redisKey(key), ms(ttl)
 	refresh := &nativeCall{
 		form: func(have native) []any { return have.refresh(rk, token, t) },
 		uses: setIfEqCmd,
@@ -576,7 +601,7 @@ func (s *Store) Exists(key string) (bool, error) {
 	if err := s.durable(key); err != nil {
 		return false, err
 	}
-	r, err := s.do(nil, "exists", redisKey(key))
+	r, err := s.do(nil, "exists", s.redisKey(key))
 	return r.n == 1, classify(err)
 }
 
@@ -585,7 +610,7 @@ func (s *Store) PTTL(key string) (time.Duration, bool, error) {
 	if err := s.durable(key); err != nil {
 		return 0, false, err
 	}
-	r, err := s.do(nil, "pttl", redisKey(key))
+	r, err := s.do(nil, "pttl", s.redisKey(key))
 	if err != nil {
 		return 0, false, classify(err)
 	}
@@ -613,10 +638,10 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 	}
 	defer s.near.forget(key)
 	if ttlOnCreate == 0 {
-		r, err := s.do(nil, "incrby", redisKey(key), delta)
+		r, err := s.do(nil, "incrby", s.redisKey(key), delta)
 		return r.n, classify(err)
 	}
-	return s.run(incrScript, []string{redisKey(key)}, delta, ms(ttlOnCreate))
+	return s.run(incrScript, []string{s.redisKey(key)}, delta, ms(ttlOnCreate))
 }
 
 // Flush is FLUSHDB: every key of the configured database (of every master

@@ -10,12 +10,23 @@ import (
 
 	"github.com/ephpm/ephpm/backend/backendtest"
 	"github.com/ephpm/ephpm/internal/redistest"
+	"github.com/ephpm/ephpm/session"
 )
 
-// open opens a store on url, closed when t ends.
+// testOptions are the key rules the bridge opens a store with: session
+// data and locks share a slot and are pinned.
+var testOptions = Options{
+	Colocated: []string{session.DataPrefix, session.LockPrefix},
+	Pinned:    []string{session.DataPrefix, session.LockPrefix},
+}
+
+// testKey is the Redis key of key in a store opened with testOptions.
+func testKey(key string) string { return (&Store{opts: testOptions}).redisKey(key) }
+
+// open opens a store on url with testOptions, closed when t ends.
 func open(t testing.TB, url string) *Store {
 	t.Helper()
-	s, err := Open(url)
+	s, err := Open(url, testOptions)
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	return s
@@ -23,16 +34,17 @@ func open(t testing.TB, url string) *Store {
 
 func TestRedisPassesTheContract(t *testing.T) {
 	srv := redistest.Start(t)
-	s, err := Open("redis://" + srv.Addr + "/0?read_timeout=2s")
+	s, err := Open("redis://"+srv.Addr+"/0?read_timeout=2s", testOptions)
 	require.NoError(t, err)
 	defer s.Close()
 	backendtest.Run(t, s)
 }
 
 func TestSessionKeysShareASlot(t *testing.T) {
-	assert.Equal(t, "session:{abc}", redisKey("session:abc"))
-	assert.Equal(t, "session_lock:{abc}", redisKey("session_lock:abc"))
-	assert.Equal(t, "cache:abc", redisKey("cache:abc"))
+	assert.Equal(t, "session:{abc}", testKey("session:abc"))
+	assert.Equal(t, "session_lock:{abc}", testKey("session_lock:abc"))
+	assert.Equal(t, "cache:abc", testKey("cache:abc"))
+	assert.Equal(t, "session:abc", (&Store{}).redisKey("session:abc"), "no rule, no hash tag")
 }
 
 func TestParse(t *testing.T) {
@@ -88,7 +100,7 @@ func TestParse(t *testing.T) {
 // plausible answer; when it is back, the same client works again.
 func TestServerGoneAndBack(t *testing.T) {
 	srv := redistest.Start(t)
-	s, err := Open("redis://" + srv.Addr + "?dial_timeout=200ms&read_timeout=200ms&write_timeout=200ms")
+	s, err := Open("redis://"+srv.Addr+"?dial_timeout=200ms&read_timeout=200ms&write_timeout=200ms", testOptions)
 	require.NoError(t, err)
 	defer s.Close()
 	require.NoError(t, s.Set("k", []byte("v"), 0))
@@ -113,10 +125,11 @@ func TestServerGoneAndBack(t *testing.T) {
 
 func TestNearCache(t *testing.T) {
 	srv := redistest.Start(t)
-	s, err := Open("redis://"+srv.Addr, NearCache{Prefixes: []string{"cfg:", "session:"}, Staleness: 300 * time.Millisecond, MaxBytes: 1 << 20})
+	s, err := Open("redis://"+srv.Addr, Options{Near: NearCache{Prefixes: []string{"cfg:", "session:"}, Staleness: 300 * time.Millisecond, MaxBytes: 1 << 20},
+		Colocated: testOptions.Colocated, Pinned: testOptions.Pinned})
 	require.NoError(t, err)
 	defer s.Close()
-	other, err := Open("redis://" + srv.Addr) // another process, as it were
+	other, err := Open("redis://"+srv.Addr, testOptions) // another process, as it were
 	require.NoError(t, err)
 	defer other.Close()
 

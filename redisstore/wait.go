@@ -121,7 +121,7 @@ func (s *Store) Wait(key string, timeout time.Duration) (bool, error) {
 // (-1: none), by which the wait is cut short. Then it waits for a message
 // for it or the timeout.
 func (s *Store) wait(key, id string, timeout time.Duration, look func() (bool, time.Duration, error)) (bool, error) {
-	rk := redisKey(key)
+	rk := s.redisKey(key)
 	ch := releaseChannel(rk)
 	h := s.hub
 	w := waiter{ch: make(chan struct{}, 1), id: id}

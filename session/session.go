@@ -5,6 +5,12 @@
 //
 // The PHP session handler reaches Acquire through the ops table's
 // set_nx_wait member (see bridge); Go programs call it directly.
+//
+// Key names follow include/ephpm_session.h. The PHP handler builds its
+// keys and tokens in C and times its own wait; this package's DataKey,
+// LockKey and NewToken serve Go callers (a host that reads its scripts'
+// sessions, tests, benchmarks), and NewToken also names a waiter in line.
+// The prefixes tell the backends which keys are a session's (see bridge).
 package session
 
 import (
@@ -28,7 +34,8 @@ func DataKey(sid string) string { return DataPrefix + sid }
 // LockKey is the key of session sid's lock.
 func LockKey(sid string) string { return LockPrefix + sid }
 
-// NewToken returns a fresh lock token: TokenBytes from the CSPRNG, hex.
+// NewToken returns a fresh lock token: TokenBytes from the CSPRNG, hex, as
+// the PHP handler's ephpm_new_token makes them.
 func NewToken() (string, error) {
 	b := make([]byte, TokenBytes)
 	if _, err := rand.Read(b); err != nil {
@@ -88,11 +95,12 @@ type Locker struct {
 	Backoff Backoff
 }
 
-// Result says how an acquisition went.
+// Result says how an acquisition went. How long it took is the caller's
+// to time (the PHP handler times the whole call, crossing included, for
+// its warning): Acquire reads the clock only to keep to the budget.
 type Result struct {
-	Acquired bool          // the lock is ours
-	Attempts int           // SetNX calls made
-	Waited   time.Duration // wall-clock time from the first attempt to the answer
+	Acquired bool // the lock is ours
+	Attempts int  // SetNX calls made
 }
 
 // Acquire takes the lock key with token and ttl: SetNX, and on contention
@@ -221,19 +229,16 @@ func (l *Locker) acquire(key string, budget time.Duration, lined bool, attempt f
 		line, id = &ln, tok
 	}
 
-	start := clock.Now()
-	deadline := start.Add(budget)
+	deadline := clock.Now().Add(budget)
 	step := backoff.Initial
 	var res Result
 	for {
 		res.Attempts++
 		out, err := attempt(line, id, LineStep+LeaseMargin)
 		if err != nil {
-			res.Waited = clock.Now().Sub(start)
 			return res, err
 		}
 		now := clock.Now()
-		res.Waited = now.Sub(start)
 		if out == kv.Inserted {
 			res.Acquired = true
 			return res, nil
@@ -256,12 +261,10 @@ func (l *Locker) acquire(key string, budget time.Duration, lined bool, attempt f
 			// before the next attempt (which renews the lease) can be
 			// long.
 			if _, err := (*line).WaitTurn(key, id, min(LineStep, remaining)); err != nil {
-				res.Waited = clock.Now().Sub(start)
 				return res, err
 			}
 		} else if canWait {
 			if _, err := waiter.Wait(key, pause); err != nil {
-				res.Waited = clock.Now().Sub(start)
 				return res, err
 			}
 		} else {
