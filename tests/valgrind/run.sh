@@ -23,6 +23,6 @@ NO_INTERACTION=1 TEST_PHP_EXECUTABLE=$(command -v php) \
       -d pcre.jit=0 phpt | tee "$log"   # PCRE's JIT code reads past buffers on purpose
 # run-tests.php exits 0 when tests only leak: a leak fails this run.
 if grep -q 'LEAKED TEST SUMMARY' "$log"; then
-  for f in phpt/*.mem; do echo "== $f"; cat "$f"; done
+  for f in phpt/*/*.mem; do echo "== $f"; cat "$f"; done
   exit 1
 fi
