@@ -165,3 +165,26 @@ func TestConfigureRejectsBadSettings(t *testing.T) {
 	_, err := ParsePolicy("lfu")
 	assert.ErrorIs(t, err, ErrInvalidArgument)
 }
+
+// The credit shards hold never makes a write that fits look full: the
+// small writes below leave many shards holding spare credit, and a write
+// needing all that is left still fits.
+func TestShardCreditNeverFailsAWriteThatFits(t *testing.T) {
+	s, _ := newTestStore(t)
+	var keys []string
+	for i := 0; len(keys) < 2*numShards; i++ {
+		keys = append(keys, fmt.Sprintf("k%d", i))
+	}
+	v := bytes.Repeat([]byte("v"), 100_000)
+	limit := cost("last", v)
+	for _, k := range keys {
+		limit += cost(k, []byte("x"))
+	}
+	require.NoError(t, s.Configure(MemoryConfig{Limit: limit}))
+	for _, k := range keys {
+		require.NoError(t, s.Set(k, []byte("x"), 0))
+	}
+	require.NoError(t, s.Set("last", v, 0), "exactly what is left fits")
+	assert.Equal(t, limit, s.Stats().BytesUsed)
+	assert.ErrorIs(t, s.Set("one-more", []byte("z"), 0), ErrNoMemory)
+}
