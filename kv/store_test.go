@@ -334,3 +334,94 @@ func TestFlushWakesWaitersAndEmptiesTheStore(t *testing.T) {
 	require.NoError(t, s.Set("after", []byte("v"), 0))
 	assert.Equal(t, 1, s.Len())
 }
+
+func TestSetGuarded(t *testing.T) {
+	s, clk := newTestStore(t)
+	ok, err := s.SetGuarded("data", []byte("v1"), time.Minute, "lock", []byte("tok"))
+	require.NoError(t, err)
+	assert.False(t, ok, "no guard entry")
+	_, present := s.Get("data")
+	assert.False(t, present)
+
+	_, err = s.SetNX("lock", []byte("tok"), time.Second)
+	require.NoError(t, err)
+	ok, _ = s.SetGuarded("data", []byte("v1"), time.Minute, "lock", []byte("other"))
+	assert.False(t, ok, "wrong token")
+	ok, _ = s.SetGuarded("data", []byte("v1"), time.Minute, "lock", []byte("tok"))
+	assert.True(t, ok)
+	v, _ := s.Get("data")
+	assert.Equal(t, "v1", string(v))
+
+	clk.advance(time.Second) // the lock expires
+	ok, _ = s.SetGuarded("data", []byte("v2"), time.Minute, "lock", []byte("tok"))
+	assert.False(t, ok, "an expired guard never matches")
+	v, _ = s.Get("data")
+	assert.Equal(t, "v1", string(v), "a refused write changes nothing")
+
+	_, err = s.SetGuarded("data", nil, 0, "", []byte("tok"))
+	assert.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = s.SetGuarded("data", nil, -1, "lock", []byte("tok"))
+	assert.ErrorIs(t, err, ErrInvalidArgument)
+
+	// Guard and data in the same shard lock once (no self-deadlock).
+	_, _ = s.SetNX("same", []byte("tok"), 0)
+	ok, _ = s.SetGuarded("same", []byte("tok"), 0, "same", []byte("tok"))
+	assert.True(t, ok)
+}
+
+// A writer whose lock was taken over races the new holder: only the holder's
+// guarded writes land.
+func TestSetGuardedRacesLockTakeover(t *testing.T) {
+	s := New(Options{})
+	defer s.Close()
+	for r := 0; r < 300; r++ {
+		require.NoError(t, s.Set("lock", []byte("A"), 0))
+		require.NoError(t, s.Set("data", []byte("orig"), 0))
+		race(2, func(i int) bool {
+			if i == 0 { // the stale holder A keeps writing
+				for j := 0; j < 20; j++ {
+					s.SetGuarded("data", []byte("A"), 0, "lock", []byte("A"))
+				}
+			} else { // B takes over and writes once it holds the lock
+				require.NoError(t, s.Set("lock", []byte("B"), 0))
+				ok, _ := s.SetGuarded("data", []byte("B"), 0, "lock", []byte("B"))
+				require.True(t, ok)
+			}
+			return false
+		})
+		v, _ := s.Get("data")
+		require.Equal(t, "B", string(v), "round %d", r)
+	}
+}
+
+func TestExpire(t *testing.T) {
+	s, clk := newTestStore(t)
+	ok, err := s.Expire("k", time.Second)
+	require.NoError(t, err)
+	assert.False(t, ok, "absent")
+
+	require.NoError(t, s.Set("k", []byte("v"), time.Second))
+	clk.advance(900 * time.Millisecond)
+	ok, _ = s.Expire("k", time.Second)
+	assert.True(t, ok)
+	clk.advance(900 * time.Millisecond)
+	v, present := s.Get("k")
+	assert.True(t, present, "the TTL was refreshed")
+	assert.Equal(t, "v", string(v), "the value untouched")
+
+	ok, _ = s.Expire("k", 0)
+	assert.True(t, ok)
+	clk.advance(time.Hour)
+	_, present = s.Get("k")
+	assert.True(t, present, "ttl 0 removes the expiry")
+
+	require.NoError(t, s.Set("e", []byte("v"), time.Second))
+	clk.advance(time.Second)
+	ok, _ = s.Expire("e", time.Hour)
+	assert.False(t, ok, "an expired entry cannot be revived")
+
+	_, err = s.Expire("k", -time.Second)
+	assert.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = s.Expire("", time.Second)
+	assert.ErrorIs(t, err, ErrInvalidArgument)
+}
