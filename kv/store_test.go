@@ -2,8 +2,6 @@ package kv
 
 import (
 	"fmt"
-	"math/rand"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -203,151 +201,6 @@ func TestStaleReleaseCannotRemoveTheNewHoldersLock(t *testing.T) {
 	assert.Equal(t, "B", string(v))
 }
 
-func TestSweepRemovesOnlyWhatIsStillExpired(t *testing.T) {
-	s, clk := newTestStore(t)
-	require.NoError(t, s.Set("gone", []byte("v"), time.Second))
-	require.NoError(t, s.Set("rewritten", []byte("old"), time.Second))
-	require.NoError(t, s.Set("extended", []byte("old"), time.Second))
-	require.NoError(t, s.Set("forever", []byte("v"), 0))
-	clk.advance(time.Second)
-	// Written after the first TTL passed but before any sweep: the heap
-	// still holds the old due times for these keys.
-	require.NoError(t, s.Set("rewritten", []byte("new"), 0))
-	require.NoError(t, s.Set("extended", []byte("new"), time.Minute))
-
-	assert.Equal(t, 1, s.Sweep())
-	for _, k := range []string{"rewritten", "extended", "forever"} {
-		v, ok := s.Get(k)
-		assert.True(t, ok, k)
-		if k != "forever" {
-			assert.Equal(t, "new", string(v), k)
-		}
-	}
-	clk.advance(time.Minute)
-	assert.Equal(t, 1, s.Sweep())
-	assert.Equal(t, 2, s.Len())
-}
-
-func TestSweepRemovesLargeBatches(t *testing.T) {
-	s, clk := newTestStore(t)
-	const n = 10 * sweepBatch * numShards / 8
-	for i := 0; i < n; i++ {
-		require.NoError(t, s.Set(fmt.Sprint(i), nil, time.Second))
-	}
-	clk.advance(time.Second)
-	assert.Equal(t, n, s.Sweep())
-	assert.Equal(t, 0, s.Len())
-}
-
-func TestExpiryHeapStaysBounded(t *testing.T) {
-	s, _ := newTestStore(t)
-	for i := 0; i < 100_000; i++ {
-		require.NoError(t, s.Set("hot", []byte("v"), time.Hour))
-	}
-	sh := s.shardFor("hot")
-	assert.LessOrEqual(t, len(sh.expiries), 2*sh.volatile+len(sh.t.hashes)/4+64+1)
-	assert.Equal(t, 1, sh.volatile)
-}
-
-// removeExpired must find every expired entry with the hash even when a
-// removal shrinks the table (which moves every slot). Entries are placed
-// around one home slot of a table at the shrink edge, a few with the same
-// hash and due time; one sweep must leave none of those behind (it once
-// lost its place after a shrink, and a shared heap item taken back by the
-// first removal left the others stranded).
-func TestSweepFindsEveryEntryOfAHashWhileTheTableShrinks(t *testing.T) {
-	rng := rand.New(rand.NewSource(1))
-	const size = 128
-	const m = uint32(size - 1)
-	for trial := 0; trial < 3000; trial++ {
-		s, clk := newTestStore(t)
-		sh := &s.shards[0]
-		sh.t.resize(size)
-		h := uint32(rng.Intn(1<<20))*size + uint32(rng.Intn(size)) | 1
-		group := 2 + rng.Intn(2)
-		used := map[uint32]bool{h: true}
-		for j, slot := range rng.Perm(size / 8) {
-			hh, at := h, int64(time.Second)
-			if slot >= group {
-				at = 0
-				for used[hh] {
-					home := (h&m + uint32(rng.Intn(9)) - 4) & m
-					hh = uint32(rng.Intn(1<<20))*size + home
-				}
-				used[hh] = true
-			}
-			b, _ := newBlock("k"+strconv.Itoa(j), 1, 0, at, 0)
-			sh.t.add(hh, b)
-			sh.noteExpiry(at, hh, true)
-		}
-		clk.advance(2 * time.Second)
-		require.Equal(t, group, s.Sweep(), "trial %d", trial)
-		require.Negative(t, sh.t.nextWithHash(h, -1), "trial %d: an expired entry was left", trial)
-	}
-}
-
-// A lock taken and released, or refreshed, takes its heap item back: the
-// heap does not grow, so no compaction has to scan the shard's table.
-func TestLockPairLeavesNoExpiryItem(t *testing.T) {
-	s, clk := newTestStore(t)
-	tok := []byte("token")
-	sh := s.shardFor("lock")
-	for i := 0; i < 1000; i++ {
-		out, err := s.SetNX("lock", tok, time.Second)
-		require.NoError(t, err)
-		require.Equal(t, Inserted, out)
-		ok, err := s.ExpireIfEq("lock", tok, time.Minute)
-		require.NoError(t, err)
-		require.True(t, ok)
-		require.Len(t, sh.expiries, 1)
-		require.True(t, s.DelIfEq("lock", tok))
-		require.Empty(t, sh.expiries, "round %d", i)
-		clk.advance(time.Millisecond)
-	}
-}
-
-// Taking back the last heap item must not strand another entry: two keys
-// with the same hash in one shard and the same due time share the item's
-// identity, and the one left must still be swept.
-func TestSharedExpiryItemStillSwept(t *testing.T) {
-	s, clk := newTestStore(t)
-	a, b := collidingKeys(s)
-	require.NoError(t, s.Set(a, []byte("a"), time.Second))
-	require.NoError(t, s.Set(b, []byte("b"), time.Second))
-	require.True(t, s.Del(a))
-	clk.advance(time.Second)
-	assert.Equal(t, 1, s.Sweep())
-	assert.Equal(t, 0, s.Len())
-}
-
-// collidingKeys finds two keys that land in one shard with the same 32-bit
-// table hash (a birthday search over about 2^20 keys).
-func collidingKeys(s *Store) (string, string) {
-	type place struct {
-		sh *shard
-		h  uint32
-	}
-	seen := map[place]string{}
-	for i := 0; ; i++ {
-		k := strconv.Itoa(i)
-		sh, h, _ := s.locate(k)
-		if other, ok := seen[place{sh, h}]; ok {
-			return other, k
-		}
-		seen[place{sh, h}] = k
-	}
-}
-
-func TestBackgroundSweeperRuns(t *testing.T) {
-	clk := &fakeClock{}
-	s := New(Options{Now: clk.now, SweepInterval: time.Millisecond})
-	defer s.Close()
-	require.NoError(t, s.Set("k", []byte("v"), time.Second))
-	clk.advance(time.Second)
-	// Nobody reads the key: only the sweeper can remove it.
-	assert.Eventually(t, func() bool { return s.Len() == 0 }, 5*time.Second, time.Millisecond)
-}
-
 // race releases n goroutines together and returns how many saw f report true.
 var race = barrier.Race
 
@@ -412,4 +265,163 @@ func TestFreshValueSurvivesConcurrentExpiry(t *testing.T) {
 func (s *Store) shardFor(key string) *shard {
 	sh, _, _ := s.locate(key)
 	return sh
+}
+
+func TestExistsAndPTTL(t *testing.T) {
+	s, clk := newTestStore(t)
+	assert.False(t, s.Exists("k"))
+	_, ok := s.PTTL("k")
+	assert.False(t, ok)
+
+	require.NoError(t, s.Set("k", nil, 0))
+	assert.True(t, s.Exists("k"))
+	ttl, ok := s.PTTL("k")
+	assert.True(t, ok)
+	assert.Equal(t, time.Duration(-1), ttl, "no expiry")
+
+	require.NoError(t, s.Set("t", []byte("v"), 10*time.Second))
+	clk.advance(4 * time.Second)
+	ttl, _ = s.PTTL("t")
+	assert.Equal(t, 6*time.Second, ttl)
+	clk.advance(6 * time.Second)
+	assert.False(t, s.Exists("t"))
+	_, ok = s.PTTL("t")
+	assert.False(t, ok)
+}
+
+func TestExpireIfEq(t *testing.T) {
+	s, clk := newTestStore(t)
+	_, err := s.SetNX("lock", []byte("mine"), time.Second)
+	require.NoError(t, err)
+	ok, err := s.ExpireIfEq("lock", []byte("theirs"), time.Hour)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	ttl, _ := s.PTTL("lock")
+	assert.Equal(t, time.Second, ttl, "a mismatch changes nothing")
+
+	ok, _ = s.ExpireIfEq("lock", []byte("mine"), time.Minute)
+	assert.True(t, ok)
+	clk.advance(30 * time.Second)
+	ttl, _ = s.PTTL("lock")
+	assert.Equal(t, 30*time.Second, ttl)
+
+	clk.advance(30 * time.Second)
+	ok, _ = s.ExpireIfEq("lock", []byte("mine"), time.Minute)
+	assert.False(t, ok, "an expired lock cannot be refreshed")
+	_, err = s.ExpireIfEq("lock", []byte("mine"), -1)
+	assert.ErrorIs(t, err, ErrInvalidArgument)
+}
+
+func TestFlushWakesWaitersAndEmptiesTheStore(t *testing.T) {
+	s := New(Options{})
+	defer s.Close()
+	for i := 0; i < 1000; i++ {
+		require.NoError(t, s.Set(fmt.Sprint(i), []byte("v"), time.Duration(i%2)*time.Hour))
+	}
+	done := make(chan bool)
+	go func() { done <- s.Wait("7", time.Minute) }()
+	require.Eventually(t, func() bool {
+		sh := s.shardFor("7")
+		sh.mu.Lock()
+		defer sh.mu.Unlock()
+		return sh.waiters["7"] != nil
+	}, 5*time.Second, time.Millisecond)
+	s.Flush()
+	assert.True(t, <-done)
+	assert.Equal(t, 0, s.Len())
+	_, ok := s.Get("1")
+	assert.False(t, ok)
+	require.NoError(t, s.Set("after", []byte("v"), 0))
+	assert.Equal(t, 1, s.Len())
+}
+
+func TestSetGuarded(t *testing.T) {
+	s, clk := newTestStore(t)
+	ok, err := s.SetGuarded("data", []byte("v1"), time.Minute, "lock", []byte("tok"))
+	require.NoError(t, err)
+	assert.False(t, ok, "no guard entry")
+	_, present := s.Get("data")
+	assert.False(t, present)
+
+	_, err = s.SetNX("lock", []byte("tok"), time.Second)
+	require.NoError(t, err)
+	ok, _ = s.SetGuarded("data", []byte("v1"), time.Minute, "lock", []byte("other"))
+	assert.False(t, ok, "wrong token")
+	ok, _ = s.SetGuarded("data", []byte("v1"), time.Minute, "lock", []byte("tok"))
+	assert.True(t, ok)
+	v, _ := s.Get("data")
+	assert.Equal(t, "v1", string(v))
+
+	clk.advance(time.Second) // the lock expires
+	ok, _ = s.SetGuarded("data", []byte("v2"), time.Minute, "lock", []byte("tok"))
+	assert.False(t, ok, "an expired guard never matches")
+	v, _ = s.Get("data")
+	assert.Equal(t, "v1", string(v), "a refused write changes nothing")
+
+	_, err = s.SetGuarded("data", nil, 0, "", []byte("tok"))
+	assert.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = s.SetGuarded("data", nil, -1, "lock", []byte("tok"))
+	assert.ErrorIs(t, err, ErrInvalidArgument)
+
+	// Guard and data in the same shard lock once (no self-deadlock).
+	_, _ = s.SetNX("same", []byte("tok"), 0)
+	ok, _ = s.SetGuarded("same", []byte("tok"), 0, "same", []byte("tok"))
+	assert.True(t, ok)
+}
+
+// A writer whose lock was taken over races the new holder: only the holder's
+// guarded writes land.
+func TestSetGuardedRacesLockTakeover(t *testing.T) {
+	s := New(Options{})
+	defer s.Close()
+	for r := 0; r < 300; r++ {
+		require.NoError(t, s.Set("lock", []byte("A"), 0))
+		require.NoError(t, s.Set("data", []byte("orig"), 0))
+		race(2, func(i int) bool {
+			if i == 0 { // the stale holder A keeps writing
+				for j := 0; j < 20; j++ {
+					s.SetGuarded("data", []byte("A"), 0, "lock", []byte("A"))
+				}
+			} else { // B takes over and writes once it holds the lock
+				require.NoError(t, s.Set("lock", []byte("B"), 0))
+				ok, _ := s.SetGuarded("data", []byte("B"), 0, "lock", []byte("B"))
+				require.True(t, ok)
+			}
+			return false
+		})
+		v, _ := s.Get("data")
+		require.Equal(t, "B", string(v), "round %d", r)
+	}
+}
+
+func TestExpire(t *testing.T) {
+	s, clk := newTestStore(t)
+	ok, err := s.Expire("k", time.Second)
+	require.NoError(t, err)
+	assert.False(t, ok, "absent")
+
+	require.NoError(t, s.Set("k", []byte("v"), time.Second))
+	clk.advance(900 * time.Millisecond)
+	ok, _ = s.Expire("k", time.Second)
+	assert.True(t, ok)
+	clk.advance(900 * time.Millisecond)
+	v, present := s.Get("k")
+	assert.True(t, present, "the TTL was refreshed")
+	assert.Equal(t, "v", string(v), "the value untouched")
+
+	ok, _ = s.Expire("k", 0)
+	assert.True(t, ok)
+	clk.advance(time.Hour)
+	_, present = s.Get("k")
+	assert.True(t, present, "ttl 0 removes the expiry")
+
+	require.NoError(t, s.Set("e", []byte("v"), time.Second))
+	clk.advance(time.Second)
+	ok, _ = s.Expire("e", time.Hour)
+	assert.False(t, ok, "an expired entry cannot be revived")
+
+	_, err = s.Expire("k", -time.Second)
+	assert.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = s.Expire("", time.Second)
+	assert.ErrorIs(t, err, ErrInvalidArgument)
 }

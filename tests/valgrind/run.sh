@@ -28,7 +28,7 @@ NO_INTERACTION=1 TEST_PHP_EXECUTABLE=$(command -v php) \
 # the one kind go-runtime.supp cannot hold.
 if grep -q 'LEAKED TEST SUMMARY' "$log"; then
   failed=0
-  for f in phpt/*.mem; do
+  for f in phpt/*/*.mem; do
     [ -f "$f" ] || continue
     errors=$(grep -c 'Syscall param\|Invalid\|uninitialised\|definitely lost\|possibly lost\|Mismatched\|Source and destination' "$f" || true)
     go_params=$(grep -A1 'Syscall param' "$f" | grep -c 'at 0x[0-9A-F]*: .* (in .*/libephpm\.so)' || true)

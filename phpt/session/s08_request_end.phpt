@@ -9,7 +9,7 @@ session.use_cookies=0
 session.cache_limiter=
 --FILE--
 <?php
-require __DIR__ . '/inc/server.inc';
+require __DIR__ . '/../inc/server.inc';
 $url = ephpm_test_server();
 $inspect = fn ($sid) => json_decode(ephpm_http_get("$url/session.php?do=inspect&sid=$sid"), true);
 

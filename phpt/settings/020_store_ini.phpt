@@ -10,7 +10,7 @@ foreach (['ephpm.kv_memory_limit', 'ephpm.kv_eviction', 'ephpm.kv_compression', 
     echo "$k=", ini_get($k), "\n";
 }
 var_dump(ini_set('ephpm.kv_eviction', 'allkeys-lru'));     // PHP_INI_SYSTEM: not at run time
-require __DIR__ . '/inc/child.inc';
+require __DIR__ . '/../inc/child.inc';
 $code = 'try { $st = ephpm_kv_stats(); echo ini_get("ephpm.kv_eviction"), " ", $st["eviction"], " ", $st["compression"], " ", $st["memory_limit"], "\n"; }'
       . ' catch (Ephpm\KvException $e) { echo preg_replace("~library /\S+~", "library [path]", $e->getMessage()), "\n"; }';
 foreach ([['ephpm.kv_eviction' => 'lfu'], ['ephpm.kv_eviction' => 'ALLKEYS-LRU'], ['ephpm.kv_compression' => 'zstd'],

@@ -4,7 +4,7 @@ ephpm: with an older library the original functions work and newer ones say UNSU
 ephpm
 --FILE--
 <?php
-require __DIR__ . '/inc/child.inc';
+require __DIR__ . '/../inc/child.inc';
 $dir = ephpm_modules_dir() . '/test';
 $code = <<<'PHP'
     var_dump(ephpm_kv_get('k'), ephpm_kv_set('k', 'v'));

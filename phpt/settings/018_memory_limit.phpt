@@ -29,7 +29,7 @@ $s = ephpm_kv_stats();
 var_dump($s['memory_limit'], $s['bytes_used'] <= 65536, $s['evictions']);
 
 // The same store under allkeys-lru, in a child process of its own.
-require __DIR__ . '/inc/child.inc';
+require __DIR__ . '/../inc/child.inc';
 echo ephpm_child(<<<'PHP'
     $v = str_repeat('v', 1000);
     $lock = ephpm_kv_lock('lock:a', 60);

@@ -53,7 +53,7 @@ var_dump(is_string($lock), ephpm_kv_unlock('t17:lock', $lock));
 
 // Under noeviction, the session budget refuses a new session's write with
 // a warning that names the setting; sets and locks still work.
-require __DIR__ . '/inc/child.inc';
+require __DIR__ . '/../inc/child.inc';
 echo ephpm_child(<<<'PHP'
     session_id('first');
     session_start();

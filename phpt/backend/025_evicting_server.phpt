@@ -7,7 +7,7 @@ session
 <?php if (!is_executable(trim((string) shell_exec('command -v redis-server')))) die('skip redis-server not installed'); ?>
 --FILE--
 <?php
-require __DIR__ . '/inc/child.inc';
+require __DIR__ . '/../inc/child.inc';
 // A server of this test's own, which evicts any key when 3 MB are used.
 $sock = stream_socket_server('tcp://127.0.0.1:0');
 $port = (int) substr(strrchr(stream_socket_get_name($sock, false), ':'), 1);

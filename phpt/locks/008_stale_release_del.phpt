@@ -5,7 +5,7 @@ ephpm
 --FILE--
 <?php
 $_GET['release'] = 'del';
-require __DIR__ . '/../examples/lock.php';
+require __DIR__ . '/../../examples/lock.php';
 ?>
 --EXPECT--
 A acquires (1s TTL):     true

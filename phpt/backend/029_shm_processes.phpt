@@ -6,7 +6,7 @@ ephpm
 <?php if (!str_starts_with(ini_get('ephpm.kv_backend'), 'shm')) die('skip the shared-memory store only'); ?>
 --FILE--
 <?php
-require __DIR__ . '/inc/child.inc';
+require __DIR__ . '/../inc/child.inc';
 $s = ephpm_kv_stats();
 var_dump($s['backend'], $s['processes'] >= 1);
 ephpm_kv_set('t29:k', 'from the parent');

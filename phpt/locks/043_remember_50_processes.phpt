@@ -10,7 +10,7 @@ if (!function_exists('proc_open')) die('skip proc_open');
 ?>
 --FILE--
 <?php
-require __DIR__ . '/inc/procs.inc';
+require __DIR__ . '/../inc/procs.inc';
 ephpm_kv_del('t43:cold');
 ephpm_kv_del('t43:computed');
 // $compute counts its runs in the store itself and takes 300 ms, so that

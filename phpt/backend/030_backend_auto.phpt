@@ -6,8 +6,8 @@ ephpm
 <?php if (ini_get('ephpm.kv_backend') !== 'auto') die('skip ephpm.kv_backend is set'); ?>
 --FILE--
 <?php
-require __DIR__ . '/inc/child.inc';
-require __DIR__ . '/inc/server.inc';
+require __DIR__ . '/../inc/child.inc';
+require __DIR__ . '/../inc/server.inc';
 var_dump(ini_get('ephpm.kv_backend'), ephpm_kv_stats()['backend'], ephpm_kv_stats()['store']);
 
 // php -S with two workers (and its master, which serves too).
@@ -15,7 +15,7 @@ $sock = stream_socket_server('tcp://127.0.0.1:0');
 $port = (int) substr(strrchr(stream_socket_get_name($sock, false), ':'), 1);
 fclose($sock);
 $cmd = 'exec ' . getenv('TEST_PHP_EXECUTABLE') . ' ' . getenv('TEST_PHP_EXTRA_ARGS')
-     . " -S 127.0.0.1:$port -t " . escapeshellarg(__DIR__ . '/www');
+     . " -S 127.0.0.1:$port -t " . escapeshellarg(__DIR__ . '/../www');
 $env = getenv() + ['PHP_CLI_SERVER_WORKERS' => '2'];
 $proc = proc_open($cmd, [0 => ['pipe', 'r'], 1 => ['file', '/dev/null', 'w'], 2 => ['file', '/dev/null', 'w']], $pipes, null, $env);
 $master = proc_get_status($proc)['pid'];

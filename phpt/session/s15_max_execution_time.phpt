@@ -10,7 +10,7 @@ session.cache_limiter=
 ephpm.session_lock_wait=30
 --FILE--
 <?php
-require __DIR__ . '/inc/server.inc';
+require __DIR__ . '/../inc/server.inc';
 $url = ephpm_test_server();
 echo ephpm_http_get("$url/session.php?do=hold&sid=s15"), "\n";
 $t = microtime(true);

@@ -3,7 +3,6 @@ package kv
 import (
 	"bytes"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -98,50 +97,6 @@ func TestReuseKeepsTheAccounting(t *testing.T) {
 	v, ok := s.Get("k")
 	require.True(t, ok)
 	assert.Equal(t, "123456789", string(v))
-}
-
-// The credit shards hold never makes a write that fits look full: the
-// small writes below leave many shards holding spare credit, and a write
-// needing all that is left still fits.
-func TestShardCreditNeverFailsAWriteThatFits(t *testing.T) {
-	s, _ := newTestStore(t)
-	var keys []string
-	for i := 0; len(keys) < 2*numShards; i++ {
-		keys = append(keys, fmt.Sprintf("k%d", i))
-	}
-	v := bytes.Repeat([]byte("v"), 100_000)
-	limit := cost("last", v)
-	for _, k := range keys {
-		limit += cost(k, []byte("x"))
-	}
-	require.NoError(t, s.Configure(MemoryConfig{Limit: limit}))
-	for _, k := range keys {
-		require.NoError(t, s.Set(k, []byte("x"), 0))
-	}
-	require.NoError(t, s.Set("last", v, 0), "exactly what is left fits")
-	assert.Equal(t, limit, s.Stats().BytesUsed)
-	assert.ErrorIs(t, s.Set("one-more", []byte("z"), 0), ErrNoMemory)
-}
-
-// IncrBy's "not an integer" error quotes the value: it must be read under
-// the lock, since the block may be rewritten in place right after. -race
-// reports the read otherwise; a torn quote fails the test outright.
-func TestIncrByErrorQuotesAWholeValue(t *testing.T) {
-	s := New(Options{SweepInterval: -1})
-	defer s.Close()
-	require.NoError(t, s.Set("k", []byte("aaaaaaaa"), 0))
-	whileRunning(1, func(int) {
-		assert.NoError(t, s.Set("k", []byte("aaaaaaaa"), 0))
-		assert.NoError(t, s.Set("k", []byte("bbbbbbbb"), 0))
-	}, func() {
-		for i := 0; i < 20000; i++ {
-			_, err := s.IncrBy("k", 1, 0)
-			require.ErrorIs(t, err, ErrNotInteger)
-			if m := err.Error(); !strings.HasSuffix(m, `"aaaaaaaa"`) && !strings.HasSuffix(m, `"bbbbbbbb"`) {
-				t.Fatalf("torn value in %q", m)
-			}
-		}
-	})
 }
 
 // Near the limit, writers in other shards must not take back as credit the

@@ -5,7 +5,7 @@ ephpm
 session
 --FILE--
 <?php
-require __DIR__ . '/inc/child.inc';
+require __DIR__ . '/../inc/child.inc';
 // Everything a visitor or a log could see, with display_errors on.
 $code = <<<'PHP'
     foreach ([fn () => ephpm_kv_get('k'), fn () => ephpm_kv_stats()] as $f) {

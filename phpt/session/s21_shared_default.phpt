@@ -18,7 +18,7 @@ $port = (int) substr(strrchr(stream_socket_get_name($sock, false), ':'), 1);
 fclose($sock);
 $cmd = 'exec ' . getenv('TEST_PHP_EXECUTABLE') . ' ' . getenv('TEST_PHP_EXTRA_ARGS')
      . ' -d session.save_handler=ephpm -d session.use_strict_mode=0'
-     . " -S 127.0.0.1:$port -t " . escapeshellarg(__DIR__ . '/www');
+     . " -S 127.0.0.1:$port -t " . escapeshellarg(__DIR__ . '/../www');
 $proc = proc_open($cmd, [0 => ['pipe', 'r'], 1 => ['file', '/dev/null', 'w'], 2 => ['file', '/dev/null', 'w']],
                   $pipes, null, getenv() + ['PHP_CLI_SERVER_WORKERS' => '4']);
 $master = proc_get_status($proc)['pid'];

@@ -5,7 +5,7 @@ ephpm
 session
 --FILE--
 <?php
-require __DIR__ . '/inc/child.inc';
+require __DIR__ . '/../inc/child.inc';
 // Nothing listens on port 1.
 $ini = ['ephpm.kv_backend' => '"redis://127.0.0.1:1?dial_timeout=300ms"', 'session.save_handler' => 'ephpm',
         'session.use_cookies' => '0', 'ephpm.session_lock_wait' => '30'];

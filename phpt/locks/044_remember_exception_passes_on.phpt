@@ -9,7 +9,7 @@ if (!function_exists('proc_open')) die('skip proc_open');
 ?>
 --FILE--
 <?php
-require __DIR__ . '/inc/procs.inc';
+require __DIR__ . '/../inc/procs.inc';
 ephpm_kv_del('t44:k');
 ephpm_kv_del('t44:runs');
 // The first process says "computing" from inside $compute and throws once
@@ -43,7 +43,7 @@ ephpm_kv_del('t44:runs');
 // A process that ends inside $compute releases its lock on the way out,
 // not left to its TTL: exit() unwinds as an exception does, a fatal error
 // (max_execution_time) bails out through zend_try.
-require __DIR__ . '/inc/child.inc';
+require __DIR__ . '/../inc/child.inc';
 foreach (['t44:exit' => 'echo "exit\n"; exit(3);', 't44:time' => 'set_time_limit(1); while (true) {}'] as $key => $body) {
     echo preg_replace('/ in .*/', '', trim(ephpm_child("ephpm_kv_remember('$key', 60, function () { $body }, 30.0);",
         ['ephpm.kv_backend' => ini_get('ephpm.kv_backend')]))), "\n";

@@ -46,7 +46,7 @@ foreach ($bad as [$f]) {
 var_dump(ephpm_kv_exists('t40:w1'));
 
 // A library older than the batch members: UNSUPPORTED, not a crash.
-require __DIR__ . '/inc/child.inc';
+require __DIR__ . '/../inc/child.inc';
 $dir = ephpm_modules_dir() . '/test';
 echo str_replace($dir, '[dir]', ephpm_child('foreach ([fn () => ephpm_kv_get_many(["k"]), fn () => ephpm_kv_set_many(["k" => "v"]),
         fn () => ephpm_kv_remember("k", 5, fn () => "v")] as $f) {
