@@ -18,14 +18,19 @@ mkdir -p "$out/test" && cp "$build"/modules/test/*.so "$out/test/"
 cd "$src"
 export VALGRIND_OPTS="--suppressions=$here/go-runtime.supp"
 log=$(mktemp)
+status=0
 NO_INTERACTION=1 TEST_PHP_EXECUTABLE=$(command -v php) \
   php "$(php-config --extension-dir)/build/run-tests.php" -q -n -m -d "extension=$out/ephpm.so" \
-      -d pcre.jit=0 phpt | tee "$log"   # PCRE's JIT code reads past buffers on purpose
-# run-tests.php exits 0 when tests only leak: a leak fails this run, unless
-# every error of the test is a Go system call's parameter (memcheck matches
-# Param suppressions by the exact parameter name, a list no file can keep:
-# read(buf), openat(filename), socketcall.connect(serv_addr.sin_port)...),
-# the one kind go-runtime.supp cannot hold.
+      -d pcre.jit=0 phpt | tee "$log" || status=$? # PCRE's JIT code reads past buffers on purpose
+# run-tests.php exits 1 when a test failed, borked or leaked. A failed or
+# borked test fails this run; so does a leak, unless every error of the
+# test is a Go system call's parameter (memcheck matches Param suppressions
+# by the exact parameter name, a list no file can keep: read(buf),
+# openat(filename), socketcall.connect(serv_addr.sin_port)...), the one kind
+# go-runtime.supp cannot hold.
+if grep -q 'FAILED TEST SUMMARY\|BORKED TEST SUMMARY' "$log"; then
+  exit 1
+fi
 if grep -q 'LEAKED TEST SUMMARY' "$log"; then
   failed=0
   for f in phpt/*/*.mem; do
@@ -39,4 +44,7 @@ if grep -q 'LEAKED TEST SUMMARY' "$log"; then
     fi
   done
   [ "$failed" = 0 ] || exit 1
+fi
+if [ "$status" != 0 ] && ! grep -q 'LEAKED TEST SUMMARY' "$log"; then
+  exit "$status"
 fi
