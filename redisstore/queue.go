@@ -25,13 +25,8 @@ import (
 // can name (it is hashed whole and holds a '}'): such a lock has no line,
 // and its waiters are woken as Wait's are.
 func queueKeys(rk string) (queue, leasePrefix string, ok bool) {
-	tag := rk
-	if i := strings.IndexByte(rk, '{'); i >= 0 {
-		if j := strings.IndexByte(rk[i+1:], '}'); j > 0 {
-			tag = rk[i+1 : i+1+j]
-		}
-	}
-	if tag == rk && strings.IndexByte(rk, '}') >= 0 {
+	tag, tagged := hashTag(rk)
+	if !tagged && strings.IndexByte(rk, '}') >= 0 {
 		return "", "", false
 	}
 	return "ephpm:line:{" + tag + "}", "ephpm:lease:{" + tag + "}:", true
