@@ -564,11 +564,7 @@ ZEND_FUNCTION(ephpm_kv_set_fenced)
     }
     int rc = ops->set_fenced(ZSTR_VAL(key), ZSTR_LEN(key), ZSTR_VAL(value), ZSTR_LEN(value), ttl_ms,
                              ZSTR_VAL(lock), ZSTR_LEN(lock), (int64_t)fence);
-    if (rc == EPHPM_KV_OK || rc == EPHPM_KV_MISS) {
-        RETURN_BOOL(rc == EPHPM_KV_OK);
-    }
-    ephpm_throw_status(rc);
-    RETURN_THROWS();
+    EPHPM_RETURN_ANSWER(rc, EPHPM_KV_MISS);
 }
 /* }}} */
 
