@@ -2,6 +2,8 @@ package bridge
 
 import (
 	"bytes"
+	"fmt"
+	"hash/fnv"
 	"os"
 	"strconv"
 	"strings"
@@ -54,7 +56,8 @@ func autoSegment(sapi string) (name string, anchor int, why string) {
 				serverAddress(parent) != addr || !sameProgram(master) {
 				master = os.Getpid()
 			}
-			return segmentName("cli-server-" + addr), master, "php -S with PHP_CLI_SERVER_WORKERS"
+			// HOST:PORT is HOST_PORT: no host name or address holds a '_'.
+			return segmentName("cli-server-" + strings.ReplaceAll(addr, ":", "_")), master, "php -S with PHP_CLI_SERVER_WORKERS"
 		}
 		return "", 0, "php -S in one process"
 	case "apache2handler":
@@ -90,19 +93,26 @@ func serverAddress(cmdline []byte) string {
 	return ""
 }
 
-// segmentName makes s a segment name: 1-64 of [A-Za-z0-9._-], any other
-// byte replaced by '_'.
+// segmentName makes s a segment name: 1-64 of [A-Za-z0-9._-]. A name
+// that is one already is kept; any other is made one (each other byte
+// replaced by '_', cut to 55 bytes) and given "-" and 8 hex digits of a
+// hash of s, so that two pools whose names differ never share a segment
+// ("a b" and "a_b", or two long names with one beginning).
 func segmentName(s string) string {
 	b := []byte(s)
+	changed := len(b) > 64
 	for i, c := range b {
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
 			b[i] = '_'
+			changed = true
 		}
 	}
-	if len(b) > 64 {
-		b = b[:64]
+	if !changed {
+		return s
 	}
-	return string(b)
+	h := fnv.New32a()
+	h.Write([]byte(s))
+	return fmt.Sprintf("%s-%08x", b[:min(len(b), 55)], h.Sum32())
 }
 
 // fpmMaster reports whether pid is a php-fpm master (its title says so):

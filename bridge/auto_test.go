@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,9 +19,10 @@ func TestAutoChoosesBySAPI(t *testing.T) {
 	name, anchor, _ := autoSegment("cli-server")
 	assert.Equal(t, "cli-server-", name, "the test binary has no -S address")
 	assert.Equal(t, os.Getpid(), anchor, "a process whose parent runs another command is the master")
-	assert.Equal(t, "127.0.0.1_8080", segmentName(serverAddress([]byte("php\x00-S\x00127.0.0.1:8080\x00-t\x00."))))
-	assert.Equal(t, "__.1__80", segmentName(serverAddress([]byte("php\x00-S[:.1]:80"))))
-	assert.Equal(t, "fpm-a_b", segmentName("fpm-a b"))
+	assert.Equal(t, "127.0.0.1:8080", serverAddress([]byte("php\x00-S\x00127.0.0.1:8080\x00-t\x00.")))
+	assert.Regexp(t, `^__\.1__80-[0-9a-f]{8}$`, segmentName(serverAddress([]byte("php\x00-S[:.1]:80"))))
+	assert.Equal(t, "fpm-www", segmentName("fpm-www"), "a name that is one is kept")
+	assert.NotEqual(t, segmentName("fpm-a_b"), segmentName("fpm-a b"), "pools whose names differ never share")
 
 	// Anchors only where the parent is the server's master: the test's
 	// parent (go test) is no php-fpm master, so a worker here is taken
@@ -31,5 +33,7 @@ func TestAutoChoosesBySAPI(t *testing.T) {
 	assert.True(t, sameProgram(os.Getpid()))
 	assert.False(t, sameProgram(1), "pid 1 runs another program (or is not ours to read)")
 	assert.False(t, fpmMaster(os.Getpid()))
-	assert.Len(t, segmentName(string(make([]byte, 100))), 64)
+	long := strings.Repeat("p", 70)
+	assert.LessOrEqual(t, len(segmentName(long+"1")), 64)
+	assert.NotEqual(t, segmentName(long+"1"), segmentName(long+"2"), "long names with one beginning never share")
 }
