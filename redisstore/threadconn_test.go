@@ -184,31 +184,47 @@ func TestThreadConnClosesItsDescriptorOnceNoCallUsesIt(t *testing.T) {
 func TestSlowRepliesAreWaitedForWithoutHoldingTheP(t *testing.T) {
 	srv := redistest.Start(t)
 	proxy := redistest.NewProxy(t, srv.Addr)
-	proxy.DelayReplies(5 * time.Millisecond)
+	proxy.DelayReplies(10 * time.Millisecond)
 	s := open(t, "redis://"+proxy.Addr)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		runtime.LockOSThread()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
+	// sleeps times 200 sleeps of 200 µs while another goroutine, on a
+	// thread of its own, blocks in block again and again.
+	sleeps := func(block func()) time.Duration {
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			runtime.LockOSThread()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				block()
 			}
-			s.GetInto("k", nil)
+		}()
+		start := time.Now()
+		for i := 0; i < 200; i++ {
+			time.Sleep(200 * time.Microsecond)
 		}
-	}()
-	start := time.Now()
-	for i := 0; i < 200; i++ {
-		time.Sleep(200 * time.Microsecond)
+		took := time.Since(start)
+		close(stop)
+		<-done
+		return took
 	}
-	took := time.Since(start)
-	close(stop)
-	<-done
-	// Holding the P for 10 ms of every ~15, 200 sleeps took 552-555 ms;
-	// waiting told, 224-235 ms.
-	assert.Less(t, took, 400*time.Millisecond, "200 sleeps of 200 µs")
+	// The yardstick, timed in the same run under the same load: a block
+	// the runtime knows of (a sleep as long as a reply) holds no P.
+	var best, yardstick time.Duration
+	for round := 0; round < 5; round++ {
+		yardstick = sleeps(func() { time.Sleep(10 * time.Millisecond) })
+		best = sleeps(func() { s.GetInto("k", nil) })
+		if best < yardstick*3/2 {
+			break
+		}
+	}
+	// Raw waits that held the P for every 10 ms reply took 2.2-2.4x the
+	// yardstick here, in every round; waits the runtime is told of,
+	// 0.4-1.5x (the best of up to five rounds, on a loaded host).
+	assert.Less(t, best, yardstick*3/2, "200 sleeps of 200 µs beside slow replies (yardstick %v)", yardstick)
 }
