@@ -158,9 +158,9 @@ func CheckLockToken(token []byte) error {
 type LockWrite int
 
 const (
-	LockKeep    LockWrite = iota // leave the entry as it is
-	LockStore                    // store Value, lapsing at ExpireAt (0: never), as a lock (never evicted)
-	LockRemove                   // remove the entry
+	LockKeep   LockWrite = iota // leave the entry as it is
+	LockStore                   // store Value, lapsing at ExpireAt (0: never), as a lock (never evicted)
+	LockRemove                  // remove the entry
 )
 
 // LockWake is whom a decision asks the store to wake among the name's
