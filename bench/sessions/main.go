@@ -15,6 +15,10 @@
 //
 //	go run ./bench/sessions -ext build/modules/ephpm.so -hold-us 1000,5000
 //
+// -only keeps the handlers whose name contains it; -monitor FILE records
+// Redis's MONITOR during each measured run into FILE.N (N the handler's
+// row), for the hand-off timeline (bench/sessions/timeline).
+//
 // phpredis needs Debian's php-redis; without it its rows are left out.
 package main
 
@@ -140,10 +144,29 @@ func redisCommands(port int) (int, string) {
 	return total, strings.Join(per, " ")
 }
 
+// record runs redis-cli MONITOR into file until the returned function is
+// called.
+func record(port int, file string) func() {
+	f, err := os.Create(file)
+	must(err)
+	cmd := exec.Command("redis-cli", "-p", strconv.Itoa(port), "monitor")
+	cmd.Stdout = f
+	must(cmd.Start())
+	time.Sleep(100 * time.Millisecond) // MONITOR stands before the run
+	return func() {
+		time.Sleep(100 * time.Millisecond)
+		cmd.Process.Kill()
+		cmd.Wait()
+		f.Close()
+	}
+}
+
 func main() {
 	ext := flag.String("ext", "build/modules/ephpm.so", "the built ephpm.so")
 	n := flag.Int("requests", 100, "concurrent requests on one session")
 	holds := flag.String("hold-us", "1000,5000", "microseconds each request works with the session open (a list)")
+	only := flag.String("only", "", "run only the handlers whose name contains this")
+	monitor := flag.String("monitor", "", "record Redis's MONITOR of each measured run into this file, .N appended")
 	flag.Parse()
 	extPath, err := filepath.Abs(*ext)
 	must(err)
@@ -218,7 +241,7 @@ func main() {
 		w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintf(w, "handler\tkept\twall time\t/serial\t/parallel\tp50\tp99\tfailed\tRedis commands per request\t\n")
 		for h, handler := range handlers {
-			if strings.HasPrefix(handler.name, "phpredis") && !phpredis {
+			if strings.HasPrefix(handler.name, "phpredis") && !phpredis || !strings.Contains(handler.name, *only) {
 				continue
 			}
 			pool := fmt.Sprintf("bench%d-%d", os.Getpid(), h)
@@ -241,7 +264,12 @@ func main() {
 			waitFor("unix", sock)
 			run(sock, add, count, 16, fmt.Sprintf("warm%d%d", h, time.Now().UnixNano()))
 			redisCommands(port) // reset
+			stopMonitor := func() {}
+			if *monitor != "" {
+				stopMonitor = record(port, fmt.Sprintf("%s.%d", *monitor, h))
+			}
 			r := run(sock, add, count, *n, fmt.Sprintf("bench%d%d", h, time.Now().UnixNano()))
+			stopMonitor()
 			stop()
 			os.Remove(fmt.Sprintf("/dev/shm/ephpm-fpm-%s.%d", pool, os.Geteuid()))
 			// The count request is one more: its commands are left in.
