@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,13 +13,20 @@ import (
 // first. A lock's line is a sorted set beside it (in its slot): member a
 // waiter's id (random per acquisition, from session.Locker), score the
 // server's time when it first queued. Each waiter also holds a lease, a
-// key with a TTL that its every attempt renews; a waiter whose process
-// died stops renewing it, and once it lapses the waiter is dropped from
-// the line by whoever looks next, so it stalls the line for one lease at
-// most. A release publishes the id of the first waiter whose lease is
-// live, whose process's hub wakes that waiter alone (wake). The lock goes
-// to the first live waiter, or to anyone when the line is empty, so a
-// newcomer never overtakes a waiter.
+// key with a TTL that its every attempt renews, whose value is the lease's
+// length in ms and the token the waiter would set ("1500:token"); a waiter
+// whose process died stops renewing it, and once it lapses the waiter is
+// dropped from the line by whoever looks next.
+//
+// A release hands the lock on in its own script (handOnLua): it sets the
+// lock to the first live waiter's token, with the lease's length as its
+// TTL, takes that waiter out of line and publishes its id, whose process's
+// hub wakes that waiter alone (wake). The waiter's next attempt finds the
+// lock holding its token and claims it: the real TTL, and the read. A
+// head that died after its last renewal so holds the lock for one lease at
+// most, never for the lock's TTL. The lock goes to the first live waiter,
+// or to anyone when the line is empty, so a newcomer never overtakes a
+// waiter; a lock is never free while someone live waits in line.
 
 // queueKeys returns the line of lock key rk and the prefix of its waiters'
 // leases, both in rk's slot. ok is false for a key whose slot no hash tag
@@ -43,62 +51,111 @@ local function live_head(line, prefix, me)
     redis.call('zrem', line, h)
   end
 end
-local function publish_release(ch, line, prefix)
-  local h = ''
-  if line then h = live_head(line, prefix, nil) or '' end
-  redis.call('publish', ch, h)
+` + handOnLua
+
+// handOnLua is the release of a lock that has a line: hand_on(lock, ch,
+// line, prefix) sets lock to the first live waiter's token for its lease
+// (see the lease's value above), takes the waiter out of line (its lease
+// stays until it claims the lock or the lease lapses, so that its look
+// can tell the lock is its) and publishes its id on ch. With nobody live
+// in line (or no line: line nil), or a head whose lease holds no token, the
+// lock is deleted and the head, if any, named as before.
+const handOnLua = `
+local function hand_on(lock, ch, line, prefix)
+  if line then
+    local h = live_head(line, prefix, nil)
+    if h then
+      local l = redis.call('get', prefix .. h)
+      local c = l and string.find(l, ':', 1, true)
+      if c and c > 1 then
+        redis.call('set', lock, string.sub(l, c + 1), 'PX', string.sub(l, 1, c - 1))
+        redis.call('zrem', line, h)
+        redis.call('publish', ch, h)
+        return
+      end
+      redis.call('del', lock)
+      redis.call('publish', ch, h)
+      return
+    end
+  end
+  redis.call('del', lock)
+  redis.call('publish', ch, '')
 end
 `
 
+// leaseValue is what a waiter's lease holds: the lease's length in ms and
+// the token the waiter sets, for a release to hand the lock over with.
+func leaseValue(lease time.Duration, token []byte) []byte {
+	return append(strconv.AppendInt(nil, ms(lease), 10), append([]byte{':'}, token...)...)
+}
+
 // lineScript is one attempt of a waiter in line: KEYS lock, line, the
 // caller's lease (and the data key, to read it as setNXGetScript does);
-// ARGV token, TTL ms ('0': none), waiter id, lease ms, lease prefix. The
-// lock is taken if it is free and the caller is first in line (or the
-// line is empty); else the caller is in line (kept in its place) with a
-// renewed lease, and the answer is 0.
+// ARGV token, TTL ms ('0': none), waiter id, lease ms, lease prefix, the
+// lease's value (leaseValue). The lock is taken if it is free and the
+// caller is first in line (or the line is empty), or claimed if a release
+// handed it to the caller (it holds the caller's token: tokens are random
+// per acquisition), which gives it its real TTL; else the caller is in
+// line (kept in its place) with a renewed lease, and the answer is 0.
 var lineScript = newScript(liveHeadLua + `
-if redis.call('exists', KEYS[1]) == 0 then
-  local h = live_head(KEYS[2], ARGV[5], ARGV[3])
-  if not h or h == ARGV[3] then
-    if ARGV[2] == '0' then
-      redis.call('set', KEYS[1], ARGV[1])
-    else
-      redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2])
-    end
-    redis.call('zrem', KEYS[2], ARGV[3])
-    redis.call('del', KEYS[3])
-    if #KEYS == 4 then
-      local v = redis.call('get', KEYS[4])
-      if not v then return 1 end
-      return v
-    end
-    return 1
+local function take(claimed)
+  if ARGV[2] == '0' then
+    if claimed then redis.call('persist', KEYS[1]) else redis.call('set', KEYS[1], ARGV[1]) end
+  elseif claimed then
+    redis.call('pexpire', KEYS[1], ARGV[2])
+  else
+    redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2])
   end
+  redis.call('zrem', KEYS[2], ARGV[3])
+  redis.call('del', KEYS[3])
+  if #KEYS == 4 then
+    local v = redis.call('get', KEYS[4])
+    if not v then return 1 end
+    return v
+  end
+  return 1
+end
+local held = redis.call('get', KEYS[1])
+if not held then
+  local h = live_head(KEYS[2], ARGV[5], ARGV[3])
+  if not h or h == ARGV[3] then return take(false) end
+elseif held == ARGV[1] then
+  return take(true)
 end
 local t = redis.call('time')
 redis.call('zadd', KEYS[2], 'NX', t[1] * 1000000 + t[2], ARGV[3])
-redis.call('set', KEYS[3], '', 'PX', ARGV[4])
+redis.call('set', KEYS[3], ARGV[6], 'PX', ARGV[4])
 if redis.call('pttl', KEYS[2]) < tonumber(ARGV[4]) then redis.call('pexpire', KEYS[2], ARGV[4]) end
 return 0`)
 
 // turnScript says whether it is waiter ARGV[1]'s turn at lock KEYS[1]
-// (line KEYS[2], lease prefix ARGV[2]): -2 when the lock is free and the
-// caller first in line, -3 when it is free and another's turn, else the
-// lock's PTTL (-1: no TTL).
+// (line KEYS[2], the waiter's lease KEYS[3], lease prefix ARGV[2]): -2
+// when a release handed the lock to the caller (it holds the token in the
+// caller's lease) or it is free and the caller first in line, -3 when it
+// is free and another's turn, else the lock's PTTL (-1: no TTL).
 var turnScript = newScript(liveHeadLua + `
-local ttl = redis.call('pttl', KEYS[1])
-if ttl ~= -2 then return ttl end
+local held = redis.call('get', KEYS[1])
+if held then
+  local l = redis.call('get', KEYS[3])
+  local c = l and string.find(l, ':', 1, true)
+  if c and string.sub(l, c + 1) == held then return -2 end
+  return redis.call('pttl', KEYS[1])
+end
 local h = live_head(KEYS[2], ARGV[2], ARGV[1])
 if not h or h == ARGV[1] then return -2 end
 return -3`)
 
 // leaveScript takes waiter ARGV[1] out of lock KEYS[1]'s line (KEYS[2],
-// its lease KEYS[3]), and if the lock is free tells the next in line
-// (channel ARGV[2], lease prefix ARGV[3]).
+// its lease KEYS[3]), and if the lock is free, or was handed to this
+// waiter (it holds the token in its lease), hands it on to the next in
+// line (channel ARGV[2], lease prefix ARGV[3]).
 var leaveScript = newScript(liveHeadLua + `
 redis.call('zrem', KEYS[2], ARGV[1])
+local l = redis.call('get', KEYS[3])
 redis.call('del', KEYS[3])
-if redis.call('exists', KEYS[1]) == 0 then publish_release(ARGV[2], KEYS[2], ARGV[3]) end
+local held = redis.call('get', KEYS[1])
+local c = l and string.find(l, ':', 1, true)
+if not held or (c and string.sub(l, c + 1) == held) then hand_on(KEYS[1], ARGV[2], KEYS[2], ARGV[3]) end
 return 1`)
 
 // InLine reports whether key's waiters can line up (see queueKeys).
@@ -133,7 +190,7 @@ func (s *Store) lineAttempt(key string, value []byte, ttl time.Duration, id stri
 	if dataKey != "" {
 		keys = append(keys, s.redisKey(dataKey))
 	}
-	r, err := s.runInto(dst, lineScript, keys, value, ms(ttl), id, ms(lease), prefix)
+	r, err := s.runInto(dst, lineScript, keys, value, ms(ttl), id, ms(lease), prefix, leaseValue(lease, value))
 	return s.lockReply(r, err, dataKey != "")
 }
 
@@ -144,7 +201,7 @@ func (s *Store) WaitTurn(key, id string, timeout time.Duration) (bool, error) {
 	rk := s.redisKey(key)
 	line, prefix, _ := queueKeys(rk)
 	return s.wait(key, id, timeout, func() (bool, time.Duration, error) {
-		n, err := s.run(turnScript, []string{rk, line}, id, prefix)
+		n, err := s.run(turnScript, []string{rk, line, prefix + id}, id, prefix)
 		if err != nil {
 			return false, 0, err
 		}

@@ -1,7 +1,10 @@
 package redisstore
 
 import (
+	"os"
+	"os/exec"
 	"strconv"
+	"syscall"
 	"sync"
 	"testing"
 	"time"
@@ -132,4 +135,171 @@ func TestAWaiterOutOfTimeLeavesTheLine(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, res.Acquired)
 	assert.Equal(t, 0, lineLength(t, s, key), "it left")
+}
+
+// get is key's value in s, and whether it has one.
+func get(t *testing.T, s *Store, key string) ([]byte, bool, error) {
+	dst := make([]byte, 256)
+	n, found, err := s.GetInto(key, dst)
+	require.LessOrEqual(t, n, len(dst))
+	return dst[:n], found, err
+}
+
+// A release hands a lined lock to the first waiter in line, in the same
+// script: the lock holds the waiter's token for its lease, and the waiter's
+// next attempt claims it with its real TTL and reads the data. Every
+// release of a lined lock does: DelIfEq, the guarded write's release, Del.
+func TestAReleaseHandsTheLockToTheHead(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, "redis://"+srv.Addr)
+	const lease = 5 * time.Second
+	for _, release := range []struct {
+		name string
+		do   func(key string) (bool, error)
+	}{
+		{"DelIfEq", func(key string) (bool, error) { return s.DelIfEq(key, []byte("holder")) }},
+		{"SetGuardedRelease", func(key string) (bool, error) {
+			return s.SetGuardedRelease(session.DataKey("handon"), []byte("data"), time.Minute, key, []byte("holder"))
+		}},
+		{"Del", func(key string) (bool, error) { return s.Del(key) }},
+	} {
+		t.Run(release.name, func(t *testing.T) {
+			key := session.LockKey("handon")
+			require.NoError(t, s.Set(session.DataKey("handon"), []byte("data"), time.Minute))
+			out, err := s.SetNX(key, []byte("holder"), time.Minute)
+			require.NoError(t, err)
+			require.Equal(t, kv.Inserted, out)
+			out, err = s.SetNXInLine(key, []byte("head"), time.Minute, "headid", lease)
+			require.NoError(t, err)
+			require.Equal(t, kv.Exists, out, "in line")
+			out, err = s.SetNXInLine(key, []byte("second"), time.Minute, "secondid", lease)
+			require.NoError(t, err)
+			require.Equal(t, kv.Exists, out, "in line")
+
+			released, err := release.do(key)
+			require.NoError(t, err)
+			require.True(t, released)
+			v, found, err := get(t, s, key)
+			require.NoError(t, err)
+			require.True(t, found, "the lock was handed on, not freed")
+			assert.Equal(t, "head", string(v))
+			ttl, _, err := s.PTTL(key)
+			require.NoError(t, err)
+			assert.LessOrEqual(t, ttl, lease, "a handed lock lasts the head's lease until claimed")
+			assert.Equal(t, 1, lineLength(t, s, key), "the head left the line")
+
+			turn, err := s.WaitTurn(key, "secondid", 10*time.Millisecond)
+			require.NoError(t, err)
+			assert.False(t, turn, "not the second's turn")
+			turn, err = s.WaitTurn(key, "headid", time.Second)
+			require.NoError(t, err)
+			assert.True(t, turn, "the head's look sees the lock is its")
+
+			dst := make([]byte, 64)
+			out, n, found, err := s.SetNXGetInLine(key, []byte("head"), time.Minute, "headid", lease,
+				session.DataKey("handon"), dst)
+			require.NoError(t, err)
+			require.Equal(t, kv.Inserted, out, "the head claims the lock handed to it")
+			assert.True(t, found)
+			assert.Equal(t, "data", string(dst[:n]))
+			ttl, _, err = s.PTTL(key)
+			require.NoError(t, err)
+			assert.Greater(t, ttl, lease, "claimed: the real TTL")
+
+			// The second leaves: nothing is handed to it any more.
+			require.NoError(t, s.LeaveLine(key, "secondid"))
+			released, err = s.DelIfEq(key, []byte("head"))
+			require.NoError(t, err)
+			require.True(t, released)
+			_, found, err = get(t, s, key)
+			require.NoError(t, err)
+			assert.False(t, found, "nobody in line: the release frees the lock")
+			assert.Equal(t, 0, lineLength(t, s, key))
+		})
+	}
+}
+
+// A waiter that gives up after a release handed it the lock hands it on
+// (or frees it): LeaveLine never keeps a lock it was handed.
+func TestAWaiterLeavingHandsOnALockHandedToIt(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, "redis://"+srv.Addr)
+	key := session.LockKey("leavehanded")
+	_, err := s.SetNX(key, []byte("holder"), time.Minute)
+	require.NoError(t, err)
+	for _, w := range []string{"a", "b"} {
+		out, err := s.SetNXInLine(key, []byte("tok"+w), time.Minute, w, 5*time.Second)
+		require.NoError(t, err)
+		require.Equal(t, kv.Exists, out)
+	}
+	released, err := s.DelIfEq(key, []byte("holder"))
+	require.NoError(t, err)
+	require.True(t, released)
+	require.NoError(t, s.LeaveLine(key, "a"))
+	v, _, err := get(t, s, key)
+	require.NoError(t, err)
+	assert.Equal(t, "tokb", string(v), "a left: handed on to b")
+	require.NoError(t, s.LeaveLine(key, "b"))
+	_, found, err := get(t, s, key)
+	require.NoError(t, err)
+	assert.False(t, found, "b left too: free")
+}
+
+// handOffChild, in a child process (the test binary run again), waits in
+// line for the lock HANDOFF_KEY with token HANDOFF_TOKEN until killed.
+func TestHandOffChild(t *testing.T) {
+	addr, key := os.Getenv("HANDOFF_ADDR"), os.Getenv("HANDOFF_KEY")
+	if addr == "" {
+		t.Skip("the child of TestAWaiterKilledAtTheHandOffHoldsUpTheLineForItsLeaseOnly")
+	}
+	s := open(t, "redis://"+addr)
+	(&session.Locker{Store: s}).Acquire(key, []byte(os.Getenv("HANDOFF_TOKEN")), time.Minute, time.Minute)
+	t.Fatal("the child got the lock or gave up: it was to be killed while waiting")
+}
+
+// A waiter whose process is killed just before the release that hands it
+// the lock (it waits in line, its lease live) holds the lock for what is
+// left of its lease at most, not for the lock's TTL (a minute here): the
+// next waiter then has it.
+func TestAWaiterKilledAtTheHandOffHoldsUpTheLineForItsLeaseOnly(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, "redis://"+srv.Addr)
+	key := session.LockKey("killed")
+	_, err := s.SetNX(key, []byte("holder"), time.Minute)
+	require.NoError(t, err)
+
+	child := exec.Command(os.Args[0], "-test.run", "^TestHandOffChild$")
+	child.Env = append(os.Environ(), "HANDOFF_ADDR="+srv.Addr, "HANDOFF_KEY="+key, "HANDOFF_TOKEN=dead")
+	require.NoError(t, child.Start())
+	defer child.Process.Kill()
+	require.Eventually(t, func() bool { return lineLength(t, s, key) == 1 }, 20*time.Second, time.Millisecond,
+		"the child in line")
+
+	next := open(t, "redis://"+srv.Addr)
+	done := make(chan time.Time, 1)
+	go func() {
+		res, err := (&session.Locker{Store: next}).Acquire(key, []byte("next"), time.Minute, 30*time.Second)
+		assert.NoError(t, err)
+		assert.True(t, res.Acquired)
+		done <- time.Now()
+	}()
+	require.Eventually(t, func() bool { return lineLength(t, s, key) == 2 }, 10*time.Second, time.Millisecond,
+		"the next waiter in line behind the child")
+
+	require.NoError(t, child.Process.Signal(syscall.SIGKILL))
+	child.Wait()
+	start := time.Now()
+	released, err := s.DelIfEq(key, []byte("holder"))
+	require.NoError(t, err)
+	require.True(t, released)
+	v, _, err := get(t, s, key)
+	require.NoError(t, err)
+	require.Equal(t, "dead", string(v), "the release handed the lock to the killed waiter, its lease still live")
+
+	took := (<-done).Sub(start)
+	lease := session.LineStep + session.LeaseMargin
+	assert.Less(t, took, lease+session.LineStep+time.Second,
+		"held up for the dead waiter's lease (and the next one's wait), not the lock's minute")
+	t.Logf("the next waiter had the lock %v after the hand-off to the killed one (lease %v)",
+		took.Round(time.Millisecond), lease)
 }

@@ -388,13 +388,14 @@ func (s *Store) SetNX(key string, value []byte, ttl time.Duration) (kv.SetNXOutc
 	return kv.Inserted, nil
 }
 
-// The release scripts announce a release on the key's channel, naming the
-// first waiter in its line (KEYS[2], lease prefix after the channel) when
-// the caller passes the line (queue.go).
+// The release scripts hand the key on to the first live waiter in its line
+// (KEYS[2], lease prefix after the channel) when the caller passes the
+// line, else delete it, and announce it on the key's channel (hand_on,
+// queue.go).
 var delScript = newScript(liveHeadLua + `
-local n = redis.call('del', KEYS[1])
-if n > 0 then publish_release(ARGV[1], KEYS[2], ARGV[2]) end
-return n`)
+if redis.call('exists', KEYS[1]) == 0 then return 0 end
+hand_on(KEYS[1], ARGV[1], KEYS[2], ARGV[2])
+return 1`)
 
 // Del removes key and announces it to waiters.
 func (s *Store) Del(key string) (bool, error) {
@@ -410,8 +411,7 @@ func (s *Store) Del(key string) (bool, error) {
 
 var delIfEqScript = newScript(liveHeadLua + `
 if redis.call('get', KEYS[1]) == ARGV[1] then
-  redis.call('del', KEYS[1])
-  publish_release(ARGV[2], KEYS[2], ARGV[3])
+  hand_on(KEYS[1], ARGV[2], KEYS[2], ARGV[3])
   return 1
 end
 return 0`)
@@ -450,9 +450,9 @@ func (s *Store) DelIfEq(key string, token []byte) (bool, error) {
 }
 
 // setGuardedScript writes KEYS[1] while KEYS[2] holds ARGV[2]; with
-// ARGV[4] (the guard's release channel) it then releases the guard and
-// announces it, as DelIfEq does (the guard's line KEYS[3], lease prefix
-// ARGV[5]).
+// ARGV[4] (the guard's release channel) it then releases the guard, as
+// DelIfEq does: handed on to the first in the guard's line KEYS[3] (lease
+// prefix ARGV[5]), or deleted, and announced.
 var setGuardedScript = newScript(liveHeadLua + `
 if redis.call('get', KEYS[2]) ~= ARGV[2] then return 0 end
 if ARGV[3] == '0' then
@@ -460,10 +460,7 @@ if ARGV[3] == '0' then
 else
   redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[3])
 end
-if ARGV[4] then
-  redis.call('del', KEYS[2])
-  publish_release(ARGV[4], KEYS[3], ARGV[5])
-end
+if ARGV[4] then hand_on(KEYS[2], ARGV[4], KEYS[3], ARGV[5]) end
 return 1`)
 
 // SetGuarded writes key only while guardKey holds guardToken: one script,
