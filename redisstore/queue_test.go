@@ -4,8 +4,8 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"syscall"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
