@@ -21,8 +21,8 @@ import (
 type hub struct {
 	c redis.UniversalClient // the hub's own
 
-	// subMu orders SUBSCRIBE and UNSUBSCRIBE, so that a leaving last
-	// waiter cannot unsubscribe a channel a new waiter just subscribed.
+	// subMu orders SUBSCRIBE and UNSUBSCRIBE, so that the last waiter's
+	// leaving cannot unsubscribe a channel a new waiter just subscribed.
 	subMu sync.Mutex
 
 	mu      sync.Mutex
@@ -168,11 +168,10 @@ func (s *Store) wait(key, id string, timeout time.Duration, look func() (bool, t
 	}
 }
 
-// leave removes w from ch's queue and drops the subscription when nobody
-// waits on ch any more.
+// leave removes w from ch's queue, and when nobody waits on ch any more
+// drops the subscription in the background: the waiter, woken, makes its
+// next attempt at once rather than after the UNSUBSCRIBE's write.
 func (h *hub) leave(ch string, w chan struct{}) {
-	h.subMu.Lock()
-	defer h.subMu.Unlock()
 	h.mu.Lock()
 	q := h.waiters[ch]
 	for i, x := range q {
@@ -187,9 +186,24 @@ func (h *hub) leave(ch string, w chan struct{}) {
 	} else {
 		h.waiters[ch] = q
 	}
+	h.mu.Unlock()
+	if last {
+		go h.unsubscribe(ch)
+	}
+}
+
+// unsubscribe drops the subscription of ch unless someone waits on it
+// again: one who came before the look below subscribes after or has
+// subscribed already (SUBSCRIBE is idempotent), one who comes after it
+// subscribes after this UNSUBSCRIBE (subMu).
+func (h *hub) unsubscribe(ch string) {
+	h.subMu.Lock()
+	defer h.subMu.Unlock()
+	h.mu.Lock()
+	_, waited := h.waiters[ch]
 	ps := h.ps
 	h.mu.Unlock()
-	if last && ps != nil {
+	if !waited && ps != nil {
 		ps.Unsubscribe(ctx, ch)
 	}
 }

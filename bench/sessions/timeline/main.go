@@ -1,9 +1,10 @@
 // Command timeline reads a Redis MONITOR recording of session requests
 // (bench/sessions -monitor) and splits the time of each hand-off of a
 // session lock: from the release (the server's time of the script that
-// deleted the lock or handed it on) to the grant (the script that set the
-// lock to the next holder's token), and from the grant to that holder's
-// release (the hold: the grant's reply, PHP's work, the release's send).
+// deleted the lock or handed it on) to the grant (the script that took the
+// lock for the next holder, or claimed the lock handed to it), and from
+// the grant to that holder's release (the hold: the grant's reply, PHP's
+// work, the release's send).
 // Times are the server's, in the order it ran the commands.
 //
 //	go run ./bench/sessions/timeline /tmp/mon.1
@@ -28,12 +29,33 @@ func main() {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	var callAt float64 // the last command a client sent
-	var callKind string
 	var grants, releases []float64
 	var gaps, holds []time.Duration
 	lastRelease, lastGrant := -1.0, -1.0
 	cmds := map[string]int{}
+	// The commands a script ran, judged when the next call begins: a
+	// release deletes the lock, or sets it (to the next holder's token)
+	// and publishes; a grant sets it without publishing, or claims it
+	// (PEXPIRE, PERSIST: a lock handed over by a release).
+	var callAt float64
+	var set, del, publish, claim bool
+	judge := func() {
+		switch {
+		case del || set && publish:
+			releases = append(releases, callAt)
+			if lastGrant >= 0 {
+				holds = append(holds, time.Duration((callAt-lastGrant)*1e9))
+			}
+			lastRelease = callAt
+		case set || claim:
+			grants = append(grants, callAt)
+			if lastRelease >= 0 {
+				gaps = append(gaps, time.Duration((callAt-lastRelease)*1e9))
+			}
+			lastGrant = callAt
+		}
+		set, del, publish, claim = false, false, false, false
+	}
 	for sc.Scan() {
 		line := sc.Text()
 		ts, rest, ok := strings.Cut(line, " [")
@@ -49,34 +71,27 @@ func main() {
 		if len(fields) == 0 {
 			continue
 		}
-		name := strings.Trim(fields[0], `"`)
+		name := strings.ToLower(strings.Trim(fields[0], `"`))
 		if !strings.HasSuffix(who, " lua") {
-			callAt, callKind = t, name
+			judge()
+			callAt = t
 			cmds[name]++
 			continue
 		}
-		arg := func(i int) string {
-			if i < len(fields) {
-				return strings.Trim(fields[i], `"`)
-			}
-			return ""
-		}
-		lockKey := strings.HasPrefix(arg(1), "session_lock:")
+		lockKey := len(fields) > 1 && strings.HasPrefix(strings.Trim(fields[1], `"`), "session_lock:")
 		switch {
-		case name == "set" && lockKey && callKind == "evalsha":
-			grants = append(grants, callAt)
-			if lastRelease >= 0 {
-				gaps = append(gaps, time.Duration((callAt-lastRelease)*1e9))
-			}
-			lastGrant = callAt
-		case name == "del" && lockKey:
-			releases = append(releases, callAt)
-			if lastGrant >= 0 {
-				holds = append(holds, time.Duration((callAt-lastGrant)*1e9))
-			}
-			lastRelease = callAt
+		case name == "publish":
+			publish = true
+		case !lockKey:
+		case name == "set":
+			set = true
+		case name == "del":
+			del = true
+		case name == "pexpire" || name == "persist":
+			claim = true
 		}
 	}
+	judge()
 	show := func(what string, d []time.Duration) {
 		if len(d) == 0 {
 			fmt.Printf("%s: none\n", what)
