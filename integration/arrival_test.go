@@ -1,0 +1,81 @@
+package integration
+
+import (
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ephpm/ephpm/internal/redistest"
+	"github.com/ephpm/ephpm/redisstore"
+	"github.com/ephpm/ephpm/session"
+)
+
+// PHP processes waiting in session_start() for one session's lock on
+// Redis are served in the order they came: each starts only once the one
+// before it is in the lock's line, then the lock is released, and each
+// appends its number to the session as it gets it. Every release hands
+// the lock to the next in line (redisstore/queue.go).
+func TestSessionWaitersAreServedInArrivalOrder(t *testing.T) {
+	php := lookPath(t, "php")
+	srv := redistest.Start(t)
+	const sid, n = "arrival", 6
+	// The test holds the lock first, through a store with the key rules
+	// the extension gives its own (session keys in the session's slot).
+	s, err := redisstore.Open("redis://"+srv.Addr, redisstore.Options{
+		Colocated: []string{session.DataPrefix, session.LockPrefix},
+	})
+	require.NoError(t, err)
+	defer s.Close()
+	lock := session.LockKey(sid)
+	_, err = s.SetNX(lock, []byte("test"), time.Minute)
+	require.NoError(t, err)
+	inLine := func() int {
+		out, err := exec.Command(redistest.CLIBinary(), "-p", strconv.Itoa(srv.Port),
+			"zcard", "ephpm:line:{"+sid+"}").Output()
+		require.NoError(t, err)
+		k, err := strconv.Atoi(strings.TrimSpace(string(out)))
+		require.NoError(t, err)
+		return k
+	}
+
+	add := script(t, "add.php", "<?php\nsession_id('"+sid+"');\nsession_start();\n"+
+		"$_SESSION['order'][] = (int)$argv[1];\necho 'ok';\n")
+	args := func(path string, extra ...string) []string {
+		return append([]string{"-n", "-d", "extension=" + extension(t),
+			"-d", "ephpm.kv_backend=redis://" + srv.Addr, "-d", "session.save_handler=ephpm",
+			"-d", "session.use_cookies=0", "-d", "session.cache_limiter=", path}, extra...)
+	}
+	type proc struct {
+		cmd *exec.Cmd
+		out *strings.Builder
+	}
+	var procs []proc
+	for i := 1; i <= n; i++ {
+		cmd := exec.Command(php, args(add, strconv.Itoa(i))...)
+		out := &strings.Builder{}
+		cmd.Stdout, cmd.Stderr = out, out
+		require.NoError(t, cmd.Start())
+		procs = append(procs, proc{cmd, out})
+		require.Eventually(t, func() bool { return inLine() == i }, 20*time.Second, time.Millisecond,
+			"process %d in line", i)
+	}
+	released, err := s.DelIfEq(lock, []byte("test"))
+	require.NoError(t, err)
+	require.True(t, released)
+	for i, p := range procs {
+		require.NoError(t, p.cmd.Wait(), "process %d: %s", i+1, p.out)
+		assert.Equal(t, "ok", p.out.String(), "process %d", i+1)
+	}
+
+	read := script(t, "read.php", "<?php\nsession_id('"+sid+"');\nsession_start(['read_and_close' => true]);\n"+
+		"echo implode(',', $_SESSION['order']);\n")
+	out, err := exec.Command(php, args(read)...).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Equal(t, "1,2,3,4,5,6", string(out), "served in the order they came")
+	assert.Equal(t, 0, inLine(), "nobody left in line")
+}
