@@ -67,6 +67,10 @@ type Backend interface {
 	// DelIfEq of guardKey with guardToken; it reports whether the guard
 	// held (false: nothing changed).
 	SetGuardedRelease(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error)
+	// ExpireGuardedRelease is, while guardKey holds guardToken, Expire of
+	// key, and if key was live, DelIfEq of guardKey with guardToken; it
+	// reports whether both happened (false: nothing changed).
+	ExpireGuardedRelease(key string, ttl time.Duration, guardKey string, guardToken []byte) (bool, error)
 	Flush() error
 	Stats() (kv.Stats, error)
 	// Name is the backend's kind, as stats report it ("memory", "redis").

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"bytes"
 	"time"
 
 	"github.com/ephpm/ephpm/kv"
@@ -22,6 +23,29 @@ func LockThenGet(s interface {
 	}
 	n, found, err := s.GetInto(dataKey, dst)
 	return out, n, found, err
+}
+
+// TouchThenRelease is ExpireGuardedRelease as a look at the guard, then
+// Expire of key while it holds, then DelIfEq of the guard once refreshed.
+// A guard that lapses between the look and the refresh lets the refresh
+// through, which changes no value. An error from the release is returned
+// with true, as WriteThenRelease returns it.
+func TouchThenRelease(s interface {
+	GetInto(key string, dst []byte) (int, bool, error)
+	Expire(key string, ttl time.Duration) (bool, error)
+	DelIfEq(key string, token []byte) (bool, error)
+}, key string, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
+	held := make([]byte, len(guardToken)+1)
+	n, found, err := s.GetInto(guardKey, held)
+	if err != nil || !found || n != len(guardToken) || !bytes.Equal(held[:n], guardToken) {
+		return false, err
+	}
+	refreshed, err := s.Expire(key, ttl)
+	if err != nil || !refreshed {
+		return false, err
+	}
+	_, err = s.DelIfEq(guardKey, guardToken)
+	return true, err
 }
 
 // WriteThenRelease is SetGuardedRelease as SetGuarded, then DelIfEq of

@@ -42,6 +42,10 @@ func (m Memory) SetGuardedRelease(key string, value []byte, ttl time.Duration, g
 	return WriteThenRelease(m, key, value, ttl, guardKey, guardToken)
 }
 
+func (m Memory) ExpireGuardedRelease(key string, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
+	return TouchThenRelease(m, key, ttl, guardKey, guardToken)
+}
+
 func (m Memory) Flush() error { m.Store.Flush(); return nil }
 
 func (m Memory) Stats() (kv.Stats, error) { return m.Store.Stats(), nil }

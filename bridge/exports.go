@@ -359,6 +359,23 @@ func ephpmGoSetGuardedRelease(key *C.char, keyLen C.size_t, value *C.char, value
 		guardKey, guardKeyLen, guardToken, guardTokenLen)
 }
 
+//export ephpmGoExpireGuardedRelease
+func ephpmGoExpireGuardedRelease(key *C.char, keyLen C.size_t, ttlMs C.int64_t,
+	guardKey *C.char, guardKeyLen C.size_t, guardToken *C.char, guardTokenLen C.size_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	var a args
+	k, ttl := a.key(key, keyLen), a.duration(ttlMs)
+	gk, gt := a.key(guardKey, guardKeyLen), a.bytes(guardToken, guardTokenLen)
+	if a.err != nil {
+		return failure(a.err)
+	}
+	done, err := current().ExpireGuardedRelease(k, ttl, gk, gt)
+	if err != nil {
+		return failure(err)
+	}
+	return answer(done)
+}
+
 //export ephpmGoSetGuarded
 func ephpmGoSetGuarded(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs C.int64_t,
 	guardKey *C.char, guardKeyLen C.size_t, guardToken *C.char, guardTokenLen C.size_t) (rc C.int) {

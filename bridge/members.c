@@ -339,6 +339,20 @@ static int ephpm_op_set_guarded_release(const char *key, size_t key_len, const c
     return ephpmGoSetGuardedRelease((char *)key, key_len, (char *)value, value_len, ttl_ms, (char *)guard_key, guard_key_len, (char *)guard_token, guard_token_len);
 }
 
+/* Crosses into Go: ephpmGoExpireGuardedRelease. */
+static int ephpm_op_expire_guarded_release(const char *key, size_t key_len, int64_t ttl_ms, const char *guard_key, size_t guard_key_len, const char *guard_token, size_t guard_token_len)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len)
+        || EPHPM_BAD_BUF(guard_key, guard_key_len)
+        || EPHPM_BAD_BUF(guard_token, guard_token_len)) {
+        return ephpm_reject_null("expire_guarded_release");
+    }
+    return ephpmGoExpireGuardedRelease((char *)key, key_len, ttl_ms, (char *)guard_key, guard_key_len, (char *)guard_token, guard_token_len);
+}
+
 static const ephpm_kv_ops ephpm_ops = {
     .abi_version = EPHPM_KV_ABI_VERSION,
     .struct_size = sizeof(ephpm_kv_ops),
@@ -368,6 +382,7 @@ static const ephpm_kv_ops ephpm_ops = {
     .del_fenced = ephpm_op_del_fenced,
     .set_nx_wait_get = ephpm_op_set_nx_wait_get,
     .set_guarded_release = ephpm_op_set_guarded_release,
+    .expire_guarded_release = ephpm_op_expire_guarded_release,
 };
 
 /* The provider's one exported symbol. */

@@ -56,6 +56,7 @@ int ephpm_op_last_error(char *buf, size_t buf_cap, size_t *len);
 #define EPHPM_MEMBER_DEL_FENCED 23
 #define EPHPM_MEMBER_SET_NX_WAIT_GET 24
 #define EPHPM_MEMBER_SET_GUARDED_RELEASE 25
-#define EPHPM_MEMBERS 26
+#define EPHPM_MEMBER_EXPIRE_GUARDED_RELEASE 26
+#define EPHPM_MEMBERS 27
 
 #endif /* EPHPM_BRIDGE_MEMBERS_H */

@@ -30,7 +30,8 @@ const (
 	memberDelFenced
 	memberSetNXWaitGet
 	memberSetGuardedRelease
+	memberExpireGuardedRelease
 )
 
 // tableMembers is how many members the table has.
-const tableMembers = 26
+const tableMembers = 27

@@ -443,6 +443,24 @@ typedef struct ephpm_kv_ops {
                                const char *guard_key, size_t guard_key_len,
                                const char *guard_token, size_t guard_token_len);
 
+    /* ---- appended for a lazy session write in one round trip ---- */
+
+    /* expire_guarded_release: while guard_key holds a live entry equal to
+     * guard_token, give key's live entry a new TTL of ttl_ms from now (0: no
+     * expiry; its value is kept) and del_if_eq guard_key with guard_token
+     * (waking a waiter, as every release does): refreshing an unchanged
+     * session and releasing its lock in one call. One atomic step where the
+     * backend has one (a Redis script: one round trip); elsewhere the
+     * refresh follows the guard's check and the release the refresh, under
+     * the lock the call holds.
+     *   OK    refreshed, and the guard released.
+     *   MISS  the guard did not hold, or key holds no live entry; nothing
+     *         changed (the guard is still held if it was).
+     * After a failure both the refresh and the release are unknown. */
+    int (*expire_guarded_release)(const char *key, size_t key_len, int64_t ttl_ms,
+                                  const char *guard_key, size_t guard_key_len,
+                                  const char *guard_token, size_t guard_token_len);
+
     /* Members appended by later versions go here, and only here: this
      * struct is the one list of members that bridge/members.c is generated
      * from (docs/design.md, "To append a member"). */

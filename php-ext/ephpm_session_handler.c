@@ -875,17 +875,37 @@ PS_VALIDATE_SID_FUNC(ephpm)
     return ephpm_session_exists(ops, key) == 1 ? SUCCESS : FAILURE;
 }
 
-/* session.lazy_write with unchanged data: refresh the TTL, keep the value. */
+/* session.lazy_write with unchanged data: refresh the TTL, keep the value.
+ * Under the lock, where the library has expire_guarded_release, the refresh
+ * also releases the lock (one round trip on Redis, where a refresh and then
+ * the release are two: the refresh is the last thing a request does under
+ * its session lock); if the lock is no longer this request's, or the data
+ * expired, that call changes nothing and the refresh goes as without the
+ * lock. Crosses into Go (twice in that case). */
 PS_UPDATE_TIMESTAMP_FUNC(ephpm)
 {
     const ephpm_kv_ops *ops = PS_GET_MOD_DATA();
-    ephpm_session_key data;
+    ephpm_session_key data, lock;
 
     if (ZSTR_LEN(val) == 0) {
         return SUCCESS; /* an empty session is not stored: nothing to refresh */
     }
-    if (!DATA_KEY(&data, key)) {
+    if (!DATA_KEY(&data, key) || !LOCK_KEY(&lock, key)) {
         return FAILURE;
+    }
+    if (ephpm_session_holds(&lock) && EPHPM_KV_OPS_HAS(ops, expire_guarded_release)) {
+        const char *token = ES(lock_token);
+        int rc = ops->expire_guarded_release(data.buf, data.len, ephpm_session_ttl_ms(maxlifetime),
+                                             lock.buf, lock.len, token, strlen(token));
+        if (rc == EPHPM_KV_OK) {
+            ephpm_session_forget_lock(); /* released */
+            return SUCCESS;
+        }
+        if (rc < 0) {
+            php_error_docref(NULL, E_WARNING, "ephpm: session %s: TTL not refreshed: %s",
+                             ZSTR_VAL(key), EPHPM_CAUSE(rc));
+            return FAILURE;
+        }
     }
     int rc = ops->expire(data.buf, data.len, ephpm_session_ttl_ms(maxlifetime));
     if (rc == EPHPM_KV_MISS && !ES(readonly) && !ES(timed_out)) {

@@ -493,6 +493,34 @@ func (s *Store) setGuarded(key string, value []byte, ttl time.Duration, guardKey
 	return n == 1, err
 }
 
+// touchGuardedReleaseScript is ExpireGuardedRelease: while KEYS[2] holds
+// ARGV[2], KEYS[1]'s TTL becomes ARGV[1] ms ('0': none) if it is live, and
+// then the guard is released as setGuardedScript releases it (line KEYS[3],
+// channel ARGV[3], lease prefix ARGV[4]).
+var touchGuardedReleaseScript = newScript(liveHeadLua + `
+if redis.call('get', KEYS[2]) ~= ARGV[2] then return 0 end
+if redis.call('exists', KEYS[1]) == 0 then return 0 end
+if ARGV[1] == '0' then redis.call('persist', KEYS[1]) else redis.call('pexpire', KEYS[1], ARGV[1]) end
+hand_on(KEYS[2], ARGV[3], KEYS[3], ARGV[4])
+return 1`)
+
+// ExpireGuardedRelease refreshes a session's TTL and releases its lock in
+// one script: a lazy write's one round trip. Both keys must live on one
+// server, as for SetGuarded.
+func (s *Store) ExpireGuardedRelease(key string, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
+	if err := s.noEviction(); err != nil {
+		return false, err
+	}
+	rk, rg := s.redisKey(key), s.redisKey(guardKey)
+	line, prefix := releaseLine(rg)
+	n, err := s.run(touchGuardedReleaseScript, append([]string{rk, rg}, line...),
+		append([]any{ms(ttl), guardToken, releaseChannel(rg)}, prefix...)...)
+	if err == nil && n == 1 {
+		s.delIfEqMatches.Add(1)
+	}
+	return n == 1, err
+}
+
 // setNXGetScript takes the lock KEYS[1] (ARGV[1], PX ARGV[2]; '0': no
 // TTL) and reads KEYS[2]: 0 if the lock is held, 1 if taken and KEYS[2] is
 // absent, else KEYS[2]'s value (a bulk reply, where the others are integers).

@@ -19,3 +19,9 @@ func (s *Store) SetNXGet(key string, value []byte, ttl time.Duration, dataKey st
 func (s *Store) SetGuardedRelease(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
 	return backend.WriteThenRelease(s, key, value, ttl, guardKey, guardToken)
 }
+
+// ExpireGuardedRelease refreshes while the guard holds, then releases the
+// guard (backend.TouchThenRelease).
+func (s *Store) ExpireGuardedRelease(key string, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
+	return backend.TouchThenRelease(s, key, ttl, guardKey, guardToken)
+}

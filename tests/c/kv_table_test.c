@@ -5,7 +5,8 @@
  * winner in every round, and a forked child that gets EPHPM_KV_E_FORKED
  * instead of hanging in a Go runtime that did not survive the fork.
  * Then the session members: wait, set_nx_wait, set_guarded, del_guarded,
- * expire, set_nx_wait_get, set_guarded_release, and 100 threads playing
+ * expire, set_nx_wait_get, set_guarded_release, expire_guarded_release,
+ * and 100 threads playing
  * "request" on one session through the real backoff. Then the batch
  * members: get_many, set_many. Then the fencing members: fences that only
  * grow, across a release and a flush, a stale fenced write refused, and 8
@@ -325,6 +326,37 @@ static void test_session_round_trip_members(void)
           "no guard any more");
     CHECK(ops->set_guarded_release(S("r:data"), S("v"), 0, NULL, 2, S("tok")) == EPHPM_KV_E_INVALID,
           "NULL guard");
+}
+
+static void test_lazy_write_member(void)
+{
+    CHECK(EPHPM_KV_OPS_HAS(ops, expire_guarded_release), "expire_guarded_release present (size %u)",
+          ops->struct_size);
+    char buf[8];
+    size_t len = 0;
+    int64_t ttl = 0;
+
+    CHECK(ops->set(S("z:data"), S("same"), 1000) == EPHPM_KV_OK, "data");
+    CHECK(ops->set_nx(S("z:lock"), S("tok"), 30000) == EPHPM_KV_OK, "locked");
+    CHECK(ops->expire_guarded_release(S("z:data"), 60000, S("z:lock"), S("bad")) == EPHPM_KV_MISS,
+          "wrong token");
+    CHECK(ops->pttl(S("z:data"), &ttl) == EPHPM_KV_OK && ttl <= 1000, "not refreshed");
+    CHECK(ops->exists(S("z:lock")) == EPHPM_KV_OK, "still held");
+    CHECK(ops->expire_guarded_release(S("z:none"), 60000, S("z:lock"), S("tok")) == EPHPM_KV_MISS,
+          "no data: nothing changed");
+    CHECK(ops->exists(S("z:lock")) == EPHPM_KV_OK, "still held");
+    CHECK(ops->expire_guarded_release(S("z:data"), 60000, S("z:lock"), S("tok")) == EPHPM_KV_OK,
+          "refreshed and released");
+    CHECK(ops->pttl(S("z:data"), &ttl) == EPHPM_KV_OK && ttl > 1000, "refreshed");
+    CHECK(ops->get(S("z:data"), buf, sizeof buf, &len) == EPHPM_KV_OK && len == 4 && memcmp(buf, "same", 4) == 0,
+          "the value kept");
+    CHECK(ops->exists(S("z:lock")) == EPHPM_KV_MISS, "released");
+    CHECK(ops->expire_guarded_release(S("z:data"), 60000, S("z:lock"), S("tok")) == EPHPM_KV_MISS,
+          "no guard any more");
+    CHECK(ops->expire_guarded_release(S("z:data"), 60000, NULL, 2, S("tok")) == EPHPM_KV_E_INVALID,
+          "NULL guard");
+    CHECK(ops->expire_guarded_release(S("z:data"), -1, S("z:lock"), S("tok")) == EPHPM_KV_E_INVALID,
+          "negative TTL");
 }
 
 /* 100 threads play "request" on one session: lock with a fresh random
@@ -655,6 +687,7 @@ int main(int argc, char **argv)
     test_forked_child();
     test_session_members();
     test_session_round_trip_members();
+    test_lazy_write_member();
     test_session_requests();
     test_key_api_members();
     test_batch_members();
