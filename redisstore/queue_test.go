@@ -137,6 +137,18 @@ func TestAWaiterOutOfTimeLeavesTheLine(t *testing.T) {
 	assert.Equal(t, 0, lineLength(t, s, key), "it left")
 }
 
+// heldLock starts a server and holds the lock of session name there with
+// the token "holder", for a minute.
+func heldLock(t *testing.T, name string) (*redistest.Server, *Store, string) {
+	srv := redistest.Start(t)
+	s := open(t, "redis://"+srv.Addr)
+	key := session.LockKey(name)
+	out, err := s.SetNX(key, []byte("holder"), time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, kv.Inserted, out)
+	return srv, s, key
+}
+
 // get is key's value in s, and whether it has one.
 func get(t *testing.T, s *Store, key string) ([]byte, bool, error) {
 	dst := make([]byte, 256)
@@ -222,11 +234,7 @@ func TestAReleaseHandsTheLockToTheHead(t *testing.T) {
 // A waiter that gives up after a release handed it the lock hands it on
 // (or frees it): LeaveLine never keeps a lock it was handed.
 func TestAWaiterLeavingHandsOnALockHandedToIt(t *testing.T) {
-	srv := redistest.Start(t)
-	s := open(t, "redis://"+srv.Addr)
-	key := session.LockKey("leavehanded")
-	_, err := s.SetNX(key, []byte("holder"), time.Minute)
-	require.NoError(t, err)
+	_, s, key := heldLock(t, "leavehanded")
 	for _, w := range []string{"a", "b"} {
 		out, err := s.SetNXInLine(key, []byte("tok"+w), time.Minute, w, 5*time.Second)
 		require.NoError(t, err)
@@ -262,11 +270,7 @@ func TestHandOffChild(t *testing.T) {
 // left of its lease at most, not for the lock's TTL (a minute here): the
 // next waiter then has it.
 func TestAWaiterKilledAtTheHandOffHoldsUpTheLineForItsLeaseOnly(t *testing.T) {
-	srv := redistest.Start(t)
-	s := open(t, "redis://"+srv.Addr)
-	key := session.LockKey("killed")
-	_, err := s.SetNX(key, []byte("holder"), time.Minute)
-	require.NoError(t, err)
+	srv, s, key := heldLock(t, "killed")
 
 	child := exec.Command(os.Args[0], "-test.run", "^TestHandOffChild$")
 	child.Env = append(os.Environ(), "HANDOFF_ADDR="+srv.Addr, "HANDOFF_KEY="+key, "HANDOFF_TOKEN=dead")
