@@ -25,8 +25,9 @@ import (
 // the reply on the calling thread (see threadConn), parse it in place.
 //
 // Only a standalone server is served this way: Cluster routing and
-// Sentinel failover stay with go-redis, as do pub/sub (Wait), Stats and
-// Flush.
+// Sentinel failover stay with go-redis, as do Wait's pub/sub (the hub),
+// Stats and Flush; a waiter in line waits on a subscriber connection of
+// direct's (turnwait.go).
 //
 // No command is retried: a connection that fails mid-command is closed,
 // and the error (an unknown outcome) goes to the caller.
@@ -44,6 +45,7 @@ type direct struct {
 
 	mu     sync.Mutex
 	idle   []*wireConn // most recently used last
+	subs   []*wireConn // idle subscriber connections (turnwait.go), outside slots
 	closed bool
 	// Dial failures in a row, the last one's error, and until when calls
 	// fail with it instead of dialing (see dialPause).
@@ -285,8 +287,8 @@ func (d *direct) put(c *wireConn, reusable bool) {
 func (d *direct) close() {
 	d.mu.Lock()
 	d.closed = true
-	idle := d.idle
-	d.idle = nil
+	idle := append(d.idle, d.subs...)
+	d.idle, d.subs = nil, nil
 	d.mu.Unlock()
 	for _, c := range idle {
 		c.close()

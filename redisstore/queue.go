@@ -200,7 +200,7 @@ func (s *Store) lineAttempt(key string, value []byte, ttl time.Duration, id stri
 func (s *Store) WaitTurn(key, id string, timeout time.Duration) (bool, error) {
 	rk := s.redisKey(key)
 	line, prefix, _ := queueKeys(rk)
-	return s.wait(key, id, timeout, func() (bool, time.Duration, error) {
+	look := func() (bool, time.Duration, error) {
 		n, err := s.run(turnScript, []string{rk, line, prefix + id}, id, prefix)
 		if err != nil {
 			return false, 0, err
@@ -212,7 +212,11 @@ func (s *Store) WaitTurn(key, id string, timeout time.Duration) (bool, error) {
 			return false, -1, nil
 		}
 		return false, time.Duration(n) * time.Millisecond, nil
-	})
+	}
+	if s.direct != nil {
+		return s.waitTurnDirect(releaseChannel(rk), id, timeout, look)
+	}
+	return s.wait(key, id, timeout, look)
 }
 
 // LeaveLine takes waiter id out of key's line (a waiter that gives up),

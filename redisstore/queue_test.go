@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -306,4 +307,98 @@ func TestAWaiterKilledAtTheHandOffHoldsUpTheLineForItsLeaseOnly(t *testing.T) {
 		"held up for the dead waiter's lease (and the next one's wait), not the lock's minute")
 	t.Logf("the next waiter had the lock %v after the hand-off to the killed one (lease %v)",
 		took.Round(time.Millisecond), lease)
+}
+
+// On a standalone server a waiter in line waits on a subscriber connection
+// of its own (turnwait.go), not through the hub; the connection is kept
+// for the next wait, which a message for the channel of the wait before
+// does not wake, and a kept connection the server closed is replaced.
+func TestAWaiterInLineWaitsOnASubscriberConnection(t *testing.T) {
+	srv, s, key := heldLock(t, "subscriber")
+	require.NotNil(t, s.direct, "a standalone server: the direct path")
+	ch := releaseChannel(testKey(key))
+	numSub := func(ch string) int64 {
+		n, err := s.c.PubSubNumSub(ctx, ch).Result()
+		require.NoError(t, err)
+		return n[ch]
+	}
+
+	out, err := s.SetNXInLine(key, []byte("w"), time.Minute, "w", 5*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, kv.Exists, out)
+	woke := make(chan bool, 1)
+	go func() {
+		turn, err := s.WaitTurn(key, "w", 10*time.Second)
+		assert.NoError(t, err)
+		woke <- turn
+	}()
+	require.Eventually(t, func() bool { return numSub(ch) == 1 }, 5*time.Second, time.Millisecond)
+	released, err := s.DelIfEq(key, []byte("holder"))
+	require.NoError(t, err)
+	require.True(t, released)
+	select {
+	case turn := <-woke:
+		assert.True(t, turn, "handed over, and told")
+	case <-time.After(5 * time.Second):
+		t.Fatal("not woken by the release")
+	}
+	s.hub.mu.Lock()
+	assert.Nil(t, s.hub.ps, "the hub never subscribed")
+	s.hub.mu.Unlock()
+	require.Eventually(t, func() bool { return numSub(ch) == 0 }, 5*time.Second, time.Millisecond, "unsubscribed")
+	s.direct.mu.Lock()
+	assert.Len(t, s.direct.subs, 1, "the connection is kept")
+	s.direct.mu.Unlock()
+
+	// The next wait, on another lock, on the kept connection: a message on
+	// the first channel does not wake it; a release of its own does.
+	other := session.LockKey("subscriber2")
+	_, err = s.SetNX(other, []byte("holder"), time.Minute)
+	require.NoError(t, err)
+	go func() {
+		turn, err := s.WaitTurn(other, "w2", 10*time.Second)
+		assert.NoError(t, err)
+		woke <- turn
+	}()
+	otherCh := releaseChannel(testKey(other))
+	require.Eventually(t, func() bool { return numSub(otherCh) == 1 }, 5*time.Second, time.Millisecond)
+	require.NoError(t, s.c.Publish(ctx, ch, "w2").Err())
+	select {
+	case <-woke:
+		t.Fatal("woken by another channel's message")
+	case <-time.After(100 * time.Millisecond):
+	}
+	_, err = s.Del(other)
+	require.NoError(t, err)
+	select {
+	case turn := <-woke:
+		assert.True(t, turn, "woken by its own lock's release (nobody in line: the message names nobody)")
+	case <-time.After(5 * time.Second):
+		t.Fatal("not woken by the release")
+	}
+
+	// The server closes the kept connection; the next wait dials anew.
+	require.Eventually(t, func() bool { return numSub(otherCh) == 0 }, 5*time.Second, time.Millisecond)
+	// Subscribed to nothing, it is a normal client to the server: every
+	// normal connection goes (the command connections are dialed anew).
+	killed, err := exec.Command(redistest.CLIBinary(), "-p", strconv.Itoa(srv.Port),
+		"client", "kill", "type", "normal").Output()
+	require.NoError(t, err, "%s", killed)
+	require.NotEqual(t, "0", strings.TrimSpace(string(killed)))
+	_, err = s.SetNX(other, []byte("holder"), time.Minute)
+	require.NoError(t, err)
+	go func() {
+		turn, err := s.WaitTurn(other, "w3", 10*time.Second)
+		assert.NoError(t, err)
+		woke <- turn
+	}()
+	require.Eventually(t, func() bool { return numSub(otherCh) == 1 }, 5*time.Second, time.Millisecond)
+	_, err = s.Del(other)
+	require.NoError(t, err)
+	select {
+	case turn := <-woke:
+		assert.True(t, turn)
+	case <-time.After(5 * time.Second):
+		t.Fatal("not woken after the server closed the kept connection")
+	}
 }

@@ -32,7 +32,8 @@ type hub struct {
 }
 
 // waiter is one caller blocked in Wait (id "") or WaitTurn (its place in
-// the key's line, see queue.go).
+// the key's line, see queue.go; on a standalone server WaitTurn waits on a
+// connection of its own instead: turnwait.go).
 type waiter struct {
 	ch chan struct{}
 	id string
