@@ -401,4 +401,18 @@ func TestAWaiterInLineWaitsOnASubscriberConnection(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("not woken after the server closed the kept connection")
 	}
+
+	// A wait that times out before any message keeps the connection too.
+	require.Eventually(t, func() bool { return numSub(otherCh) == 0 }, 5*time.Second, time.Millisecond)
+	s.direct.mu.Lock()
+	kept := s.direct.subs[0]
+	s.direct.mu.Unlock()
+	_, err = s.SetNX(other, []byte("holder"), time.Minute)
+	require.NoError(t, err)
+	turn, err := s.WaitTurn(other, "w4", 50*time.Millisecond)
+	require.NoError(t, err)
+	assert.False(t, turn, "timed out")
+	s.direct.mu.Lock()
+	assert.Equal(t, []*wireConn{kept}, s.direct.subs, "the same connection, kept")
+	s.direct.mu.Unlock()
 }

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"errors"
+	"os"
 	"time"
 )
 
@@ -70,7 +71,7 @@ func (d *direct) subscribe(c *wireConn, ch string) error {
 		return err
 	}
 	for {
-		kind, channel, _, err := c.readPush()
+		kind, channel, _, _, err := c.readPush()
 		if err != nil {
 			return err
 		}
@@ -81,24 +82,26 @@ func (d *direct) subscribe(c *wireConn, ch string) error {
 }
 
 // readPush reads one pub/sub push: its kind ("message", "subscribe",
-// "unsubscribe"), channel, and payload (a message's) or count.
-func (c *wireConn) readPush() (kind, channel, payload string, err error) {
+// "unsubscribe"), channel, and payload (a message's) or count. begun says
+// whether any of it was read: after an error with begun false the
+// connection is still in step with the server.
+func (c *wireConn) readPush() (kind, channel, payload string, begun bool, err error) {
 	line, err := c.readLine()
 	if err != nil {
-		return "", "", "", err
+		return "", "", "", false, err
 	}
 	if len(line) != 2 || line[0] != '*' || line[1] != '3' {
-		return "", "", "", errProtocol
+		return "", "", "", true, errProtocol
 	}
 	var parts [3]string
 	for i := range parts {
 		r, err := c.readReply(nil)
 		if err != nil {
-			return "", "", "", err
+			return "", "", "", true, err
 		}
 		parts[i] = string(r.b)
 	}
-	return parts[0], parts[1], parts[2], nil
+	return parts[0], parts[1], parts[2], true, nil
 }
 
 // waitTurnDirect is wait for waiter id of rk's line on a subscriber
@@ -153,12 +156,11 @@ func (s *Store) waitTurnDirect(ch, id string, timeout time.Duration, look func()
 		return false, nil
 	}
 	for {
-		kind, channel, payload, err := c.readPush()
+		kind, channel, payload, begun, err := c.readPush()
 		if err != nil {
-			// The timeout, or a failure: a timeout mid-push leaves the
-			// stream out of step, and one before it costs a dial next
-			// time at most, so the connection is closed either way.
-			keep = false
+			// The timeout before a push began leaves the connection in
+			// step; a failure, or a timeout mid-push, does not.
+			keep = !begun && errors.Is(err, os.ErrDeadlineExceeded)
 			return false, nil
 		}
 		if kind == "message" && channel == ch && (payload == id || payload == "") {
