@@ -309,6 +309,27 @@ func TestAWaiterKilledAtTheHandOffHoldsUpTheLineForItsLeaseOnly(t *testing.T) {
 		took.Round(time.Millisecond), lease)
 }
 
+// waitTurn runs WaitTurn for waiter id of key in the background, sending
+// what it answers on woke.
+func waitTurn(t *testing.T, s *Store, key, id string, woke chan<- bool) {
+	go func() {
+		turn, err := s.WaitTurn(key, id, 10*time.Second)
+		assert.NoError(t, err)
+		woke <- turn
+	}()
+}
+
+// turned waits up to 5 s for waitTurn's answer, which must be true
+// (failing with why otherwise).
+func turned(t *testing.T, woke <-chan bool, why string) {
+	select {
+	case turn := <-woke:
+		assert.True(t, turn, "told it is its turn")
+	case <-time.After(5 * time.Second):
+		t.Fatal(why)
+	}
+}
+
 // On a standalone server a waiter in line waits on a subscriber connection
 // of its own (turnwait.go), not through the hub; the connection is kept
 // for the next wait, which a message for the channel of the wait before
@@ -327,21 +348,12 @@ func TestAWaiterInLineWaitsOnASubscriberConnection(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, kv.Exists, out)
 	woke := make(chan bool, 1)
-	go func() {
-		turn, err := s.WaitTurn(key, "w", 10*time.Second)
-		assert.NoError(t, err)
-		woke <- turn
-	}()
+	waitTurn(t, s, key, "w", woke)
 	require.Eventually(t, func() bool { return numSub(ch) == 1 }, 5*time.Second, time.Millisecond)
 	released, err := s.DelIfEq(key, []byte("holder"))
 	require.NoError(t, err)
 	require.True(t, released)
-	select {
-	case turn := <-woke:
-		assert.True(t, turn, "handed over, and told")
-	case <-time.After(5 * time.Second):
-		t.Fatal("not woken by the release")
-	}
+	turned(t, woke, "not woken by the release")
 	s.hub.mu.Lock()
 	assert.Nil(t, s.hub.ps, "the hub never subscribed")
 	s.hub.mu.Unlock()
@@ -355,11 +367,7 @@ func TestAWaiterInLineWaitsOnASubscriberConnection(t *testing.T) {
 	other := session.LockKey("subscriber2")
 	_, err = s.SetNX(other, []byte("holder"), time.Minute)
 	require.NoError(t, err)
-	go func() {
-		turn, err := s.WaitTurn(other, "w2", 10*time.Second)
-		assert.NoError(t, err)
-		woke <- turn
-	}()
+	waitTurn(t, s, other, "w2", woke)
 	otherCh := releaseChannel(testKey(other))
 	require.Eventually(t, func() bool { return numSub(otherCh) == 1 }, 5*time.Second, time.Millisecond)
 	require.NoError(t, s.c.Publish(ctx, ch, "w2").Err())
@@ -370,12 +378,7 @@ func TestAWaiterInLineWaitsOnASubscriberConnection(t *testing.T) {
 	}
 	_, err = s.Del(other)
 	require.NoError(t, err)
-	select {
-	case turn := <-woke:
-		assert.True(t, turn, "woken by its own lock's release (nobody in line: the message names nobody)")
-	case <-time.After(5 * time.Second):
-		t.Fatal("not woken by the release")
-	}
+	turned(t, woke, "not woken by the release")
 
 	// The server closes the kept connection; the next wait dials anew.
 	require.Eventually(t, func() bool { return numSub(otherCh) == 0 }, 5*time.Second, time.Millisecond)
@@ -387,20 +390,11 @@ func TestAWaiterInLineWaitsOnASubscriberConnection(t *testing.T) {
 	require.NotEqual(t, "0", strings.TrimSpace(string(killed)))
 	_, err = s.SetNX(other, []byte("holder"), time.Minute)
 	require.NoError(t, err)
-	go func() {
-		turn, err := s.WaitTurn(other, "w3", 10*time.Second)
-		assert.NoError(t, err)
-		woke <- turn
-	}()
+	waitTurn(t, s, other, "w3", woke)
 	require.Eventually(t, func() bool { return numSub(otherCh) == 1 }, 5*time.Second, time.Millisecond)
 	_, err = s.Del(other)
 	require.NoError(t, err)
-	select {
-	case turn := <-woke:
-		assert.True(t, turn)
-	case <-time.After(5 * time.Second):
-		t.Fatal("not woken after the server closed the kept connection")
-	}
+	turned(t, woke, "not woken after the server closed the kept connection")
 
 	// A wait that times out before any message keeps the connection too.
 	require.Eventually(t, func() bool { return numSub(otherCh) == 0 }, 5*time.Second, time.Millisecond)
