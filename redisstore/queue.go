@@ -20,11 +20,12 @@ import (
 //
 // A release hands the lock on in its own script (handOnLua): it sets the
 // lock to the first live waiter's token, with the lease's length as its
-// TTL, takes that waiter out of line and publishes its id, whose process's
-// hub wakes that waiter alone (wake). The waiter's next attempt finds the
-// lock holding its token and claims it: the real TTL, and the read. A
-// head that died after its last renewal so holds the lock for one lease at
-// most, never for the lock's TTL. The lock goes to the first live waiter,
+// TTL, takes that waiter out of line and publishes its id, which wakes
+// that waiter alone (on a standalone server through its own subscriber
+// connection, turnwait.go; else through its process's hub: wake). The
+// waiter's next attempt finds the lock holding its token and claims it:
+// the real TTL, and the read. A head that died after its last renewal so
+// holds the lock for one lease at most, never for the lock's TTL. The lock goes to the first live waiter,
 // or to anyone when the line is empty, so a newcomer never overtakes a
 // waiter; a lock is never free while someone live waits in line.
 
