@@ -1,6 +1,9 @@
 package redisstore
 
 import (
+	"errors"
+	"net"
+	"strconv"
 	"sync"
 	"time"
 
@@ -27,7 +30,9 @@ type hub struct {
 
 	mu      sync.Mutex
 	ps      *redis.PubSub
-	waiters map[string][]waiter // channel -> waiters, oldest first
+	waiters map[string][]waiter      // channel -> waiters, oldest first
+	pongs   map[string]chan struct{} // a PING's payload -> its waiter (see stood)
+	pinged  uint64                   // PINGs sent, for their payloads
 	closed  bool
 }
 
@@ -40,20 +45,82 @@ type waiter struct {
 }
 
 func newHub(c redis.UniversalClient) *hub {
-	return &hub{c: c, waiters: map[string][]waiter{}}
+	return &hub{c: c, waiters: map[string][]waiter{}, pongs: map[string]chan struct{}{}}
 }
 
-// start opens the pub/sub connection and its dispatcher. Caller holds mu.
+// hubIdle is how long the hub's reader waits for a push before it sends a
+// PING, so that a connection that died silently errors (and go-redis dials
+// it again, subscribing its channels anew).
+const hubIdle = 30 * time.Second
+
+// start opens the pub/sub connection and its reader. Caller holds mu.
 func (h *hub) start() {
-	h.ps = h.c.Subscribe(ctx)
-	msgs := h.ps.Channel()
+	ps := h.c.Subscribe(ctx)
+	h.ps = ps
 	go func() {
-		for m := range msgs {
+		failures := 0
+		for {
+			m, err := ps.ReceiveTimeout(ctx, hubIdle)
+			if err != nil {
+				h.mu.Lock()
+				closed := h.closed
+				h.mu.Unlock()
+				var ne net.Error
+				switch {
+				case closed || errors.Is(err, redis.ErrClosed):
+					return
+				case errors.As(err, &ne) && ne.Timeout():
+					ps.Ping(ctx)
+				default:
+					// go-redis dials again on the next receive; not in a
+					// tight loop while the server is down.
+					failures++
+					time.Sleep(min(time.Duration(failures)*10*time.Millisecond, time.Second))
+				}
+				continue
+			}
+			failures = 0
 			h.mu.Lock()
-			h.waiters[m.Channel] = wake(h.waiters[m.Channel], m.Payload)
+			switch m := m.(type) {
+			case *redis.Message:
+				h.waiters[m.Channel] = wake(h.waiters[m.Channel], m.Payload)
+			case *redis.Pong:
+				if c, ok := h.pongs[m.Payload]; ok {
+					close(c)
+					delete(h.pongs, m.Payload)
+				}
+			}
 			h.mu.Unlock()
 		}
 	}()
+}
+
+// stood waits for at most timeout until the SUBSCRIBE just written on ps
+// stands on the server: a PING sent after it on the same connection comes
+// back after its confirmation. A look before then could miss a release
+// that came between the look and the SUBSCRIBE's arrival, and its waiter
+// would sleep until its timeout.
+func (h *hub) stood(ps *redis.PubSub, timeout time.Duration) {
+	h.mu.Lock()
+	h.pinged++
+	payload := "ephpm:stood:" + strconv.FormatUint(h.pinged, 10)
+	c := make(chan struct{})
+	h.pongs[payload] = c
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.pongs, payload)
+		h.mu.Unlock()
+	}()
+	if ps.Ping(ctx, payload) != nil {
+		return
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-c:
+	case <-t.C:
+	}
 }
 
 // wake wakes the waiters a release message is for and returns the others.
@@ -146,12 +213,15 @@ func (s *Store) wait(key, id string, timeout time.Duration, look func() (bool, t
 	if err != nil {
 		return false, err
 	}
+	start := time.Now()
+	h.stood(ps, timeout)
+	timeout -= time.Since(start)
 	now, ttl, err := look()
 	if err != nil {
 		return false, err
 	}
-	if now {
-		return true, nil
+	if now || timeout <= 0 {
+		return now, nil
 	}
 	// It expires sooner: wake then. PTTL counts whole milliseconds left,
 	// rounded down, so a wake at ttl can come just before the expiry: a

@@ -1,11 +1,14 @@
 package redisstore
 
 import (
+	"io"
+	"net"
 	"runtime"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -43,4 +46,83 @@ func TestHubReaderDoesNotHoldAP(t *testing.T) {
 	}
 	slices.Sort(sleeps)
 	assert.Less(t, sleeps[len(sleeps)/2], 5*time.Millisecond, "sorted: %v", sleeps)
+}
+
+// delayProxy forwards TCP connections to addr, delaying what the client
+// sends by d (in order); replies come back at once.
+func delayProxy(t *testing.T, addr string, d time.Duration) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", addr)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			t.Cleanup(func() { c.Close(); up.Close() })
+			go io.Copy(c, up)
+			chunks := make(chan []byte, 64)
+			go func() {
+				defer close(chunks)
+				for {
+					b := make([]byte, 4096)
+					n, err := c.Read(b)
+					if n > 0 {
+						chunks <- b[:n]
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+			go func() {
+				for b := range chunks {
+					time.Sleep(d)
+					if _, err := up.Write(b); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return l.Addr().String()
+}
+
+// A wait looks at the key only once its SUBSCRIBE stands on the server: a
+// release between the look and the SUBSCRIBE's arrival would otherwise go
+// unseen, and the waiter sleep its whole timeout. Here the hub's
+// connection reaches the server 200 ms late, and the release comes while
+// its SUBSCRIBE is on the way.
+func TestAWaitLooksOnlyOnceItsSubscriptionStands(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, "redis://"+srv.Addr)
+	s.hub.close()
+	s.hub = newHub(redis.NewClient(&redis.Options{Addr: delayProxy(t, srv.Addr, 200*time.Millisecond)}))
+	// The hub's connection opens (its handshake's round trips included) on
+	// a first wait, for a key that is free.
+	free, err := s.Wait("free", 10*time.Second)
+	require.NoError(t, err)
+	require.True(t, free)
+	require.NoError(t, s.Set("held", []byte("x"), time.Minute))
+	done := make(chan bool, 1)
+	go func() {
+		free, err := s.Wait("held", 10*time.Second)
+		assert.NoError(t, err)
+		done <- free
+	}()
+	time.Sleep(50 * time.Millisecond) // the SUBSCRIBE is on its way
+	_, err = s.Del("held")
+	require.NoError(t, err)
+	select {
+	case free := <-done:
+		assert.True(t, free)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the release that came before the subscription stood was missed")
+	}
 }
