@@ -280,9 +280,9 @@ func TestASessionsDataAndLockShareAShard(t *testing.T) {
 		l, lh, lk := s.locate(lockPrefix + sid)
 		require.Same(t, d, l)
 		require.Equal(t, dh, lh)
-		require.Equal(t, kindSession, dk)
-		require.Equal(t, kindSessionLock, lk)
+		require.Equal(t, KindSession, dk)
+		require.Equal(t, KindSessionLock, lk)
 	}
 	_, _, k := s.locate("sessionX")
-	assert.Equal(t, kindPlain, k)
+	assert.Equal(t, KindPlain, k)
 }
