@@ -77,10 +77,15 @@ var sessionSalts = [...]uint64{kv.KindPlain: 0, kv.KindSession: 0x9e3779b9 << 32
 
 // hashOf is key's hash by the segment's session rule: a session key's is
 // its sid's, salted by its kind; any other key's is its own.
+// Most keys are told apart by one load, inline.
 func (g *segment) hashOf(key string) uint64 {
 	if len(key) == 0 || !g.sess.MayBeSession(key[0]) {
 		return hashKey(key)
 	}
+	return g.sessionHash(key)
+}
+
+func (g *segment) sessionHash(key string) uint64 {
 	kind, sid := g.sess.Split(key)
 	return hashKey(sid) ^ sessionSalts[kind]
 }
