@@ -34,7 +34,7 @@ const (
 // workers: eviction and lz4 on, a session budget small enough that session
 // writes evict sessions.
 var crashOptions = Options{
-	Memory:         kv.MemoryConfig{Limit: 16 << 20, SessionLimit: 1 << 20, Policy: kv.AllKeysLRU, Compression: true, CompressionMinSize: 64},
+	Memory:         kv.MemoryConfig{Limit: 16 << 20, SessionLimit: 256 << 10, Policy: kv.AllKeysLRU, Compression: true, CompressionMinSize: 64},
 	PinnedPrefixes: []string{"ctr:"}, SessionDataPrefix: session.DataPrefix, SessionLockPrefix: session.LockPrefix,
 }
 
