@@ -85,6 +85,15 @@ func (g *segment) hashOf(key string) uint64 {
 	return g.sessionHash(key)
 }
 
+// kindOf is key's kind by the segment's session rule, told by one load
+// for most keys.
+func (g *segment) kindOf(key string) kv.KeyKind {
+	if len(key) == 0 || !g.sess.MayBeSession(key[0]) {
+		return kv.KindPlain
+	}
+	return g.sess.Kind(key)
+}
+
 func (g *segment) sessionHash(key string) uint64 {
 	kind, sid := g.sess.Split(key)
 	return hashKey(sid) ^ sessionSalts[kind]
@@ -138,7 +147,7 @@ func (sh *shard) pairBlock(kind kv.KeyKind, key string) int64 {
 func (sh *shard) classOf(b int64) (class, bool) {
 	meta := sh.entryMeta(b)
 	key := sh.entryKey(b)
-	session := len(key) > 0 && sh.g.sess.MayBeSession(key[0]) && sh.g.sess.Kind(key) == kv.KindSession
+	session := sh.g.kindOf(key) == kv.KindSession
 	switch {
 	case meta&flagPinned != 0:
 		return classKept, session
@@ -169,7 +178,7 @@ func (sh *shard) tallyClass(b int64, cl class, c int64) {
 // or back into it (sign 1: the lock left). Caller holds the lock, around
 // the lock entry's insertion or removal.
 func (sh *shard) holdData(lockKey string, sign int64) {
-	if len(lockKey) == 0 || !sh.g.sess.MayBeSession(lockKey[0]) || sh.g.sess.Kind(lockKey) != kv.KindSessionLock {
+	if sh.g.kindOf(lockKey) != kv.KindSessionLock {
 		return
 	}
 	d := sh.pairBlock(kv.KindSessionLock, lockKey)

@@ -290,7 +290,7 @@ func (s *Store) unlockTwo(a, b *shard) {
 // pinFlag returns flagPinned for a key never evicted: under a pinned prefix
 // or the session lock prefix.
 func (s *Store) pinFlag(key string) uint32 {
-	if len(key) > 0 && s.g.sess.MayBeSession(key[0]) && s.g.sess.Kind(key) == kv.KindSessionLock {
+	if s.g.kindOf(key) == kv.KindSessionLock {
 		return flagPinned
 	}
 	for _, p := range s.pinned {
@@ -518,7 +518,7 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 	comp := s.MemoryConfig()
 	stored, cflag := storedForm(value, comp.Compression, comp.CompressionMinSize)
 	sh, h, tag := s.locate(key)
-	w := write{key: key, kind: s.g.sess.Kind(key), h: h, tag: tag, stored: stored, flags: flags | cflag}
+	w := write{key: key, kind: s.g.kindOf(key), h: h, tag: tag, stored: stored, flags: flags | cflag}
 	gsh, gh, gtag := sh, uint64(0), uint32(0)
 	if m == modeGuarded || m == modeFenced {
 		gsh, gh, gtag = s.locate(guardKey)
@@ -629,7 +629,7 @@ func (s *Store) GetInto(key string, dst []byte) (int, bool, error) {
 	if p := sh.entryAccess(b); atomic.LoadUint32(p) != s.lruClock(t) {
 		storeRel32(p, s.lruClock(t))
 	}
-	if sh.entryMeta(b)&flagRead == 0 && len(key) > 0 && s.g.sess.MayBeSession(key[0]) && s.g.sess.Kind(key) == kv.KindSession {
+	if sh.entryMeta(b)&flagRead == 0 && s.g.kindOf(key) == kv.KindSession {
 		sh.markRead(b) // a returning user's session
 	}
 	sh.count(cHits)
@@ -877,7 +877,7 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 		if pos < 0 {
 			_, _, ins = sh.lookup(tag, key)
 		}
-		w := write{key: key, kind: s.g.sess.Kind(key), h: h, tag: tag, flags: s.pinFlag(key)}
+		w := write{key: key, kind: s.g.kindOf(key), h: h, tag: tag, flags: s.pinFlag(key)}
 		result := delta
 		if ttlOnCreate != 0 {
 			w.expireAt = clockAt(&t) + int64(ttlOnCreate)
