@@ -389,12 +389,12 @@ func (sh *shard) unindex(pos int, b int64) {
 type room int
 
 const (
-	fits      room = iota
-	overLimit      // the memory limit
-	heapFull       // no free block large enough in the shard
-	indexFull      // no index slot for a new key in the shard
-	overBudget     // session data over the session budget
-	neverFits      // larger than a shard's heap, or than the limit
+	fits       room = iota
+	overLimit       // the memory limit
+	heapFull        // no free block large enough in the shard
+	indexFull       // no index slot for a new key in the shard
+	overBudget      // session data over the session budget
+	neverFits       // larger than a shard's heap, or than the limit
 )
 
 // write is one write for put.
