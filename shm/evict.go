@@ -58,7 +58,8 @@ func (s *Store) makeRoom(sh *shard, r room, w *write) bool {
 		for _, c := range order {
 			evictable += atomic.LoadInt64(sh.i64(classField(c, policy == kv.VolatileLRU)))
 		}
-		evictable -= s.protected(nil, w, policy, order)
+		own, _ := s.protected(nil, w, policy, order)
+		evictable -= own
 		if r == indexFull {
 			return evictable > 0
 		}
@@ -74,7 +75,7 @@ func (s *Store) makeRoom(sh *shard, r room, w *write) bool {
 		}
 	}
 	for _, c := range order {
-		for !s.shardHasRoom(sh, r, size) {
+		for atomic.LoadInt64(sh.i64(classField(c, policy == kv.VolatileLRU))) > 0 && !s.shardHasRoom(sh, r, size) {
 			if !s.evictOne(sh, policy, c, w.key) {
 				break
 			}
@@ -93,10 +94,20 @@ func (s *Store) evictUntil(policy kv.Policy, w *write, order []class, deficit fu
 	if deficit() <= 0 {
 		return true
 	}
+	// w's own entry is never evicted for it: left out of what may go.
+	own, ownClass := s.protected(&s.shards[w.h&uint64(len(s.shards)-1)], w, policy, order)
+	ownShard := &s.shards[w.h&uint64(len(s.shards)-1)]
+	avail := func(c class) int64 {
+		n := s.evictableTotal(policy, c)
+		if c == ownClass {
+			n -= own
+		}
+		return n
+	}
 	evictable := func() int64 {
-		n := -s.protected(&s.shards[w.h&uint64(len(s.shards)-1)], w, policy, order)
+		var n int64
 		for _, c := range order {
-			n += s.evictableTotal(policy, c)
+			n += avail(c)
 		}
 		return n
 	}
@@ -113,8 +124,12 @@ func (s *Store) evictUntil(policy kv.Policy, w *write, order []class, deficit fu
 		}
 	}
 	for _, c := range order {
-		for misses := 0; deficit() > 0; {
-			v := s.mostEvictable(policy, c)
+		for misses := 0; deficit() > 0 && avail(c) > 0; {
+			var skip int64
+			if c == ownClass {
+				skip = own
+			}
+			v := s.mostEvictable(policy, c, ownShard, skip)
 			if v == nil {
 				break
 			}
@@ -125,8 +140,10 @@ func (s *Store) evictUntil(policy kv.Policy, w *write, order []class, deficit fu
 			storeRelI64(v.credit(), 0) // what it freed goes to the pool, not to v
 			s.unlock(v)
 			if !ok {
-				if misses++; misses > len(s.shards) {
-					break // only w's own entry is left in c
+				// The counts said there was one (they change as others
+				// write): look again, a few times.
+				if misses++; misses > 2 {
+					break
 				}
 			}
 		}
@@ -146,28 +163,28 @@ func (s *Store) sweepAll() bool {
 	return true
 }
 
-// protected is the charge of w's key's own entry if the policy could evict
-// it as one of the classes in order: it is never evicted to make room for
-// its own new value. lock is the shard to lock for the look-up, nil if the
-// caller holds it.
-func (s *Store) protected(lock *shard, w *write, policy kv.Policy, order []class) int64 {
+// protected is the charge of w's key's own entry, and its class, if the
+// policy could evict it as one of the classes in order (else 0 and
+// classKept): it is never evicted to make room for its own new value. lock
+// is the shard to lock for the look-up, nil if the caller holds it.
+func (s *Store) protected(lock *shard, w *write, policy kv.Policy, order []class) (int64, class) {
 	sh, _, tag := s.locate(w.key)
 	if lock != nil {
 		if s.lock(lock) != nil {
-			return 0
+			return 0, classKept
 		}
 		defer s.unlock(lock)
 	}
 	pos, b, _ := sh.lookup(tag, w.key)
 	if pos < 0 {
-		return 0
+		return 0, classKept
 	}
 	for _, c := range order {
 		if eligible(sh, b, policy, c, "") {
-			return chargeOf(sh.blockSize(b))
+			return chargeOf(sh.blockSize(b)), c
 		}
 	}
-	return 0
+	return 0, classKept
 }
 
 func (s *Store) evictableTotal(policy kv.Policy, c class) int64 {
@@ -178,13 +195,17 @@ func (s *Store) evictableTotal(policy kv.Policy, c class) int64 {
 	return n
 }
 
-// mostEvictable is the shard with the most evictable bytes of class c, or
-// nil.
-func (s *Store) mostEvictable(policy kv.Policy, c class) *shard {
+// mostEvictable is the shard with the most evictable bytes of class c,
+// counting skip bytes fewer in shard own, or nil.
+func (s *Store) mostEvictable(policy kv.Policy, c class, own *shard, skip int64) *shard {
 	var best *shard
 	var most int64
 	for i := range s.shards {
-		if n := atomic.LoadInt64(s.shards[i].i64(classField(c, policy == kv.VolatileLRU))); n > most {
+		n := atomic.LoadInt64(s.shards[i].i64(classField(c, policy == kv.VolatileLRU)))
+		if &s.shards[i] == own {
+			n -= skip
+		}
+		if n > most {
 			best, most = &s.shards[i], n
 		}
 	}
@@ -247,10 +268,16 @@ func (s *Store) evictOne(sh *shard, policy kv.Policy, c class, protect string) b
 		}
 		return true
 	}
-	// Look far enough to meet about evictSamples entries in a sparse index.
+	// Look far enough to meet about evictSamples entries of class c in a
+	// sparse index: its share of the shard's entries is taken to be its
+	// share of the bytes.
 	span := evictSpan
 	if e := int(atomic.LoadUint32(sh.u32(sEntries))); e > 0 {
-		span = min(max(span, evictSamples*n/e), n)
+		span = max(span, evictSamples*n/e)
+		if used, of := atomic.LoadInt64(sh.used()), atomic.LoadInt64(sh.i64(classField(c, false))); of > 0 && of < used {
+			span = int(min(int64(span)*(used/of+1), int64(n)))
+		}
+		span = min(span, n)
 	}
 	first, found := rand.IntN(n), 0
 	for j := 0; j < span && found < evictSamples && !reclaimed; j++ {
