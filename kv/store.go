@@ -118,7 +118,7 @@ type Store struct {
 	origin int64
 	pinned []string
 	id     string
-	sess   sessionRule
+	sess   SessionRule
 
 	mem memory
 	lru atomic.Uint32 // LRU clock: ms since New, advanced by the sweeper
@@ -171,7 +171,7 @@ func New(opts Options) *Store {
 	}
 	s.origin = s.now()
 	s.pinned = append([]string(nil), opts.PinnedPrefixes...)
-	s.sess = newSessionRule(opts)
+	s.sess = NewSessionRule(opts)
 	if err := s.Configure(opts.Memory); err != nil {
 		panic(err)
 	}
@@ -198,9 +198,9 @@ func (s *Store) Close() {
 func (s *Store) InstanceID() string { return s.id }
 
 // locate returns key's shard, its hash in the shard's table, and its kind.
-// A session key hashes by its sid (see sessionRule).
-func (s *Store) locate(key string) (*shard, uint32, keyKind) {
-	kind, part := s.sess.split(key)
+// A session key hashes by its sid (see SessionRule).
+func (s *Store) locate(key string) (*shard, uint32, KeyKind) {
+	kind, part := s.sess.Split(key)
 	h := maphash.String(s.seed, part)
 	th := uint32(h >> 32)
 	if th == 0 {
@@ -284,7 +284,7 @@ func (s *Store) GetInto(key string, dst []byte) (n int, found bool) {
 		return 0, false
 	}
 	touch(b, s.lru.Load())
-	if kind == kindSession && !blockFlags(b, flagRead) {
+	if kind == KindSession && !blockFlags(b, flagRead) {
 		s.markRead(sh, b, h)
 	}
 	sh.c.hits++

@@ -131,7 +131,7 @@ func (s *Store) install(r *writeReq) (bool, error) {
 		short := fits
 		switch {
 		case !ok:
-		case kind != kindSession && g.store == 0: // the common case, inline
+		case kind != KindSession && g.store == 0: // the common case, inline
 			if !s.charge(sh, delta) {
 				short = storeFull
 			}
@@ -147,7 +147,7 @@ func (s *Store) install(r *writeReq) (bool, error) {
 			flags := r.flags
 			if oldExpired {
 				sh.c.expirations++
-			} else if kind == kindSession && old != nil {
+			} else if kind == KindSession && old != nil {
 				flags |= blockMeta(old) & flagRead // the same session, rewritten
 			}
 			s.putEntry(sh, old, i, h, kind, r.b, r.key, value, flags, at)
@@ -239,11 +239,11 @@ func (s *Store) place(sh *shard, old block, key string, n int, flags uint32, exp
 // into old itself, the shard's spare or a new block (see place). It keeps
 // the expiry heap, the eviction totals and the spare block in step. Caller
 // holds sh.mu and has charged the memory.
-func (s *Store) putEntry(sh *shard, old block, i int, h uint32, kind keyKind, b block, key string, value []byte, flags uint32, at int64) {
+func (s *Store) putEntry(sh *shard, old block, i int, h uint32, kind KeyKind, b block, key string, value []byte, flags uint32, at int64) {
 	var oldAt int64
 	if old != nil {
 		oldAt = blockExpireAt(old) // before place may rewrite old itself
-		if kind == kindSession {
+		if kind == KindSession {
 			s.tallySession(sh, old, h, -1)
 		} else {
 			sh.tallyPlain(old, -1)
@@ -267,7 +267,7 @@ func (s *Store) putEntry(sh *shard, old block, i int, h uint32, kind keyKind, b 
 		}
 	} else {
 		var data block
-		if kind == kindSessionLock {
+		if kind == KindSessionLock {
 			data = s.untallyData(sh, h, key)
 		}
 		sh.t.add(h, b)
@@ -276,7 +276,7 @@ func (s *Store) putEntry(sh *shard, old block, i int, h uint32, kind keyKind, b 
 		}
 	}
 	sh.noteExpiry(at, h, true)
-	if kind == kindSession {
+	if kind == KindSession {
 		s.tallySession(sh, b, h, 1)
 	} else {
 		sh.tallyPlain(b, 1)
@@ -295,14 +295,14 @@ func (sh *shard) recycle(b block) {
 // for its key. Caller holds sh.mu.
 func (s *Store) removeAt(sh *shard, i int, expired bool) {
 	b, h := sh.t.blocks[i], sh.t.hashes[i]
-	kind := s.sess.kindOf(blockKey(b))
-	if kind == kindSession {
+	kind := s.sess.Kind(blockKey(b))
+	if kind == KindSession {
 		s.tallySession(sh, b, h, -1)
 	} else {
 		sh.tallyPlain(b, -1)
 	}
 	var data block
-	if kind == kindSessionLock {
+	if kind == KindSessionLock {
 		data = s.untallyData(sh, h, blockKey(b))
 	}
 	sh.t.removeAt(i)
@@ -311,7 +311,7 @@ func (s *Store) removeAt(sh *shard, i int, expired bool) {
 	}
 	sh.noteExpiry(blockExpireAt(b), h, false)
 	s.charge(sh, -blockCost(b))
-	if kind == kindSession {
+	if kind == KindSession {
 		s.releaseSession(sh, blockCost(b))
 	}
 	if expired {
@@ -334,7 +334,7 @@ func (s *Store) pinFlag(key string) uint32 {
 }
 
 func (s *Store) pinFlagOf(key string) uint32 {
-	if s.isPinnedKey(key) || s.sess.kindOf(key) == kindSessionLock {
+	if s.isPinnedKey(key) || s.sess.Kind(key) == KindSessionLock {
 		return flagPinned
 	}
 	return 0

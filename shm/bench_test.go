@@ -6,16 +6,37 @@ import (
 	"time"
 
 	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/session"
 )
 
 func benchStore(b *testing.B) *Store {
 	name := fmt.Sprintf("bench-%d", time.Now().UnixNano())
-	s, err := Open(name, Options{Memory: kv.MemoryConfig{Limit: 64 << 20}})
+	// The session rule the bridge opens a segment with.
+	s, err := Open(name, Options{Memory: kv.MemoryConfig{Limit: 64 << 20},
+		SessionDataPrefix: session.DataPrefix, SessionLockPrefix: session.LockPrefix})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close(); removeSegment(name) })
 	return s
+}
+
+// BenchmarkSessionVisit is a session request's four calls: the lock, the
+// read (a hit: it marks the data read once), the guarded write, the
+// release, with the session budget's bookkeeping.
+func BenchmarkSessionVisit(b *testing.B) {
+	s := benchStore(b)
+	tok := []byte("0123456789abcdef0123456789abcdef")
+	lock, data := session.LockKey("0123456789abcdef0123456789abcdef"), session.DataKey("0123456789abcdef0123456789abcdef")
+	v := make([]byte, 141)
+	dst := make([]byte, 1024)
+	s.Set(data, v, time.Hour)
+	for b.Loop() {
+		s.SetNX(lock, tok, 30*time.Second)
+		s.GetInto(data, dst)
+		s.SetGuarded(data, v, time.Hour, lock, tok)
+		s.DelIfEq(lock, tok)
+	}
 }
 
 func BenchmarkGet64(b *testing.B) {

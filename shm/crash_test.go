@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/session"
 )
 
 var crashKills = flag.Int("shm.kills", 1000, "SIGKILLs the crash test deals its workers")
@@ -28,6 +29,14 @@ const (
 	crashPhases   = 10
 	crashTail     = 20 // lines of each worker kept to print on failure
 )
+
+// crashOptions are the segment's options in the crash test and its
+// workers: eviction and lz4 on, a session budget small enough that session
+// writes evict sessions.
+var crashOptions = Options{
+	Memory:         kv.MemoryConfig{Limit: 16 << 20, SessionLimit: 256 << 10, Policy: kv.AllKeysLRU, Compression: true, CompressionMinSize: 64},
+	PinnedPrefixes: []string{"ctr:"}, SessionDataPrefix: session.DataPrefix, SessionLockPrefix: session.LockPrefix,
+}
 
 func init() {
 	workers["crash"] = crashWorker
@@ -104,7 +113,7 @@ func randomSize() int {
 // the contract forbids.
 func crashWorker() {
 	id := os.Getenv("SHM_ID")
-	s, err := Open(os.Getenv("SHM_NAME"), Options{PinnedPrefixes: []string{"ctr:"}})
+	s, err := Open(os.Getenv("SHM_NAME"), crashOptions)
 	if err != nil {
 		fmt.Println("bad open:", err)
 		return
@@ -124,7 +133,7 @@ func crashWorker() {
 		key := fmt.Sprintf("k:%d", rand.IntN(crashKeys))
 		took = 0
 		var err error
-		op := rand.IntN(10)
+		op := rand.IntN(len(crashOps))
 		switch op {
 		case 0, 1:
 			ttl := time.Duration(0)
@@ -182,6 +191,44 @@ func crashWorker() {
 		case 9:
 			v := crashValue(rand.Uint64(), randomSize())
 			timed(func() { _, err = s.SetNX(key, v, 200*time.Millisecond) })
+		case 10:
+			// A session request: lock, read, write under the lock, read
+			// again (held data is never evicted), release.
+			sid := strconv.Itoa(rand.IntN(32))
+			lock, data := session.LockKey(sid), session.DataKey(sid)
+			var out kv.SetNXOutcome
+			timed(func() { out, err = s.SetNX(lock, token, time.Second) })
+			if err != nil || out != kv.Inserted {
+				break
+			}
+			var n int
+			var found, ok bool
+			timed(func() { n, found, err = s.GetInto(data, dst) })
+			if err == nil && found && n <= len(dst) && !crashValueOK(dst[:n]) {
+				bad("get %s: a value of %d bytes that no write wrote", data, n)
+			}
+			v := crashValue(rand.Uint64(), randomSize())
+			if err == nil {
+				timed(func() { ok, err = s.SetGuarded(data, v, time.Minute, lock, token) })
+				if err == nil && !ok {
+					bad("set_guarded under my own session lock %s refused", lock)
+				}
+			}
+			if err == nil && ok {
+				timed(func() { n, found, err = s.GetInto(data, dst) })
+				if err == nil && (!found || n != len(v)) {
+					bad("held session %s lost its data (found %v, %d bytes of %d)", data, found, n, len(v))
+				}
+			}
+			var released bool
+			var rerr error
+			timed(func() { released, rerr = s.DelIfEq(lock, token) })
+			if rerr == nil && !released {
+				bad("del_if_eq of my own session lock %s refused", lock)
+			}
+			if err == nil {
+				err = rerr
+			}
 		}
 		if err != nil && !strings.Contains(err.Error(), kv.ErrNoMemory.Error()) {
 			bad("%v", err)
@@ -198,7 +245,7 @@ func crashWorker() {
 }
 
 var crashOps = [...]string{"set", "set", "get", "get", "incr", "lock+set_guarded+expire_if_eq+del_if_eq",
-	"del_if_eq", "expire", "del", "set_nx"}
+	"del_if_eq", "expire", "del", "set_nx", "session lock+get+set_guarded+get+del_if_eq"}
 
 // noiseWorker measures the machine's scheduling noise while the crash test
 // runs: how late a 1 ms sleep wakes, printed as "max NS" whenever the
@@ -237,8 +284,7 @@ func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
-	s := openTest(t, kv.MemoryConfig{Limit: 16 << 20, Policy: kv.AllKeysLRU, Compression: true, CompressionMinSize: 64},
-		"ctr:")
+	s := openWith(t, crashOptions)
 	name := testName(t)
 	var mu sync.Mutex
 	acked := map[string]int64{} // counter key -> highest value acknowledged
@@ -384,6 +430,10 @@ func TestCrashRecovery(t *testing.T) {
 	t.Logf("%d kills in %v, %d recoveries, %d increments acknowledged; longest wait for a dead owner's shard %v; "+
 		"slowest store call %v (%s); scheduling noise (a 1 ms sleep's lateness) up to %v; %d processes attached after",
 		kills, elapsed.Round(time.Millisecond), s.Recoveries(), increments, deadWait, slowest, slowestOp, noise, s.Attached())
+	st, err := s.Stats()
+	require.NoError(t, err)
+	t.Logf("session data: %d bytes of a %d-byte budget; %d evictions", st.SessionBytes, st.SessionLimit, st.Evictions)
+	assert.NotZero(t, st.SessionBytes, "session writes ran")
 	assert.Less(t, deadWait, recoveryBound, "a wait for a dead owner's shard outlasted the recovery bound")
 	assert.Less(t, slowest, recoveryBound+noise, "a store call outlasted the recovery bound and the scheduling noise")
 	assert.Equal(t, 1, s.Attached(), "the killed workers' slots count as dead")

@@ -26,11 +26,17 @@ func testName(t *testing.T) string {
 // t ends, after its integrity is checked.
 func openTest(t *testing.T, cfg kv.MemoryConfig, pinned ...string) *Store {
 	t.Helper()
+	return openWith(t, Options{Memory: cfg, PinnedPrefixes: pinned})
+}
+
+// openWith is openTest with every option.
+func openWith(t *testing.T, opts Options) *Store {
+	t.Helper()
 	name := testName(t)
 	path := Path("", name)
 	os.Remove(path)
 	os.Remove(fencesPath(path))
-	s, err := Open(name, Options{Memory: cfg, PinnedPrefixes: pinned})
+	s, err := Open(name, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		if err := s.Check(); err != nil {
