@@ -35,39 +35,48 @@ func (s *Store) Wait(key string, timeout time.Duration) bool {
 		sh.mu.Unlock()
 		return false
 	}
-	if at := blockExpireAt(b); at != 0 && time.Duration(at-c.now()) < timeout {
-		timeout = time.Duration(at - c.now())
-	}
-	w := &waiter{woken: make(chan struct{}, 1)}
-	q := sh.waiters[key]
-	if q == nil {
-		if sh.waiters == nil {
-			sh.waiters = make(map[string]*waitQueue)
+	end := time.Now().Add(timeout)
+	for {
+		sleep := time.Until(end)
+		// The entry is gone once the store's clock reaches its expiry,
+		// which on the coarse clock is up to a tick after that instant.
+		if at := blockExpireAt(b); at != 0 {
+			sleep = min(sleep, time.Duration(at-c.now()+s.tick))
 		}
-		q = &waitQueue{}
-		sh.waiters[strings.Clone(key)] = q
-	}
-	q.list = append(q.list, w)
-	sh.mu.Unlock()
+		w := &waiter{woken: make(chan struct{}, 1)}
+		q := sh.waiters[key]
+		if q == nil {
+			if sh.waiters == nil {
+				sh.waiters = make(map[string]*waitQueue)
+			}
+			q = &waitQueue{}
+			sh.waiters[strings.Clone(key)] = q
+		}
+		q.list = append(q.list, w)
+		sh.mu.Unlock()
 
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case <-w.woken:
-		return true
-	case <-timer.C:
-	}
+		timer := time.NewTimer(sleep)
+		select {
+		case <-w.woken:
+			timer.Stop()
+			return true
+		case <-timer.C:
+		}
 
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	sh.dropWaiter(key, w)
-	select {
-	case <-w.woken: // woken between the timer and the lock: it is our turn
-		return true
-	default:
+		sh.mu.Lock()
+		sh.dropWaiter(key, w)
+		select {
+		case <-w.woken: // woken between the timer and the lock: it is our turn
+			sh.mu.Unlock()
+			return true
+		default:
+		}
+		c = clock{s: s}
+		if b, _ = s.live(sh, h, key, &c); b == nil || !time.Now().Before(end) {
+			sh.mu.Unlock()
+			return b == nil
+		}
 	}
-	b, _ = s.live(sh, h, key, &clock{s: s})
-	return b == nil
 }
 
 // wakeOne wakes the oldest waiter on key. Caller holds sh.mu.

@@ -177,7 +177,7 @@ func eligible(sh *shard, b int64, policy kv.Policy, protect string) bool {
 // there was one. Caller holds the lock.
 func (s *Store) evictOne(sh *shard, policy kv.Policy, protect string) bool {
 	n := s.g.indexSlots
-	t := now()
+	t := expiryNow()
 	clock := s.lruClock(t)
 	victim, pos, oldest := int64(noBlock), -1, uint32(0)
 	reclaimed := false

@@ -26,6 +26,7 @@ import (
 	"time"
 	_ "unsafe" // go:linkname
 
+	"github.com/ephpm/ephpm/internal/coarse"
 	"github.com/ephpm/ephpm/kv"
 )
 
@@ -80,8 +81,17 @@ const entryOverhead = 8
 //go:linkname nanotime runtime.nanotime
 func nanotime() int64
 
-// now is CLOCK_MONOTONIC in ns: the same clock in every process.
+// now is CLOCK_MONOTONIC in ns: the same clock in every process. It times
+// waits (lock words, Wait's deadline).
 func now() int64 { return nanotime() }
+
+// expiryNow is CLOCK_MONOTONIC_COARSE in ns, the clock of TTL deadlines
+// and expiry checks: the same clock in every process, up to one tick
+// (tick ns) behind now, and a few loads to read (internal/coarse).
+func expiryNow() int64 { return coarse.Now() }
+
+// tick is expiryNow's resolution: the kernel's tick.
+var tick = coarse.Resolution()
 
 // Open attaches to the segment called name (1-64 of [A-Za-z0-9._-]),
 // creating it if it does not exist.
@@ -281,12 +291,12 @@ func (s *Store) lruClock(t int64) uint32 {
 	return c
 }
 
-// clockAt returns *t, reading the clock into it first if it is unread (0):
-// an operation reads the clock at most once, and only if it needs it (a
-// TTL to set or compare), because a read costs about as much as a lookup.
+// clockAt returns *t, reading the expiry clock into it first if it is
+// unread (0): an operation reads the clock at most once, and only if it
+// needs it (a TTL to set or compare).
 func clockAt(t *int64) int64 {
 	if *t == 0 {
-		*t = now()
+		*t = expiryNow()
 	}
 	return *t
 }
