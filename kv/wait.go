@@ -18,7 +18,8 @@ type waitQueue struct{ list []*waiter }
 // comes first, and reports whether the key is free when it returns.
 //
 // It returns early when the entry is removed (Del, DelIfEq, expiry) or when
-// its TTL passes. Removals wake waiters one at a time, oldest first, so that
+// its TTL passes (at most a tick late: the store's clock is coarse); a
+// renewed TTL keeps it waiting in its place. Removals wake waiters one at a time, oldest first, so that
 // callers who wait in order to take the key (a lock) are served roughly in
 // arrival order instead of all racing for it; a woken caller is expected to
 // try to take the key at once. Callers waiting when the TTL passes all wake.
@@ -36,6 +37,16 @@ func (s *Store) Wait(key string, timeout time.Duration) bool {
 		return false
 	}
 	end := time.Now().Add(timeout)
+	w := &waiter{woken: make(chan struct{}, 1)}
+	q := sh.waiters[key]
+	if q == nil {
+		if sh.waiters == nil {
+			sh.waiters = make(map[string]*waitQueue)
+		}
+		q = &waitQueue{}
+		sh.waiters[strings.Clone(key)] = q
+	}
+	q.list = append(q.list, w)
 	for {
 		sleep := time.Until(end)
 		// The entry is gone once the store's clock reaches its expiry,
@@ -43,16 +54,6 @@ func (s *Store) Wait(key string, timeout time.Duration) bool {
 		if at := blockExpireAt(b); at != 0 {
 			sleep = min(sleep, time.Duration(at-c.now()+s.tick))
 		}
-		w := &waiter{woken: make(chan struct{}, 1)}
-		q := sh.waiters[key]
-		if q == nil {
-			if sh.waiters == nil {
-				sh.waiters = make(map[string]*waitQueue)
-			}
-			q = &waitQueue{}
-			sh.waiters[strings.Clone(key)] = q
-		}
-		q.list = append(q.list, w)
 		sh.mu.Unlock()
 
 		timer := time.NewTimer(sleep)
@@ -64,7 +65,6 @@ func (s *Store) Wait(key string, timeout time.Duration) bool {
 		}
 
 		sh.mu.Lock()
-		sh.dropWaiter(key, w)
 		select {
 		case <-w.woken: // woken between the timer and the lock: it is our turn
 			sh.mu.Unlock()
@@ -73,9 +73,11 @@ func (s *Store) Wait(key string, timeout time.Duration) bool {
 		}
 		c = clock{s: s}
 		if b, _ = s.live(sh, h, key, &c); b == nil || !time.Now().Before(end) {
+			sh.dropWaiter(key, w)
 			sh.mu.Unlock()
 			return b == nil
 		}
+		// Still there (its TTL was renewed): wait on, in the same place.
 	}
 }
 
