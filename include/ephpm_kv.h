@@ -38,8 +38,13 @@
  *     in the child with EPHPM_KV_E_FORKED without entering its runtime (a
  *     Go runtime does not survive fork). The child must load its own.
  *
- * Expiry: an entry whose TTL has passed is absent from that instant on, for
- * every member, whether or not it has been reclaimed yet.
+ * Expiry: a TTL is kept to within one kernel tick (1-10 ms; 4 ms on most
+ * Linux builds): an entry is absent, for every member, from an instant
+ * within a tick of its TTL's end on, whether or not it has been reclaimed
+ * yet. The in-process and shared-memory stores read CLOCK_MONOTONIC_COARSE,
+ * which lags the precise clock by up to a tick at the write and at the
+ * check, so an entry lives its TTL give or take a tick; Redis keeps TTLs
+ * to the millisecond.
  */
 #ifndef EPHPM_KV_H
 #define EPHPM_KV_H

@@ -31,6 +31,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ephpm/ephpm/internal/coarse"
 	"github.com/google/uuid"
 )
 
@@ -78,8 +79,10 @@ func (o SetNXOutcome) String() string {
 // Options configure a Store. The zero value is the production setting
 // without a memory limit.
 type Options struct {
-	// Now returns a monotonic time in nanoseconds from any fixed origin.
-	// Tests substitute a fake clock; nil means the process's monotonic clock.
+	// Now returns a monotonic time in nanoseconds from any fixed origin: the
+	// clock of TTL deadlines and expiry checks. Tests substitute a fake
+	// clock; nil means CLOCK_MONOTONIC_COARSE (internal/coarse), which
+	// keeps a TTL to within one kernel tick.
 	Now func() int64
 	// SweepInterval is how often the sweeper removes expired entries and
 	// advances the LRU clock. 0 means DefaultSweepInterval; a negative
@@ -115,6 +118,7 @@ const numShards = 256 // a power of two: the shard is hash & (numShards-1)
 type Store struct {
 	seed   maphash.Seed
 	now    func() int64
+	tick   int64 // the resolution of now (ns): 0 for a substituted clock
 	origin int64
 	pinned []string
 	id     string
@@ -166,8 +170,7 @@ type shard struct {
 func New(opts Options) *Store {
 	s := &Store{seed: maphash.MakeSeed(), now: opts.Now, stop: make(chan struct{}), id: uuid.NewString()}
 	if s.now == nil {
-		origin := time.Now()
-		s.now = func() int64 { return int64(time.Since(origin)) }
+		s.now, s.tick = coarse.Now, coarse.Resolution()
 	}
 	s.origin = s.now()
 	s.pinned = append([]string(nil), opts.PinnedPrefixes...)

@@ -165,8 +165,7 @@ func (s *Store) moveEntry(sh *shard, b, lo, hi int64) bool {
 	sh.setState(b, stateInFlight)
 	storeRel64(sh.slot(pos), makeSlot(tag, nb)) // the commit
 	sh.setState(nb, stateLive)
-	sh.account(b, -1)
-	sh.account(nb, 1)
+	sh.reaccount(b, nb)
 	return true
 }
 

@@ -243,7 +243,7 @@ func eligible(sh *shard, b int64, policy kv.Policy, c class, protect string) boo
 // instead. Caller holds the lock.
 func (s *Store) evictOne(sh *shard, policy kv.Policy, c class, protect string) bool {
 	n := s.g.indexSlots
-	t := now()
+	t := expiryNow()
 	clock := s.lruClock(t)
 	victim, pos, oldest := int64(noBlock), -1, uint32(0)
 	reclaimed := false

@@ -26,6 +26,7 @@ import (
 	"time"
 	_ "unsafe" // go:linkname
 
+	"github.com/ephpm/ephpm/internal/coarse"
 	"github.com/ephpm/ephpm/kv"
 )
 
@@ -86,8 +87,17 @@ const entryOverhead = 8
 //go:linkname nanotime runtime.nanotime
 func nanotime() int64
 
-// now is CLOCK_MONOTONIC in ns: the same clock in every process.
+// now is CLOCK_MONOTONIC in ns: the same clock in every process. It times
+// waits (lock words, Wait's deadline).
 func now() int64 { return nanotime() }
+
+// expiryNow is CLOCK_MONOTONIC_COARSE in ns, the clock of TTL deadlines
+// and expiry checks: the same clock in every process, up to one tick
+// (tick ns) behind now, and a few loads to read (internal/coarse).
+func expiryNow() int64 { return coarse.Now() }
+
+// tick is expiryNow's resolution: the kernel's tick.
+var tick = coarse.Resolution()
 
 // Open attaches to the segment called name (1-64 of [A-Za-z0-9._-]),
 // creating it if it does not exist.
@@ -315,12 +325,12 @@ func (s *Store) lruClock(t int64) uint32 {
 	return c
 }
 
-// clockAt returns *t, reading the clock into it first if it is unread (0):
-// an operation reads the clock at most once, and only if it needs it (a
-// TTL to set or compare), because a read costs about as much as a lookup.
+// clockAt returns *t, reading the expiry clock into it first if it is
+// unread (0): an operation reads the clock at most once, and only if it
+// needs it (a TTL to set or compare).
 func clockAt(t *int64) int64 {
 	if *t == 0 {
-		*t = now()
+		*t = expiryNow()
 	}
 	return *t
 }
@@ -344,6 +354,38 @@ func (sh *shard) account(b int64, sign int64) {
 		sh.addI64(sSessUsed, c)
 	}
 	sh.tallyClass(b, cl, c)
+}
+
+// reaccount moves the figures of old, the live entry b replaces, to b: the
+// sum of account(old, -1) and account(b, 1), each figure stored once and
+// only if it changes (an overwrite of the same size changes none). Every
+// figure is derived, and recovery recounts them. Caller holds the lock.
+func (sh *shard) reaccount(old, b int64) {
+	co, cn := chargeOf(sh.blockSize(old)), chargeOf(sh.blockSize(b))
+	if d := cn - co; d != 0 {
+		p := sh.used()
+		storeRelI64(p, atomic.LoadInt64(p)+d)
+		sh.spendCredit(d)
+	}
+	var all, ttl int64
+	if !sh.entryPinned(old) {
+		all -= co
+		if sh.entryExpireAt(old) != 0 {
+			ttl -= co
+		}
+	}
+	if !sh.entryPinned(b) {
+		all += cn
+		if sh.entryExpireAt(b) != 0 {
+			ttl += cn
+		}
+	}
+	if all != 0 {
+		sh.addI64(sEvictAll, all)
+	}
+	if ttl != 0 {
+		sh.addI64(sEvictTTL, ttl)
+	}
 }
 
 // live returns key's slot and block if it holds an entry that has not
@@ -452,10 +494,11 @@ func (s *Store) put(sh *shard, w *write, pos int, old int64, ins int, room bool)
 	}
 	sh.setState(b, stateLive)
 	if old != noBlock {
-		sh.account(old, -1)
+		sh.reaccount(old, b)
 		sh.release(old)
+	} else {
+		sh.account(b, 1)
 	}
-	sh.account(b, 1)
 	return fits
 }
 

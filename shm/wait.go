@@ -148,13 +148,13 @@ func (s *Store) Wait(key string, timeout time.Duration) (bool, error) {
 		return false, err
 	}
 	defer s.leave()
-	t := now()
+	var t int64 // the expiry clock, read when an entry's TTL needs it
 	_, b := s.live(sh, h, tag, key, &t)
 	if b == noBlock || timeout <= 0 {
 		s.unlock(sh)
 		return b == noBlock, nil
 	}
-	deadline := t + int64(timeout)
+	deadline := now() + int64(timeout)
 	at := sh.entryExpireAt(b)
 	slot := s.register(sh, h)
 	s.unlock(sh)
@@ -167,10 +167,11 @@ func (s *Store) Wait(key string, timeout time.Duration) (bool, error) {
 				return true, nil
 			}
 		}
-		t = now()
-		d := min(time.Duration(deadline-t), maxWaitSleep)
+		d := min(time.Duration(deadline-now()), maxWaitSleep)
 		if at != 0 {
-			d = min(d, time.Duration(at-t))
+			// The entry is gone once the expiry clock reaches at, which
+			// is up to a tick after that instant.
+			d = min(d, time.Duration(at-expiryNow()+tick))
 		}
 		if slot < 0 {
 			d = min(d, lockPoll) // no slot: poll
@@ -190,9 +191,9 @@ func (s *Store) Wait(key string, timeout time.Duration) (bool, error) {
 			atomic.StoreUint64(s.g.waitCtl(slot), 0)
 			return true, nil
 		}
-		t = now()
+		t = 0
 		_, b = s.live(sh, h, tag, key, &t)
-		if b == noBlock || t >= deadline {
+		if b == noBlock || now() >= deadline {
 			if slot >= 0 && s.unregister(sh, slot) {
 				s.unlock(sh)
 				return true, nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/internal/barrier"
+	"github.com/ephpm/ephpm/internal/coarse"
 	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/session"
 )
@@ -78,6 +79,35 @@ var contract = []struct {
 		ok, err := b.Exists(p + "t")
 		require.NoError(t, err)
 		assert.False(t, ok, "expired")
+	}},
+	{"TTLToWithinATick", func(t *testing.T, b backend.Backend, p string) {
+		// An entry lives its TTL give or take one kernel tick (the stores'
+		// coarse clock). Each bound is taken from the precise clock on the
+		// side a scheduling delay cannot help: absence is timed from before
+		// the write to after the check that saw it, presence from after the
+		// write to before the check that saw it.
+		tick := time.Duration(coarse.Resolution())
+		const ttl = 30 * time.Millisecond
+		for round := range 5 {
+			key := fmt.Sprintf("%stick%d", p, round)
+			before := time.Now()
+			require.NoError(t, b.Set(key, []byte("v"), ttl))
+			after := time.Now()
+			for {
+				checked := time.Now()
+				ok, err := b.Exists(key)
+				require.NoError(t, err)
+				if !ok {
+					assert.Greater(t, time.Since(before), ttl-tick, "round %d: gone more than a tick early", round)
+					break
+				}
+				assert.Less(t, checked.Sub(after), ttl+tick, "round %d: alive more than a tick late", round)
+				if time.Since(before) > ttl+time.Second {
+					t.Fatalf("round %d: still there %v after its TTL of %v", round, time.Since(before), ttl)
+				}
+				time.Sleep(200 * time.Microsecond)
+			}
+		}
 	}},
 	{"SetNXAndDelIfEq", func(t *testing.T, b backend.Backend, p string) {
 		out, err := b.SetNX(p+"l", []byte("A"), time.Minute)
