@@ -443,6 +443,54 @@ typedef struct ephpm_kv_ops {
                                const char *guard_key, size_t guard_key_len,
                                const char *guard_token, size_t guard_token_len);
 
+    /* ---- appended for the fenced session lock ---- */
+
+    /* set_nx_wait_get_fenced: set_nx_wait_get whose grant also mints its
+     * fencing token in the same atomic step, as set_nx_wait_fenced mints
+     * it and in the same sequence of key's fences, and puts it in *fence.
+     * On Redis the attempts wait in key's line of waiters as
+     * set_nx_wait_get's do. Answers as set_nx_wait_get; with OK, MISS and
+     * TOO_SMALL (the lock is this call's) *fence > 0, else *fence is 0.
+     * After E_UNAVAILABLE the lock may have been granted (release it with
+     * its token). On a Redis Cluster, key's fence and data_key must share
+     * key's slot (the session keys do). fence must not be NULL. */
+    int (*set_nx_wait_get_fenced)(const char *key, size_t key_len,
+                                  const char *value, size_t value_len,
+                                  int64_t ttl_ms, int64_t wait_ms,
+                                  const char *data_key, size_t data_key_len,
+                                  char *buf, size_t buf_cap, size_t *len,
+                                  int64_t *fence);
+
+    /* set_fenced_release: store value under key, as set does, only while
+     * fence is still the latest grant of lock (as set_fenced) and lock
+     * holds no live entry other than token (a holder whose grant minted no
+     * fence: set_nx, set_nx_wait, set_nx_wait_get), and then, if lock holds
+     * token, del_if_eq of lock with token (waking a waiter, as every
+     * release does): writing a session when nobody else was granted its
+     * lock since this request's grant, even after the lock expired, and
+     * releasing it, in one call; one atomic step where the backend has one
+     * (a Redis script: one round trip), elsewhere the release follows the
+     * write.
+     *   OK         written (and lock released if it held token).
+     *   MISS       fence is not lock's latest grant, or another holds
+     *              lock; nothing changed.
+     *   E_INVALID  fence <= 0, or on a Redis Cluster key and lock are in
+     *              different slots.
+     * After a failure both the write and the release are unknown. */
+    int (*set_fenced_release)(const char *key, size_t key_len,
+                              const char *value, size_t value_len, int64_t ttl_ms,
+                              const char *lock, size_t lock_len, int64_t fence,
+                              const char *token, size_t token_len);
+
+    /* del_fenced_release: set_fenced_release that removes key instead of
+     * writing it. OK: key holds no entry now (whether or not it held one
+     * before), and lock is released if it held token; MISS, E_INVALID and
+     * failures as set_fenced_release. For the session handler's destroy
+     * and the removal of emptied data. */
+    int (*del_fenced_release)(const char *key, size_t key_len,
+                              const char *lock, size_t lock_len, int64_t fence,
+                              const char *token, size_t token_len);
+
     /* Members appended by later versions go here, and only here: this
      * struct is the one list of members that bridge/members.c is generated
      * from (docs/design.md, "To append a member"). */
