@@ -267,10 +267,7 @@ func (s *Store) Fence(name string) (int64, error) {
 // script, so in a Cluster key must be in the lock's slot (give both one
 // hash tag).
 func (s *Store) SetFenced(key string, value []byte, ttl time.Duration, lock string, fence int64) (bool, error) {
-	if err := kv.CheckFencedWrite(key, value, ttl, lock, fence); err != nil {
-		return false, err
-	}
-	rk, fk, err := s.fencedKeys(key, lock)
+	rk, fk, err := s.fencedKeys(key, value, ttl, lock, fence)
 	if err != nil {
 		return false, err
 	}
@@ -283,10 +280,7 @@ func (s *Store) SetFenced(key string, value []byte, ttl time.Duration, lock stri
 // DelFenced deletes key only while the lock's fence key holds fence: the
 // guarded delete's script, which announces a deletion to waiters.
 func (s *Store) DelFenced(key, lock string, fence int64) (bool, error) {
-	if err := kv.CheckFencedWrite(key, nil, 0, lock, fence); err != nil {
-		return false, err
-	}
-	rk, fk, err := s.fencedKeys(key, lock)
+	rk, fk, err := s.fencedKeys(key, nil, 0, lock, fence)
 	if err != nil {
 		return false, err
 	}
@@ -309,10 +303,7 @@ func (s *Store) DelFencedRelease(key, lock string, fence int64, token []byte) (b
 }
 
 func (s *Store) fencedRelease(key string, value []byte, ttl time.Duration, lock string, fence int64, token []byte, del bool) (bool, error) {
-	if err := kv.CheckFencedWrite(key, value, ttl, lock, fence); err != nil {
-		return false, err
-	}
-	rk, fk, err := s.fencedKeys(key, lock)
+	rk, fk, err := s.fencedKeys(key, value, ttl, lock, fence)
 	if err != nil {
 		return false, err
 	}
@@ -328,10 +319,14 @@ func (s *Store) fencedRelease(key string, value []byte, ttl time.Duration, lock 
 	return n == 1, err
 }
 
-// fencedKeys returns the Redis keys of a fenced write or delete of key
-// under lock's fence, after the checks they need: in a Cluster, key must
-// be in the lock's slot; the server must not evict.
-func (s *Store) fencedKeys(key, lock string) (string, string, error) {
+// fencedKeys returns the Redis keys of a fenced write (of value with ttl)
+// or delete of key under lock's fence, after the checks they need: the
+// arguments' (kv.CheckFencedWrite); in a Cluster, key must be in the
+// lock's slot; the server must not evict.
+func (s *Store) fencedKeys(key string, value []byte, ttl time.Duration, lock string, fence int64) (string, string, error) {
+	if err := kv.CheckFencedWrite(key, value, ttl, lock, fence); err != nil {
+		return "", "", err
+	}
 	lk, fk, err := s.fenceKeys(lock)
 	if err != nil {
 		return "", "", err
