@@ -88,7 +88,7 @@ return fenced_answer(mint(KEYS[4], ARGV[2], ARGV[6]), KEYS[5])`)
 // unless the fence key holds the fence and the lock holds nothing or the
 // token; then the key is written or removed (a removal announced as
 // delGuardedScript announces it), the lock released if it holds the
-// token, and the answer is 1.
+// token, and the answer is 1, or 2 when it also released the lock.
 var fencedReleaseScript = newScript(liveHeadLua + `
 if redis.call('get', KEYS[2]) ~= ARGV[2] then return 0 end
 local holder = redis.call('get', KEYS[3])
@@ -103,6 +103,7 @@ end
 if holder then
   redis.call('del', KEYS[3])
   publish_release(ARGV[6], KEYS[4], ARGV[7])
+  return 2
 end
 return 1`)
 
@@ -316,7 +317,10 @@ func (s *Store) fencedRelease(key string, value []byte, ttl time.Duration, lock 
 		argv = []any{"del", strconv.FormatInt(fence, 10), token, releaseChannel(rk), "0"}
 	}
 	n, err := s.run(fencedReleaseScript, keys, append(append(argv, releaseChannel(lk)), prefix...)...)
-	return n == 1, err
+	if err == nil && n == 2 {
+		s.delIfEqMatches.Add(1) // counted as the composed release counts it
+	}
+	return n >= 1, err
 }
 
 // fencedKeys returns the Redis keys of a fenced write (of value with ttl)
