@@ -358,12 +358,13 @@ typedef struct ephpm_kv_ops {
     /* set_nx_wait_fenced: set_nx_wait that also mints the grant's fencing
      * token in the same atomic step as the grant, and puts it in *fence: a
      * number strictly greater than that of every earlier grant of key by
-     * this member, minted where the grant is decided, and never reset by
-     * the lock's release, expiry or eviction, nor by flush (the in-process
-     * and shared-memory stores keep fences outside their entries; a Redis
-     * server keeps each in a key of its own, and after FLUSHDB, or a
-     * failover that lost the latest one, continues from its clock in
-     * microseconds). Grants by set_nx and set_nx_wait mint no fence.
+     * this member or set_nx_wait_get_fenced, minted where the grant is
+     * decided, and never reset by the lock's release, expiry or eviction,
+     * nor by flush (the in-process and shared-memory stores keep fences
+     * outside their entries; a Redis server keeps each in a key of its
+     * own, and after FLUSHDB, or a failover that lost the latest one,
+     * continues from its clock in microseconds). Grants by set_nx,
+     * set_nx_wait and set_nx_wait_get mint no fence.
      *   OK      this call holds the lock; *fence > 0.
      *   EXISTS  held by others for the whole of wait_ms; *fence is 0.
      * A failure is never reported as EXISTS; after E_UNAVAILABLE the lock
@@ -375,16 +376,17 @@ typedef struct ephpm_kv_ops {
                               int64_t ttl_ms, int64_t wait_ms, int64_t *fence);
 
     /* fence: OK with *fence the latest fence granted for key by
-     * set_nx_wait_fenced, 0 if none was. A store that had to forget a name
-     * (the in-process and shared-memory stores remember a bounded number
-     * of names: README) reports a number no smaller than its latest
-     * grant. fence must not be NULL. */
+     * set_nx_wait_fenced or set_nx_wait_get_fenced, 0 if none was. A
+     * store that had to forget a name (the in-process and shared-memory
+     * stores remember a bounded number of names: README) reports a number
+     * no smaller than its latest grant. fence must not be NULL. */
     int (*fence)(const char *key, size_t key_len, int64_t *fence);
 
     /* set_fenced: store value under key, as set does, only while fence is
-     * still the latest grant of lock (no set_nx_wait_fenced has granted
-     * lock since the grant that returned fence; whether the lock is still
-     * held does not matter). The check and the write are one atomic step.
+     * still the latest grant of lock (no set_nx_wait_fenced nor
+     * set_nx_wait_get_fenced has granted lock since the grant that
+     * returned fence; whether the lock is still held does not matter).
+     * The check and the write are one atomic step.
      *   OK       written.
      *   MISS     fence is not lock's latest grant (or the store forgot the
      *            name, or lost its fence: see fence); nothing changed.
