@@ -67,6 +67,17 @@ type Backend interface {
 	// DelIfEq of guardKey with guardToken; it reports whether the guard
 	// held (false: nothing changed).
 	SetGuardedRelease(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error)
+	// SetNXGetFenced is SetNXGet whose grant also mints its fence, as
+	// SetNXFenced does, in the same sequence (fence 0 when not inserted).
+	SetNXGetFenced(key string, value []byte, ttl time.Duration, dataKey string, dst []byte) (out kv.SetNXOutcome, n int, found bool, fence int64, err error)
+	// SetFencedRelease stores value under key only while fence is still
+	// the latest grant of lock and lock holds no live entry other than
+	// token, in one atomic step, and then releases lock if it holds token
+	// (DelIfEq); it reports whether it wrote (false: nothing changed).
+	SetFencedRelease(key string, value []byte, ttl time.Duration, lock string, fence int64, token []byte) (bool, error)
+	// DelFencedRelease is SetFencedRelease that removes key instead of
+	// writing it (as DelFenced removes).
+	DelFencedRelease(key, lock string, fence int64, token []byte) (bool, error)
 	Flush() error
 	Stats() (kv.Stats, error)
 	// Name is the backend's kind, as stats report it ("memory", "redis").

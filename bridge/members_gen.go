@@ -30,7 +30,10 @@ const (
 	memberDelFenced
 	memberSetNXWaitGet
 	memberSetGuardedRelease
+	memberSetNXWaitGetFenced
+	memberSetFencedRelease
+	memberDelFencedRelease
 )
 
 // tableMembers is how many members the table has.
-const tableMembers = 26
+const tableMembers = 29

@@ -363,12 +363,13 @@ typedef struct ephpm_kv_ops {
     /* set_nx_wait_fenced: set_nx_wait that also mints the grant's fencing
      * token in the same atomic step as the grant, and puts it in *fence: a
      * number strictly greater than that of every earlier grant of key by
-     * this member, minted where the grant is decided, and never reset by
-     * the lock's release, expiry or eviction, nor by flush (the in-process
-     * and shared-memory stores keep fences outside their entries; a Redis
-     * server keeps each in a key of its own, and after FLUSHDB, or a
-     * failover that lost the latest one, continues from its clock in
-     * microseconds). Grants by set_nx and set_nx_wait mint no fence.
+     * this member or set_nx_wait_get_fenced, minted where the grant is
+     * decided, and never reset by the lock's release, expiry or eviction,
+     * nor by flush (the in-process and shared-memory stores keep fences
+     * outside their entries; a Redis server keeps each in a key of its
+     * own, and after FLUSHDB, or a failover that lost the latest one,
+     * continues from its clock in microseconds). Grants by set_nx,
+     * set_nx_wait and set_nx_wait_get mint no fence.
      *   OK      this call holds the lock; *fence > 0.
      *   EXISTS  held by others for the whole of wait_ms; *fence is 0.
      * A failure is never reported as EXISTS; after E_UNAVAILABLE the lock
@@ -380,16 +381,17 @@ typedef struct ephpm_kv_ops {
                               int64_t ttl_ms, int64_t wait_ms, int64_t *fence);
 
     /* fence: OK with *fence the latest fence granted for key by
-     * set_nx_wait_fenced, 0 if none was. A store that had to forget a name
-     * (the in-process and shared-memory stores remember a bounded number
-     * of names: README) reports a number no smaller than its latest
-     * grant. fence must not be NULL. */
+     * set_nx_wait_fenced or set_nx_wait_get_fenced, 0 if none was. A
+     * store that had to forget a name (the in-process and shared-memory
+     * stores remember a bounded number of names: README) reports a number
+     * no smaller than its latest grant. fence must not be NULL. */
     int (*fence)(const char *key, size_t key_len, int64_t *fence);
 
     /* set_fenced: store value under key, as set does, only while fence is
-     * still the latest grant of lock (no set_nx_wait_fenced has granted
-     * lock since the grant that returned fence; whether the lock is still
-     * held does not matter). The check and the write are one atomic step.
+     * still the latest grant of lock (no set_nx_wait_fenced nor
+     * set_nx_wait_get_fenced has granted lock since the grant that
+     * returned fence; whether the lock is still held does not matter).
+     * The check and the write are one atomic step.
      *   OK       written.
      *   MISS     fence is not lock's latest grant (or the store forgot the
      *            name, or lost its fence: see fence); nothing changed.
@@ -447,6 +449,54 @@ typedef struct ephpm_kv_ops {
                                const char *value, size_t value_len, int64_t ttl_ms,
                                const char *guard_key, size_t guard_key_len,
                                const char *guard_token, size_t guard_token_len);
+
+    /* ---- appended for the fenced session lock ---- */
+
+    /* set_nx_wait_get_fenced: set_nx_wait_get whose grant also mints its
+     * fencing token in the same atomic step, as set_nx_wait_fenced mints
+     * it and in the same sequence of key's fences, and puts it in *fence.
+     * On Redis the attempts wait in key's line of waiters as
+     * set_nx_wait_get's do. Answers as set_nx_wait_get; with OK, MISS and
+     * TOO_SMALL (the lock is this call's) *fence > 0, else *fence is 0.
+     * After E_UNAVAILABLE the lock may have been granted (release it with
+     * its token). On a Redis Cluster, key's fence and data_key must share
+     * key's slot (the session keys do). fence must not be NULL. */
+    int (*set_nx_wait_get_fenced)(const char *key, size_t key_len,
+                                  const char *value, size_t value_len,
+                                  int64_t ttl_ms, int64_t wait_ms,
+                                  const char *data_key, size_t data_key_len,
+                                  char *buf, size_t buf_cap, size_t *len,
+                                  int64_t *fence);
+
+    /* set_fenced_release: store value under key, as set does, only while
+     * fence is still the latest grant of lock (as set_fenced) and lock
+     * holds no live entry other than token (a holder whose grant minted no
+     * fence: set_nx, set_nx_wait, set_nx_wait_get), and then, if lock holds
+     * token, del_if_eq of lock with token (waking a waiter, as every
+     * release does): writing a session when nobody else was granted its
+     * lock since this request's grant, even after the lock expired, and
+     * releasing it, in one call; one atomic step where the backend has one
+     * (a Redis script: one round trip), elsewhere the release follows the
+     * write.
+     *   OK         written (and lock released if it held token).
+     *   MISS       fence is not lock's latest grant, or another holds
+     *              lock; nothing changed.
+     *   E_INVALID  fence <= 0, or on a Redis Cluster key and lock are in
+     *              different slots.
+     * After a failure both the write and the release are unknown. */
+    int (*set_fenced_release)(const char *key, size_t key_len,
+                              const char *value, size_t value_len, int64_t ttl_ms,
+                              const char *lock, size_t lock_len, int64_t fence,
+                              const char *token, size_t token_len);
+
+    /* del_fenced_release: set_fenced_release that removes key instead of
+     * writing it. OK: key holds no entry now (whether or not it held one
+     * before), and lock is released if it held token; MISS, E_INVALID and
+     * failures as set_fenced_release. For the session handler's destroy
+     * and the removal of emptied data. */
+    int (*del_fenced_release)(const char *key, size_t key_len,
+                              const char *lock, size_t lock_len, int64_t fence,
+                              const char *token, size_t token_len);
 
     /* Members appended by later versions go here, and only here: this
      * struct is the one list of members that bridge/members.c is generated

@@ -32,8 +32,10 @@ type writeReq struct {
 	guardKey   string
 	guardToken []byte
 	// mintFence: a modeSetNX grant mints its fence into fence (fence.go).
-	mintFence bool
-	fence     int64
+	// holder: a modeFenced write is also refused while guardKey holds a
+	// live entry other than guardToken (SetFencedToken).
+	mintFence, holder bool
+	fence             int64
 	// modeIncr: what is added to the stored counter, and the sum stored,
 	// whose decimal digits are digits[:ndigits] (value is unused). A slice
 	// of a caller's buffer kept in the request would move that buffer to
@@ -111,7 +113,7 @@ func (s *Store) install(r *writeReq) (bool, error) {
 			ok = g != nil && !c.expired(g) && valueEquals(g, r.guardToken)
 		case modeFenced:
 			n, known := gsh.fences.current(s.fenceHash(r.guardKey))
-			ok = known && n == r.fence
+			ok = known && n == r.fence && !(r.holder && heldByAnother(gsh, gh, r.guardKey, r.guardToken, &c))
 		case modeIncr:
 			if err := s.decideSum(r, old, oldExpired, &c); err != nil {
 				first.mu.Unlock() // one shard: no guard

@@ -50,36 +50,45 @@ local function publish_release(ch, line, prefix)
 end
 `
 
-// lineScript is one attempt of a waiter in line: KEYS lock, line, the
-// caller's lease (and the data key, to read it as setNXGetScript does);
-// ARGV token, TTL ms ('0': none), waiter id, lease ms, lease prefix. The
-// lock is taken if it is free and the caller is first in line (or the
-// line is empty); else the caller is in line (kept in its place) with a
-// renewed lease, and the answer is 0.
-var lineScript = newScript(liveHeadLua + `
-if redis.call('exists', KEYS[1]) == 0 then
-  local h = live_head(KEYS[2], ARGV[5], ARGV[3])
-  if not h or h == ARGV[3] then
-    if ARGV[2] == '0' then
-      redis.call('set', KEYS[1], ARGV[1])
-    else
-      redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2])
+// takeInLineLua is one attempt of waiter id at lock (its line, its lease
+// key lease, lease_ms, the lease prefix): the lock is taken (token, PX
+// ttl; '0': none) if it is free and id is first in line (or the line is
+// empty), and the answer is true; else id is in line (kept in its place)
+// with a renewed lease, and the answer is false.
+const takeInLineLua = `
+local function take_in_line(lock, line, lease, token, ttl, id, lease_ms, prefix)
+  if redis.call('exists', lock) == 0 then
+    local h = live_head(line, prefix, id)
+    if not h or h == id then
+      if ttl == '0' then
+        redis.call('set', lock, token)
+      else
+        redis.call('set', lock, token, 'PX', ttl)
+      end
+      redis.call('zrem', line, id)
+      redis.call('del', lease)
+      return true
     end
-    redis.call('zrem', KEYS[2], ARGV[3])
-    redis.call('del', KEYS[3])
-    if #KEYS == 4 then
-      local v = redis.call('get', KEYS[4])
-      if not v then return 1 end
-      return v
-    end
-    return 1
   end
+  local t = redis.call('time')
+  redis.call('zadd', line, 'NX', t[1] * 1000000 + t[2], id)
+  redis.call('set', lease, '', 'PX', lease_ms)
+  if redis.call('pttl', line) < tonumber(lease_ms) then redis.call('pexpire', line, lease_ms) end
+  return false
 end
-local t = redis.call('time')
-redis.call('zadd', KEYS[2], 'NX', t[1] * 1000000 + t[2], ARGV[3])
-redis.call('set', KEYS[3], '', 'PX', ARGV[4])
-if redis.call('pttl', KEYS[2]) < tonumber(ARGV[4]) then redis.call('pexpire', KEYS[2], ARGV[4]) end
-return 0`)
+`
+
+// lineScript is one attempt of a waiter in line (take_in_line): KEYS
+// lock, line, the caller's lease (and the data key, to read it as
+// setNXGetScript does); ARGV token, TTL ms ('0': none), waiter id, lease
+// ms, lease prefix. 0 when the caller is in line.
+var lineScript = newScript(liveHeadLua + takeInLineLua + `
+if not take_in_line(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]) then return 0 end
+if #KEYS == 4 then
+  local v = redis.call('get', KEYS[4])
+  if v then return v end
+end
+return 1`)
 
 // turnScript says whether it is waiter ARGV[1]'s turn at lock KEYS[1]
 // (line KEYS[2], lease prefix ARGV[2]): -2 when the lock is free and the

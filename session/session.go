@@ -128,15 +128,60 @@ type FencedStore interface {
 }
 
 // AcquireFenced is Acquire through fs's fenced SetNX: a lock acquired comes
-// with the fence its grant minted. It does not join a store's Line (there
-// is no fenced attempt in line): its attempts compete with the line's.
+// with the fence its grant minted. Where fs has a FencedLine for key, it
+// waits in that line as Acquire does.
 func (l *Locker) AcquireFenced(fs FencedStore, key string, token []byte, ttl, budget time.Duration) (res Result, fence int64, err error) {
-	res, err = l.acquire(key, budget, false, func(*Line, string, time.Duration) (kv.SetNXOutcome, error) {
+	res, _, fence, err = l.acquireFenced(key, token, ttl, budget, func() (kv.SetNXOutcome, int, bool, int64, error) {
 		out, f, err := fs.SetNXFenced(key, token, ttl)
-		fence = f
+		return out, 0, false, f, err
+	}, "", nil)
+	return res, fence, err
+}
+
+// FencedLockReader is what AcquireGetFenced needs: SetNXGet whose grant
+// mints its fence (backend.Backend.SetNXGetFenced).
+type FencedLockReader interface {
+	SetNXGetFenced(key string, value []byte, ttl time.Duration, dataKey string, dst []byte) (out kv.SetNXOutcome, n int, found bool, fence int64, err error)
+}
+
+// FencedLine is what a store with a Line offers if its attempts in line
+// can mint fences: SetNXGetInLine whose grant mints its fence (dataKey "":
+// nothing read).
+type FencedLine interface {
+	SetNXGetFencedInLine(key string, value []byte, ttl time.Duration, id string, lease time.Duration,
+		dataKey string, dst []byte) (out kv.SetNXOutcome, n int, found bool, fence int64, err error)
+}
+
+// AcquireGetFenced is AcquireGet through fr's fenced SetNXGet: the attempt
+// that takes the lock also mints its fence and reads dataKey into dst.
+func (l *Locker) AcquireGetFenced(fr FencedLockReader, key string, token []byte, ttl, budget time.Duration, dataKey string, dst []byte) (Result, Read, int64, error) {
+	return l.acquireFenced(key, token, ttl, budget, func() (kv.SetNXOutcome, int, bool, int64, error) {
+		return fr.SetNXGetFenced(key, token, ttl, dataKey, dst)
+	}, dataKey, dst)
+}
+
+// acquireFenced runs Acquire's loop with attempt as each fenced attempt, or
+// in line, where l.Store has a FencedLine for key, that line's attempt
+// (reading dataKey into dst).
+func (l *Locker) acquireFenced(key string, token []byte, ttl, budget time.Duration,
+	attempt func() (kv.SetNXOutcome, int, bool, int64, error), dataKey string, dst []byte) (Result, Read, int64, error) {
+	fl, lined := l.Store.(FencedLine)
+	var read Read
+	var fence int64
+	res, err := l.acquire(key, budget, lined, func(line *Line, id string, lease time.Duration) (kv.SetNXOutcome, error) {
+		var out kv.SetNXOutcome
+		var n int
+		var found bool
+		var err error
+		if line != nil {
+			out, n, found, fence, err = fl.SetNXGetFencedInLine(key, token, ttl, id, lease, dataKey, dst)
+		} else {
+			out, n, found, fence, err = attempt()
+		}
+		read = Read{N: n, Found: found}
 		return out, err
 	})
-	return res, fence, err
+	return res, read, fence, err
 }
 
 // Line is what a store offers if waiters for a key can line up across

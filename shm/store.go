@@ -588,6 +588,14 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 		if m == modeFenced {
 			n, known := fr.ft.current(gh)
 			ok = known && n == fr.fence
+			if ok && fr.holder {
+				other, err := s.heldByAnother(gsh, gh, gtag, guardKey, fr.token, &t)
+				if err != nil {
+					s.unlockTwo(sh, gsh)
+					return false, err
+				}
+				ok = !other
+			}
 		}
 		room := sh.roomFor()
 		pos, old, ins := sh.lookup(tag, key)

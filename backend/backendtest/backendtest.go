@@ -304,19 +304,29 @@ var contract = []struct {
 		assert.Equal(t, 0, n)
 	}},
 	{"SetNXGetRaceHasOneWinner", func(t *testing.T, b backend.Backend, p string) {
+		// Odd rounds through SetNXGetFenced, whose winner has a fence too.
 		for round := 0; round < 20; round++ {
 			sid := fmt.Sprintf("%ssid%d", p, round)
 			data, lock := session.DataKey(sid), session.LockKey(sid)
 			require.NoError(t, b.Set(data, []byte("v"), time.Minute))
 			wins := barrier.Race(16, func(i int) bool {
 				dst := make([]byte, 4)
-				out, n, found, err := b.SetNXGet(lock, []byte(fmt.Sprint(i)), time.Minute, data, dst)
+				var out kv.SetNXOutcome
+				var n int
+				var found bool
+				var err error
+				fence := int64(1)
+				if round%2 == 1 {
+					out, n, found, fence, err = b.SetNXGetFenced(lock, []byte(fmt.Sprint(i)), time.Minute, data, dst)
+				} else {
+					out, n, found, err = b.SetNXGet(lock, []byte(fmt.Sprint(i)), time.Minute, data, dst)
+				}
 				if err != nil {
 					t.Error(err)
 					return false
 				}
-				if out == kv.Inserted && (!found || string(dst[:n]) != "v") {
-					t.Errorf("the winner read %q (found %v)", dst[:n], found)
+				if out == kv.Inserted && (!found || string(dst[:n]) != "v" || fence <= 0) {
+					t.Errorf("the winner read %q (found %v), fence %d", dst[:n], found, fence)
 				}
 				return out == kv.Inserted
 			})
@@ -356,19 +366,9 @@ var contract = []struct {
 		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
 		_, err := b.SetNX(lock, []byte("tok"), time.Minute)
 		require.NoError(t, err)
-		done := make(chan time.Duration)
-		go func() {
-			start := time.Now()
-			free, err := b.Wait(lock, 10*time.Second)
-			assert.NoError(t, err)
-			assert.True(t, free)
-			done <- time.Since(start)
-		}()
-		time.Sleep(100 * time.Millisecond) // let it subscribe and block
-		ok, err := b.SetGuardedRelease(data, []byte("v"), time.Minute, lock, []byte("tok"))
-		require.NoError(t, err)
-		require.True(t, ok)
-		assert.Less(t, <-done, 5*time.Second, "woken by the release, not the timeout")
+		wokenByRelease(t, b, lock, func() (bool, error) {
+			return b.SetGuardedRelease(data, []byte("v"), time.Minute, lock, []byte("tok"))
+		})
 	}},
 	{"DelGuardedRefusesAnExpiredGuard", func(t *testing.T, b backend.Backend, p string) {
 		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
@@ -594,6 +594,169 @@ var contract = []struct {
 		_, err = b.DelFenced(key, lock, 0)
 		assert.ErrorIs(t, err, kv.ErrInvalidArgument)
 	}},
+	{"SetNXGetFenced", func(t *testing.T, b backend.Backend, p string) {
+		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
+		dst := make([]byte, 8)
+		out, n, found, f1, err := b.SetNXGetFenced(lock, []byte("tok"), time.Minute, data, dst)
+		require.NoError(t, err)
+		assert.Equal(t, kv.Inserted, out)
+		assert.False(t, found, "no data yet")
+		assert.Zero(t, n)
+		assert.Positive(t, f1)
+		ttl, held, _ := b.PTTL(lock)
+		assert.True(t, held)
+		assert.Greater(t, ttl, 50*time.Second, "the lock has its TTL")
+		latest, _ := b.Fence(lock)
+		assert.Equal(t, f1, latest)
+
+		require.NoError(t, b.Set(data, []byte("v1"), time.Minute))
+		out, n, found, f, err := b.SetNXGetFenced(lock, []byte("other"), time.Minute, data, dst)
+		require.NoError(t, err)
+		assert.Equal(t, kv.Exists, out, "held")
+		assert.False(t, found, "nothing read without the lock")
+		assert.Zero(t, f, "no grant, no fence")
+		b.DelIfEq(lock, []byte("tok"))
+
+		_, f2, err := b.SetNXFenced(lock, []byte("tok2"), time.Minute)
+		require.NoError(t, err)
+		assert.Greater(t, f2, f1, "one sequence with SetNXFenced")
+		b.DelIfEq(lock, []byte("tok2"))
+
+		out, n, found, f3, err := b.SetNXGetFenced(lock, []byte("tok3"), 0, data, dst)
+		require.NoError(t, err)
+		assert.Equal(t, kv.Inserted, out)
+		assert.True(t, found)
+		assert.Equal(t, "v1", string(dst[:n]))
+		assert.Greater(t, f3, f2)
+		ttl, _, _ = b.PTTL(lock)
+		assert.Equal(t, time.Duration(-1), ttl, "0: no TTL")
+		b.DelIfEq(lock, []byte("tok3"))
+
+		// A value that fills dst exactly, and one longer than dst.
+		require.NoError(t, b.Set(data, []byte("12345678"), time.Minute))
+		out, n, found, _, _ = b.SetNXGetFenced(lock, []byte("tok4"), time.Minute, data, dst)
+		assert.Equal(t, kv.Inserted, out)
+		assert.True(t, found)
+		assert.Equal(t, "12345678", string(dst[:n]), "fits exactly")
+		b.DelIfEq(lock, []byte("tok4"))
+		require.NoError(t, b.Set(data, []byte("longer than 8"), time.Minute))
+		copy(dst, "unread..")
+		out, n, found, f5, _ := b.SetNXGetFenced(lock, []byte("tok5"), time.Minute, data, dst)
+		assert.Equal(t, kv.Inserted, out)
+		assert.True(t, found)
+		assert.Equal(t, 13, n, "too small: the length comes back")
+		assert.Equal(t, "unread..", string(dst), "and nothing is copied")
+		assert.Positive(t, f5)
+		b.DelIfEq(lock, []byte("tok5"))
+		require.NoError(t, b.Set(data, []byte{}, time.Minute))
+		out, n, found, _, _ = b.SetNXGetFenced(lock, []byte("tok6"), time.Minute, data, dst)
+		assert.Equal(t, kv.Inserted, out)
+		assert.True(t, found, "an empty value is a value")
+		assert.Zero(t, n)
+	}},
+	{"SetFencedReleaseKeepsAnOverrunWithoutContender", func(t *testing.T, b backend.Backend, p string) {
+		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
+		dst := make([]byte, 16)
+		_, _, _, fa, err := b.SetNXGetFenced(lock, []byte("a"), 20*time.Millisecond, data, dst)
+		require.NoError(t, err)
+		require.Eventually(t, func() bool { ok, _ := b.Exists(lock); return !ok }, 2*time.Second, 5*time.Millisecond)
+		ok, err := b.SetFencedRelease(data, []byte("by a"), time.Minute, lock, fa, []byte("a"))
+		require.NoError(t, err)
+		assert.True(t, ok, "expired, but nobody was granted since: written")
+		n, _, _ := b.GetInto(data, dst)
+		assert.Equal(t, "by a", string(dst[:n]))
+		ttl, _, _ := b.PTTL(data)
+		assert.Greater(t, ttl, 50*time.Second, "the write's TTL")
+
+		_, _, _, fb, err := b.SetNXGetFenced(lock, []byte("b"), time.Minute, data, dst)
+		require.NoError(t, err)
+		ok, err = b.SetFencedRelease(data, []byte("by b"), 30*time.Second, lock, fb, []byte("b"))
+		require.NoError(t, err)
+		assert.True(t, ok, "in time")
+		held, _ := b.Exists(lock)
+		assert.False(t, held, "and released")
+		n, _, _ = b.GetInto(data, dst)
+		assert.Equal(t, "by b", string(dst[:n]))
+		ok, _ = b.SetFencedRelease(data, []byte("again"), 0, lock, fb, []byte("b"))
+		assert.True(t, ok, "released, nobody granted since: the fence still holds")
+
+		ok, _ = b.DelFencedRelease(data, lock, fb, []byte("b"))
+		assert.True(t, ok)
+		found, _ := b.Exists(data)
+		assert.False(t, found, "removed")
+		ok, _ = b.DelFencedRelease(data, lock, fb, []byte("b"))
+		assert.True(t, ok, "nothing to remove: the fence still held")
+		_, err = b.SetFencedRelease(data, []byte("x"), 0, lock, 0, []byte("b"))
+		assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+		_, err = b.DelFencedRelease(data, lock, -1, []byte("b"))
+		assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+	}},
+	{"FencedReleaseRefusesAfterAnotherGrant", func(t *testing.T, b backend.Backend, p string) {
+		dst := make([]byte, 16)
+		for _, del := range []bool{false, true} {
+			sid := fmt.Sprintf("%ssid-%v", p, del)
+			data, lock := session.DataKey(sid), session.LockKey(sid)
+			release := func(fence int64, token string) bool {
+				var ok bool
+				var err error
+				if del {
+					ok, err = b.DelFencedRelease(data, lock, fence, []byte(token))
+				} else {
+					ok, err = b.SetFencedRelease(data, []byte("by "+token), time.Minute, lock, fence, []byte(token))
+				}
+				require.NoError(t, err)
+				return ok
+			}
+			stays := func(value, holder string) {
+				t.Helper()
+				n, _, _ := b.GetInto(data, dst)
+				assert.Equal(t, value, string(dst[:n]), "a refused call changes nothing")
+				n, found, _ := b.GetInto(lock, dst)
+				assert.True(t, found, "nor releases")
+				assert.Equal(t, holder, string(dst[:n]))
+			}
+
+			// b is granted the expired lock (fenced): a's fence is stale.
+			_, _, _, fa, err := b.SetNXGetFenced(lock, []byte("a"), 20*time.Millisecond, data, dst)
+			require.NoError(t, err)
+			require.Eventually(t, func() bool { ok, _ := b.Exists(lock); return !ok }, 2*time.Second, 5*time.Millisecond)
+			_, _, _, fb, err := b.SetNXGetFenced(lock, []byte("b"), time.Minute, data, dst)
+			require.NoError(t, err)
+			require.NoError(t, b.Set(data, []byte("by b"), time.Minute))
+			assert.False(t, release(fa, "a"), "granted to b since")
+			stays("by b", "b")
+			assert.False(t, release(fb, "a"), "b's fence with another token: b holds the lock")
+			stays("by b", "b")
+			b.DelIfEq(lock, []byte("b"))
+			assert.False(t, release(fa, "a"), "b released: a's fence stays stale")
+
+			// c's lock expires and d takes it with a grant that mints no
+			// fence (set_nx): the fence is still c's, but d holds the lock.
+			_, _, _, fc, err := b.SetNXGetFenced(lock, []byte("c"), 20*time.Millisecond, data, dst)
+			require.NoError(t, err)
+			require.Eventually(t, func() bool { ok, _ := b.Exists(lock); return !ok }, 2*time.Second, 5*time.Millisecond)
+			out, err := b.SetNX(lock, []byte("d"), time.Minute)
+			require.NoError(t, err)
+			require.Equal(t, kv.Inserted, out)
+			require.NoError(t, b.Set(data, []byte("by d"), time.Minute))
+			assert.False(t, release(fc, "c"), "d holds the lock")
+			stays("by d", "d")
+		}
+	}},
+	{"FencedReleaseWakesAWaiter", func(t *testing.T, b backend.Backend, p string) {
+		for _, del := range []bool{false, true} {
+			sid := fmt.Sprintf("%ssid-%v", p, del)
+			data, lock := session.DataKey(sid), session.LockKey(sid)
+			_, fence, err := b.SetNXFenced(lock, []byte("tok"), time.Minute)
+			require.NoError(t, err)
+			wokenByRelease(t, b, lock, func() (bool, error) {
+				if del {
+					return b.DelFencedRelease(data, lock, fence, []byte("tok"))
+				}
+				return b.SetFencedRelease(data, []byte("v"), time.Minute, lock, fence, []byte("tok"))
+			})
+		}
+	}},
 	{"FencesStrictlyIncreaseUnderContention", func(t *testing.T, b backend.Backend, p string) {
 		// 16 callers at a barrier take one lock 25 times each; under the
 		// lock, each grant's fence must exceed the one before it.
@@ -622,6 +785,25 @@ var contract = []struct {
 		f, _ := b.Fence(lock)
 		assert.Equal(t, last, f)
 	}},
+}
+
+// wokenByRelease checks that release, which must release lock, wakes a
+// caller waiting for lock, well before its wait would end.
+func wokenByRelease(t *testing.T, b backend.Backend, lock string, release func() (bool, error)) {
+	t.Helper()
+	done := make(chan time.Duration)
+	go func() {
+		start := time.Now()
+		free, err := b.Wait(lock, 10*time.Second)
+		assert.NoError(t, err)
+		assert.True(t, free)
+		done <- time.Since(start)
+	}()
+	time.Sleep(100 * time.Millisecond) // let it subscribe and block
+	ok, err := release()
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Less(t, <-done, 5*time.Second, "woken by the release, not the timeout")
 }
 
 // DecodeRecords reads count get_many value records (include/ephpm_kv.h,

@@ -5,8 +5,9 @@
  * winner in every round, and a forked child that gets EPHPM_KV_E_FORKED
  * instead of hanging in a Go runtime that did not survive the fork.
  * Then the session members: wait, set_nx_wait, set_guarded, del_guarded,
- * expire, set_nx_wait_get, set_guarded_release, and 100 threads playing
- * "request" on one session through the real backoff. Then the batch
+ * expire, set_nx_wait_get, set_guarded_release, the fenced session members
+ * (set_nx_wait_get_fenced, set_fenced_release, del_fenced_release), and 100
+ * threads playing "request" on one session through the real backoff. Then the batch
  * members: get_many, set_many. Then the fencing members: fences that only
  * grow, across a release and a flush, a stale fenced write refused, and 8
  * pthreads taking one lock in turn, each grant's fence above the one before.
@@ -327,14 +328,71 @@ static void test_session_round_trip_members(void)
           "NULL guard");
 }
 
+static void test_fenced_session_members(void)
+{
+    CHECK(EPHPM_KV_OPS_HAS(ops, del_fenced_release), "fenced session members present (size %u)",
+          ops->struct_size);
+    char buf[16];
+    size_t len = 99;
+    int64_t f1 = 0, f2 = 0, f = -1;
+
+    /* set_nx_wait_get_fenced */
+    CHECK(ops->set_nx_wait_get_fenced(S("fs:lock"), S("a"), 50, 0, S("fs:data"), buf, sizeof buf, &len, NULL)
+          == EPHPM_KV_E_INVALID, "NULL fence");
+    CHECK(ops->set_nx_wait_get_fenced(S("fs:lock"), S("a"), 50, 0, S("fs:data"), buf, sizeof buf, &len, &f1)
+          == EPHPM_KV_MISS && len == 0 && f1 > 0, "locked, no data, fence %lld", (long long)f1);
+    CHECK(ops->fence(S("fs:lock"), &f) == EPHPM_KV_OK && f == f1, "the latest grant: %lld", (long long)f);
+    CHECK(ops->set_nx_wait_get_fenced(S("fs:lock"), S("b"), 50, 0, S("fs:data"), buf, sizeof buf, &len, &f)
+          == EPHPM_KV_EXISTS && f == 0, "held: EXISTS, no fence");
+
+    /* set_fenced_release after the lock expired, nobody granted since */
+    usleep(100000);
+    CHECK(ops->exists(S("fs:lock")) == EPHPM_KV_MISS, "expired");
+    CHECK(ops->set_fenced_release(S("fs:data"), S("by a"), 0, S("fs:lock"), f1, S("a")) == EPHPM_KV_OK,
+          "an overrun without contender writes");
+    CHECK(ops->get(S("fs:data"), buf, sizeof buf, &len) == EPHPM_KV_OK && len == 4, "written");
+
+    /* another fenced grant since: refused */
+    CHECK(ops->set_nx_wait_get_fenced(S("fs:lock"), S("b"), 30000, 0, S("fs:data"), buf, sizeof buf, &len, &f2)
+          == EPHPM_KV_OK && len == 4 && memcmp(buf, "by a", 4) == 0 && f2 > f1, "b locked and read");
+    CHECK(ops->set_fenced_release(S("fs:data"), S("late"), 0, S("fs:lock"), f1, S("a")) == EPHPM_KV_MISS,
+          "a stale fence is refused");
+    CHECK(ops->del_fenced_release(S("fs:data"), S("fs:lock"), f1, S("a")) == EPHPM_KV_MISS, "and its removal");
+    CHECK(ops->set_fenced_release(S("fs:data"), S("x"), 0, S("fs:lock"), f2, S("a")) == EPHPM_KV_MISS,
+          "the latest fence with another holder's token");
+    CHECK(ops->get(S("fs:data"), buf, sizeof buf, &len) == EPHPM_KV_OK && len == 4 && memcmp(buf, "by a", 4) == 0
+          && ops->exists(S("fs:lock")) == EPHPM_KV_OK, "a refused call changes nothing");
+    CHECK(ops->set_fenced_release(S("fs:data"), S("by b"), 60000, S("fs:lock"), f2, S("b")) == EPHPM_KV_OK
+          && ops->exists(S("fs:lock")) == EPHPM_KV_MISS, "b writes and releases");
+
+    /* a holder whose grant minted no fence: refused */
+    CHECK(ops->set_nx(S("fs:lock"), S("c"), 30000) == EPHPM_KV_OK, "c takes the lock unfenced");
+    CHECK(ops->set_fenced_release(S("fs:data"), S("x"), 0, S("fs:lock"), f2, S("b")) == EPHPM_KV_MISS
+          && ops->del_fenced_release(S("fs:data"), S("fs:lock"), f2, S("b")) == EPHPM_KV_MISS,
+          "c holds the lock");
+    CHECK(ops->del_if_eq(S("fs:lock"), S("c")) == EPHPM_KV_OK, "c releases");
+    CHECK(ops->del_fenced_release(S("fs:data"), S("fs:lock"), f2, S("b")) == EPHPM_KV_OK
+          && ops->exists(S("fs:data")) == EPHPM_KV_MISS, "del_fenced_release");
+
+    CHECK(ops->set_fenced_release(S("fs:data"), S("x"), 0, S("fs:lock"), 0, S("b")) == EPHPM_KV_E_INVALID,
+          "fence 0");
+    CHECK(ops->del_fenced_release(S("fs:data"), S("fs:lock"), -1, S("b")) == EPHPM_KV_E_INVALID, "fence -1");
+    CHECK(ops->set_fenced_release(S("fs:data"), S("x"), 0, NULL, 2, f2, S("b")) == EPHPM_KV_E_INVALID,
+          "NULL lock");
+    CHECK(ops->del_fenced_release(S("fs:data"), S("fs:lock"), f2, NULL, 1) == EPHPM_KV_E_INVALID, "NULL token");
+}
+
 /* 100 threads play "request" on one session: lock with a fresh random
  * token through set_nx_wait (the real backoff), read the counter, hold the
- * lock a moment, write counter+1 guarded by the lock, release. In odd
- * rounds each request does it in two calls, set_nx_wait_get and
- * set_guarded_release, as the session handler does. */
+ * lock a moment, write counter+1 guarded by the lock, release. In rounds 1
+ * and 4 each request does it in two calls, set_nx_wait_get and
+ * set_guarded_release; in rounds 2 and 5 with the fenced pair,
+ * set_nx_wait_get_fenced and set_fenced_release, as the session handler
+ * does with a library that has them. */
 enum { REQUESTS = 100, SESSION_ROUNDS = 6 };
+enum { FOUR_MEMBERS, COMBINED_MEMBERS, FENCED_MEMBERS };
 
-static int combined_members;
+static int session_members;
 static pthread_barrier_t request_start;
 static char session_data_key[64], session_lock_key[64];
 static int seen_counter[REQUESTS];
@@ -358,19 +416,22 @@ static void *request(void *arg)
     char buf[32];
     size_t len = 0;
     int counter = 0, rc;
-    if (combined_members) {
+    int64_t fence = 0;
+    if (session_members == FENCED_MEMBERS) {
+        rc = ops->set_nx_wait_get_fenced(session_lock_key, llen, token, 32, 30000, 60000,
+                                         session_data_key, dlen, buf, sizeof buf - 1, &len, &fence);
+    } else if (session_members == COMBINED_MEMBERS) {
         rc = ops->set_nx_wait_get(session_lock_key, llen, token, 32, 30000, 60000,
                                   session_data_key, dlen, buf, sizeof buf - 1, &len);
-        if (rc != EPHPM_KV_OK && rc != EPHPM_KV_MISS) {
-            __atomic_add_fetch(&request_failures, 1, __ATOMIC_RELAXED);
-            return NULL;
-        }
     } else {
-        if (ops->set_nx_wait(session_lock_key, llen, token, 32, 30000, 60000) != EPHPM_KV_OK) {
-            __atomic_add_fetch(&request_failures, 1, __ATOMIC_RELAXED);
-            return NULL;
+        rc = ops->set_nx_wait(session_lock_key, llen, token, 32, 30000, 60000);
+        if (rc == EPHPM_KV_OK) {
+            rc = ops->get(session_data_key, dlen, buf, sizeof buf - 1, &len);
         }
-        rc = ops->get(session_data_key, dlen, buf, sizeof buf - 1, &len);
+    }
+    if ((rc != EPHPM_KV_OK && rc != EPHPM_KV_MISS) || (session_members == FENCED_MEMBERS && fence <= 0)) {
+        __atomic_add_fetch(&request_failures, 1, __ATOMIC_RELAXED);
+        return NULL;
     }
     if (rc == EPHPM_KV_OK) {
         buf[len] = '\0';
@@ -379,13 +440,33 @@ static void *request(void *arg)
     seen_counter[id] = counter;
     usleep(200); /* the request's work, under the lock */
     int n = snprintf(buf, sizeof buf, "%d", counter + 1);
-    if (combined_members
-            ? ops->set_guarded_release(session_data_key, dlen, buf, (size_t)n, 60000,
-                                       session_lock_key, llen, token, 32) != EPHPM_KV_OK
-            : (ops->set_guarded(session_data_key, dlen, buf, (size_t)n, 60000,
-                                session_lock_key, llen, token, 32) != EPHPM_KV_OK
-               || ops->del_if_eq(session_lock_key, llen, token, 32) != EPHPM_KV_OK)) {
+    switch (session_members) {
+    case FENCED_MEMBERS:
+        rc = ops->set_fenced_release(session_data_key, dlen, buf, (size_t)n, 60000,
+                                     session_lock_key, llen, fence, token, 32);
+        break;
+    case COMBINED_MEMBERS:
+        rc = ops->set_guarded_release(session_data_key, dlen, buf, (size_t)n, 60000,
+                                      session_lock_key, llen, token, 32);
+        break;
+    default:
+        rc = ops->set_guarded(session_data_key, dlen, buf, (size_t)n, 60000,
+                              session_lock_key, llen, token, 32);
+        if (rc == EPHPM_KV_OK) {
+            rc = ops->del_if_eq(session_lock_key, llen, token, 32);
+        }
+    }
+    if (rc != EPHPM_KV_OK) {
         __atomic_add_fetch(&request_failures, 1, __ATOMIC_RELAXED);
+    }
+    if (session_members == FENCED_MEMBERS && ops->exists(session_lock_key, llen) == EPHPM_KV_OK) {
+        /* The next request may hold it already; but never this one's token. */
+        size_t hl = 0;
+        char held[40];
+        if (ops->get(session_lock_key, llen, held, sizeof held, &hl) == EPHPM_KV_OK && hl == 32
+            && memcmp(held, token, 32) == 0) {
+            __atomic_add_fetch(&request_failures, 1, __ATOMIC_RELAXED);
+        }
     }
     return NULL;
 }
@@ -397,7 +478,7 @@ static void test_session_requests(void)
         snprintf(session_lock_key, sizeof session_lock_key, "session_lock:c-round-%d", round);
         memset(seen_counter, -1, sizeof seen_counter);
         request_failures = 0;
-        combined_members = round % 2;
+        session_members = round % 3;
         pthread_barrier_init(&request_start, NULL, REQUESTS);
         pthread_t threads[REQUESTS];
         double t0 = now_ms();
@@ -427,8 +508,9 @@ static void test_session_requests(void)
         CHECK(request_failures == 0, "round %d: %d requests failed", round, request_failures);
         CHECK(final == REQUESTS, "round %d: counter %d, want %d", round, final, REQUESTS);
         CHECK(distinct, "round %d: every request saw a distinct counter", round);
-        printf("session round %d (%s): %d requests in %.1f ms\n", round,
-               combined_members ? "set_nx_wait_get, set_guarded_release" : "four members", REQUESTS, took);
+        static const char *const how[] = {"four members", "set_nx_wait_get, set_guarded_release",
+                                          "set_nx_wait_get_fenced, set_fenced_release"};
+        printf("session round %d (%s): %d requests in %.1f ms\n", round, how[session_members], REQUESTS, took);
     }
 }
 
@@ -655,6 +737,7 @@ int main(int argc, char **argv)
     test_forked_child();
     test_session_members();
     test_session_round_trip_members();
+    test_fenced_session_members();
     test_session_requests();
     test_key_api_members();
     test_batch_members();
