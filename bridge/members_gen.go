@@ -30,7 +30,11 @@ const (
 	memberDelFenced
 	memberSetNXWaitGet
 	memberSetGuardedRelease
+	memberLockAcquire
+	memberLockRelease
+	memberLockRefresh
+	memberLockInfo
 )
 
 // tableMembers is how many members the table has.
-const tableMembers = 26
+const tableMembers = 30
