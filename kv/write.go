@@ -34,6 +34,8 @@ type writeReq struct {
 	// mintFence: a modeSetNX grant mints its fence into fence (fence.go).
 	mintFence bool
 	fence     int64
+	// modeLock: the lock step and its decision (rwlock.go).
+	lock *lockReq
 	// modeIncr: what is added to the stored counter, and the sum stored,
 	// whose decimal digits are digits[:ndigits] (value is unused). A slice
 	// of a caller's buffer kept in the request would move that buffer to
@@ -55,6 +57,9 @@ const (
 	// expiry), or delta with a TTL of ttl if there is none: the value is
 	// decided under the lock.
 	modeIncr
+	// modeLock stores, removes or keeps the entry as a read/write lock
+	// decision made under the lock says (rwlock.go), and wakes as it says.
+	modeLock
 )
 
 // prepare builds r's block now, with no lock held, if its value is large
@@ -120,6 +125,15 @@ func (s *Store) install(r *writeReq) (bool, error) {
 			}
 			value = r.digits[:r.ndigits]
 			size = int64(valueOffset(len(r.key))+len(value)) + entryOverhead
+		case modeLock:
+			var err error
+			if ok, err = s.decideLock(sh, i, r, old, oldExpired, &c); err != nil {
+				first.mu.Unlock() // one shard: no guard
+				s.giveBack(&g)
+				return false, err
+			}
+			value = r.value
+			size = int64(valueOffset(len(r.key))+len(value)) + entryOverhead
 		}
 		delta, need := size, size
 		if old != nil {
@@ -154,13 +168,16 @@ func (s *Store) install(r *writeReq) (bool, error) {
 			if r.mintFence {
 				r.fence = s.mint(sh, r.key)
 			}
+			if r.mode == modeLock {
+				sh.wake(r.key, r.lock.d.Wake)
+			}
 		}
 		switch {
 		case r.mode == modeSetNX && !ok:
 			sh.c.setNXLosses++
 		case r.mode == modeSetNX && reserved:
 			sh.c.setNXWins++
-		case reserved && r.mode != modeIncr:
+		case reserved && r.mode != modeIncr && r.mode != modeLock:
 			sh.c.sets++
 		}
 		if second != nil {
