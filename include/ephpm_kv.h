@@ -72,6 +72,8 @@ extern "C" {
 /* Lock modes, for lock_acquire and lock_info (kv.LockExclusive, kv.LockShared). */
 #define EPHPM_KV_LOCK_EXCLUSIVE 0
 #define EPHPM_KV_LOCK_SHARED    1
+/* The longest token lock_acquire takes (kv.CheckLockToken); the shortest is 1 byte. */
+#define EPHPM_KV_MAX_LOCK_TOKEN_LEN 255u
 
 /* Return codes. Never renumbered; new codes take new numbers. */
 typedef enum ephpm_kv_status {
@@ -466,10 +468,11 @@ typedef struct ephpm_kv_ops {
      * lock: never evicted, as set_nx's. Writers never starve: a waiting
      * writer's claim refuses new readers. Modes are EPHPM_KV_LOCK_*. */
 
-    /* lock_acquire: take key in mode for token (1..255 bytes) with ttl_ms,
-     * retrying as set_nx_wait does for at most wait_ms, and mint the
-     * grant's fence in the same atomic step (one sequence per name with
-     * set_nx_wait_fenced: fence, set_fenced and del_fenced work with it).
+    /* lock_acquire: take key in mode for token (1..EPHPM_KV_MAX_LOCK_TOKEN_LEN
+     * bytes) with ttl_ms, retrying as set_nx_wait does for at most wait_ms,
+     * and mint the grant's fence in the same atomic step (one sequence per
+     * name with set_nx_wait_fenced: fence, set_fenced and del_fenced work
+     * with it).
      *   EXCLUSIVE  granted when key holds no live entry, or only a waiting
      *              writer's claim; key then holds token as set_nx leaves it.
      *   SHARED     granted when key holds no live entry, or live read holds
