@@ -47,7 +47,8 @@ var (
 		SessionLimitName:  "ephpm.session_memory_limit",
 	})
 	served atomic.Pointer[Backend]
-	// lockTimeouts counts set_nx_wait calls that ran out of time.
+	// lockTimeouts counts set_nx_wait and lock_acquire calls that ran out of
+	// time.
 	lockTimeouts atomic.Uint64
 	// near is the near-cache setting a Redis backend is opened with.
 	near redisstore.NearCache

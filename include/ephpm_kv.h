@@ -131,9 +131,10 @@ typedef struct ephpm_kv_stats {
     uint64_t sets;         /* set, and set_guarded that wrote */
     uint64_t evictions;    /* entries removed to make room */
     uint64_t expirations;  /* expired entries reclaimed */
-    uint64_t set_nx_wins, set_nx_losses;
+    uint64_t set_nx_wins, set_nx_losses; /* set_nx, and each lock_acquire attempt */
     uint64_t del_if_eq_matches, del_if_eq_mismatches;
-    uint64_t lock_timeouts; /* set_nx_wait calls that ran out of time */
+    uint64_t lock_timeouts; /* set_nx_wait and lock_acquire calls that ran out
+                             * of time */
     /* ---- appended for the session budget and the shared-memory store ---- */
     int64_t session_bytes;  /* the part of bytes_used charged to session data */
     int64_t session_limit;  /* the session data's budget; 0: none */

@@ -65,6 +65,19 @@ func (s *Store) decideLock(sh *shard, i int, r *writeReq, old block, oldExpired 
 	return false, nil
 }
 
+// countLock counts a lock_acquire attempt as set_nx's are counted (a
+// grant wins, a refusal loses) once its step is final (not retried for
+// room). Caller holds sh.mu.
+func (sh *shard) countLock(l *lockReq, final bool) {
+	switch {
+	case !final || l.op != lockAcquire:
+	case l.d.Granted:
+		sh.c.setNXWins++
+	default:
+		sh.c.setNXLosses++
+	}
+}
+
 // lockWrite runs one lock step through install. The entry a step stores
 // is a lock (flagPinned: never evicted). Its value is decided under the
 // lock, so no block is built before it.

@@ -177,6 +177,8 @@ func (s *Store) install(r *writeReq) (bool, error) {
 			sh.c.setNXLosses++
 		case r.mode == modeSetNX && reserved:
 			sh.c.setNXWins++
+		case r.mode == modeLock:
+			sh.countLock(r.lock, !ok || reserved)
 		case reserved && r.mode != modeIncr && r.mode != modeLock:
 			sh.c.sets++
 		}
