@@ -31,8 +31,6 @@ ephpm_release($children);
 for ($i = 0; $i < 1000 && (int) ephpm_kv_get('{t54}:grants') < 30; $i++) {
     usleep(5000);
 }
-$info = ephpm_kv_lock_info('{t54}:rw');
-var_dump($info['mode'] ?? null);
 $w = ephpm_kv_lock('{t54}:rw', 60, 10.0);
 var_dump($w !== false, ephpm_kv_lock_info('{t54}:rw'));
 $during = (int) ephpm_kv_get('{t54}:grants');
@@ -50,7 +48,6 @@ ephpm_kv_del('{t54}:stop');
 ephpm_kv_del('{t54}:grants');
 ?>
 --EXPECT--
-string(6) "shared"
 bool(true)
 array(2) {
   ["mode"]=>
