@@ -594,7 +594,8 @@ var contract = []struct {
 		assert.Equal(t, last, f)
 	}},
 	{"ReadLocksShareAndAWriterWaitsForThem", func(t *testing.T, b backend.Backend, p string) {
-		lock := p + "rw"
+		// One hash tag: in a Cluster the lock and the fenced write share a slot.
+		lock := "{" + p + "rw}"
 		release, _ := lockCalls(t, b, lock)
 		mode, holders, err := b.LockInfo(lock)
 		require.NoError(t, err)
@@ -668,7 +669,8 @@ var contract = []struct {
 		out, f5, _ := b.LockAttempt(lock, []byte("r6"), kv.LockShared, time.Minute, 0)
 		require.Equal(t, kv.Inserted, out)
 		assert.Greater(t, f5, f4)
-		ok, _ = b.SetFenced(p+"data", []byte("v"), 0, lock, f5)
+		ok, err = b.SetFenced(lock+":data", []byte("v"), 0, lock, f5)
+		require.NoError(t, err)
 		assert.True(t, ok, "a read grant is the latest grant")
 		out, _ = b.SetNX(lock, []byte("x"), time.Minute)
 		assert.Equal(t, kv.Exists, out, "set_nx sees a read-held name held")
