@@ -276,8 +276,14 @@ ZEND_FUNCTION(ephpm_kv_expire)
 }
 /* }}} */
 
-/* {{{ ephpm_kv_expire_if_eq(string $key, string $token, int $ttl): bool */
-ZEND_FUNCTION(ephpm_kv_expire_if_eq)
+/* A member that takes a key, a token and a TTL: expire_if_eq, lock_refresh. */
+typedef int (*ephpm_token_ttl_member)(const char *key, size_t key_len, const char *token, size_t token_len,
+                                      int64_t ttl_ms);
+
+/* Shared body of ephpm_kv_expire_if_eq and ephpm_kv_lock_refresh, (string
+ * $key, string $token, int $ttl): bool, through the member at offset in
+ * the table, with a TTL of at least min_ttl seconds. */
+static void ephpm_token_ttl(INTERNAL_FUNCTION_PARAMETERS, size_t offset, zend_long min_ttl)
 {
     zend_string *key, *token;
     zend_long ttl;
@@ -289,15 +295,22 @@ ZEND_FUNCTION(ephpm_kv_expire_if_eq)
         Z_PARAM_LONG(ttl)
     ZEND_PARSE_PARAMETERS_END();
 
-    if (!ephpm_check_key(key, 1) || !ephpm_check_value(token, 2) || !ephpm_ttl_ms(ttl, 0, 3, &ttl_ms)) {
+    if (!ephpm_check_key(key, 1) || !ephpm_check_value(token, 2) || !ephpm_ttl_ms(ttl, min_ttl, 3, &ttl_ms)) {
         RETURN_THROWS();
     }
-    const ephpm_kv_ops *ops = EPHPM_OPS_WITH(expire_if_eq);
+    const ephpm_kv_ops *ops = ephpm_ops_with(offset, sizeof(ephpm_token_ttl_member));
     if (ops == NULL) {
         RETURN_THROWS();
     }
-    int rc = ops->expire_if_eq(ZSTR_VAL(key), ZSTR_LEN(key), ZSTR_VAL(token), ZSTR_LEN(token), ttl_ms);
+    ephpm_token_ttl_member member = *(const ephpm_token_ttl_member *)((const char *)ops + offset);
+    int rc = member(ZSTR_VAL(key), ZSTR_LEN(key), ZSTR_VAL(token), ZSTR_LEN(token), ttl_ms);
     EPHPM_RETURN_ANSWER(rc, EPHPM_KV_MISS);
+}
+
+/* {{{ ephpm_kv_expire_if_eq(string $key, string $token, int $ttl): bool */
+ZEND_FUNCTION(ephpm_kv_expire_if_eq)
+{
+    ephpm_token_ttl(INTERNAL_FUNCTION_PARAM_PASSTHRU, offsetof(ephpm_kv_ops, expire_if_eq), 0);
 }
 /* }}} */
 
@@ -539,26 +552,8 @@ ZEND_FUNCTION(ephpm_kv_lock_read)
 /* {{{ ephpm_kv_lock_refresh(string $name, string $token, int $ttl): bool */
 ZEND_FUNCTION(ephpm_kv_lock_refresh)
 {
-    zend_string *name, *token;
-    zend_long ttl;
-    int64_t ttl_ms;
-
-    ZEND_PARSE_PARAMETERS_START(3, 3)
-        Z_PARAM_STR(name)
-        Z_PARAM_STR(token)
-        Z_PARAM_LONG(ttl)
-    ZEND_PARSE_PARAMETERS_END();
-
     /* As ephpm_kv_lock: a hold without a TTL would outlive a crashed holder. */
-    if (!ephpm_check_key(name, 1) || !ephpm_check_value(token, 2) || !ephpm_ttl_ms(ttl, 1, 3, &ttl_ms)) {
-        RETURN_THROWS();
-    }
-    const ephpm_kv_ops *ops = EPHPM_OPS_WITH(lock_refresh);
-    if (ops == NULL) {
-        RETURN_THROWS();
-    }
-    int rc = ops->lock_refresh(ZSTR_VAL(name), ZSTR_LEN(name), ZSTR_VAL(token), ZSTR_LEN(token), ttl_ms);
-    EPHPM_RETURN_ANSWER(rc, EPHPM_KV_MISS);
+    ephpm_token_ttl(INTERNAL_FUNCTION_PARAM_PASSTHRU, offsetof(ephpm_kv_ops, lock_refresh), 1);
 }
 /* }}} */
 

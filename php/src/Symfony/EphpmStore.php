@@ -68,15 +68,7 @@ final class EphpmStore implements BlockingStoreInterface, BlockingSharedLockStor
 
     public function saveRead(Key $key): void
     {
-        $name = (string) $key;
-        $token = $this->token($key);
-        $key->reduceLifetime($this->initialTtl);
-        if (!ephpm_kv_lock_refresh($name, $token, $this->initialTtl) || $this->demoted($name, $token)) {
-            if (ephpm_kv_lock_read($name, $this->initialTtl, 0.0, $token) === false) {
-                throw new LockConflictedException();
-            }
-        }
-        $this->checkNotExpired($key);
+        $this->read($key, false);
     }
 
     public function waitAndSave(Key $key): void
@@ -103,15 +95,7 @@ final class EphpmStore implements BlockingStoreInterface, BlockingSharedLockStor
 
     public function waitAndSaveRead(Key $key): void
     {
-        $name = (string) $key;
-        $token = $this->token($key);
-        $key->reduceLifetime($this->initialTtl);
-        if (!ephpm_kv_lock_refresh($name, $token, $this->initialTtl) || $this->demoted($name, $token)) {
-            while (ephpm_kv_lock_read($name, $this->initialTtl, self::WAIT_SLICE, $token) === false) {
-                // Still written (or claimed by a waiting writer) after a whole slice: wait again.
-            }
-        }
-        $this->checkNotExpired($key);
+        $this->read($key, true);
     }
 
     public function putOffExpiration(Key $key, float $ttl): void
@@ -154,6 +138,26 @@ final class EphpmStore implements BlockingStoreInterface, BlockingSharedLockStor
         }
 
         return ephpm_kv_lock_refresh($name, $token, $left === null ? $this->initialTtl : max(1, (int) ceil($left)));
+    }
+
+    /**
+     * Takes a read lock for this key, waiting for a writer if $blocking, or
+     * refreshes the one it has; a write lock of this key is demoted.
+     */
+    private function read(Key $key, bool $blocking): void
+    {
+        $name = (string) $key;
+        $token = $this->token($key);
+        $key->reduceLifetime($this->initialTtl);
+        if (!ephpm_kv_lock_refresh($name, $token, $this->initialTtl) || $this->demoted($name, $token)) {
+            while (ephpm_kv_lock_read($name, $this->initialTtl, $blocking ? self::WAIT_SLICE : 0.0, $token) === false) {
+                if (!$blocking) {
+                    throw new LockConflictedException();
+                }
+                // Still written (or claimed by a waiting writer) after a whole slice: wait again.
+            }
+        }
+        $this->checkNotExpired($key);
     }
 
     /**
