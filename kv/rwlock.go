@@ -11,7 +11,7 @@ import (
 // grant mints, and the wake-ups.
 
 // lockOp is which decision a modeLock write applies.
-type lockOp int
+type lockOp uint8
 
 const (
 	lockAcquire lockOp = iota
@@ -19,45 +19,36 @@ const (
 	lockRefresh
 )
 
-// lockReq is a modeLock write's decision: its inputs, and the decision
-// made under the lock.
-type lockReq struct {
-	op    lockOp
-	mode  LockMode
-	token []byte
-	claim time.Duration // lockAcquire: how long a refused exclusive attempt's claim lasts (0: none)
-	d     LockDecision
-}
-
 // decideLock decides r's lock step on key's entry old (in slot i, expired
 // or not) and applies what needs no room: a removal (which wakes the
 // oldest waiter, as every removal does) happens here. It reports whether
 // the decision stores r.value, expiring at r.at, which install then
 // charges and puts as every write. Caller holds sh.mu.
 func (s *Store) decideLock(sh *shard, i int, r *writeReq, old block, oldExpired bool, c *clock) (bool, error) {
-	l := r.lock
 	live := old != nil && !oldExpired
 	var v []byte
 	if live {
 		v = logicalValue(old)
 	}
 	now := c.now()
-	switch l.op {
+	var d LockDecision
+	switch r.lockOp {
 	case lockAcquire:
-		d, err := DecideAcquire(v, live, l.mode, l.token, expiryAt(now, r.ttl), expiryAt(now, l.claim), now)
+		var err error
+		d, err = DecideAcquire(v, live, LockMode(r.lockMode), r.guardToken, expiryAt(now, r.ttl), expiryAt(now, r.claim), now)
 		if err != nil {
 			return false, err
 		}
-		l.d = d
 		r.mintFence = d.Granted
 	case lockRelease:
-		l.d = DecideRelease(v, live, l.token, now)
+		d = DecideRelease(v, live, r.guardToken, now)
 	case lockRefresh:
-		l.d = DecideRefresh(v, live, l.token, expiryAt(now, r.ttl), now)
+		d = DecideRefresh(v, live, r.guardToken, expiryAt(now, r.ttl), now)
 	}
-	switch l.d.Write {
+	r.granted, r.lockWake = d.Granted, uint8(d.Wake)
+	switch d.Write {
 	case LockStore:
-		r.value, r.at = l.d.Value, l.d.ExpireAt
+		r.value, r.at = d.Value, d.ExpireAt
 		return true, nil
 	case LockRemove:
 		s.removeAt(sh, i, false)
@@ -68,26 +59,29 @@ func (s *Store) decideLock(sh *shard, i int, r *writeReq, old block, oldExpired 
 // countLock counts a lock_acquire attempt as set_nx's are counted (a
 // grant wins, a refusal loses) once its step is final (not retried for
 // room). Caller holds sh.mu.
-func (sh *shard) countLock(l *lockReq, final bool) {
+func (sh *shard) countLock(r *writeReq, final bool) {
 	switch {
-	case !final || l.op != lockAcquire:
-	case l.d.Granted:
+	case !final || r.lockOp != lockAcquire:
+	case r.granted:
 		sh.c.setNXWins++
 	default:
 		sh.c.setNXLosses++
 	}
 }
 
-// lockWrite runs one lock step through install. The entry a step stores
-// is a lock (flagPinned: never evicted). Its value is decided under the
-// lock, so no block is built before it.
-func (s *Store) lockWrite(key string, ttl time.Duration, l *lockReq) (fence int64, err error) {
+// lockStep runs one lock step on key through install and reports whether
+// its decision granted (acquire) or found token holding key (release,
+// refresh), with an acquisition's fence. The entry a step stores is a lock
+// (flagPinned: never evicted). Its value is decided under the lock, so no
+// block is built before it.
+func (s *Store) lockStep(key string, op lockOp, mode LockMode, token []byte, ttl, claim time.Duration) (granted bool, fence int64, err error) {
 	var r writeReq
-	r.key, r.flags, r.mode, r.ttl, r.lock = key, flagPinned, modeLock, ttl, l
+	r.key, r.flags, r.mode, r.ttl = key, flagPinned, modeLock, ttl
+	r.lockOp, r.lockMode, r.guardToken, r.claim = op, uint8(mode), token, claim
 	if _, err := s.install(&r); err != nil {
-		return 0, err
+		return false, 0, err
 	}
-	return r.fence, nil
+	return r.granted, r.fence, nil
 }
 
 // LockAttempt is one attempt of lock_acquire (include/ephpm_kv.h): the
@@ -97,15 +91,15 @@ func (s *Store) lockWrite(key string, ttl time.Duration, l *lockReq) (fence int6
 // the shard's mutex; a grant mints its fence in that step (the sequence
 // SetNXFenced mints from). fence is 0 unless out is Inserted. On an error
 // nothing changed.
-func (s *Store) LockAttempt(key string, token []byte, mode LockMode, ttl, claim time.Duration) (out SetNXOutcome, fence int64, err error) {
+func (s *Store) LockAttempt(key string, token []byte, mode LockMode, ttl, claim time.Duration) (SetNXOutcome, int64, error) {
 	if err := CheckLockAttempt(key, token, mode, ttl, claim); err != nil {
 		return 0, 0, err
 	}
-	l := lockReq{op: lockAcquire, mode: mode, token: token, claim: claim}
-	if fence, err = s.lockWrite(key, ttl, &l); err != nil {
+	granted, fence, err := s.lockStep(key, lockAcquire, mode, token, ttl, claim)
+	if err != nil {
 		return 0, 0, err
 	}
-	if !l.d.Granted {
+	if !granted {
 		return Exists, 0, nil
 	}
 	return Inserted, fence, nil
@@ -136,11 +130,8 @@ func (s *Store) LockRelease(key string, token []byte) (bool, error) {
 	if err := CheckWrite(key, token, 0); err != nil {
 		return false, err
 	}
-	l := lockReq{op: lockRelease, token: token}
-	if _, err := s.lockWrite(key, 0, &l); err != nil {
-		return false, err
-	}
-	return l.d.Granted, nil
+	held, _, err := s.lockStep(key, lockRelease, 0, token, 0, 0)
+	return held, err
 }
 
 // LockRefresh makes token's hold of key lapse ttl from now (0: never)
@@ -149,11 +140,8 @@ func (s *Store) LockRefresh(key string, token []byte, ttl time.Duration) (bool, 
 	if err := CheckWrite(key, token, ttl); err != nil {
 		return false, err
 	}
-	l := lockReq{op: lockRefresh, token: token}
-	if _, err := s.lockWrite(key, ttl, &l); err != nil {
-		return false, err
-	}
-	return l.d.Granted, nil
+	held, _, err := s.lockStep(key, lockRefresh, 0, token, ttl, 0)
+	return held, err
 }
 
 // LockInfo says who holds key (LockHolders of its live entry; holders 0:

@@ -34,8 +34,15 @@ type writeReq struct {
 	// mintFence: a modeSetNX grant mints its fence into fence (fence.go).
 	mintFence bool
 	fence     int64
-	// modeLock: the lock step and its decision (rwlock.go).
-	lock *lockReq
+	// modeLock (rwlock.go): the step, its mode, an exclusive attempt's
+	// claim, and the token (guardToken); then what the decision granted
+	// and whom it wakes. Scalars, not a pointer: install leaks what its
+	// request points to, which would put every lock step on the heap.
+	claim    time.Duration
+	lockOp   lockOp
+	lockMode uint8
+	lockWake uint8
+	granted  bool
 	// modeIncr: what is added to the stored counter, and the sum stored,
 	// whose decimal digits are digits[:ndigits] (value is unused). A slice
 	// of a caller's buffer kept in the request would move that buffer to
@@ -169,7 +176,7 @@ func (s *Store) install(r *writeReq) (bool, error) {
 				r.fence = s.mint(sh, r.key)
 			}
 			if r.mode == modeLock {
-				sh.wake(r.key, r.lock.d.Wake)
+				sh.wake(r.key, LockWake(r.lockWake))
 			}
 		}
 		switch {
@@ -178,7 +185,7 @@ func (s *Store) install(r *writeReq) (bool, error) {
 		case r.mode == modeSetNX && reserved:
 			sh.c.setNXWins++
 		case r.mode == modeLock:
-			sh.countLock(r.lock, !ok || reserved)
+			sh.countLock(r, !ok || reserved)
 		case reserved && r.mode != modeIncr && r.mode != modeLock:
 			sh.c.sets++
 		}
