@@ -113,7 +113,7 @@ type Result struct {
 // an error from SetNX the lock may have been granted anyway; the caller
 // should still release it with its token.
 func (l *Locker) Acquire(key string, token []byte, ttl, budget time.Duration) (Result, error) {
-	return l.acquire(key, budget, true, func(line *Line, id string, lease, _ time.Duration) (kv.SetNXOutcome, error) {
+	return l.acquire(key, budget, true, func(line *Line, id string, lease time.Duration) (kv.SetNXOutcome, error) {
 		if line != nil {
 			return (*line).SetNXInLine(key, token, ttl, id, lease)
 		}
@@ -131,7 +131,7 @@ type FencedStore interface {
 // with the fence its grant minted. It does not join a store's Line (there
 // is no fenced attempt in line): its attempts compete with the line's.
 func (l *Locker) AcquireFenced(fs FencedStore, key string, token []byte, ttl, budget time.Duration) (res Result, fence int64, err error) {
-	res, err = l.acquire(key, budget, false, func(*Line, string, time.Duration, time.Duration) (kv.SetNXOutcome, error) {
+	res, err = l.acquire(key, budget, false, func(*Line, string, time.Duration) (kv.SetNXOutcome, error) {
 		out, f, err := fs.SetNXFenced(key, token, ttl)
 		fence = f
 		return out, err
@@ -148,16 +148,20 @@ type LockStore interface {
 // AcquireLock is Acquire for a read/write lock: each attempt is
 // ls.LockAttempt of key in mode, and a grant comes with the fence it
 // minted. An exclusive attempt asks for a claim of kv.WriterClaim, cut to
-// what is left of the budget (so no claim outlives the call): while the
+// what is left of the budget, read from the clock before each attempt (so
+// a claim outlives the call by no more than the moment between that read
+// and the store's step): while the
 // caller waits, its claim refuses new readers and the readers inside
 // leave. The pause between attempts is Waiter.Wait, which a release that
 // frees key (or leaves it to a waiting writer) cuts short. It does not
 // join a store's Line: lock attempts have no form in line.
 func (l *Locker) AcquireLock(ls LockStore, key string, token []byte, mode kv.LockMode, ttl, budget time.Duration) (res Result, fence int64, err error) {
-	res, err = l.acquire(key, budget, false, func(_ *Line, _ string, _, left time.Duration) (kv.SetNXOutcome, error) {
+	clock := l.clock()
+	deadline := clock.Now().Add(budget) // no later than acquire's own
+	res, err = l.acquire(key, budget, false, func(*Line, string, time.Duration) (kv.SetNXOutcome, error) {
 		var claim time.Duration
 		if mode == kv.LockExclusive {
-			claim = min(kv.WriterClaim, left)
+			claim = max(0, min(kv.WriterClaim, deadline.Sub(clock.Now())))
 		}
 		out, f, err := ls.LockAttempt(key, token, mode, ttl, claim)
 		fence = f
@@ -218,7 +222,7 @@ type Read struct {
 func (l *Locker) AcquireGet(key string, token []byte, ttl, budget time.Duration, dataKey string, dst []byte) (Result, Read, error) {
 	lr := l.Store.(LockReader)
 	var read Read
-	res, err := l.acquire(key, budget, true, func(line *Line, id string, lease, _ time.Duration) (kv.SetNXOutcome, error) {
+	res, err := l.acquire(key, budget, true, func(line *Line, id string, lease time.Duration) (kv.SetNXOutcome, error) {
 		var out kv.SetNXOutcome
 		var n int
 		var found bool
@@ -244,10 +248,8 @@ func (l *Locker) clock() Clock {
 
 // acquire runs Acquire's loop with attempt as each SetNX: in line as id
 // with a lease, when line is not nil (only if lined, and the store has a
-// Line for key), told at most how much of the budget is left (what was
-// left after the last attempt less the pause since: a pause a wake cut
-// short leaves more), so that it reads no clock of its own.
-func (l *Locker) acquire(key string, budget time.Duration, lined bool, attempt func(line *Line, id string, lease, left time.Duration) (kv.SetNXOutcome, error)) (Result, error) {
+// Line for key).
+func (l *Locker) acquire(key string, budget time.Duration, lined bool, attempt func(line *Line, id string, lease time.Duration) (kv.SetNXOutcome, error)) (Result, error) {
 	clock, backoff := l.clock(), l.Backoff
 	if backoff == (Backoff{}) {
 		backoff = DefaultBackoff
@@ -264,11 +266,11 @@ func (l *Locker) acquire(key string, budget time.Duration, lined bool, attempt f
 	}
 
 	deadline := clock.Now().Add(budget)
-	step, left := backoff.Initial, budget
+	step := backoff.Initial
 	var res Result
 	for {
 		res.Attempts++
-		out, err := attempt(line, id, LineStep+LeaseMargin, left)
+		out, err := attempt(line, id, LineStep+LeaseMargin)
 		if err != nil {
 			return res, err
 		}
@@ -289,13 +291,11 @@ func (l *Locker) acquire(key string, budget time.Duration, lined bool, attempt f
 			return res, nil
 		}
 		pause := min(step, remaining)
-		left = remaining - pause
 		if line != nil {
 			// In line, the release that hands the key over wakes this
 			// waiter, and WaitTurn wakes when the key expires: the wait
 			// before the next attempt (which renews the lease) can be
 			// long.
-			left = remaining - min(LineStep, remaining)
 			if _, err := (*line).WaitTurn(key, id, min(LineStep, remaining)); err != nil {
 				return res, err
 			}
