@@ -22,4 +22,6 @@ func (s *Store) LockRefresh(key string, token []byte, ttl time.Duration) (bool, 
 	return false, errRWLockStub
 }
 
-func (s *Store) LockInfo(key string) (kv.LockMode, int, error) { return kv.LockExclusive, 0, errRWLockStub }
+func (s *Store) LockInfo(key string) (kv.LockMode, int, error) {
+	return kv.LockExclusive, 0, errRWLockStub
+}
