@@ -52,7 +52,8 @@ func redisOptions(near redisstore.NearCache) redisstore.Options {
 var (
 	store  = kv.New(sessionRule)
 	served atomic.Pointer[Backend]
-	// lockTimeouts counts set_nx_wait calls that ran out of time.
+	// lockTimeouts counts set_nx_wait and lock_acquire calls that ran out of
+	// time.
 	lockTimeouts atomic.Uint64
 	// near is the near-cache setting a Redis backend is opened with.
 	near redisstore.NearCache

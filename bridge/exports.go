@@ -735,3 +735,81 @@ func ephpmGoSetMany(entries *C.char, entriesLen C.size_t, count C.size_t, ttlMs 
 	}
 	return C.EPHPM_KV_OK
 }
+
+//export ephpmGoLockAcquire
+func ephpmGoLockAcquire(key *C.char, keyLen C.size_t, token *C.char, tokenLen C.size_t, mode C.int32_t,
+	ttlMs, waitMs C.int64_t, fence *C.int64_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	*fence = 0
+	var a args
+	k, t, ttl, budget := a.key(key, keyLen), a.bytes(token, tokenLen), a.duration(ttlMs), a.duration(waitMs)
+	if a.err != nil {
+		return failure(a.err)
+	}
+	m := kv.LockMode(mode)
+	if err := kv.CheckLockAttempt(k, t, m, ttl, 0); err != nil {
+		return failure(err)
+	}
+	b := current()
+	locker := session.Locker{Store: b}
+	res, f, err := locker.AcquireLock(b, k, t, m, ttl, budget)
+	if err != nil {
+		return failure(err)
+	}
+	if res.Acquired {
+		*fence = C.int64_t(f)
+		return C.EPHPM_KV_OK
+	}
+	lockTimeouts.Add(1)
+	return C.EPHPM_KV_EXISTS
+}
+
+//export ephpmGoLockRelease
+func ephpmGoLockRelease(key *C.char, keyLen C.size_t, token *C.char, tokenLen C.size_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	var a args
+	k, t := a.key(key, keyLen), a.bytes(token, tokenLen)
+	if a.err != nil {
+		return failure(a.err)
+	}
+	held, err := current().LockRelease(k, t)
+	if err != nil {
+		return failure(err)
+	}
+	return answer(held)
+}
+
+//export ephpmGoLockRefresh
+func ephpmGoLockRefresh(key *C.char, keyLen C.size_t, token *C.char, tokenLen C.size_t, ttlMs C.int64_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	var a args
+	k, t, ttl := a.key(key, keyLen), a.bytes(token, tokenLen), a.duration(ttlMs)
+	if a.err != nil {
+		return failure(a.err)
+	}
+	held, err := current().LockRefresh(k, t, ttl)
+	if err != nil {
+		return failure(err)
+	}
+	return answer(held)
+}
+
+//export ephpmGoLockInfo
+func ephpmGoLockInfo(key *C.char, keyLen C.size_t, mode *C.int32_t, holders *C.int64_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	*mode, *holders = C.EPHPM_KV_LOCK_EXCLUSIVE, 0
+	var a args
+	k := a.key(key, keyLen)
+	if a.err != nil {
+		return failure(a.err)
+	}
+	m, n, err := current().LockInfo(k)
+	if err != nil {
+		return failure(err)
+	}
+	if n == 0 {
+		return C.EPHPM_KV_MISS
+	}
+	*mode, *holders = C.int32_t(m), C.int64_t(n)
+	return C.EPHPM_KV_OK
+}

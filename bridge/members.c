@@ -385,6 +385,60 @@ static int ephpm_op_del_fenced_release(const char *key, size_t key_len, const ch
     return ephpmGoDelFencedRelease((char *)key, key_len, (char *)lock, lock_len, fence, (char *)token, token_len);
 }
 
+/* Crosses into Go: ephpmGoLockAcquire. */
+static int ephpm_op_lock_acquire(const char *key, size_t key_len, const char *token, size_t token_len, int32_t mode, int64_t ttl_ms, int64_t wait_ms, int64_t *fence)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len)
+        || EPHPM_BAD_BUF(token, token_len)
+        || fence == NULL) {
+        return ephpm_reject_null("lock_acquire");
+    }
+    return ephpmGoLockAcquire((char *)key, key_len, (char *)token, token_len, mode, ttl_ms, wait_ms, fence);
+}
+
+/* Crosses into Go: ephpmGoLockRelease. */
+static int ephpm_op_lock_release(const char *key, size_t key_len, const char *token, size_t token_len)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len)
+        || EPHPM_BAD_BUF(token, token_len)) {
+        return ephpm_reject_null("lock_release");
+    }
+    return ephpmGoLockRelease((char *)key, key_len, (char *)token, token_len);
+}
+
+/* Crosses into Go: ephpmGoLockRefresh. */
+static int ephpm_op_lock_refresh(const char *key, size_t key_len, const char *token, size_t token_len, int64_t ttl_ms)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len)
+        || EPHPM_BAD_BUF(token, token_len)) {
+        return ephpm_reject_null("lock_refresh");
+    }
+    return ephpmGoLockRefresh((char *)key, key_len, (char *)token, token_len, ttl_ms);
+}
+
+/* Crosses into Go: ephpmGoLockInfo. */
+static int ephpm_op_lock_info(const char *key, size_t key_len, int32_t *mode, int64_t *holders)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len)
+        || mode == NULL
+        || holders == NULL) {
+        return ephpm_reject_null("lock_info");
+    }
+    return ephpmGoLockInfo((char *)key, key_len, mode, holders);
+}
+
 static const ephpm_kv_ops ephpm_ops = {
     .abi_version = EPHPM_KV_ABI_VERSION,
     .struct_size = sizeof(ephpm_kv_ops),
@@ -417,6 +471,10 @@ static const ephpm_kv_ops ephpm_ops = {
     .set_nx_wait_get_fenced = ephpm_op_set_nx_wait_get_fenced,
     .set_fenced_release = ephpm_op_set_fenced_release,
     .del_fenced_release = ephpm_op_del_fenced_release,
+    .lock_acquire = ephpm_op_lock_acquire,
+    .lock_release = ephpm_op_lock_release,
+    .lock_refresh = ephpm_op_lock_refresh,
+    .lock_info = ephpm_op_lock_info,
 };
 
 /* The provider's one exported symbol. */

@@ -33,7 +33,11 @@ const (
 	memberSetNXWaitGetFenced
 	memberSetFencedRelease
 	memberDelFencedRelease
+	memberLockAcquire
+	memberLockRelease
+	memberLockRefresh
+	memberLockInfo
 )
 
 // tableMembers is how many members the table has.
-const tableMembers = 29
+const tableMembers = 33

@@ -555,9 +555,7 @@ func (s *Store) Flush() {
 		sh.volatile = 0
 		sh.evictable = [numSlots]int64{}
 		for key := range sh.waiters {
-			for sh.waiters[key] != nil {
-				sh.wakeOne(key)
-			}
+			sh.wakeAll(key)
 		}
 		sh.mu.Unlock()
 	}

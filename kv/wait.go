@@ -95,6 +95,25 @@ func (sh *shard) wakeOne(key string) {
 	}
 }
 
+// wakeAll wakes every waiter on key, oldest first. Caller holds sh.mu.
+func (sh *shard) wakeAll(key string) {
+	for sh.waiters[key] != nil {
+		sh.wakeOne(key)
+	}
+}
+
+// wake wakes whom a lock decision names among key's waiters. Caller holds
+// sh.mu.
+func (sh *shard) wake(key string, w LockWake) {
+	switch {
+	case len(sh.waiters) == 0:
+	case w == WakeOne:
+		sh.wakeOne(key)
+	case w == WakeAll:
+		sh.wakeAll(key)
+	}
+}
+
 // dropWaiter removes w from key's queue if it is still there. Caller holds
 // sh.mu.
 func (sh *shard) dropWaiter(key string, w *waiter) {

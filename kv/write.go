@@ -36,6 +36,15 @@ type writeReq struct {
 	// live entry other than guardToken (SetFencedToken).
 	mintFence, holder bool
 	fence             int64
+	// modeLock (rwlock.go): the step, its mode, an exclusive attempt's
+	// claim, and the token (guardToken); then what the decision granted
+	// and whom it wakes. Scalars, not a pointer: install leaks what its
+	// request points to, which would put every lock step on the heap.
+	claim    time.Duration
+	lockOp   lockOp
+	lockMode uint8
+	lockWake uint8
+	granted  bool
 	// modeIncr: what is added to the stored counter, and the sum stored,
 	// whose decimal digits are digits[:ndigits] (value is unused). A slice
 	// of a caller's buffer kept in the request would move that buffer to
@@ -57,6 +66,9 @@ const (
 	// expiry), or delta with a TTL of ttl if there is none: the value is
 	// decided under the lock.
 	modeIncr
+	// modeLock stores, removes or keeps the entry as a read/write lock
+	// decision made under the lock says (rwlock.go), and wakes as it says.
+	modeLock
 )
 
 // prepare builds r's block now, with no lock held, if its value is large
@@ -122,6 +134,15 @@ func (s *Store) install(r *writeReq) (bool, error) {
 			}
 			value = r.digits[:r.ndigits]
 			size = int64(valueOffset(len(r.key))+len(value)) + entryOverhead
+		case modeLock:
+			var err error
+			if ok, err = s.decideLock(sh, i, r, old, oldExpired, &c); err != nil {
+				first.mu.Unlock() // one shard: no guard
+				s.giveBack(&g)
+				return false, err
+			}
+			value = r.value
+			size = int64(valueOffset(len(r.key))+len(value)) + entryOverhead
 		}
 		delta, need := size, size
 		if old != nil {
@@ -156,13 +177,18 @@ func (s *Store) install(r *writeReq) (bool, error) {
 			if r.mintFence {
 				r.fence = s.mint(sh, r.key)
 			}
+			if r.mode == modeLock {
+				sh.wake(r.key, LockWake(r.lockWake))
+			}
 		}
 		switch {
 		case r.mode == modeSetNX && !ok:
 			sh.c.setNXLosses++
 		case r.mode == modeSetNX && reserved:
 			sh.c.setNXWins++
-		case reserved && r.mode != modeIncr:
+		case r.mode == modeLock:
+			sh.countLock(r, !ok || reserved)
+		case reserved && r.mode != modeIncr && r.mode != modeLock:
 			sh.c.sets++
 		}
 		if second != nil {

@@ -184,6 +184,37 @@ func (l *Locker) acquireFenced(key string, token []byte, ttl, budget time.Durati
 	return res, read, fence, err
 }
 
+// LockStore is what AcquireLock needs: one attempt of a read/write lock
+// (backend.Backend.LockAttempt).
+type LockStore interface {
+	LockAttempt(key string, token []byte, mode kv.LockMode, ttl, claim time.Duration) (kv.SetNXOutcome, int64, error)
+}
+
+// AcquireLock is Acquire for a read/write lock: each attempt is
+// ls.LockAttempt of key in mode, and a grant comes with the fence it
+// minted. An exclusive attempt asks for a claim of kv.WriterClaim, cut to
+// what is left of the budget, read from the clock before each attempt (so
+// a claim outlives the call by no more than the moment between that read
+// and the store's step): while the
+// caller waits, its claim refuses new readers and the readers inside
+// leave. The pause between attempts is Waiter.Wait, which a release that
+// frees key (or leaves it to a waiting writer) cuts short. It does not
+// join a store's Line: lock attempts have no form in line.
+func (l *Locker) AcquireLock(ls LockStore, key string, token []byte, mode kv.LockMode, ttl, budget time.Duration) (res Result, fence int64, err error) {
+	clock := l.clock()
+	deadline := clock.Now().Add(budget) // no later than acquire's own
+	res, err = l.acquire(key, budget, false, func(*Line, string, time.Duration) (kv.SetNXOutcome, error) {
+		var claim time.Duration
+		if mode == kv.LockExclusive {
+			claim = max(0, min(kv.WriterClaim, deadline.Sub(clock.Now())))
+		}
+		out, f, err := ls.LockAttempt(key, token, mode, ttl, claim)
+		fence = f
+		return out, err
+	})
+	return res, fence, err
+}
+
 // Line is what a store offers if waiters for a key can line up across
 // every process that shares it, so that a release hands the key to the
 // one that came first (redisstore: a sorted set beside the key). A waiter
@@ -252,14 +283,19 @@ func (l *Locker) AcquireGet(key string, token []byte, ttl, budget time.Duration,
 	return res, read, err
 }
 
+// clock is l.Clock, or SystemClock if it is nil.
+func (l *Locker) clock() Clock {
+	if l.Clock == nil {
+		return SystemClock
+	}
+	return l.Clock
+}
+
 // acquire runs Acquire's loop with attempt as each SetNX: in line as id
 // with a lease, when line is not nil (only if lined, and the store has a
 // Line for key).
 func (l *Locker) acquire(key string, budget time.Duration, lined bool, attempt func(line *Line, id string, lease time.Duration) (kv.SetNXOutcome, error)) (Result, error) {
-	clock, backoff := l.Clock, l.Backoff
-	if clock == nil {
-		clock = SystemClock
-	}
+	clock, backoff := l.clock(), l.Backoff
 	if backoff == (Backoff{}) {
 		backoff = DefaultBackoff
 	}

@@ -339,3 +339,41 @@ func TestAcquireGetFencedBacksOffAndReadsAndFencesWithTheWinningAttempt(t *testi
 	_, _, _, err = (&Locker{Store: st, Clock: clk}).AcquireGetFenced(st, "l", []byte("t"), time.Second, time.Second, "d", dst)
 	assert.Error(t, err, "a store error is not contention")
 }
+
+// lockAttempts is a LockStore that is always refused and records the
+// claim of each attempt.
+type lockAttempts struct {
+	scripted
+	claims []time.Duration
+}
+
+func (s *lockAttempts) LockAttempt(_ string, _ []byte, _ kv.LockMode, _, claim time.Duration) (kv.SetNXOutcome, int64, error) {
+	s.claims = append(s.claims, claim)
+	out, err := s.SetNX("", nil, 0)
+	return out, 0, err
+}
+
+func TestAcquireLockClaimsWithinTheBudget(t *testing.T) {
+	// An exclusive wait of 400 ms: each attempt claims kv.WriterClaim, or
+	// what is left of the budget when that is less, and the attempt at the
+	// end of the budget claims nothing, so no claim outlives the call.
+	clk := &fakeClock{}
+	st := &lockAttempts{scripted: scripted{clock: clk}}
+	l := &Locker{Store: st, Clock: clk}
+	res, fence, err := l.AcquireLock(st, "l", []byte("t"), kv.LockExclusive, time.Second, 400*time.Millisecond)
+	require.NoError(t, err)
+	assert.False(t, res.Acquired)
+	assert.Zero(t, fence)
+	ms := time.Millisecond
+	// Attempts at 0, 10, 30, 70, 150, 250, 350 and 400 ms.
+	assert.Equal(t, []time.Duration{250 * ms, 250 * ms, 250 * ms, 250 * ms, 250 * ms, 150 * ms, 50 * ms, 0}, st.claims)
+
+	// A shared attempt never claims.
+	st = &lockAttempts{scripted: scripted{clock: clk}}
+	_, _, err = l.AcquireLock(st, "l", []byte("t"), kv.LockShared, time.Second, 100*time.Millisecond)
+	require.NoError(t, err)
+	for _, c := range st.claims {
+		assert.Zero(t, c)
+	}
+	assert.NotEmpty(t, st.claims)
+}

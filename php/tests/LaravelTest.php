@@ -71,6 +71,16 @@ final class LaravelTest extends TestCase
         $store->lock($name, 10)->block(0.2);
     }
 
+    public function testBlockWithAnOwnerLongerThanALockTokenStillLocks(): void
+    {
+        $store = new EphpmStore();
+        $name = $this->lockName();
+        $owner = str_repeat('o', 300);             // beyond ephpm_kv_lock's 255 bytes
+        $this->assertTrue($store->lock($name, 10, $owner)->block(1));
+        $this->assertSame($owner, ephpm_kv_get($name));
+        $this->assertTrue($store->restoreLock($name, $owner)->release());
+    }
+
     public function testTouchRefreshAndIsLocked(): void
     {
         $store = new EphpmStore();

@@ -11,6 +11,10 @@
  * members: get_many, set_many. Then the fencing members: fences that only
  * grow, across a release and a flush, a stale fenced write refused, and 8
  * pthreads taking one lock in turn, each grant's fence above the one before.
+ * Then the read/write lock members: readers share, a waiting writer's claim
+ * refuses new readers and the last reader's release lets it in, and 8
+ * pthreads (2 writers) that never overlap, each grant's fence above those
+ * before it.
  *
  * Usage: kv_table_test /path/to/libephpm.so
  */
@@ -725,6 +729,128 @@ static void test_fence_members(void)
     CHECK(fence_bad == 0 && fence_grants == 400, "%d grants, %d out of order or failed", fence_grants, fence_bad);
 }
 
+static int rw_readers, rw_writers, rw_bad, rw_grants;
+static int64_t rw_max_fence, rw_last_writer;
+
+/* One of 8 threads taking "rw:hot" 30 times: threads 0 and 4 write, the
+ * others read. A writer holds it alone, a reader only beside readers, and
+ * each grant's fence exceeds every earlier grant's (a reader's: the
+ * writer's before it). */
+static void *take_rw_lock(void *arg)
+{
+    intptr_t i = (intptr_t)arg;
+    int32_t mode = i % 4 == 0 ? EPHPM_KV_LOCK_EXCLUSIVE : EPHPM_KV_LOCK_SHARED;
+    char tok[32];
+    for (int r = 0; r < 30; r++) {
+        int n = snprintf(tok, sizeof tok, "%ld:%d", (long)i, r);
+        int64_t f = 0;
+        if (ops->lock_acquire(S("rw:hot"), tok, (size_t)n, mode, 60000, 60000, &f) != EPHPM_KV_OK) {
+            __atomic_add_fetch(&rw_bad, 1, __ATOMIC_SEQ_CST);
+            continue;
+        }
+        if (mode == EPHPM_KV_LOCK_EXCLUSIVE) {
+            if (__atomic_add_fetch(&rw_writers, 1, __ATOMIC_SEQ_CST) != 1
+                || __atomic_load_n(&rw_readers, __ATOMIC_SEQ_CST) != 0) {
+                __atomic_add_fetch(&rw_bad, 1, __ATOMIC_SEQ_CST);
+            }
+        } else {
+            __atomic_add_fetch(&rw_readers, 1, __ATOMIC_SEQ_CST);
+            if (__atomic_load_n(&rw_writers, __ATOMIC_SEQ_CST) != 0) {
+                __atomic_add_fetch(&rw_bad, 1, __ATOMIC_SEQ_CST);
+            }
+        }
+        pthread_mutex_lock(&fence_mu);
+        if (mode == EPHPM_KV_LOCK_EXCLUSIVE ? f <= rw_max_fence : f <= rw_last_writer) {
+            rw_bad++;
+        }
+        if (mode == EPHPM_KV_LOCK_EXCLUSIVE) {
+            rw_last_writer = f;
+        }
+        rw_max_fence = f > rw_max_fence ? f : rw_max_fence;
+        rw_grants++;
+        pthread_mutex_unlock(&fence_mu);
+        usleep(200);
+        __atomic_sub_fetch(mode == EPHPM_KV_LOCK_EXCLUSIVE ? &rw_writers : &rw_readers, 1, __ATOMIC_SEQ_CST);
+        if (ops->lock_release(S("rw:hot"), tok, (size_t)n) != EPHPM_KV_OK) {
+            __atomic_add_fetch(&rw_bad, 1, __ATOMIC_SEQ_CST);
+        }
+    }
+    return NULL;
+}
+
+static int rw_waiting_rc;
+static int64_t rw_waiting_fence;
+
+static void *wait_to_write(void *arg)
+{
+    (void)arg;
+    rw_waiting_rc = ops->lock_acquire(S("rw:lock"), S("w"), EPHPM_KV_LOCK_EXCLUSIVE, 60000, 10000, &rw_waiting_fence);
+    return NULL;
+}
+
+static void test_rwlock_members(void)
+{
+    CHECK(EPHPM_KV_OPS_HAS(ops, lock_info), "read/write lock members present (size %u)", ops->struct_size);
+    int32_t mode = -1;
+    int64_t holders = -1, f1 = 0, f2 = 0, f = -1;
+    CHECK(ops->lock_info(S("rw:lock"), &mode, &holders) == EPHPM_KV_MISS && mode == EPHPM_KV_LOCK_EXCLUSIVE
+          && holders == 0, "free: mode %d, %lld holders", mode, (long long)holders);
+    CHECK(ops->lock_info(S("rw:lock"), NULL, &holders) == EPHPM_KV_E_INVALID, "lock_info: NULL mode");
+    CHECK(ops->lock_acquire(S("rw:lock"), S("r1"), EPHPM_KV_LOCK_SHARED, 60000, 0, NULL) == EPHPM_KV_E_INVALID,
+          "lock_acquire: NULL fence");
+    CHECK(ops->lock_acquire(S("rw:lock"), S("r1"), 2, 60000, 0, &f) == EPHPM_KV_E_INVALID && f == 0, "mode 2");
+    CHECK(last_error_says("lock mode 2"), "mode 2: last_error says why");
+    CHECK(ops->lock_acquire(S("rw:lock"), "", 0, EPHPM_KV_LOCK_SHARED, 60000, 0, &f) == EPHPM_KV_E_INVALID,
+          "empty token");
+    CHECK(ops->lock_acquire(S("rw:lock"), S("r1"), EPHPM_KV_LOCK_SHARED, 60000, 0, &f1) == EPHPM_KV_OK && f1 > 0,
+          "reader 1: fence %lld", (long long)f1);
+    CHECK(ops->lock_acquire(S("rw:lock"), S("r1"), EPHPM_KV_LOCK_SHARED, 60000, 0, &f) == EPHPM_KV_E_INVALID,
+          "one token reads once");
+    CHECK(ops->lock_acquire(S("rw:lock"), S("r2"), EPHPM_KV_LOCK_SHARED, 60000, 0, &f2) == EPHPM_KV_OK && f2 > f1,
+          "reader 2 shares: fence %lld", (long long)f2);
+    CHECK(ops->lock_info(S("rw:lock"), &mode, &holders) == EPHPM_KV_OK && mode == EPHPM_KV_LOCK_SHARED
+          && holders == 2, "shared: mode %d, %lld holders", mode, (long long)holders);
+    f = -1;
+    CHECK(ops->lock_acquire(S("rw:lock"), S("w"), EPHPM_KV_LOCK_EXCLUSIVE, 60000, 20, &f) == EPHPM_KV_EXISTS && f == 0,
+          "a writer waits for the readers");
+    CHECK(ops->set_nx(S("rw:lock"), S("x"), 0) == EPHPM_KV_EXISTS, "set_nx sees it held");
+    CHECK(ops->lock_refresh(S("rw:lock"), S("r1"), 30000) == EPHPM_KV_OK, "a reader refreshes its hold");
+    CHECK(ops->lock_refresh(S("rw:lock"), S("nobody"), 30000) == EPHPM_KV_MISS, "refresh by a stranger");
+    CHECK(ops->lock_release(S("rw:lock"), S("nobody")) == EPHPM_KV_MISS, "release by a stranger");
+
+    /* A writer waiting in lock_acquire gets the lock when the last reader
+     * leaves; its claim keeps new readers out meanwhile. */
+    pthread_t th;
+    pthread_create(&th, NULL, wait_to_write, NULL);
+    usleep(50000);
+    CHECK(ops->lock_acquire(S("rw:lock"), S("r3"), EPHPM_KV_LOCK_SHARED, 60000, 0, &f) == EPHPM_KV_EXISTS,
+          "the waiting writer's claim refuses a new reader");
+    CHECK(ops->lock_release(S("rw:lock"), S("r1")) == EPHPM_KV_OK, "reader 1 leaves");
+    CHECK(ops->lock_release(S("rw:lock"), S("r2")) == EPHPM_KV_OK, "reader 2 leaves");
+    pthread_join(th, NULL);
+    CHECK(rw_waiting_rc == EPHPM_KV_OK && rw_waiting_fence > f2, "the writer got it: rc %d, fence %lld",
+          rw_waiting_rc, (long long)rw_waiting_fence);
+    CHECK(ops->lock_info(S("rw:lock"), &mode, &holders) == EPHPM_KV_OK && mode == EPHPM_KV_LOCK_EXCLUSIVE
+          && holders == 1, "exclusive: mode %d, %lld holders", mode, (long long)holders);
+    CHECK(ops->fence(S("rw:lock"), &f) == EPHPM_KV_OK && f == rw_waiting_fence, "fence reads it: %lld", (long long)f);
+    char buf[8];
+    size_t len = 0;
+    CHECK(ops->get(S("rw:lock"), buf, sizeof buf, &len) == EPHPM_KV_OK && len == 1 && buf[0] == 'w',
+          "held exclusively: the token");
+    CHECK(ops->lock_release(S("rw:lock"), S("w")) == EPHPM_KV_OK, "the writer leaves");
+    CHECK(ops->lock_release(S("rw:lock"), S("w")) == EPHPM_KV_MISS, "released once");
+
+    pthread_t ths[8];
+    for (intptr_t i = 0; i < 8; i++) {
+        pthread_create(&ths[i], NULL, take_rw_lock, (void *)i);
+    }
+    for (int i = 0; i < 8; i++) {
+        pthread_join(ths[i], NULL);
+    }
+    CHECK(rw_bad == 0 && rw_grants == 240, "%d grants, %d overlapping, out of order or failed", rw_grants, rw_bad);
+    CHECK(ops->lock_info(S("rw:hot"), &mode, &holders) == EPHPM_KV_MISS, "every hold released");
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -742,6 +868,7 @@ int main(int argc, char **argv)
     test_key_api_members();
     test_batch_members();
     test_fence_members();
+    test_rwlock_members();
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }
