@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -372,4 +373,124 @@ func TestReadersAndWritersNeverOverlapAcrossProcesses(t *testing.T) {
 	assert.Greater(t, maxReaders, int64(1), "readers shared the name")
 	_, n := info(t, s, "rw")
 	assert.Zero(t, n, "every hold released")
+}
+
+func init() { workers["rwcrash"] = rwCrashWorker }
+
+// rwCrashWorker takes the names RW_LOCKS lists in random modes until it is
+// killed, with holds of rwCrashTTL, and checks each hold while it cannot
+// have lapsed: a writer finds its token in the name and LockInfo says
+// exclusive, a reader finds its hold in the reader record. It prints
+// "grant" per grant and "bad ..." for a breach.
+func rwCrashWorker() {
+	s, err := Open(os.Getenv("SHM_NAME"), Options{})
+	if err != nil {
+		fmt.Println("bad open:", err)
+		return
+	}
+	locks := strings.Split(os.Getenv("RW_LOCKS"), ",")
+	fmt.Println("ready")
+	dst := make([]byte, 64<<10)
+	for {
+		lock := locks[rand.IntN(len(locks))]
+		mode := kv.LockMode(rand.IntN(2))
+		token, _, err := acquireLock(s, lock, mode, rwCrashTTL, 10*time.Second)
+		granted := time.Now()
+		if err != nil || token == nil {
+			fmt.Printf("bad %s in mode %d not granted in 10 s: %v\n", lock, mode, err)
+			continue
+		}
+		fmt.Println("grant")
+		m, holders, err := s.LockInfo(lock)
+		n, found, gerr := s.GetInto(lock, dst)
+		v := dst[:min(n, len(dst))]
+		held := false
+		if found && mode == kv.LockExclusive {
+			held = string(v) == string(token)
+		} else if r, perr := kv.ParseReaderRecord(v); found && perr == nil {
+			for _, h := range r.Holds {
+				held = held || string(h.Token) == string(token)
+			}
+		}
+		if time.Since(granted) < rwCrashTTL/2 {
+			if err != nil || gerr != nil || m != mode || holders < 1 || !held {
+				fmt.Printf("bad %s held in mode %d: lock_info %d %d %v, my hold found %v (%v)\n", lock, mode, m, holders, err, held, gerr)
+			}
+		}
+		ok, err := s.LockRelease(lock, token)
+		if err != nil || !ok && time.Since(granted) < rwCrashTTL {
+			fmt.Printf("bad release of my hold of %s: %v %v\n", lock, ok, err)
+		}
+	}
+}
+
+const rwCrashTTL = 500 * time.Millisecond
+
+// Processes taking read/write locks are SIGKILLed at random moments, in
+// lock steps among others: the shards stay whole, every hold checks out,
+// every wait ends in a grant within its budget (a dead holder's hold lapses
+// by its TTL), and the names are free to take once the TTL has passed.
+func TestReadWriteLocksSurviveKilledProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	s := openTest(t, kv.MemoryConfig{Limit: 1 << 20})
+	locks := []string{"rw:a", "rw:b"}
+	var mu sync.Mutex
+	var bads []string
+	grants := 0
+	start := func() (*worker, chan struct{}) {
+		w := startWorker(t, "rwcrash", []string{"SHM_NAME=" + testName(t), "RW_LOCKS=" + strings.Join(locks, ",")})
+		ready := make(chan struct{})
+		go func() {
+			for l := range w.lines {
+				mu.Lock()
+				switch l {
+				case "ready":
+					close(ready)
+				case "grant":
+					grants++
+				default:
+					bads = append(bads, l)
+				}
+				mu.Unlock()
+			}
+		}()
+		return w, ready
+	}
+	const procs, kills = 4, 300
+	ws := make([]*worker, procs)
+	readies := make([]chan struct{}, procs)
+	for i := range ws {
+		ws[i], readies[i] = start()
+	}
+	for k := 0; k < kills; k++ {
+		i := k % procs
+		<-readies[i]
+		time.Sleep(time.Duration(rand.IntN(5000)) * time.Microsecond)
+		ws[i].cmd.Process.Signal(syscall.SIGKILL)
+		ws[i].cmd.Wait()
+		ws[i], readies[i] = start()
+		if k%100 == 99 {
+			require.NoError(t, s.Check(), "integrity after %d kills", k+1)
+		}
+	}
+	for i := range ws {
+		<-readies[i]
+		ws[i].cmd.Process.Signal(syscall.SIGKILL)
+		ws[i].cmd.Wait()
+	}
+	killed := time.Now()
+	require.NoError(t, s.Check())
+	for _, lock := range locks {
+		token, _, err := acquireLock(s, lock, kv.LockExclusive, time.Minute, 5*time.Second)
+		require.NoError(t, err)
+		require.NotNil(t, token, "%s is free once the dead holders' TTL passed", lock)
+	}
+	assert.Less(t, time.Since(killed), rwCrashTTL+time.Second, "no dead holder blocks past its TTL")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Empty(t, bads)
+	assert.Positive(t, grants)
+	t.Logf("%d kills, %d grants, %d recoveries", kills, grants, s.Recoveries())
 }
