@@ -440,46 +440,23 @@ func TestReadWriteLocksSurviveKilledProcesses(t *testing.T) {
 	var bads []string
 	grants := 0
 	start := func() (*worker, chan struct{}) {
-		w := startWorker(t, "rwcrash", []string{"SHM_NAME=" + testName(t), "RW_LOCKS=" + strings.Join(locks, ",")})
-		ready := make(chan struct{})
-		go func() {
-			for l := range w.lines {
+		return startReporting(t, "rwcrash", []string{"SHM_NAME=" + testName(t), "RW_LOCKS=" + strings.Join(locks, ",")},
+			func(l string) {
 				mu.Lock()
-				switch l {
-				case "ready":
-					close(ready)
-				case "grant":
+				if l == "grant" {
 					grants++
-				default:
+				} else {
 					bads = append(bads, l)
 				}
 				mu.Unlock()
-			}
-		}()
-		return w, ready
+			})
 	}
 	const procs, kills = 4, 300
-	ws := make([]*worker, procs)
-	readies := make([]chan struct{}, procs)
-	for i := range ws {
-		ws[i], readies[i] = start()
-	}
-	for k := 0; k < kills; k++ {
-		i := k % procs
-		<-readies[i]
-		time.Sleep(time.Duration(rand.IntN(5000)) * time.Microsecond)
-		ws[i].cmd.Process.Signal(syscall.SIGKILL)
-		ws[i].cmd.Wait()
-		ws[i], readies[i] = start()
-		if k%100 == 99 {
-			require.NoError(t, s.Check(), "integrity after %d kills", k+1)
+	killAtRandom(procs, kills, 5*time.Millisecond, start, func(k int) {
+		if k%100 == 0 {
+			require.NoError(t, s.Check(), "integrity after %d kills", k)
 		}
-	}
-	for i := range ws {
-		<-readies[i]
-		ws[i].cmd.Process.Signal(syscall.SIGKILL)
-		ws[i].cmd.Wait()
-	}
+	})
 	killed := time.Now()
 	require.NoError(t, s.Check())
 	for _, lock := range locks {
