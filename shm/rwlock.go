@@ -25,12 +25,22 @@ import (
 	"github.com/ephpm/ephpm/kv"
 )
 
-// checkLockCall rejects a lock call's bad name or token.
-func checkLockCall(key string, token []byte) error {
+// checkLockAttempt rejects LockAttempt's bad arguments: a key, a token a
+// read hold can keep, a mode, and TTLs.
+func checkLockAttempt(key string, token []byte, mode kv.LockMode, ttl, claim time.Duration) error {
 	if err := kv.CheckKey(key); err != nil {
 		return err
 	}
-	return kv.CheckLockToken(token)
+	if err := kv.CheckLockToken(token); err != nil {
+		return err
+	}
+	if mode != kv.LockExclusive && mode != kv.LockShared {
+		return fmt.Errorf("%w: lock mode %d is neither exclusive (0) nor shared (1)", kv.ErrInvalidArgument, int(mode))
+	}
+	if err := kv.CheckTTL(ttl); err != nil {
+		return err
+	}
+	return kv.CheckTTL(claim)
 }
 
 // deadlineAt is when something with ttl lapses if set at t: 0 (never) for
@@ -49,16 +59,7 @@ func deadlineAt(t int64, ttl time.Duration) int64 {
 // claim refuses new readers (0: it leaves none). fence is 0 unless out is
 // kv.Inserted.
 func (s *Store) LockAttempt(key string, token []byte, mode kv.LockMode, ttl, claim time.Duration) (kv.SetNXOutcome, int64, error) {
-	if err := checkLockCall(key, token); err != nil {
-		return 0, 0, err
-	}
-	if err := kv.CheckTTL(ttl); err != nil {
-		return 0, 0, err
-	}
-	if mode != kv.LockExclusive && mode != kv.LockShared {
-		return 0, 0, fmt.Errorf("%w: lock mode %d is neither exclusive (0) nor shared (1)", kv.ErrInvalidArgument, mode)
-	}
-	if err := kv.CheckTTL(claim); err != nil {
+	if err := checkLockAttempt(key, token, mode, ttl, claim); err != nil {
 		return 0, 0, err
 	}
 	ft, err := s.fences()
@@ -82,9 +83,9 @@ func (s *Store) LockAttempt(key string, token []byte, mode kv.LockMode, ttl, cla
 }
 
 // LockRelease removes token's hold of key (kv.DecideRelease) and reports
-// whether token held it.
+// whether token held it. Any value set_nx may have stored is a token here.
 func (s *Store) LockRelease(key string, token []byte) (bool, error) {
-	if err := checkLockCall(key, token); err != nil {
+	if err := kv.CheckWrite(key, token, 0); err != nil {
 		return false, err
 	}
 	d, _, err := s.lockStep(key, nil, func(old []byte, live bool, t int64) (kv.LockDecision, error) {
@@ -96,10 +97,7 @@ func (s *Store) LockRelease(key string, token []byte) (bool, error) {
 // LockRefresh makes token's hold of key lapse ttl from now (0: never)
 // (kv.DecideRefresh) and reports whether token held it.
 func (s *Store) LockRefresh(key string, token []byte, ttl time.Duration) (bool, error) {
-	if err := checkLockCall(key, token); err != nil {
-		return false, err
-	}
-	if err := kv.CheckTTL(ttl); err != nil {
+	if err := kv.CheckWrite(key, token, ttl); err != nil {
 		return false, err
 	}
 	d, _, err := s.lockStep(key, nil, func(old []byte, live bool, t int64) (kv.LockDecision, error) {

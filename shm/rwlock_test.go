@@ -129,6 +129,7 @@ func TestLockCallsOnOtherEntries(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, ok, "wrong token: MISS")
 	assert.False(t, release(t, s, "free", "reader"), "a free name: MISS")
+	assert.False(t, release(t, s, "r", ""), "an empty token holds nothing: MISS")
 	ok, err = s.LockRefresh("free", []byte("reader"), time.Minute)
 	require.NoError(t, err)
 	assert.False(t, ok)
@@ -251,7 +252,7 @@ func TestBadLockCallsChangeNothing(t *testing.T) {
 		func() error { _, _, err := s.LockAttempt("rw", []byte("t"), kv.LockExclusive, 0, -1); return err },
 		func() error { _, _, err := s.LockAttempt("", []byte("t"), kv.LockShared, 0, 0); return err },
 		func() error { _, _, err := s.LockAttempt("rw", []byte("reader"), kv.LockShared, 0, 0); return err },
-		func() error { _, err := s.LockRelease("rw", nil); return err },
+		func() error { _, err := s.LockRelease("", []byte("reader")); return err },
 		func() error { _, err := s.LockRefresh("rw", []byte("reader"), -1); return err },
 		func() error { _, _, err := s.LockInfo(""); return err },
 	}
