@@ -471,3 +471,86 @@ func TestReadWriteLocksSurviveKilledProcesses(t *testing.T) {
 	assert.Positive(t, grants)
 	t.Logf("%d kills, %d grants, %d recoveries", kills, grants, s.Recoveries())
 }
+
+func init() {
+	// rwstream takes "rw" for reading again and again, holding it 2 ms
+	// each time, and counts its grants in the segment ("reads") until its
+	// standard input ends.
+	workers["rwstream"] = func() {
+		s, err := Open(os.Getenv("SHM_NAME"), Options{})
+		if err != nil {
+			fmt.Println("bad open:", err)
+			return
+		}
+		var stop sync.WaitGroup
+		stop.Add(1)
+		go func() { io.Copy(io.Discard, os.Stdin); stop.Done() }()
+		done := make(chan struct{})
+		go func() { stop.Wait(); close(done) }()
+		fmt.Println("ready")
+		for {
+			select {
+			case <-done:
+				fmt.Println("done")
+				return
+			default:
+			}
+			token, _, err := acquireLock(s, "rw", kv.LockShared, 10*time.Second, 10*time.Second)
+			if err != nil || token == nil {
+				fmt.Println("bad reader not granted in 10 s:", err)
+				continue
+			}
+			s.IncrBy("reads", 1, 0)
+			time.Sleep(2 * time.Millisecond) // the hold's work
+			if ok, err := s.LockRelease("rw", token); !ok || err != nil {
+				fmt.Println("bad release:", ok, err)
+			}
+		}
+	}
+}
+
+// A stream of reader processes whose holds overlap all the time does not
+// starve a writer: each of its acquisitions gets in (the claim refuses new
+// readers and the ones inside leave), while the readers go on reading
+// between them.
+func TestAStreamOfReadersDoesNotStarveAWriter(t *testing.T) {
+	const readers, writes = 4, 20
+	s := openTest(t, kv.MemoryConfig{Limit: 1 << 20})
+	var ws []*worker
+	for i := 0; i < readers; i++ {
+		w := startWorkerIn(t, "rwstream", []string{"SHM_NAME=" + testName(t)})
+		w.expect(t, "ready")
+		ws = append(ws, w)
+	}
+	reads := func() int64 {
+		n, _ := readInt(t, s, "reads")
+		return n
+	}
+	require.Eventually(t, func() bool { _, n := info(t, s, "rw"); return n >= 2 }, 5*time.Second, time.Millisecond,
+		"the readers' holds overlap")
+	var waited []time.Duration
+	for i := 0; i < writes; i++ {
+		before := reads()
+		start := time.Now()
+		token, _, err := acquireLock(s, "rw", kv.LockExclusive, time.Minute, 3*time.Second)
+		require.NoError(t, err)
+		require.NotNil(t, token, "write %d: the writer got in within 3 s", i)
+		waited = append(waited, time.Since(start))
+		mode, n := info(t, s, "rw")
+		require.Equal(t, kv.LockExclusive, mode)
+		require.Equal(t, 1, n)
+		require.True(t, release(t, s, "rw", string(token)))
+		require.Eventually(t, func() bool { return reads() > before+int64(readers) }, 5*time.Second, time.Millisecond,
+			"write %d: the readers go on between writes", i)
+	}
+	for _, w := range ws {
+		w.stdin.Close()
+	}
+	for _, w := range ws {
+		for l := range w.lines {
+			assert.Equal(t, "done", l)
+		}
+		require.NoError(t, w.cmd.Wait())
+	}
+	t.Logf("%d reads; the writer's waits: %v", reads(), waited)
+}
