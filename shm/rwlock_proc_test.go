@@ -124,8 +124,10 @@ func (w rwWorker) woke(t *testing.T) (bool, time.Duration) {
 
 // A writer waiting for readers (Wait for 5 s, the key held all along by
 // its own claim of 10 s) is woken by the last reader's release, and only
-// by that one: the wait returns true at once with the key still holding
-// the claim, long before its pause would have ended.
+// by that one: the release marks its wait slot woken in its own step, and
+// the wait returns with the key still holding the claim, long before its
+// pause would have ended. The latency from the release to the answer is
+// logged (timing is the benchmarks' and measurements.md's, not asserted).
 func TestTheLastReaderWakesAWaitingWriter(t *testing.T) {
 	s := openTest(t, kv.MemoryConfig{Limit: 1 << 20})
 	sh, _, _ := s.locate("rw")
@@ -153,8 +155,9 @@ func TestTheLastReaderWakesAWaitingWriter(t *testing.T) {
 		held, err := s.Exists("rw")
 		require.NoError(t, err)
 		assert.True(t, held, "the writer's claim still holds the key")
-		assert.Less(t, took, time.Second, "round %d: woken, not timed out (5 s)", round)
-		assert.Less(t, latency, maxWaitSleep/5, "round %d: woken by the release, well within a backoff step", round)
+		// The claim keeps the key live past the wait's 5 s, so a re-check
+		// never ends it: only a wake returns it early.
+		assert.Less(t, took, 2500*time.Millisecond, "round %d: woken, not timed out (5 s)", round)
 
 		w.send("try 0 writer 60000 10000")
 		w.expect(t, "granted ")

@@ -154,21 +154,23 @@ func TestLapsedHoldsAndClaimsCountAsAbsent(t *testing.T) {
 	ok, _ = attempt(t, s, "rw", "short", kv.LockShared, time.Minute, 0)
 	assert.True(t, ok, "its token may read again")
 
-	// A claim lapses too: readers are let in again.
-	ok, _ = attempt(t, s, "rw", "writer", kv.LockExclusive, time.Minute, 5*time.Millisecond)
+	// A claim lapses too: readers are let in again. (Long enough for the
+	// next call to find it on a loaded machine.)
+	const brief = 200 * time.Millisecond
+	ok, _ = attempt(t, s, "rw", "writer", kv.LockExclusive, time.Minute, brief)
 	require.False(t, ok)
 	ok, _ = attempt(t, s, "rw", "third", kv.LockShared, time.Minute, 0)
 	require.False(t, ok, "claimed")
-	time.Sleep(10 * time.Millisecond)
+	time.Sleep(brief + 10*time.Millisecond)
 	ok, _ = attempt(t, s, "rw", "third", kv.LockShared, time.Minute, 0)
 	assert.True(t, ok, "the claim lapsed")
 
 	// Only lapsed holds left: a writer is granted.
-	ok, _ = attempt(t, s, "w", "reader", kv.LockShared, 5*time.Millisecond, 0)
+	ok, _ = attempt(t, s, "w", "reader", kv.LockShared, brief, 0)
 	require.True(t, ok)
 	ok, _ = attempt(t, s, "w", "writer", kv.LockExclusive, 0, 0)
 	require.False(t, ok)
-	time.Sleep(10 * time.Millisecond)
+	time.Sleep(brief + 10*time.Millisecond)
 	ok, _ = attempt(t, s, "w", "writer", kv.LockExclusive, 0, 0)
 	assert.True(t, ok)
 	ttl, found, err := s.PTTL("w")
