@@ -114,9 +114,8 @@ func init() { workers["fencecrash"] = fenceCrashWorker }
 // lock (a fenced write, which must be accepted), and that its previous
 // fence of the lock is refused.
 func fenceCrashWorker() {
-	s, err := Open(os.Getenv("SHM_NAME"), Options{})
-	if err != nil {
-		fmt.Println("bad open:", err)
+	s := workerStore()
+	if s == nil {
 		return
 	}
 	locks := strings.Split(os.Getenv("FENCE_LOCKS"), ",")

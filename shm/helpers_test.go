@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"regexp"
@@ -96,4 +97,15 @@ func killAtRandom(procs, kills int, maxDelay time.Duration, start func() (*worke
 		ws[i].cmd.Process.Signal(syscall.SIGKILL)
 		ws[i].cmd.Wait()
 	}
+}
+
+// workerStore opens the segment SHM_NAME in a worker process; if it
+// cannot, it prints "bad open: ERR" and returns nil.
+func workerStore() *Store {
+	s, err := Open(os.Getenv("SHM_NAME"), Options{})
+	if err != nil {
+		fmt.Println("bad open:", err)
+		return nil
+	}
+	return s
 }

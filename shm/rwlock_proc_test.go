@@ -56,9 +56,8 @@ func init() {
 	//	wait MS                         -> woke FREE NS
 	//	release TOKEN                   -> released BOOL
 	workers["rw"] = func() {
-		s, err := Open(os.Getenv("SHM_NAME"), Options{})
-		if err != nil {
-			fmt.Println("error", err)
+		s := workerStore()
+		if s == nil {
 			return
 		}
 		defer s.Close()
@@ -255,9 +254,8 @@ func init() { workers["rwload"] = rwLoadWorker }
 // LockInfo. It prints "fence F" per grant, "bad ..." for a breach, and
 // "done MAXREADERS" (the most readers it saw inside with it).
 func rwLoadWorker() {
-	s, err := Open(os.Getenv("SHM_NAME"), Options{})
-	if err != nil {
-		fmt.Println("bad open:", err)
+	s := workerStore()
+	if s == nil {
 		return
 	}
 	defer s.Close()
@@ -386,9 +384,8 @@ func init() { workers["rwcrash"] = rwCrashWorker }
 // exclusive, a reader finds its hold in the reader record. It prints
 // "grant" per grant and "bad ..." for a breach.
 func rwCrashWorker() {
-	s, err := Open(os.Getenv("SHM_NAME"), Options{})
-	if err != nil {
-		fmt.Println("bad open:", err)
+	s := workerStore()
+	if s == nil {
 		return
 	}
 	locks := strings.Split(os.Getenv("RW_LOCKS"), ",")
@@ -480,9 +477,8 @@ func init() {
 	// each time, and counts its grants in the segment ("reads") until its
 	// standard input ends.
 	workers["rwstream"] = func() {
-		s, err := Open(os.Getenv("SHM_NAME"), Options{})
-		if err != nil {
-			fmt.Println("bad open:", err)
+		s := workerStore()
+		if s == nil {
 			return
 		}
 		var stop sync.WaitGroup
