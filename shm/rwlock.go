@@ -132,7 +132,9 @@ func (s *Store) LockInfo(key string) (kv.LockMode, int, error) {
 }
 
 // lockStep applies decide's decision on key's entry in one step under the
-// shard's lock and returns it; with ft, a grant mints its fence there. A
+// shard's lock and returns it. ft is an attempt's (nil for the other
+// steps): a grant mints its fence there, and the attempt counts in the
+// stats as a set_nx win or loss, as kv's do. A
 // store that does not fit makes room with no lock held (makeRoom) and
 // decides again on what the entry is then; if it cannot, the call fails
 // with kv.ErrNoMemory and nothing changed.
@@ -180,8 +182,12 @@ func (s *Store) lockStep(key string, ft *fenceTable, decide func(old []byte, liv
 			if gone && d.Write != kv.LockKeep {
 				sh.count(cExpirations)
 			}
-			if ft != nil && d.Granted {
+			switch {
+			case ft != nil && d.Granted:
 				fence = ft.mint(h)
+				sh.count(cSetNXWins)
+			case ft != nil:
+				sh.count(cSetNXLosses)
 			}
 			if atomic.LoadUint32(sh.u32(sWaiters)) != 0 {
 				switch {

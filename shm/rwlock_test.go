@@ -103,6 +103,19 @@ func TestReadersShareAndAWriterGetsInAfterTheLast(t *testing.T) {
 	}
 }
 
+func TestLockAttemptsCountAsSetNXWinsAndLosses(t *testing.T) {
+	s := openTest(t, kv.MemoryConfig{Limit: 8 << 20})
+	attempt(t, s, "rw", "a", kv.LockShared, time.Minute, 0)
+	attempt(t, s, "rw", "b", kv.LockShared, time.Minute, 0)
+	attempt(t, s, "rw", "w", kv.LockExclusive, time.Minute, kv.WriterClaim)
+	release(t, s, "rw", "a")
+	st, err := s.Stats()
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), st.SetNXWins)
+	assert.Equal(t, uint64(1), st.SetNXLosses)
+	assert.Zero(t, st.Sets, "a lock step is no set")
+}
+
 func TestLockCallsOnOtherEntries(t *testing.T) {
 	s := openTest(t, kv.MemoryConfig{Limit: 8 << 20})
 	// set_nx's lock and lock_acquire's exclusive hold are the same entry.
