@@ -85,3 +85,34 @@ func BenchmarkChurn90(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkReadLockPair is lock_acquire (shared) + lock_release on a free
+// name: a reader record written and removed, a fence minted.
+func BenchmarkReadLockPair(b *testing.B) { benchReadLockPair(b, false) }
+
+// BenchmarkReadLockPairShared is BenchmarkReadLockPair while another
+// reader holds the name: each step rewrites a record of two holds.
+func BenchmarkReadLockPairShared(b *testing.B) { benchReadLockPair(b, true) }
+
+func benchReadLockPair(b *testing.B, beside bool) {
+	s := benchStore(b)
+	if beside {
+		s.LockAttempt("lock", []byte("the other reader"), kv.LockShared, 0, 0)
+	}
+	tok := []byte("0123456789abcdef")
+	for b.Loop() {
+		s.LockAttempt("lock", tok, kv.LockShared, 30*time.Second, 0)
+		s.LockRelease("lock", tok)
+	}
+}
+
+// BenchmarkWriteLockPair is lock_acquire (exclusive) + lock_release, to
+// set against BenchmarkLockPair (set_nx + del_if_eq).
+func BenchmarkWriteLockPair(b *testing.B) {
+	s := benchStore(b)
+	tok := []byte("0123456789abcdef")
+	for b.Loop() {
+		s.LockAttempt("lock", tok, kv.LockExclusive, 30*time.Second, kv.WriterClaim)
+		s.LockRelease("lock", tok)
+	}
+}

@@ -229,6 +229,38 @@ func crashWorker() {
 			if err == nil {
 				err = rerr
 			}
+		case 11:
+			lock := fmt.Sprintf("rw:%d", rand.IntN(crashRWLocks))
+			mode := kv.LockMode(rand.IntN(2))
+			claim := time.Duration(0)
+			if mode == kv.LockExclusive {
+				claim = kv.WriterClaim
+			}
+			tok := []byte(fmt.Sprintf("%s:%d", token, rand.Uint64()))
+			var out kv.SetNXOutcome
+			timed(func() { out, _, err = s.LockAttempt(lock, tok, mode, time.Second, claim) })
+			if err != nil || out != kv.Inserted {
+				break
+			}
+			var m kv.LockMode
+			var n int
+			timed(func() { m, n, err = s.LockInfo(lock) })
+			if err == nil && (m != mode || n < 1 || mode == kv.LockExclusive && n != 1) {
+				bad("lock_info of %s held in mode %d: %d %d", lock, mode, m, n)
+			}
+			var ok bool
+			if err == nil && rand.IntN(2) == 0 {
+				timed(func() { ok, err = s.LockRefresh(lock, tok, time.Second) })
+				if err == nil && !ok {
+					bad("lock_refresh of my own hold of %s refused", lock)
+				}
+			}
+			if err == nil {
+				timed(func() { ok, err = s.LockRelease(lock, tok) })
+				if err == nil && !ok {
+					bad("lock_release of my own hold of %s refused", lock)
+				}
+			}
 		}
 		if err != nil && !strings.Contains(err.Error(), kv.ErrNoMemory.Error()) {
 			bad("%v", err)
@@ -245,7 +277,11 @@ func crashWorker() {
 }
 
 var crashOps = [...]string{"set", "set", "get", "get", "incr", "lock+set_guarded+expire_if_eq+del_if_eq",
-	"del_if_eq", "expire", "del", "set_nx", "session lock+get+set_guarded+get+del_if_eq"}
+	"del_if_eq", "expire", "del", "set_nx", "session lock+get+set_guarded+get+del_if_eq",
+	"lock_acquire+lock_info+lock_refresh+lock_release"}
+
+// crashRWLocks is how many read/write lock names the crash workers share.
+const crashRWLocks = 4
 
 // noiseWorker measures the machine's scheduling noise while the crash test
 // runs: how late a 1 ms sleep wakes, printed as "max NS" whenever the
@@ -409,6 +445,22 @@ func TestCrashRecovery(t *testing.T) {
 	noiseProbe.cmd.Wait()
 	<-noiseDone
 	require.NoError(t, s.Check(), "integrity at the end")
+	// Each read/write lock name holds a whole reader record, a token, or
+	// nothing.
+	for i := 0; i < crashRWLocks; i++ {
+		dst := make([]byte, 64<<10)
+		n, found, err := s.GetInto(fmt.Sprint("rw:", i), dst)
+		require.NoError(t, err)
+		if v := dst[:n]; found && kv.IsReaderRecord(v) {
+			_, err := kv.ParseReaderRecord(v)
+			assert.NoError(t, err, "rw:%d", i)
+		} else if found {
+			assert.Len(t, strings.Split(string(v), ":"), 3, "rw:%d holds a token: %q", i, v)
+		}
+		mode, holders, err := s.LockInfo(fmt.Sprint("rw:", i))
+		require.NoError(t, err)
+		t.Logf("rw:%d left held by the killed workers: mode %d, %d holders", i, mode, holders)
+	}
 
 	mu.Lock()
 	defer mu.Unlock()

@@ -983,7 +983,7 @@ func (s *Store) Flush() error {
 			}
 		}
 		sh.compact()
-		s.wakeAll(sh)
+		s.wakeAll(sh, 0, true)
 		s.unlock(sh)
 	}
 	return nil
