@@ -34,7 +34,23 @@ import (
 // and a SetFenced whose key is in another slot than its lock, is refused
 // with kv.ErrInvalidArgument saying so, having changed nothing.
 
-var setNXFencedScript = newScript(`
+// mintFenceLua mints a grant's fence in fence key fk, kept for keep ms
+// ('0': for ever), and returns it: every script that grants a lock mints
+// with it, so a name's grants of every kind share one sequence.
+const mintFenceLua = `
+local function mint_fence(fk, keep)
+  local t = redis.call('time')
+  local n = math.max((tonumber(redis.call('get', fk)) or 0) + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
+  if keep == '0' then
+    redis.call('set', fk, string.format('%.0f', n))
+  else
+    redis.call('set', fk, string.format('%.0f', n), 'PX', keep)
+  end
+  return n
+end
+`
+
+var setNXFencedScript = newScript(mintFenceLua + `
 local ok
 if ARGV[2] == '0' then
   ok = redis.call('set', KEYS[1], ARGV[1], 'NX')
@@ -42,19 +58,22 @@ else
   ok = redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX')
 end
 if not ok then return 0 end
-local t = redis.call('time')
-local n = math.max((tonumber(redis.call('get', KEYS[2])) or 0) + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
-if ARGV[2] == '0' then
-  redis.call('set', KEYS[2], string.format('%.0f', n))
-else
-  redis.call('set', KEYS[2], string.format('%.0f', n), 'PX', ARGV[3])
-end
-return n`)
+return mint_fence(KEYS[2], ARGV[3])`)
 
 // fenceKeep is how long a fence key outlives its lock's TTL: a holder that
 // writes later than that is refused as if the lock had been granted again,
 // and the key is gone.
 const fenceKeep = 24 * time.Hour
+
+// fenceKeepMs is how long, in ms as the scripts take it, the fence key of
+// a grant with ttl is kept: fenceKeep past the TTL, or for ever ("0") for
+// a grant without one.
+func fenceKeepMs(ttl time.Duration) int64 {
+	if ttl == 0 {
+		return 0
+	}
+	return ms(ttl + fenceKeep)
+}
 
 // fenceKey is where the latest fence of the lock at Redis key rk lives.
 func fenceKey(rk string) string {
@@ -117,7 +136,7 @@ func (s *Store) SetNXFenced(key string, value []byte, ttl time.Duration) (kv.Set
 		return 0, 0, err
 	}
 	defer s.near.forget(key)
-	n, err := s.run(setNXFencedScript, []string{rk, fk}, value, ms(ttl), ms(ttl+fenceKeep))
+	n, err := s.run(setNXFencedScript, []string{rk, fk}, value, ms(ttl), fenceKeepMs(ttl))
 	if err != nil {
 		return 0, 0, err
 	}
