@@ -37,9 +37,16 @@ import (
 // that the writer wakes wherever it waits.
 
 // rwLua is the record's codec and the steps the scripts share. now is the
-// server's clock in ms.
+// server's clock in ms. A script's cost is linear in the record's holds, so
+// the codec does the least per hold: parse reads each hold's length and
+// deadline (one string.byte each), drops lapsed holds as it reads and
+// remembers where each kept hold's bytes are, without copying its token;
+// find looks for a token with a plain string.find and keeps a match only
+// where a kept hold begins; store_record copies runs of unchanged holds
+// whole and encodes only the new or changed ones.
 const rwLua = `
 local MAGIC = '\0ephpm-readers\1'
+local HEAD = #MAGIC + 8
 local function now_ms()
   local t = redis.call('time')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -49,48 +56,82 @@ local function u64(n)
   for i = 1, 8 do b[i] = n % 256; n = math.floor(n / 256) end
   return string.char(b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8])
 end
-local function get_u64(s, p)
-  local n = 0
-  for i = p + 7, p, -1 do n = n * 256 + string.byte(s, i) end
-  return n
+local function u64at(s, p)
+  local a, b, c, d, e, f, g, h = string.byte(s, p, p + 7)
+  return ((((((h * 256 + g) * 256 + f) * 256 + e) * 256 + d) * 256 + c) * 256 + b) * 256 + a
 end
--- parse: the record v holds, or nil if v is not one (a plain entry: held
--- exclusively, or a record that does not decode, which counts as held).
-local function parse(v)
-  if #v < #MAGIC + 8 or string.sub(v, 1, #MAGIC) ~= MAGIC then return nil end
-  local r = {claim = get_u64(v, #MAGIC + 1), toks = {}, dls = {}}
-  local p = #MAGIC + 9
-  while p <= #v do
+local function lapsed(d, now) return d ~= 0 and d <= now end
+-- free is the record of a name with no entry.
+local function free() return {v = '', claim = 0, toks = {}, dls = {}, at = {}} end
+-- parse: the record v holds without its lapsed holds and claim, or nil if
+-- v is not one (a plain entry: held exclusively; or a record that does not
+-- decode, which counts as held). Hold i has deadline dls[i] and begins at
+-- at[i] in v, in ascending order; a hold to encode anew has at[i] false
+-- and its token in toks[i].
+local function parse(v, now)
+  if #v < HEAD or string.sub(v, 1, #MAGIC) ~= MAGIC then return nil end
+  local r = {v = v, claim = u64at(v, #MAGIC + 1), toks = {}, dls = {}, at = {}}
+  if lapsed(r.claim, now) then r.claim = 0 end
+  local p, len, k = HEAD + 1, #v, 0
+  while p <= len do
     local n = string.byte(v, p)
-    if n == 0 or p + n + 8 > #v then return nil end
-    r.toks[#r.toks + 1] = string.sub(v, p + 1, p + n)
-    r.dls[#r.dls + 1] = get_u64(v, p + n + 1)
+    if n == 0 or p + n + 8 > len then return nil end
+    local d = u64at(v, p + n + 1)
+    if not lapsed(d, now) then
+      k = k + 1
+      r.dls[k] = d; r.at[k] = p
+    end
     p = p + n + 9
   end
   return r
 end
-local function lapsed(d, now) return d ~= 0 and d <= now end
--- prune drops the lapsed holds and claim.
-local function prune(r, now)
-  if lapsed(r.claim, now) then r.claim = 0 end
-  local toks, dls = {}, {}
-  for i = 1, #r.toks do
-    if not lapsed(r.dls[i], now) then toks[#toks + 1] = r.toks[i]; dls[#dls + 1] = r.dls[i] end
-  end
-  r.toks, r.dls = toks, dls
-end
+-- find: the index of tok's hold in a record as parse left it, or nil.
 local function find(r, tok)
-  for i = 1, #r.toks do if r.toks[i] == tok then return i end end
+  if #tok == 0 or #tok > 255 then return nil end
+  local pat = string.char(#tok) .. tok
+  local c = string.find(r.v, pat, HEAD + 1, true)
+  while c do
+    local lo, hi = 1, #r.at
+    while lo <= hi do
+      local mid = math.floor((lo + hi) / 2)
+      local a = r.at[mid]
+      if a == c then return mid elseif a < c then lo = mid + 1 else hi = mid - 1 end
+    end
+    c = string.find(r.v, pat, c + 1, true)
+  end
   return nil
+end
+-- remove drops hold i of a record as parse left it.
+local function remove(r, i)
+  table.remove(r.dls, i); table.remove(r.at, i)
+end
+-- add appends a hold of tok with deadline d.
+local function add(r, tok, d)
+  local i = #r.dls + 1
+  r.dls[i] = d; r.at[i] = false; r.toks[i] = tok
 end
 -- store_record sets key k to r, expiring at r's latest deadline (none if
 -- a hold has none): the entry outlives each of its holds and its claim.
 local function store_record(k, r, now)
   local out, at, forever = {MAGIC, u64(r.claim)}, r.claim, false
-  for i = 1, #r.toks do
-    out[#out + 1] = string.char(#r.toks[i]) .. r.toks[i] .. u64(r.dls[i])
-    if r.dls[i] == 0 then forever = true else at = math.max(at, r.dls[i]) end
+  local from, to -- the run of r.v's bytes being copied
+  for i = 1, #r.dls do
+    local d, p, last = r.dls[i], r.at[i], 0
+    if d == 0 then forever = true elseif d > at then at = d end
+    if p then last = p + string.byte(r.v, p) + 8 end
+    if p and to and p == to + 1 then
+      to = last
+    else
+      if to then out[#out + 1] = string.sub(r.v, from, to) end
+      from, to = nil, nil
+      if p then
+        from, to = p, last
+      else
+        out[#out + 1] = string.char(#r.toks[i]) .. r.toks[i] .. u64(d)
+      end
+    end
   end
+  if to then out[#out + 1] = string.sub(r.v, from, to) end
   if forever then
     redis.call('set', k, table.concat(out))
   else
@@ -114,16 +155,13 @@ end
 var lockAttemptScript = newScript(liveHeadLua + mintFenceLua + rwLua + `
 local v = redis.call('get', KEYS[1])
 local now = now_ms()
-local r
+local r = free()
 if v then
-  r = parse(v)
+  r = parse(v, now)
   if not r then return 0 end
-  prune(r, now)
-else
-  r = {claim = 0, toks = {}, dls = {}}
 end
 if ARGV[2] == '0' then
-  if #r.toks == 0 then
+  if #r.dls == 0 then
     if ARGV[3] == '0' then
       redis.call('set', KEYS[1], ARGV[1])
     else
@@ -140,9 +178,8 @@ if ARGV[2] == '0' then
 end
 if r.claim ~= 0 then return 0 end
 if find(r, ARGV[1]) then return -1 end
-if #r.toks >= tonumber(ARGV[6]) then return -2 end
-r.toks[#r.toks + 1] = ARGV[1]
-r.dls[#r.dls + 1] = deadline(ARGV[3], now)
+if #r.dls >= tonumber(ARGV[6]) then return -2 end
+add(r, ARGV[1], deadline(ARGV[3], now))
 store_record(KEYS[1], r, now)
 publish_release(ARGV[7], KEYS[3], ARGV[8])
 return mint_fence(KEYS[2], ARGV[5])`)
@@ -153,20 +190,18 @@ return mint_fence(KEYS[2], ARGV[5])`)
 var lockReleaseScript = newScript(liveHeadLua + rwLua + `
 local v = redis.call('get', KEYS[1])
 if not v then return 0 end
-local r = parse(v)
+local now = now_ms()
+local r = parse(v, now)
 if not r then
   if v ~= ARGV[1] then return 0 end
   redis.call('del', KEYS[1])
   publish_release(ARGV[2], KEYS[2], ARGV[3])
   return 1
 end
-local now = now_ms()
-prune(r, now)
 local i = find(r, ARGV[1])
 if not i then return 0 end
-table.remove(r.toks, i)
-table.remove(r.dls, i)
-if #r.toks > 0 then
+remove(r, i)
+if #r.dls > 0 then
   store_record(KEYS[1], r, now)
 elseif r.claim ~= 0 then
   store_record(KEYS[1], r, now)
@@ -182,17 +217,16 @@ return 1`)
 var lockRefreshScript = newScript(rwLua + `
 local v = redis.call('get', KEYS[1])
 if not v then return 0 end
-local r = parse(v)
+local now = now_ms()
+local r = parse(v, now)
 if not r then
   if v ~= ARGV[1] then return 0 end
   if ARGV[2] == '0' then redis.call('persist', KEYS[1]) else redis.call('pexpire', KEYS[1], ARGV[2]) end
   return 1
 end
-local now = now_ms()
-prune(r, now)
 local i = find(r, ARGV[1])
 if not i then return 0 end
-r.dls[i] = deadline(ARGV[2], now)
+r.dls[i] = deadline(ARGV[2], now); r.at[i] = false; r.toks[i] = ARGV[1]
 store_record(KEYS[1], r, now)
 return 1`)
 
@@ -201,10 +235,9 @@ return 1`)
 var lockInfoScript = newScript(rwLua + `
 local v = redis.call('get', KEYS[1])
 if not v then return 0 end
-local r = parse(v)
+local r = parse(v, now_ms())
 if not r then return -1 end
-prune(r, now_ms())
-return #r.toks`)
+return #r.dls`)
 
 // LockAttempt is one attempt of lock_acquire, one script: kv.DecideAcquire
 // on the server's clock, the grant's fence minted and the waking published

@@ -1,7 +1,9 @@
 package redisstore
 
 import (
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -570,4 +572,85 @@ func TestAWaitingWriterIsNotStarvedByReaders(t *testing.T) {
 	assert.Equal(t, 1, n)
 	assert.True(t, released(t, s, name, "w"))
 	wg.Wait()
+}
+
+// The scripts and kv's Decide* functions, given the same calls, answer the
+// same and leave the same holds in the same order (random calls; no hold
+// lapses: every TTL 0, a claim that outlives the test).
+func TestTheScriptsDecideAsKvDoes(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, "redis://"+srv.Addr)
+	name := "rw:differential"
+	const now, claimUntil = 1, 1 << 40
+	var v []byte // kv's model of the name
+	live := false
+	apply := func(d kv.LockDecision) {
+		switch d.Write {
+		case kv.LockStore:
+			v, live = append([]byte(nil), d.Value...), true
+		case kv.LockRemove:
+			v, live = nil, false
+		}
+	}
+	// Tokens that hold others' encodings (length byte, then token), so
+	// that a token's bytes also appear where no hold of it begins.
+	tokens := []string{"t0", "t1", "t2", "t3", "\x02t1", "x\x02t1", "\x02t1\x02t1", "\x04x\x02t1"}
+	rng := rand.New(rand.NewPCG(17, 1))
+	for step := range 1000 {
+		tok := []byte(tokens[rng.IntN(len(tokens))])
+		what := fmt.Sprintf("step %d: %q", step, tok)
+		switch rng.IntN(4) {
+		case 0, 1:
+			mode, claim, until := shared, time.Duration(0), int64(0)
+			if rng.IntN(3) == 0 {
+				mode = excl
+				if rng.IntN(2) == 0 {
+					claim, until = time.Hour, claimUntil
+				}
+			}
+			d, kerr := kv.DecideAcquire(v, live, mode, tok, 0, until, now)
+			out, f, err := s.LockAttempt(name, tok, mode, 0, claim)
+			what += fmt.Sprintf(" attempt mode %d claim %v", mode, claim)
+			if kerr != nil {
+				require.Error(t, err, what)
+				assert.Equal(t, errors.Is(kerr, kv.ErrInvalidArgument), errors.Is(err, kv.ErrInvalidArgument), what)
+				continue
+			}
+			require.NoError(t, err, what)
+			assert.Equal(t, d.Granted, out == kv.Inserted, what)
+			assert.Equal(t, d.Granted, f > 0, what)
+			apply(d)
+		case 2:
+			d := kv.DecideRelease(v, live, tok, now)
+			ok, err := s.LockRelease(name, tok)
+			require.NoError(t, err)
+			assert.Equal(t, d.Granted, ok, what+" release")
+			apply(d)
+		case 3:
+			d := kv.DecideRefresh(v, live, tok, 0, now)
+			ok, err := s.LockRefresh(name, tok, 0)
+			require.NoError(t, err)
+			assert.Equal(t, d.Granted, ok, what+" refresh")
+			apply(d)
+		}
+		r, err := s.do(nil, "get", name)
+		require.NoError(t, err)
+		require.Equal(t, live, !r.null, what)
+		if !live {
+			continue
+		}
+		want, werr := kv.ParseReaderRecord(v)
+		got, gerr := kv.ParseReaderRecord(r.b)
+		require.Equal(t, werr == nil, gerr == nil, what)
+		if werr != nil {
+			assert.Equal(t, v, r.b, what)
+		} else {
+			assert.Equal(t, want.Holds, got.Holds, what)
+			assert.Equal(t, want.Claim != 0, got.Claim != 0, what)
+		}
+		wm, wn := kv.LockHolders(v, live, now)
+		gm, gn := holders(t, s, name)
+		assert.Equal(t, wm, gm, what)
+		assert.Equal(t, wn, gn, what)
+	}
 }
