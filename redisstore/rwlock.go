@@ -296,16 +296,7 @@ func (s *Store) LockRelease(key string, token []byte) (bool, error) {
 	defer s.near.forget(key)
 	rk := s.redisKey(key)
 	line, prefix := releaseLine(rk)
-	n, err := s.run(lockReleaseScript, append([]string{rk}, line...), append([]any{token, releaseChannel(rk)}, prefix...)...)
-	if err != nil {
-		return false, err
-	}
-	if n == 1 {
-		s.delIfEqMatches.Add(1)
-	} else {
-		s.delIfEqMismatches.Add(1)
-	}
-	return n == 1, nil
+	return s.countRelease(s.run(lockReleaseScript, append([]string{rk}, line...), append([]any{token, releaseChannel(rk)}, prefix...)...))
 }
 
 // LockRefresh gives token's hold of key a deadline ttl from now on the
