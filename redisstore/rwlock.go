@@ -28,8 +28,8 @@ import (
 // refuses the one kind of name whose fence cannot be.
 //
 // Waking: Wait's waiters listen on the name's release channel, and a
-// waiter whose name is still held (a reader record) wakes only on a
-// message. Every decision that wakes publishes there in its script: an
+// waiter whose name stays held (a reader record) wakes before its timeout
+// only on a message. Every decision that wakes publishes there in its script: an
 // exclusive release, a release that frees the name and a shared grant
 // publish as Del does (the head of the name's line if it has one, else
 // nobody: each process wakes its oldest waiter), and the last reader's
