@@ -264,8 +264,12 @@ func (s *Store) LockAttempt(key string, token []byte, mode kv.LockMode, ttl, cla
 	}
 	defer s.near.forget(key)
 	line, prefix := releaseLine(rk)
+	// The claim is cut to whole milliseconds, down: it must not outlive
+	// the caller's wait, which it already may by the time the request
+	// takes to reach the server's clock.
+	claimMs := max(int64(claim/time.Millisecond), 0)
 	n, err := s.run(lockAttemptScript, append([]string{rk, fk}, line...), append([]any{token, int64(mode), ms(ttl),
-		ms(max(claim, 0)), fenceKeepMs(ttl), int64(kv.MaxReadHolds), releaseChannel(rk)}, prefix...)...)
+		claimMs, fenceKeepMs(ttl), int64(kv.MaxReadHolds), releaseChannel(rk)}, prefix...)...)
 	switch {
 	case err != nil:
 		return 0, 0, err

@@ -654,3 +654,15 @@ func TestTheScriptsDecideAsKvDoes(t *testing.T) {
 		assert.Equal(t, wn, gn, what)
 	}
 }
+
+// A claim never rounds up: under a millisecond it is none, so that a
+// writer's last attempt does not refuse readers after its wait.
+func TestAClaimRoundsDown(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, "redis://"+srv.Addr)
+	name := "rw:claim"
+	granted(t, s, name, "r", shared, time.Minute)
+	refusedRW(t, s, name, "w", excl, 900*time.Microsecond)
+	assert.Zero(t, record(t, s, name).Claim, "no claim")
+	granted(t, s, name, "r2", shared, time.Minute)
+}
