@@ -35,15 +35,17 @@ import (
 // and a SetFenced whose key is in another slot than its lock, is refused
 // with kv.ErrInvalidArgument saying so, having changed nothing.
 
-// mintLua mints a grant's fence into fence key fk (kept keep ms, or with
-// the lock's TTL '0' for ever), and fencedAnswerLua is a fenced grant's
-// answer: the fence, or, given a data key that holds a value v, the bulk
-// string "FENCE v" (the fence in decimal, a space, then v).
-const mintLua = `
-local function mint(fk, ttl, keep)
+// mintFenceLua mints a grant's fence in fence key fk, kept for keep ms
+// ('0': for ever), and returns it: every script that grants a lock mints
+// with it, so a name's grants of every kind share one sequence.
+// fenced_answer is a fenced grant's answer: the fence, or, given a data
+// key that holds a value v, the bulk string "FENCE v" (the fence in
+// decimal, a space, then v).
+const mintFenceLua = `
+local function mint_fence(fk, keep)
   local t = redis.call('time')
   local n = math.max((tonumber(redis.call('get', fk)) or 0) + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
-  if ttl == '0' then
+  if keep == '0' then
     redis.call('set', fk, string.format('%.0f', n))
   else
     redis.call('set', fk, string.format('%.0f', n), 'PX', keep)
@@ -60,9 +62,9 @@ end
 `
 
 // setNXFencedScript is SET NX PX of KEYS[1] (ARGV[1], PX ARGV[2]) and the
-// mint into KEYS[2] (kept ARGV[3] ms), and with KEYS[3] its read: 0 if
+// mint into KEYS[2] (kept ARGV[3] ms, '0': for ever), and with KEYS[3] its read: 0 if
 // the lock is held, else the fenced answer.
-var setNXFencedScript = newScript(mintLua + `
+var setNXFencedScript = newScript(mintFenceLua + `
 local ok
 if ARGV[2] == '0' then
   ok = redis.call('set', KEYS[1], ARGV[1], 'NX')
@@ -70,15 +72,15 @@ else
   ok = redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX')
 end
 if not ok then return 0 end
-return fenced_answer(mint(KEYS[2], ARGV[2], ARGV[3]), KEYS[3])`)
+return fenced_answer(mint_fence(KEYS[2], ARGV[3]), KEYS[3])`)
 
 // lineFencedScript is lineScript's attempt in line with the mint of
 // setNXFencedScript: KEYS lock, line, lease, fence key (and the data
 // key); ARGV those of lineScript, then the fence key's keep ms. 0 when the
 // caller is in line, else the fenced answer.
-var lineFencedScript = newScript(liveHeadLua + takeInLineLua + mintLua + `
+var lineFencedScript = newScript(liveHeadLua + takeInLineLua + mintFenceLua + `
 if not take_in_line(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]) then return 0 end
-return fenced_answer(mint(KEYS[4], ARGV[2], ARGV[6]), KEYS[5])`)
+return fenced_answer(mint_fence(KEYS[4], ARGV[6]), KEYS[5])`)
 
 // fencedReleaseScript is SetFencedRelease (ARGV[1] 'set') and
 // DelFencedRelease ('del'): KEYS the key, the lock's fence key, the lock
@@ -111,6 +113,16 @@ return 1`)
 // writes later than that is refused as if the lock had been granted again,
 // and the key is gone.
 const fenceKeep = 24 * time.Hour
+
+// fenceKeepMs is how long, in ms as the scripts take it, the fence key of
+// a grant with ttl is kept: fenceKeep past the TTL, or for ever ("0") for
+// a grant without one.
+func fenceKeepMs(ttl time.Duration) int64 {
+	if ttl == 0 {
+		return 0
+	}
+	return ms(ttl + fenceKeep)
+}
 
 // fenceKey is where the latest fence of the lock at Redis key rk lives.
 func fenceKey(rk string) string {
@@ -199,11 +211,11 @@ func (s *Store) fencedAttempt(key string, value []byte, ttl time.Duration, w *in
 		return 0, 0, false, 0, err
 	}
 	defer s.near.forget(key)
-	sc, keys, argv := setNXFencedScript, []string{rk, fk}, []any{value, ms(ttl), ms(ttl + fenceKeep)}
+	sc, keys, argv := setNXFencedScript, []string{rk, fk}, []any{value, ms(ttl), fenceKeepMs(ttl)}
 	if w != nil {
 		line, prefix, _ := queueKeys(rk)
 		sc, keys = lineFencedScript, []string{rk, line, prefix + w.id, fk}
-		argv = []any{value, ms(ttl), w.id, ms(w.lease), prefix, ms(ttl + fenceKeep)}
+		argv = []any{value, ms(ttl), w.id, ms(w.lease), prefix, fenceKeepMs(ttl)}
 	}
 	if dataKey != "" {
 		keys = append(keys, s.redisKey(dataKey))
