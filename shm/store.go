@@ -356,36 +356,13 @@ func (sh *shard) account(b int64, sign int64) {
 	sh.tallyClass(b, cl, c)
 }
 
-// reaccount moves the figures of old, the live entry b replaces, to b: the
-// sum of account(old, -1) and account(b, 1), each figure stored once and
-// only if it changes (an overwrite of the same size changes none). Every
-// figure is derived, and recovery recounts them. Caller holds the lock.
+// reaccount moves the figures of old, the live entry b replaces, to b:
+// account(old, -1) and account(b, 1), so that every figure, the session
+// classes' among them, has one rule. Every figure is derived, and recovery
+// recounts them. Caller holds the lock.
 func (sh *shard) reaccount(old, b int64) {
-	co, cn := chargeOf(sh.blockSize(old)), chargeOf(sh.blockSize(b))
-	if d := cn - co; d != 0 {
-		p := sh.used()
-		storeRelI64(p, atomic.LoadInt64(p)+d)
-		sh.spendCredit(d)
-	}
-	var all, ttl int64
-	if !sh.entryPinned(old) {
-		all -= co
-		if sh.entryExpireAt(old) != 0 {
-			ttl -= co
-		}
-	}
-	if !sh.entryPinned(b) {
-		all += cn
-		if sh.entryExpireAt(b) != 0 {
-			ttl += cn
-		}
-	}
-	if all != 0 {
-		sh.addI64(sEvictAll, all)
-	}
-	if ttl != 0 {
-		sh.addI64(sEvictTTL, ttl)
-	}
+	sh.account(old, -1)
+	sh.account(b, 1)
 }
 
 // live returns key's slot and block if it holds an entry that has not
