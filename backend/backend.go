@@ -67,6 +67,34 @@ type Backend interface {
 	// DelIfEq of guardKey with guardToken; it reports whether the guard
 	// held (false: nothing changed).
 	SetGuardedRelease(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error)
+	// SetNXGetFenced is SetNXGet whose grant also mints its fence, as
+	// SetNXFenced does, in the same sequence (fence 0 when not inserted).
+	SetNXGetFenced(key string, value []byte, ttl time.Duration, dataKey string, dst []byte) (out kv.SetNXOutcome, n int, found bool, fence int64, err error)
+	// SetFencedRelease stores value under key only while fence is still
+	// the latest grant of lock and lock holds no live entry other than
+	// token, in one atomic step, and then releases lock if it holds token
+	// (DelIfEq); it reports whether it wrote (false: nothing changed).
+	SetFencedRelease(key string, value []byte, ttl time.Duration, lock string, fence int64, token []byte) (bool, error)
+	// DelFencedRelease is SetFencedRelease that removes key instead of
+	// writing it (as DelFenced removes).
+	DelFencedRelease(key, lock string, fence int64, token []byte) (bool, error)
+	// LockAttempt is one attempt of lock_acquire: kv.DecideAcquire applied
+	// to key's entry in one atomic step (the hold lapsing ttl from now, 0:
+	// never; a refused exclusive attempt's claim lapsing claim from now, 0:
+	// none), minting the grant's fence in that step (the sequence
+	// SetNXFenced mints from), storing or removing as the decision says
+	// (a stored record or token is a lock: never evicted), then waking as
+	// it says. fence is 0 unless out is kv.Inserted.
+	LockAttempt(key string, token []byte, mode kv.LockMode, ttl, claim time.Duration) (out kv.SetNXOutcome, fence int64, err error)
+	// LockRelease applies kv.DecideRelease; it reports whether token held
+	// key.
+	LockRelease(key string, token []byte) (bool, error)
+	// LockRefresh applies kv.DecideRefresh with the deadline ttl from now
+	// (0: none); it reports whether token held key.
+	LockRefresh(key string, token []byte, ttl time.Duration) (bool, error)
+	// LockInfo is kv.LockHolders of key's live entry (holders 0: free).
+	LockInfo(key string) (mode kv.LockMode, holders int, err error)
+
 	// ExpireGuardedRelease is, while guardKey holds guardToken, Expire of
 	// key, and if key was live, DelIfEq of guardKey with guardToken; it
 	// reports whether both happened (false: nothing changed).

@@ -25,6 +25,25 @@ func LockThenGet(s interface {
 	return out, n, found, err
 }
 
+// FencedLockThenGet is SetNXGetFenced as SetNXFenced, then GetInto once
+// inserted.
+func FencedLockThenGet(s interface {
+	SetNXFenced(key string, value []byte, ttl time.Duration) (kv.SetNXOutcome, int64, error)
+	GetInto(key string, dst []byte) (int, bool, error)
+}, key string, value []byte, ttl time.Duration, dataKey string, dst []byte) (kv.SetNXOutcome, int, bool, int64, error) {
+	out, fence, err := s.SetNXFenced(key, value, ttl)
+	if err != nil || out != kv.Inserted {
+		return out, 0, false, 0, err
+	}
+	n, found, err := s.GetInto(dataKey, dst)
+	return out, n, found, fence, err
+}
+
+// releaser is what the composed releases need: DelIfEq.
+type releaser interface {
+	DelIfEq(key string, token []byte) (bool, error)
+}
+
 // TouchThenRelease is ExpireGuardedRelease as a look at the guard, then
 // Expire of key while it holds, then DelIfEq of the guard once refreshed.
 // A guard that lapses between the look and the refresh lets the refresh
@@ -33,7 +52,7 @@ func LockThenGet(s interface {
 func TouchThenRelease(s interface {
 	GetInto(key string, dst []byte) (int, bool, error)
 	Expire(key string, ttl time.Duration) (bool, error)
-	DelIfEq(key string, token []byte) (bool, error)
+	releaser
 }, key string, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
 	held := make([]byte, len(guardToken)+1)
 	n, found, err := s.GetInto(guardKey, held)
@@ -41,11 +60,7 @@ func TouchThenRelease(s interface {
 		return false, err
 	}
 	refreshed, err := s.Expire(key, ttl)
-	if err != nil || !refreshed {
-		return false, err
-	}
-	_, err = s.DelIfEq(guardKey, guardToken)
-	return true, err
+	return releaseAfter(s, refreshed, err, guardKey, guardToken)
 }
 
 // WriteThenRelease is SetGuardedRelease as SetGuarded, then DelIfEq of
@@ -53,12 +68,40 @@ func TouchThenRelease(s interface {
 // written true: the write happened, the release is unknown.
 func WriteThenRelease(s interface {
 	SetGuarded(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error)
-	DelIfEq(key string, token []byte) (bool, error)
+	releaser
 }, key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
 	written, err := s.SetGuarded(key, value, ttl, guardKey, guardToken)
-	if err != nil || !written {
-		return written, err
+	return releaseAfter(s, written, err, guardKey, guardToken)
+}
+
+// FencedWriteThenRelease is SetFencedRelease as SetFencedToken (the
+// fenced write of token's holder: kv, shm), then DelIfEq of the lock once
+// written, returned as WriteThenRelease returns.
+func FencedWriteThenRelease(s interface {
+	SetFencedToken(key string, value []byte, ttl time.Duration, lock string, fence int64, token []byte) (bool, error)
+	releaser
+}, key string, value []byte, ttl time.Duration, lock string, fence int64, token []byte) (bool, error) {
+	written, err := s.SetFencedToken(key, value, ttl, lock, fence, token)
+	return releaseAfter(s, written, err, lock, token)
+}
+
+// FencedDelThenRelease is DelFencedRelease as DelFencedToken, then DelIfEq
+// of the lock once removed, returned as WriteThenRelease returns.
+func FencedDelThenRelease(s interface {
+	DelFencedToken(key, lock string, fence int64, token []byte) (bool, error)
+	releaser
+}, key, lock string, fence int64, token []byte) (bool, error) {
+	removed, err := s.DelFencedToken(key, lock, fence, token)
+	return releaseAfter(s, removed, err, lock, token)
+}
+
+// releaseAfter releases lock with token once done: a composed write (or
+// removal) and its release. A release that fails is returned with done
+// true: the write happened, the release is unknown.
+func releaseAfter(s releaser, done bool, err error, lock string, token []byte) (bool, error) {
+	if err != nil || !done {
+		return done, err
 	}
-	_, err = s.DelIfEq(guardKey, guardToken)
+	_, err = s.DelIfEq(lock, token)
 	return true, err
 }

@@ -42,6 +42,18 @@ func (m Memory) SetGuardedRelease(key string, value []byte, ttl time.Duration, g
 	return WriteThenRelease(m, key, value, ttl, guardKey, guardToken)
 }
 
+func (m Memory) SetNXGetFenced(key string, value []byte, ttl time.Duration, dataKey string, dst []byte) (kv.SetNXOutcome, int, bool, int64, error) {
+	return FencedLockThenGet(m, key, value, ttl, dataKey, dst)
+}
+
+func (m Memory) SetFencedRelease(key string, value []byte, ttl time.Duration, lock string, fence int64, token []byte) (bool, error) {
+	return FencedWriteThenRelease(m, key, value, ttl, lock, fence, token)
+}
+
+func (m Memory) DelFencedRelease(key, lock string, fence int64, token []byte) (bool, error) {
+	return FencedDelThenRelease(m, key, lock, fence, token)
+}
+
 func (m Memory) ExpireGuardedRelease(key string, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
 	return TouchThenRelease(m, key, ttl, guardKey, guardToken)
 }

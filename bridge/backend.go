@@ -26,11 +26,22 @@ import (
 type Backend = backend.Backend
 
 // sessionPrefixes are the prefixes of the session protocol's keys (package
-// session): the rules each backend is told about them live here. A
-// shared-memory segment (it has no session budget) never evicts them to
-// make room; Redis keeps a session's data and lock in one Cluster slot and
-// refuses to work on them while a master may evict (redisOptions).
+// session): the rules each backend is told about them live here. Redis
+// keeps a session's data and lock in one Cluster slot and refuses to work
+// on them while a master may evict (redisOptions); the in-process store
+// and a shared-memory segment keep session data within its budget
+// (sessionRule).
 var sessionPrefixes = []string{session.DataPrefix, session.LockPrefix}
+
+// sessionRule is the session rule of the in-process store, which a
+// shared-memory segment applies too: session data lives within its
+// budget, and only while no request holds its lock may it be evicted;
+// locks never are.
+var sessionRule = kv.Options{
+	SessionDataPrefix: session.DataPrefix,
+	SessionLockPrefix: session.LockPrefix,
+	SessionLimitName:  "ephpm.session_memory_limit",
+}
 
 // redisOptions are the key rules a Redis backend is opened with, and near
 // its near cache.
@@ -39,15 +50,10 @@ func redisOptions(near redisstore.NearCache) redisstore.Options {
 }
 
 var (
-	store = kv.New(kv.Options{
-		// Session data lives within its budget, and only while no request
-		// holds its lock may it be evicted; locks never are.
-		SessionDataPrefix: session.DataPrefix,
-		SessionLockPrefix: session.LockPrefix,
-		SessionLimitName:  "ephpm.session_memory_limit",
-	})
+	store  = kv.New(sessionRule)
 	served atomic.Pointer[Backend]
-	// lockTimeouts counts set_nx_wait calls that ran out of time.
+	// lockTimeouts counts set_nx_wait and lock_acquire calls that ran out of
+	// time.
 	lockTimeouts atomic.Uint64
 	// near is the near-cache setting a Redis backend is opened with.
 	near redisstore.NearCache

@@ -164,7 +164,9 @@ func openBackend(value string) error {
 		return nil
 	}
 	if seg, ok := shmName(value); ok {
-		s, err := shm.Open(seg, shm.Options{Memory: store.MemoryConfig(), PinnedPrefixes: sessionPrefixes, Anchor: anchor})
+		s, err := shm.Open(seg, shm.Options{Memory: store.MemoryConfig(), Anchor: anchor,
+			SessionDataPrefix: sessionRule.SessionDataPrefix, SessionLockPrefix: sessionRule.SessionLockPrefix,
+			SessionLimitName: sessionRule.SessionLimitName})
 		if err != nil && why != "ephpm.kv_backend" {
 			// "auto" is valid whatever the segment it chose says (another
 			// memory_limit, say): not E_INVALID, which the extension takes

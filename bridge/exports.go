@@ -321,6 +321,21 @@ func ephpmGoDelFenced(key *C.char, keyLen C.size_t, lock *C.char, lockLen C.size
 func ephpmGoSetNXWaitGet(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs, waitMs C.int64_t,
 	dataKey *C.char, dataKeyLen C.size_t, buf *C.char, bufCap C.size_t, dataLen *C.size_t) (rc C.int) {
 	defer recoverStatus(&rc)
+	return lockAndGet(key, keyLen, value, valueLen, ttlMs, waitMs, dataKey, dataKeyLen, buf, bufCap, dataLen, nil)
+}
+
+//export ephpmGoSetNXWaitGetFenced
+func ephpmGoSetNXWaitGetFenced(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs, waitMs C.int64_t,
+	dataKey *C.char, dataKeyLen C.size_t, buf *C.char, bufCap C.size_t, dataLen *C.size_t, fence *C.int64_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	*fence = 0
+	return lockAndGet(key, keyLen, value, valueLen, ttlMs, waitMs, dataKey, dataKeyLen, buf, bufCap, dataLen, fence)
+}
+
+// lockAndGet is set_nx_wait_get, and with fence set_nx_wait_get_fenced,
+// which puts the grant's fence there.
+func lockAndGet(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs, waitMs C.int64_t,
+	dataKey *C.char, dataKeyLen C.size_t, buf *C.char, bufCap C.size_t, dataLen *C.size_t, fence *C.int64_t) C.int {
 	*dataLen = 0
 	var a args
 	k, v, ttl, budget := a.key(key, keyLen), a.bytes(value, valueLen), a.duration(ttlMs), a.duration(waitMs)
@@ -332,8 +347,20 @@ func ephpmGoSetNXWaitGet(key *C.char, keyLen C.size_t, value *C.char, valueLen C
 	if bufCap > 0 {
 		dst = unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(bufCap))
 	}
-	locker := session.Locker{Store: current()}
-	res, read, err := locker.AcquireGet(k, v, ttl, budget, dk, dst)
+	b := current()
+	locker := session.Locker{Store: b}
+	var res session.Result
+	var read session.Read
+	var err error
+	if fence != nil {
+		var f int64
+		res, read, f, err = locker.AcquireGetFenced(b, k, v, ttl, budget, dk, dst)
+		if err == nil && res.Acquired {
+			*fence = C.int64_t(f)
+		}
+	} else {
+		res, read, err = locker.AcquireGet(k, v, ttl, budget, dk, dst)
+	}
 	if err != nil {
 		return failure(err)
 	}
@@ -349,6 +376,39 @@ func ephpmGoSetNXWaitGet(key *C.char, keyLen C.size_t, value *C.char, valueLen C
 		return C.EPHPM_KV_TOO_SMALL
 	}
 	return C.EPHPM_KV_OK
+}
+
+//export ephpmGoSetFencedRelease
+func ephpmGoSetFencedRelease(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs C.int64_t,
+	lock *C.char, lockLen C.size_t, fence C.int64_t, token *C.char, tokenLen C.size_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	var a args
+	k, v, ttl, l := a.key(key, keyLen), a.bytes(value, valueLen), a.duration(ttlMs), a.key(lock, lockLen)
+	t := a.bytes(token, tokenLen)
+	if a.err != nil {
+		return failure(a.err)
+	}
+	written, err := current().SetFencedRelease(k, v, ttl, l, int64(fence), t)
+	if err != nil {
+		return failure(err)
+	}
+	return answer(written)
+}
+
+//export ephpmGoDelFencedRelease
+func ephpmGoDelFencedRelease(key *C.char, keyLen C.size_t, lock *C.char, lockLen C.size_t, fence C.int64_t,
+	token *C.char, tokenLen C.size_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	var a args
+	k, l, t := a.key(key, keyLen), a.key(lock, lockLen), a.bytes(token, tokenLen)
+	if a.err != nil {
+		return failure(a.err)
+	}
+	removed, err := current().DelFencedRelease(k, l, int64(fence), t)
+	if err != nil {
+		return failure(err)
+	}
+	return answer(removed)
 }
 
 //export ephpmGoSetGuardedRelease
@@ -690,5 +750,83 @@ func ephpmGoSetMany(entries *C.char, entriesLen C.size_t, count C.size_t, ttlMs 
 	if err != nil {
 		return failure(err)
 	}
+	return C.EPHPM_KV_OK
+}
+
+//export ephpmGoLockAcquire
+func ephpmGoLockAcquire(key *C.char, keyLen C.size_t, token *C.char, tokenLen C.size_t, mode C.int32_t,
+	ttlMs, waitMs C.int64_t, fence *C.int64_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	*fence = 0
+	var a args
+	k, t, ttl, budget := a.key(key, keyLen), a.bytes(token, tokenLen), a.duration(ttlMs), a.duration(waitMs)
+	if a.err != nil {
+		return failure(a.err)
+	}
+	m := kv.LockMode(mode)
+	if err := kv.CheckLockAttempt(k, t, m, ttl, 0); err != nil {
+		return failure(err)
+	}
+	b := current()
+	locker := session.Locker{Store: b}
+	res, f, err := locker.AcquireLock(b, k, t, m, ttl, budget)
+	if err != nil {
+		return failure(err)
+	}
+	if res.Acquired {
+		*fence = C.int64_t(f)
+		return C.EPHPM_KV_OK
+	}
+	lockTimeouts.Add(1)
+	return C.EPHPM_KV_EXISTS
+}
+
+//export ephpmGoLockRelease
+func ephpmGoLockRelease(key *C.char, keyLen C.size_t, token *C.char, tokenLen C.size_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	var a args
+	k, t := a.key(key, keyLen), a.bytes(token, tokenLen)
+	if a.err != nil {
+		return failure(a.err)
+	}
+	held, err := current().LockRelease(k, t)
+	if err != nil {
+		return failure(err)
+	}
+	return answer(held)
+}
+
+//export ephpmGoLockRefresh
+func ephpmGoLockRefresh(key *C.char, keyLen C.size_t, token *C.char, tokenLen C.size_t, ttlMs C.int64_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	var a args
+	k, t, ttl := a.key(key, keyLen), a.bytes(token, tokenLen), a.duration(ttlMs)
+	if a.err != nil {
+		return failure(a.err)
+	}
+	held, err := current().LockRefresh(k, t, ttl)
+	if err != nil {
+		return failure(err)
+	}
+	return answer(held)
+}
+
+//export ephpmGoLockInfo
+func ephpmGoLockInfo(key *C.char, keyLen C.size_t, mode *C.int32_t, holders *C.int64_t) (rc C.int) {
+	defer recoverStatus(&rc)
+	*mode, *holders = C.EPHPM_KV_LOCK_EXCLUSIVE, 0
+	var a args
+	k := a.key(key, keyLen)
+	if a.err != nil {
+		return failure(a.err)
+	}
+	m, n, err := current().LockInfo(k)
+	if err != nil {
+		return failure(err)
+	}
+	if n == 0 {
+		return C.EPHPM_KV_MISS
+	}
+	*mode, *holders = C.int32_t(m), C.int64_t(n)
 	return C.EPHPM_KV_OK
 }

@@ -19,7 +19,7 @@ func FuzzTableMembers(f *testing.F) {
 	valid := map[int]bool{0: true, 1: true, 2: true, 3: true, -1: true, -2: true, -3: true, -4: true, -7: true, -8: true}
 	f.Fuzz(func(t *testing.T, op uint8, key, value []byte, nullKey, nullValue bool, arg int64, bufCap uint16) {
 		o := int(op) % tableMembers
-		if o == memberWait || o == memberSetNXWait || o == memberSetNXWaitFenced || o == memberSetNXWaitGet {
+		if o == memberWait || o == memberSetNXWait || o == memberSetNXWaitFenced || o == memberSetNXWaitGet || o == memberSetNXWaitGetFenced || o == memberLockAcquire {
 			arg %= 5 // these wait for up to arg ms: keep the fuzzer fast
 		}
 		if o == memberConfigure {

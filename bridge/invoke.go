@@ -45,6 +45,14 @@ static int call_member(int op, const char *k, size_t kl, const char *v, size_t v
     case EPHPM_MEMBER_DEL_FENCED: return o->del_fenced(k, kl, v, vl, ttl);
     case EPHPM_MEMBER_SET_NX_WAIT_GET: return o->set_nx_wait_get(k, kl, v, vl, ttl, ttl, k, kl, buf, cap, len);
     case EPHPM_MEMBER_SET_GUARDED_RELEASE: return o->set_guarded_release(k, kl, v, vl, ttl, v, vl, k, kl);
+    case EPHPM_MEMBER_SET_NX_WAIT_GET_FENCED:
+        return o->set_nx_wait_get_fenced(k, kl, v, vl, ttl, ttl, k, kl, buf, cap, len, num);
+    case EPHPM_MEMBER_SET_FENCED_RELEASE: return o->set_fenced_release(k, kl, v, vl, ttl, k, kl, ttl, v, vl);
+    case EPHPM_MEMBER_DEL_FENCED_RELEASE: return o->del_fenced_release(k, kl, v, vl, ttl, k, kl);
+    case EPHPM_MEMBER_LOCK_ACQUIRE: return o->lock_acquire(k, kl, v, vl, (int32_t)(ttl & 1), ttl, ttl, num);
+    case EPHPM_MEMBER_LOCK_RELEASE: return o->lock_release(k, kl, v, vl);
+    case EPHPM_MEMBER_LOCK_REFRESH: return o->lock_refresh(k, kl, v, vl, ttl);
+    case EPHPM_MEMBER_LOCK_INFO: { int32_t mode; return o->lock_info(k, kl, &mode, num); }
     case EPHPM_MEMBER_EXPIRE_GUARDED_RELEASE: return o->expire_guarded_release(k, kl, ttl, v, vl, k, kl);
     }
     return -100;

@@ -339,6 +339,106 @@ static int ephpm_op_set_guarded_release(const char *key, size_t key_len, const c
     return ephpmGoSetGuardedRelease((char *)key, key_len, (char *)value, value_len, ttl_ms, (char *)guard_key, guard_key_len, (char *)guard_token, guard_token_len);
 }
 
+/* Crosses into Go: ephpmGoSetNXWaitGetFenced. */
+static int ephpm_op_set_nx_wait_get_fenced(const char *key, size_t key_len, const char *value, size_t value_len, int64_t ttl_ms, int64_t wait_ms, const char *data_key, size_t data_key_len, char *buf, size_t buf_cap, size_t *len, int64_t *fence)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len)
+        || EPHPM_BAD_BUF(value, value_len)
+        || EPHPM_BAD_BUF(data_key, data_key_len)
+        || EPHPM_BAD_BUF(buf, buf_cap)
+        || len == NULL
+        || fence == NULL) {
+        return ephpm_reject_null("set_nx_wait_get_fenced");
+    }
+    return ephpmGoSetNXWaitGetFenced((char *)key, key_len, (char *)value, value_len, ttl_ms, wait_ms, (char *)data_key, data_key_len, buf, buf_cap, len, fence);
+}
+
+/* Crosses into Go: ephpmGoSetFencedRelease. */
+static int ephpm_op_set_fenced_release(const char *key, size_t key_len, const char *value, size_t value_len, int64_t ttl_ms, const char *lock, size_t lock_len, int64_t fence, const char *token, size_t token_len)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len)
+        || EPHPM_BAD_BUF(value, value_len)
+        || EPHPM_BAD_BUF(lock, lock_len)
+        || EPHPM_BAD_BUF(token, token_len)) {
+        return ephpm_reject_null("set_fenced_release");
+    }
+    return ephpmGoSetFencedRelease((char *)key, key_len, (char *)value, value_len, ttl_ms, (char *)lock, lock_len, fence, (char *)token, token_len);
+}
+
+/* Crosses into Go: ephpmGoDelFencedRelease. */
+static int ephpm_op_del_fenced_release(const char *key, size_t key_len, const char *lock, size_t lock_len, int64_t fence, const char *token, size_t token_len)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len)
+        || EPHPM_BAD_BUF(lock, lock_len)
+        || EPHPM_BAD_BUF(token, token_len)) {
+        return ephpm_reject_null("del_fenced_release");
+    }
+    return ephpmGoDelFencedRelease((char *)key, key_len, (char *)lock, lock_len, fence, (char *)token, token_len);
+}
+
+/* Crosses into Go: ephpmGoLockAcquire. */
+static int ephpm_op_lock_acquire(const char *key, size_t key_len, const char *token, size_t token_len, int32_t mode, int64_t ttl_ms, int64_t wait_ms, int64_t *fence)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len)
+        || EPHPM_BAD_BUF(token, token_len)
+        || fence == NULL) {
+        return ephpm_reject_null("lock_acquire");
+    }
+    return ephpmGoLockAcquire((char *)key, key_len, (char *)token, token_len, mode, ttl_ms, wait_ms, fence);
+}
+
+/* Crosses into Go: ephpmGoLockRelease. */
+static int ephpm_op_lock_release(const char *key, size_t key_len, const char *token, size_t token_len)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len)
+        || EPHPM_BAD_BUF(token, token_len)) {
+        return ephpm_reject_null("lock_release");
+    }
+    return ephpmGoLockRelease((char *)key, key_len, (char *)token, token_len);
+}
+
+/* Crosses into Go: ephpmGoLockRefresh. */
+static int ephpm_op_lock_refresh(const char *key, size_t key_len, const char *token, size_t token_len, int64_t ttl_ms)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len)
+        || EPHPM_BAD_BUF(token, token_len)) {
+        return ephpm_reject_null("lock_refresh");
+    }
+    return ephpmGoLockRefresh((char *)key, key_len, (char *)token, token_len, ttl_ms);
+}
+
+/* Crosses into Go: ephpmGoLockInfo. */
+static int ephpm_op_lock_info(const char *key, size_t key_len, int32_t *mode, int64_t *holders)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(key, key_len)
+        || mode == NULL
+        || holders == NULL) {
+        return ephpm_reject_null("lock_info");
+    }
+    return ephpmGoLockInfo((char *)key, key_len, mode, holders);
+}
+
 /* Crosses into Go: ephpmGoExpireGuardedRelease. */
 static int ephpm_op_expire_guarded_release(const char *key, size_t key_len, int64_t ttl_ms, const char *guard_key, size_t guard_key_len, const char *guard_token, size_t guard_token_len)
 {
@@ -382,6 +482,13 @@ static const ephpm_kv_ops ephpm_ops = {
     .del_fenced = ephpm_op_del_fenced,
     .set_nx_wait_get = ephpm_op_set_nx_wait_get,
     .set_guarded_release = ephpm_op_set_guarded_release,
+    .set_nx_wait_get_fenced = ephpm_op_set_nx_wait_get_fenced,
+    .set_fenced_release = ephpm_op_set_fenced_release,
+    .del_fenced_release = ephpm_op_del_fenced_release,
+    .lock_acquire = ephpm_op_lock_acquire,
+    .lock_release = ephpm_op_lock_release,
+    .lock_refresh = ephpm_op_lock_refresh,
+    .lock_info = ephpm_op_lock_info,
     .expire_guarded_release = ephpm_op_expire_guarded_release,
 };
 

@@ -30,8 +30,15 @@ const (
 	memberDelFenced
 	memberSetNXWaitGet
 	memberSetGuardedRelease
+	memberSetNXWaitGetFenced
+	memberSetFencedRelease
+	memberDelFencedRelease
+	memberLockAcquire
+	memberLockRelease
+	memberLockRefresh
+	memberLockInfo
 	memberExpireGuardedRelease
 )
 
 // tableMembers is how many members the table has.
-const tableMembers = 27
+const tableMembers = 34

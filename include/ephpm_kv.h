@@ -38,8 +38,16 @@
  *     in the child with EPHPM_KV_E_FORKED without entering its runtime (a
  *     Go runtime does not survive fork). The child must load its own.
  *
- * Expiry: an entry whose TTL has passed is absent from that instant on, for
- * every member, whether or not it has been reclaimed yet.
+ * Expiry: a TTL is kept to within one kernel tick (1-10 ms; 4 ms on most
+ * Linux builds): an entry is absent, for every member, from an instant
+ * within a tick of its TTL's end on, whether or not it has been reclaimed
+ * yet. The in-process and shared-memory stores read CLOCK_MONOTONIC_COARSE,
+ * which lags the precise clock by up to a tick at the write and at the
+ * check, so an entry lives its TTL give or take a tick; Redis keeps TTLs
+ * to the millisecond.
+ * A read/write lock's hold has a deadline of its own inside its name's
+ * entry (lock_acquire): a hold whose deadline has passed counts as absent
+ * in the same way, and the entry lapses with its latest hold.
  */
 #ifndef EPHPM_KV_H
 #define EPHPM_KV_H
@@ -65,6 +73,12 @@ extern "C" {
 
 /* value_len of a get_many value record for a key without a live entry. */
 #define EPHPM_KV_BATCH_MISSING UINT32_C(0xFFFFFFFF)
+
+/* Lock modes, for lock_acquire and lock_info (kv.LockExclusive, kv.LockShared). */
+#define EPHPM_KV_LOCK_EXCLUSIVE 0
+#define EPHPM_KV_LOCK_SHARED    1
+/* The longest token lock_acquire takes (kv.CheckLockToken); the shortest is 1 byte. */
+#define EPHPM_KV_MAX_LOCK_TOKEN_LEN 255u
 
 /* Return codes. Never renumbered; new codes take new numbers. */
 typedef enum ephpm_kv_status {
@@ -122,9 +136,10 @@ typedef struct ephpm_kv_stats {
     uint64_t sets;         /* set, and set_guarded that wrote */
     uint64_t evictions;    /* entries removed to make room */
     uint64_t expirations;  /* expired entries reclaimed */
-    uint64_t set_nx_wins, set_nx_losses;
+    uint64_t set_nx_wins, set_nx_losses; /* set_nx, and each lock_acquire attempt */
     uint64_t del_if_eq_matches, del_if_eq_mismatches;
-    uint64_t lock_timeouts; /* set_nx_wait calls that ran out of time */
+    uint64_t lock_timeouts; /* set_nx_wait and lock_acquire calls that ran out
+                             * of time */
     /* ---- appended for the session budget and the shared-memory store ---- */
     int64_t session_bytes;  /* the part of bytes_used charged to session data */
     int64_t session_limit;  /* the session data's budget; 0: none */
@@ -358,12 +373,13 @@ typedef struct ephpm_kv_ops {
     /* set_nx_wait_fenced: set_nx_wait that also mints the grant's fencing
      * token in the same atomic step as the grant, and puts it in *fence: a
      * number strictly greater than that of every earlier grant of key by
-     * this member, minted where the grant is decided, and never reset by
-     * the lock's release, expiry or eviction, nor by flush (the in-process
-     * and shared-memory stores keep fences outside their entries; a Redis
-     * server keeps each in a key of its own, and after FLUSHDB, or a
-     * failover that lost the latest one, continues from its clock in
-     * microseconds). Grants by set_nx and set_nx_wait mint no fence.
+     * this member, set_nx_wait_get_fenced or lock_acquire, minted where
+     * the grant is decided, and never reset by the lock's release, expiry
+     * or eviction, nor by flush (the in-process and shared-memory stores
+     * keep fences outside their entries; a Redis server keeps each in a
+     * key of its own, and after FLUSHDB, or a failover that lost the
+     * latest one, continues from its clock in microseconds). Grants by
+     * set_nx, set_nx_wait and set_nx_wait_get mint no fence.
      *   OK      this call holds the lock; *fence > 0.
      *   EXISTS  held by others for the whole of wait_ms; *fence is 0.
      * A failure is never reported as EXISTS; after E_UNAVAILABLE the lock
@@ -375,16 +391,18 @@ typedef struct ephpm_kv_ops {
                               int64_t ttl_ms, int64_t wait_ms, int64_t *fence);
 
     /* fence: OK with *fence the latest fence granted for key by
-     * set_nx_wait_fenced, 0 if none was. A store that had to forget a name
-     * (the in-process and shared-memory stores remember a bounded number
-     * of names: README) reports a number no smaller than its latest
-     * grant. fence must not be NULL. */
+     * set_nx_wait_fenced, set_nx_wait_get_fenced or lock_acquire, 0 if
+     * none was. A store that had to forget a name (the in-process and
+     * shared-memory stores remember a bounded number of names: README)
+     * reports a number no smaller than its latest grant. fence must not
+     * be NULL. */
     int (*fence)(const char *key, size_t key_len, int64_t *fence);
 
     /* set_fenced: store value under key, as set does, only while fence is
-     * still the latest grant of lock (no set_nx_wait_fenced has granted
-     * lock since the grant that returned fence; whether the lock is still
-     * held does not matter). The check and the write are one atomic step.
+     * still the latest grant of lock (none of set_nx_wait_fenced,
+     * set_nx_wait_get_fenced and lock_acquire has granted lock since the
+     * grant that returned fence; whether the lock is still held does not
+     * matter). The check and the write are one atomic step.
      *   OK       written.
      *   MISS     fence is not lock's latest grant (or the store forgot the
      *            name, or lost its fence: see fence); nothing changed.
@@ -442,6 +460,120 @@ typedef struct ephpm_kv_ops {
                                const char *value, size_t value_len, int64_t ttl_ms,
                                const char *guard_key, size_t guard_key_len,
                                const char *guard_token, size_t guard_token_len);
+
+    /* ---- appended for the fenced session lock ---- */
+
+    /* set_nx_wait_get_fenced: set_nx_wait_get whose grant also mints its
+     * fencing token in the same atomic step, as set_nx_wait_fenced mints
+     * it and in the same sequence of key's fences, and puts it in *fence.
+     * On Redis the attempts wait in key's line of waiters as
+     * set_nx_wait_get's do. Answers as set_nx_wait_get; with OK, MISS and
+     * TOO_SMALL (the lock is this call's) *fence > 0, else *fence is 0.
+     * After E_UNAVAILABLE the lock may have been granted (release it with
+     * its token). On a Redis Cluster, key's fence and data_key must share
+     * key's slot (the session keys do). fence must not be NULL. */
+    int (*set_nx_wait_get_fenced)(const char *key, size_t key_len,
+                                  const char *value, size_t value_len,
+                                  int64_t ttl_ms, int64_t wait_ms,
+                                  const char *data_key, size_t data_key_len,
+                                  char *buf, size_t buf_cap, size_t *len,
+                                  int64_t *fence);
+
+    /* set_fenced_release: store value under key, as set does, only while
+     * fence is still the latest grant of lock (as set_fenced) and lock
+     * holds no live entry other than token (a holder whose grant minted no
+     * fence: set_nx, set_nx_wait, set_nx_wait_get), and then, if lock holds
+     * token, del_if_eq of lock with token (waking a waiter, as every
+     * release does): writing a session when nobody else was granted its
+     * lock since this request's grant, even after the lock expired, and
+     * releasing it, in one call; one atomic step where the backend has one
+     * (a Redis script: one round trip), elsewhere the release follows the
+     * write.
+     *   OK         written (and lock released if it held token).
+     *   MISS       fence is not lock's latest grant, or another holds
+     *              lock; nothing changed.
+     *   E_INVALID  fence <= 0, or on a Redis Cluster key and lock are in
+     *              different slots.
+     * After a failure both the write and the release are unknown. */
+    int (*set_fenced_release)(const char *key, size_t key_len,
+                              const char *value, size_t value_len, int64_t ttl_ms,
+                              const char *lock, size_t lock_len, int64_t fence,
+                              const char *token, size_t token_len);
+
+    /* del_fenced_release: set_fenced_release that removes key instead of
+     * writing it. OK: key holds no entry now (whether or not it held one
+     * before), and lock is released if it held token; MISS, E_INVALID and
+     * failures as set_fenced_release. For the session handler's destroy
+     * and the removal of emptied data. */
+    int (*del_fenced_release)(const char *key, size_t key_len,
+                              const char *lock, size_t lock_len, int64_t fence,
+                              const char *token, size_t token_len);
+
+    /* ---- appended for read/write locks ---- */
+
+    /* Read/write locks. A name is free, held exclusively, or held for
+     * reading. Held exclusively, it holds the holder's token as a plain
+     * entry, exactly as set_nx leaves it: get returns the token, and
+     * set_nx, del_if_eq and expire_if_eq work on it. Held for reading, it
+     * holds a reader record: bytes beginning with a NUL byte (no token
+     * ephpm draws begins so) that list each reader's hold (its token and
+     * its own deadline) and, while a writer waits for the readers to
+     * leave, that writer's claim. get of a read-held name returns the
+     * record's bytes; set_nx sees the name held, del_if_eq and expire_if_eq
+     * see it unequal to any token; del removes every holder (the force
+     * release). A lapsed hold or claim counts as absent. The entry is a
+     * lock: never evicted, as set_nx's. Writers never starve: a waiting
+     * writer's claim refuses new readers. Modes are EPHPM_KV_LOCK_*. */
+
+    /* lock_acquire: take key in mode for token (1..EPHPM_KV_MAX_LOCK_TOKEN_LEN
+     * bytes) with ttl_ms, retrying as set_nx_wait does for at most wait_ms,
+     * and mint the grant's fence in the same atomic step (one sequence per
+     * name with set_nx_wait_fenced: fence, set_fenced and del_fenced work
+     * with it).
+     *   EXCLUSIVE  granted when key holds no live entry, or only a waiting
+     *              writer's claim; key then holds token as set_nx leaves it.
+     *   SHARED     granted when key holds no live entry, or live read holds
+     *              and no live claim; the call's hold has its own token and
+     *              ttl_ms.
+     * An EXCLUSIVE attempt refused by read holds leaves a claim (250 ms,
+     * renewed by each attempt, never past wait_ms) that refuses new SHARED
+     * attempts, so a stream of readers cannot starve the writer. Releases
+     * wake waiters (oldest first); a SHARED grant wakes the next waiter
+     * too, so a run of waiting readers enter in turn.
+     *   OK         granted; *fence > 0.
+     *   EXISTS     held against mode for the whole of wait_ms; *fence 0.
+     *   E_INVALID  a bad token or mode, or token already holds key for
+     *              reading.
+     *   E_NOMEM    key has the most read holds a name keeps (10000), or
+     *              the store has no room for the record.
+     * A failure is never reported as EXISTS; after E_UNAVAILABLE the lock
+     * may have been granted (release it with its token). fence must not
+     * be NULL. */
+    int (*lock_acquire)(const char *key, size_t key_len,
+                        const char *token, size_t token_len,
+                        int32_t mode, int64_t ttl_ms, int64_t wait_ms, int64_t *fence);
+
+    /* lock_release: remove token's hold of key: the exclusive entry equal
+     * to token (as del_if_eq), or token's read hold. OK if token held key;
+     * MISS if not (nothing changed). A release that frees key, or leaves
+     * only a waiting writer's claim, wakes waiters. */
+    int (*lock_release)(const char *key, size_t key_len,
+                        const char *token, size_t token_len);
+
+    /* lock_refresh: token's hold of key (exclusive or read) lapses ttl_ms
+     * from now (0: never); other holds keep theirs. OK; MISS if token
+     * holds nothing (nothing changed). */
+    int (*lock_refresh)(const char *key, size_t key_len,
+                        const char *token, size_t token_len, int64_t ttl_ms);
+
+    /* lock_info: who holds key.
+     *   OK    *mode EXCLUSIVE and *holders 1 (any live entry that is not a
+     *         reader record), or *mode SHARED and *holders the live read
+     *         holds.
+     *   MISS  free (no live entry, or only a waiting writer's claim):
+     *         *mode EXCLUSIVE, *holders 0.
+     * mode and holders must not be NULL. */
+    int (*lock_info)(const char *key, size_t key_len, int32_t *mode, int64_t *holders);
 
     /* ---- appended for a lazy session write in one round trip ---- */
 

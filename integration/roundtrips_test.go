@@ -58,7 +58,8 @@ func monitor(t *testing.T, srv *redistest.Server) func(f func()) []string {
 // A session request on Redis makes two round trips when it writes (lock
 // and read in one script, write and release in another), two when it only
 // reads (read_and_close, session_abort()), and two for a lazy write (the
-// TTL refresh and the release in one script).
+// TTL refresh and the release in one script), with the session lock's
+// fence minted in the first.
 func TestSessionRequestRoundTripsOnRedis(t *testing.T) {
 	php := lookPath(t, "php")
 	srv := redistest.Start(t)
@@ -98,4 +99,10 @@ func TestSessionRequestRoundTripsOnRedis(t *testing.T) {
 		}
 		assert.Equal(t, c.want, trips, "%s: commands sent %v", c.name, sent)
 	}
+	// The requests took the session lock with its fence (the library has
+	// set_nx_wait_get_fenced): the counts above are the fenced path's.
+	fence, err := exec.Command(redistest.CLIBinary(), "-p", strconv.Itoa(srv.Port), "get",
+		"ephpm:fence:session_lock:{rt}").Output()
+	require.NoError(t, err)
+	assert.Regexp(t, `^[1-9][0-9]*\n$`, string(fence), "the session lock's fence key")
 }

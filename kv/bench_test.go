@@ -108,6 +108,38 @@ func BenchmarkFencedLockPair(b *testing.B) {
 	})
 }
 
+// BenchmarkRWLockPair is a lock_acquire and lock_release pair: exclusive
+// (the token as set_nx leaves it), and shared beside others readers
+// already holding the name (the record is read and rewritten whole).
+func BenchmarkRWLockPair(b *testing.B) {
+	tok := []byte("0123456789abcdef0123456789abcdef")
+	b.Run("exclusive", func(b *testing.B) {
+		s := benchStore(b)
+		b.RunParallel(func(pb *testing.PB) {
+			k := perGoroutineKey("lock:")
+			for pb.Next() {
+				s.LockAttempt(k, tok, LockExclusive, 30*time.Second, 0)
+				s.LockRelease(k, tok)
+			}
+		})
+	})
+	for _, others := range []int{0, 10, 100} {
+		b.Run("shared/others="+strconv.Itoa(others), func(b *testing.B) {
+			s := benchStore(b)
+			b.RunParallel(func(pb *testing.PB) {
+				k := perGoroutineKey("lock:")
+				for i := 0; i < others; i++ {
+					s.LockAttempt(k, []byte(strconv.Itoa(i)+":"+string(tok)), LockShared, time.Hour, 0)
+				}
+				for pb.Next() {
+					s.LockAttempt(k, tok, LockShared, 30*time.Second, 0)
+					s.LockRelease(k, tok)
+				}
+			})
+		})
+	}
+}
+
 func BenchmarkIncrBy(b *testing.B) {
 	s := benchStore(b)
 	b.RunParallel(func(pb *testing.PB) {

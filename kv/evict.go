@@ -1,7 +1,6 @@
 package kv
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
 )
@@ -29,13 +28,13 @@ const (
 // in the same order. So only session data makes session data go. It
 // never evicts the entries of kp (see keep), and holds one shard lock at a
 // time; the caller holds none.
-func (s *Store) makeRoom(need int64, kp keep, kind keyKind, short shortfall, attempt int) (grant, error) {
+func (s *Store) makeRoom(need int64, kp keep, kind KeyKind, short shortfall, attempt int) (grant, error) {
 	if attempt == 3 {
 		return grant{}, s.noRoom(short)
 	}
 	var g grant
 	sessionsTaken := func() bool {
-		if kind == kindSession && g.sessions == 0 {
+		if kind == KindSession && g.sessions == 0 {
 			if !s.mem.takeSession(need) {
 				return false
 			}
@@ -66,7 +65,7 @@ func (s *Store) makeRoom(need int64, kp keep, kind keyKind, short shortfall, att
 		return g, nil
 	}
 	var sessionsShort, storeShort int64
-	if limit := s.mem.sessionLimit.Load(); kind == kindSession && g.sessions == 0 && limit > 0 {
+	if limit := s.mem.sessionLimit.Load(); kind == KindSession && g.sessions == 0 && limit > 0 {
 		sessionsShort = s.mem.sessions.Load() + need - limit
 	}
 	if limit := s.mem.limit.Load(); g.store == 0 && limit > 0 {
@@ -74,7 +73,7 @@ func (s *Store) makeRoom(need int64, kp keep, kind keyKind, short shortfall, att
 	}
 	policy := Policy(s.mem.policy.Load())
 	if policy == NoEviction {
-		if kind == kindSession && g.sessions == 0 {
+		if kind == KindSession && g.sessions == 0 {
 			return fail(s.noRoom(sessionsFull))
 		}
 		return fail(ErrNoMemory)
@@ -85,7 +84,7 @@ func (s *Store) makeRoom(need int64, kp keep, kind keyKind, short shortfall, att
 		return fail(s.noRoom(sessionsFull))
 	}
 	order := []class{classPlain}
-	if kind == kindSession {
+	if kind == KindSession {
 		order = append(order, classNew, classReturned)
 	} else {
 		sessions = 0
@@ -113,7 +112,7 @@ func (kp *keep) has(key string) bool { return key == kp[0] || key == kp[1] }
 // noRoom is the error of a write that short refused.
 func (s *Store) noRoom(short shortfall) error {
 	if short == sessionsFull {
-		return fmt.Errorf("%w: session data would exceed %s (%d bytes)", ErrNoMemory, s.sess.limitName, s.mem.sessionLimit.Load())
+		return s.sess.OverBudget(s.mem.sessionLimit.Load())
 	}
 	return ErrNoMemory
 }
@@ -263,6 +262,6 @@ func (sh *shard) has(lo, hi int) bool {
 // slots lo..hi (see slotOf) and is not one of kp. Caller holds sh.mu.
 func (s *Store) mayEvict(sh *shard, b block, h uint32, lo, hi int, kp *keep) bool {
 	key := blockKey(b)
-	slot := s.slotOf(sh, b, s.sess.kindOf(key), h)
+	slot := s.slotOf(sh, b, s.sess.Kind(key), h)
 	return slot >= lo && slot <= hi && !kp.has(key)
 }

@@ -138,14 +138,40 @@ func (s *Store) Fence(name string) (int64, error) {
 // holder's work. Whether lock is still held does not matter, only whether
 // it was granted again. On an error nothing changed.
 func (s *Store) SetFenced(key string, value []byte, ttl time.Duration, lock string, fence int64) (bool, error) {
+	return s.setFenced(key, value, ttl, lock, fence, nil, false)
+}
+
+// SetFencedToken is SetFenced for the holder of the grant's token: also
+// refused while lock holds a live entry other than token, a holder whose
+// grant minted no fence (set_nx, or a process with an older library). The
+// checks and the write are one step.
+func (s *Store) SetFencedToken(key string, value []byte, ttl time.Duration, lock string, fence int64, token []byte) (bool, error) {
+	return s.setFenced(key, value, ttl, lock, fence, token, true)
+}
+
+func (s *Store) setFenced(key string, value []byte, ttl time.Duration, lock string, fence int64, token []byte, holder bool) (bool, error) {
 	if err := CheckFencedWrite(key, value, ttl, lock, fence); err != nil {
 		return false, err
 	}
 	var r writeReq
 	r.key, r.value, r.flags, r.mode, r.ttl = key, value, s.pinFlag(key), modeFenced, ttl
 	r.guardKey, r.fence = lock, fence
+	r.guardToken, r.holder = token, holder
 	s.prepare(&r)
 	return s.install(&r)
+}
+
+// DelFencedToken is DelFenced for the holder of token, refused as
+// SetFencedToken is.
+func (s *Store) DelFencedToken(key, lock string, fence int64, token []byte) (bool, error) {
+	return s.delFenced(key, lock, fence, token, true)
+}
+
+// heldByAnother reports whether lock holds a live entry other than token.
+// Caller holds lock's shard (gsh); nothing is removed.
+func heldByAnother(gsh *shard, gh uint32, lock string, token []byte, c *clock) bool {
+	g := gsh.t.get(gh, lock)
+	return g != nil && !c.expired(g) && !valueEquals(g, token)
 }
 
 // DelFenced removes key only while fence is still the latest grant of
@@ -154,11 +180,15 @@ func (s *Store) SetFenced(key string, value []byte, ttl time.Duration, lock stri
 // shards are held). It fails only on an invalid argument, and then changes
 // nothing.
 func (s *Store) DelFenced(key, lock string, fence int64) (bool, error) {
+	return s.delFenced(key, lock, fence, nil, false)
+}
+
+func (s *Store) delFenced(key, lock string, fence int64, token []byte, holder bool) (bool, error) {
 	if err := CheckFencedWrite(key, nil, 0, lock, fence); err != nil {
 		return false, err
 	}
-	return s.delIf(key, lock, func(gsh *shard, _ uint32, _ *clock) bool {
+	return s.delIf(key, lock, func(gsh *shard, gh uint32, c *clock) bool {
 		n, known := gsh.fences.current(s.fenceHash(lock))
-		return known && n == fence
+		return known && n == fence && !(holder && heldByAnother(gsh, gh, lock, token, c))
 	}), nil
 }

@@ -41,14 +41,14 @@ const (
 // with no lock ever taken.
 var fuzzKeys = []string{"k0", "k1", "k2", fuzzData + "a", fuzzData + "b", fuzzLock + "a", fuzzLock + "b", fuzzData + "c"}
 
-func fuzzKind(k string) keyKind {
+func fuzzKind(k string) KeyKind {
 	switch {
 	case strings.HasPrefix(k, fuzzLock):
-		return kindSessionLock
+		return KindSessionLock
 	case strings.HasPrefix(k, fuzzData):
-		return kindSession
+		return KindSession
 	}
-	return kindPlain
+	return KindPlain
 }
 
 func (m *model) expired(e mEntry) bool { return e.exp != 0 && e.exp <= m.now }
@@ -68,7 +68,7 @@ func (m *model) live(k string) (mEntry, bool) {
 func (m *model) remove(k string) {
 	if e, ok := m.m[k]; ok {
 		m.used -= mcost(k, e.v)
-		if fuzzKind(k) == kindSession {
+		if fuzzKind(k) == KindSession {
 			m.sessions -= mcost(k, e.v)
 		}
 		delete(m.m, k)
@@ -89,7 +89,7 @@ func (m *model) sweep() {
 func (m *model) class(k, protect, guard string) (class, bool) {
 	e := m.m[k]
 	c := classPlain
-	if fuzzKind(k) == kindSession {
+	if fuzzKind(k) == KindSession {
 		if _, held := m.m[fuzzLock+strings.TrimPrefix(k, fuzzData)]; held {
 			return 0, false
 		}
@@ -124,7 +124,7 @@ func (m *model) decide(k, guard string, v []byte) outcome {
 	}
 	shorts := func() (sessions, store int64) {
 		d := delta()
-		if kind == kindSession && m.sessionLimit > 0 && d > 0 {
+		if kind == KindSession && m.sessionLimit > 0 && d > 0 {
 			sessions = m.sessions + d - m.sessionLimit
 		}
 		if m.limit > 0 && d > 0 {
@@ -154,7 +154,7 @@ func (m *model) decide(k, guard string, v []byte) outcome {
 	if ss > 0 && ss > sessions {
 		return outcome{err: budget}
 	}
-	if kind != kindSession {
+	if kind != KindSession {
 		sessions = 0
 	}
 	if st > plain+sessions {
@@ -178,7 +178,7 @@ func (m *model) settle(t *testing.T, s *Store, k, guard string) {
 			if !ok {
 				t.Fatalf("write of %s evicted %s, which the rules keep", k, key)
 			}
-			if c != classPlain && fuzzKind(k) != kindSession {
+			if c != classPlain && fuzzKind(k) != KindSession {
 				t.Fatalf("write of %s evicted session data %s", k, key)
 			}
 			gone = append(gone, key)
@@ -207,13 +207,13 @@ func (m *model) put(k string, v []byte, exp int64, pinned bool) {
 	if old, ok := m.m[k]; ok {
 		e.read = old.read && !m.expired(old)
 		m.used -= mcost(k, old.v)
-		if fuzzKind(k) == kindSession {
+		if fuzzKind(k) == KindSession {
 			m.sessions -= mcost(k, old.v)
 		}
 	}
 	m.m[k] = e
 	m.used += mcost(k, v)
-	if fuzzKind(k) == kindSession {
+	if fuzzKind(k) == KindSession {
 		m.sessions += mcost(k, v)
 	}
 }
@@ -231,9 +231,9 @@ func checkTotals(s *Store) error {
 			if b == nil {
 				continue
 			}
-			kind := s.sess.kindOf(blockKey(b))
+			kind := s.sess.Kind(blockKey(b))
 			ev[s.slotOf(sh, b, kind, sh.t.hashes[j])] += blockCost(b)
-			if kind == kindSession {
+			if kind == KindSession {
 				used += blockCost(b)
 			}
 		}
@@ -315,14 +315,14 @@ func FuzzStoreAgainstModel(f *testing.F) {
 				if ok != wok || !bytes.Equal(got, e.v) {
 					fail("Get", string(got), string(e.v))
 				}
-				if wok && kind == kindSession {
+				if wok && kind == KindSession {
 					e.read = true
 					m.m[k] = e
 				}
 			case 1: // Set
 				want := m.decide(k, guard, v)
 				if write("Set", want, s.Set(k, v, ttl)) {
-					m.put(k, v, exp(), kind == kindSessionLock)
+					m.put(k, v, exp(), kind == KindSessionLock)
 				}
 			case 2: // SetNX
 				if e, ok := m.m[k]; ok && !m.expired(e) {
@@ -378,7 +378,7 @@ func FuzzStoreAgainstModel(f *testing.F) {
 				e, ok := m.live(k)
 				var want int64
 				var wantErr error
-				newExp, pinned := exp(), kind == kindSessionLock
+				newExp, pinned := exp(), kind == KindSessionLock
 				if ok {
 					// An integer is what FormatInt writes, as Redis reads it.
 					n, perr := strconv.ParseInt(string(e.v), 10, 64)
@@ -442,7 +442,7 @@ func FuzzStoreAgainstModel(f *testing.F) {
 					if !got {
 						fail("SetGuarded", got, true)
 					}
-					m.put(k, v, exp(), kind == kindSessionLock)
+					m.put(k, v, exp(), kind == KindSessionLock)
 				}
 			case 14: // DelGuarded by key g holding v
 				g := fuzzKeys[int(b)%len(fuzzKeys)]

@@ -202,12 +202,12 @@ func (s *Store) giveBack(g *grant) {
 // too, spending g first. It reports which limit refused; then nothing
 // changed but that g is spent (its store part is now sh's credit, its
 // session part given back). Caller holds sh.mu.
-func (s *Store) reserve(sh *shard, kind keyKind, delta int64, g *grant) shortfall {
+func (s *Store) reserve(sh *shard, kind KeyKind, delta int64, g *grant) shortfall {
 	if g.store != 0 {
 		sh.credit += g.store // reserved already: now sh's credit
 		g.store = 0
 	}
-	if kind != kindSession {
+	if kind != KindSession {
 		if !s.charge(sh, delta) {
 			return storeFull
 		}
@@ -285,16 +285,9 @@ func (s *Store) Configure(cfg MemoryConfig) error {
 	if cfg.CompressionMinSize < 0 {
 		return fmt.Errorf("%w: compression minimum size %d is negative", ErrInvalidArgument, cfg.CompressionMinSize)
 	}
-	if cfg.SessionLimit < 0 {
-		return fmt.Errorf("%w: %s %d is negative", ErrInvalidArgument, s.sess.limitName, cfg.SessionLimit)
-	}
-	if cfg.Limit > 0 && cfg.SessionLimit >= cfg.Limit {
-		return fmt.Errorf("%w: %s %d is not below the memory limit %d: other keys and locks need room that sessions cannot take",
-			ErrInvalidArgument, s.sess.limitName, cfg.SessionLimit, cfg.Limit)
-	}
-	sessionLimit := cfg.SessionLimit
-	if sessionLimit == 0 && cfg.Limit > 0 {
-		sessionLimit = max(cfg.Limit/2, 1)
+	sessionLimit, err := s.sess.Budget(cfg)
+	if err != nil {
+		return err
 	}
 	s.mem.sessionSetting.Store(cfg.SessionLimit)
 	s.mem.sessionLimit.Store(sessionLimit)

@@ -3,6 +3,7 @@ package kv
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -69,6 +70,13 @@ type ReaderRecord struct {
 // record's magic).
 func IsReaderRecord(v []byte) bool { return bytes.HasPrefix(v, readerMagic) }
 
+// The errors of ParseReaderRecord, made once: every release or refresh of
+// an exclusive hold parses its token first.
+var (
+	errNotReaderRecord       = errors.New("kv: not a reader record")
+	errTruncatedReaderRecord = errors.New("kv: truncated reader record")
+)
+
 // ParseReaderRecord decodes v. An error means v begins like a record but is
 // not one (a store holds only records it encoded, so this is corruption or
 // a user's set of such bytes); callers treat such a name as held
@@ -76,7 +84,7 @@ func IsReaderRecord(v []byte) bool { return bytes.HasPrefix(v, readerMagic) }
 func ParseReaderRecord(v []byte) (ReaderRecord, error) {
 	var r ReaderRecord
 	if !IsReaderRecord(v) || len(v) < len(readerMagic)+8 {
-		return r, fmt.Errorf("kv: not a reader record")
+		return r, errNotReaderRecord
 	}
 	p := v[len(readerMagic):]
 	r.Claim = int64(binary.LittleEndian.Uint64(p))
@@ -84,7 +92,7 @@ func ParseReaderRecord(v []byte) (ReaderRecord, error) {
 	for len(p) > 0 {
 		n := int(p[0])
 		if n == 0 || len(p) < 1+n+8 {
-			return ReaderRecord{}, fmt.Errorf("kv: truncated reader record")
+			return ReaderRecord{}, errTruncatedReaderRecord
 		}
 		r.Holds = append(r.Holds, ReadHold{
 			Token:    p[1 : 1+n],

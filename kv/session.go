@@ -1,26 +1,28 @@
 package kv
 
 import (
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"unsafe"
 )
 
-// keyKind says what the session rule (Options.SessionDataPrefix and
+// KeyKind says what the session rule (Options.SessionDataPrefix and
 // SessionLockPrefix) makes of a key.
-type keyKind uint8
+type KeyKind uint8
 
 const (
-	kindPlain       keyKind = iota // not a session key
-	kindSession                    // session data: SessionDataPrefix + sid
-	kindSessionLock                // a session's lock: SessionLockPrefix + sid
+	KindPlain       KeyKind = iota // not a session key
+	KindSession                    // session data: SessionDataPrefix + sid
+	KindSessionLock                // a session's lock: SessionLockPrefix + sid
 )
 
-// sessionRule knows the session keys. The two keys of one session, its
+// SessionRule knows the session keys. The two keys of one session, its
 // data and its lock, hash by the sid alone, so they share a shard and a
 // hash: whether a session is held (its lock is there) is one lookup under
 // the lock the caller already holds, and changes in step with the lock.
-type sessionRule struct {
+// The shared-memory store applies the same rule (package shm).
+type SessionRule struct {
 	// prefixes lists the configured prefixes, the longer first (one may
 	// begin with the other), with the kind of key each starts.
 	prefixes [2]sessionPrefix
@@ -36,18 +38,20 @@ type sessionRule struct {
 
 type sessionPrefix struct {
 	prefix string
-	kind   keyKind
+	kind   KeyKind
 }
 
-func newSessionRule(opts Options) sessionRule {
-	r := sessionRule{data: opts.SessionDataPrefix, lock: opts.SessionLockPrefix, limitName: opts.SessionLimitName}
+// NewSessionRule makes the rule of opts' SessionDataPrefix,
+// SessionLockPrefix and SessionLimitName.
+func NewSessionRule(opts Options) SessionRule {
+	r := SessionRule{data: opts.SessionDataPrefix, lock: opts.SessionLockPrefix, limitName: opts.SessionLimitName}
 	if r.limitName == "" {
 		r.limitName = "session_memory_limit"
 	}
 	if r.data == "" || r.lock == r.data {
 		r.lock = "" // without session data (or apart from it) nothing is held
 	}
-	for _, p := range []sessionPrefix{{r.data, kindSession}, {r.lock, kindSessionLock}} {
+	for _, p := range []sessionPrefix{{r.data, KindSession}, {r.lock, KindSessionLock}} {
 		if p.prefix != "" {
 			r.prefixes[r.n] = p
 			r.n++
@@ -60,43 +64,84 @@ func newSessionRule(opts Options) sessionRule {
 	return r
 }
 
-// split returns key's kind and the part of it that is hashed: the sid of
+// Prefixes returns the data and lock prefixes in force ("": none).
+func (r *SessionRule) Prefixes() (data, lock string) { return r.data, r.lock }
+
+// MayBeSession reports whether a key that starts with byte c may be a
+// session key: false for most keys, told by one load.
+func (r *SessionRule) MayBeSession(c byte) bool { return r.first[c] }
+
+// Split returns key's kind and the part of it that is hashed: the sid of
 // a session key, the whole of any other.
-func (r *sessionRule) split(key string) (keyKind, string) {
+func (r *SessionRule) Split(key string) (KeyKind, string) {
 	if len(key) == 0 || !r.first[key[0]] {
-		return kindPlain, key
+		return KindPlain, key
 	}
 	for _, p := range r.prefixes[:r.n] {
 		if strings.HasPrefix(key, p.prefix) {
 			return p.kind, key[len(p.prefix):]
 		}
 	}
-	return kindPlain, key
+	return KindPlain, key
 }
 
-func (r *sessionRule) kindOf(key string) keyKind {
-	k, _ := r.split(key)
+// Kind returns key's kind.
+func (r *SessionRule) Kind(key string) KeyKind {
+	k, _ := r.Split(key)
 	return k
 }
 
-// pairOf returns the block of the other key of key's session (the lock of
-// session data, the data of a lock), or nil if it is not in the table or
-// key is not a session key. It has the same hash h. Caller holds sh.mu.
-func (s *Store) pairOf(sh *shard, h uint32, kind keyKind, key string) block {
+// Pair appends to dst the other key of the session of key, of kind (the
+// lock of session data, the data of a lock), and returns it, or nil if
+// key is not a session key or its session has no such key.
+func (r *SessionRule) Pair(dst []byte, kind KeyKind, key string) []byte {
 	var other, prefix string
 	switch kind {
-	case kindSession:
-		other, prefix = s.sess.lock, s.sess.data
-	case kindSessionLock:
-		other, prefix = s.sess.data, s.sess.lock
+	case KindSession:
+		other, prefix = r.lock, r.data
+	case KindSessionLock:
+		other, prefix = r.data, r.lock
 	default:
 		return nil
 	}
 	if other == "" {
 		return nil
 	}
+	return append(append(dst, other...), key[len(prefix):]...)
+}
+
+// Budget checks cfg's session budget and returns the one in force: the
+// budget, or half of a Limit that is set when it is 0 (no budget without a
+// Limit). It must be below a Limit that is set.
+func (r *SessionRule) Budget(cfg MemoryConfig) (int64, error) {
+	if cfg.SessionLimit < 0 {
+		return 0, fmt.Errorf("%w: %s %d is negative", ErrInvalidArgument, r.limitName, cfg.SessionLimit)
+	}
+	if cfg.Limit > 0 && cfg.SessionLimit >= cfg.Limit {
+		return 0, fmt.Errorf("%w: %s %d is not below the memory limit %d: other keys and locks need room that sessions cannot take",
+			ErrInvalidArgument, r.limitName, cfg.SessionLimit, cfg.Limit)
+	}
+	if cfg.SessionLimit == 0 && cfg.Limit > 0 {
+		return max(cfg.Limit/2, 1), nil
+	}
+	return cfg.SessionLimit, nil
+}
+
+// OverBudget is the error of a session write that the budget in force,
+// limit bytes, refuses.
+func (r *SessionRule) OverBudget(limit int64) error {
+	return fmt.Errorf("%w: session data would exceed %s (%d bytes)", ErrNoMemory, r.limitName, limit)
+}
+
+// pairOf returns the block of the other key of key's session (the lock of
+// session data, the data of a lock), or nil if it is not in the table or
+// key is not a session key. It has the same hash h. Caller holds sh.mu.
+func (s *Store) pairOf(sh *shard, h uint32, kind KeyKind, key string) block {
 	var buf [96]byte // most keys fit: no allocation
-	k := append(append(buf[:0], other...), key[len(prefix):]...)
+	k := s.sess.Pair(buf[:0], kind, key)
+	if k == nil {
+		return nil
+	}
 	return sh.t.get(h, unsafe.String(unsafe.SliceData(k), len(k)))
 }
 
@@ -136,8 +181,8 @@ func blockCost(b block) int64 { return int64(blockSize(b)) + entryOverhead }
 
 // slotOf returns the eviction slot of b, whose key is of kind and hashes
 // to h. Caller holds sh.mu.
-func (s *Store) slotOf(sh *shard, b block, kind keyKind, h uint32) int {
-	if kind == kindSession {
+func (s *Store) slotOf(sh *shard, b block, kind KeyKind, h uint32) int {
+	if kind == KindSession {
 		return s.sessionSlot(sh, b, h)
 	}
 	return plainSlot(b)
@@ -159,7 +204,7 @@ func (s *Store) sessionSlot(sh *shard, b block, h uint32) int {
 	slot := plainSlot(b)
 	switch {
 	case slot == slotKept:
-	case s.pairOf(sh, h, kindSession, blockKey(b)) != nil:
+	case s.pairOf(sh, h, KindSession, blockKey(b)) != nil:
 		slot = slotKept // held: a request is using it
 	case blockFlags(b, flagRead):
 		slot += 2 * int(classReturned)
@@ -175,8 +220,8 @@ func (s *Store) sessionSlot(sh *shard, b block, h uint32) int {
 // going) is bracketed by a tally of -1 before and of 1 after. The hot
 // paths call tallyPlain instead for keys that are not session data, which
 // inlines. Caller holds sh.mu.
-func (s *Store) tally(sh *shard, b block, kind keyKind, h uint32, sign int64) {
-	if kind == kindSession {
+func (s *Store) tally(sh *shard, b block, kind KeyKind, h uint32, sign int64) {
+	if kind == KindSession {
 		s.tallySession(sh, b, h, sign)
 	} else {
 		sh.tallyPlain(b, sign)
@@ -202,7 +247,7 @@ func (s *Store) tallySession(sh *shard, b block, h uint32, sign int64) {
 // which moves the data to another slot; the caller then tallies it again.
 // Caller holds sh.mu.
 func (s *Store) untallyData(sh *shard, h uint32, key string) block {
-	d := s.pairOf(sh, h, kindSessionLock, key)
+	d := s.pairOf(sh, h, KindSessionLock, key)
 	if d != nil {
 		s.tallySession(sh, d, h, -1)
 	}

@@ -31,6 +31,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ephpm/ephpm/internal/coarse"
 	"github.com/google/uuid"
 )
 
@@ -78,8 +79,10 @@ func (o SetNXOutcome) String() string {
 // Options configure a Store. The zero value is the production setting
 // without a memory limit.
 type Options struct {
-	// Now returns a monotonic time in nanoseconds from any fixed origin.
-	// Tests substitute a fake clock; nil means the process's monotonic clock.
+	// Now returns a monotonic time in nanoseconds from any fixed origin: the
+	// clock of TTL deadlines and expiry checks. Tests substitute a fake
+	// clock; nil means CLOCK_MONOTONIC_COARSE (internal/coarse), which
+	// keeps a TTL to within one kernel tick.
 	Now func() int64
 	// SweepInterval is how often the sweeper removes expired entries and
 	// advances the LRU clock. 0 means DefaultSweepInterval; a negative
@@ -115,10 +118,11 @@ const numShards = 256 // a power of two: the shard is hash & (numShards-1)
 type Store struct {
 	seed   maphash.Seed
 	now    func() int64
+	tick   int64 // the resolution of now (ns): 0 for a substituted clock
 	origin int64
 	pinned []string
 	id     string
-	sess   sessionRule
+	sess   SessionRule
 
 	mem memory
 	lru atomic.Uint32 // LRU clock: ms since New, advanced by the sweeper
@@ -166,12 +170,11 @@ type shard struct {
 func New(opts Options) *Store {
 	s := &Store{seed: maphash.MakeSeed(), now: opts.Now, stop: make(chan struct{}), id: uuid.NewString()}
 	if s.now == nil {
-		origin := time.Now()
-		s.now = func() int64 { return int64(time.Since(origin)) }
+		s.now, s.tick = coarse.Now, coarse.Resolution()
 	}
 	s.origin = s.now()
 	s.pinned = append([]string(nil), opts.PinnedPrefixes...)
-	s.sess = newSessionRule(opts)
+	s.sess = NewSessionRule(opts)
 	if err := s.Configure(opts.Memory); err != nil {
 		panic(err)
 	}
@@ -198,9 +201,9 @@ func (s *Store) Close() {
 func (s *Store) InstanceID() string { return s.id }
 
 // locate returns key's shard, its hash in the shard's table, and its kind.
-// A session key hashes by its sid (see sessionRule).
-func (s *Store) locate(key string) (*shard, uint32, keyKind) {
-	kind, part := s.sess.split(key)
+// A session key hashes by its sid (see SessionRule).
+func (s *Store) locate(key string) (*shard, uint32, KeyKind) {
+	kind, part := s.sess.Split(key)
 	h := maphash.String(s.seed, part)
 	th := uint32(h >> 32)
 	if th == 0 {
@@ -284,7 +287,7 @@ func (s *Store) GetInto(key string, dst []byte) (n int, found bool) {
 		return 0, false
 	}
 	touch(b, s.lru.Load())
-	if kind == kindSession && !blockFlags(b, flagRead) {
+	if kind == KindSession && !blockFlags(b, flagRead) {
 		s.markRead(sh, b, h)
 	}
 	sh.c.hits++
@@ -552,9 +555,7 @@ func (s *Store) Flush() {
 		sh.volatile = 0
 		sh.evictable = [numSlots]int64{}
 		for key := range sh.waiters {
-			for sh.waiters[key] != nil {
-				sh.wakeOne(key)
-			}
+			sh.wakeAll(key)
 		}
 		sh.mu.Unlock()
 	}

@@ -18,7 +18,8 @@ type waitQueue struct{ list []*waiter }
 // comes first, and reports whether the key is free when it returns.
 //
 // It returns early when the entry is removed (Del, DelIfEq, expiry) or when
-// its TTL passes. Removals wake waiters one at a time, oldest first, so that
+// its TTL passes (at most a tick late: the store's clock is coarse); a
+// renewed TTL keeps it waiting in its place. Removals wake waiters one at a time, oldest first, so that
 // callers who wait in order to take the key (a lock) are served roughly in
 // arrival order instead of all racing for it; a woken caller is expected to
 // try to take the key at once. Callers waiting when the TTL passes all wake.
@@ -35,9 +36,7 @@ func (s *Store) Wait(key string, timeout time.Duration) bool {
 		sh.mu.Unlock()
 		return false
 	}
-	if at := blockExpireAt(b); at != 0 && time.Duration(at-c.now()) < timeout {
-		timeout = time.Duration(at - c.now())
-	}
+	end := time.Now().Add(timeout)
 	w := &waiter{woken: make(chan struct{}, 1)}
 	q := sh.waiters[key]
 	if q == nil {
@@ -48,26 +47,38 @@ func (s *Store) Wait(key string, timeout time.Duration) bool {
 		sh.waiters[strings.Clone(key)] = q
 	}
 	q.list = append(q.list, w)
-	sh.mu.Unlock()
+	for {
+		sleep := time.Until(end)
+		// The entry is gone once the store's clock reaches its expiry,
+		// which on the coarse clock is up to a tick after that instant.
+		if at := blockExpireAt(b); at != 0 {
+			sleep = min(sleep, time.Duration(at-c.now()+s.tick))
+		}
+		sh.mu.Unlock()
 
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case <-w.woken:
-		return true
-	case <-timer.C:
-	}
+		timer := time.NewTimer(sleep)
+		select {
+		case <-w.woken:
+			timer.Stop()
+			return true
+		case <-timer.C:
+		}
 
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	sh.dropWaiter(key, w)
-	select {
-	case <-w.woken: // woken between the timer and the lock: it is our turn
-		return true
-	default:
+		sh.mu.Lock()
+		select {
+		case <-w.woken: // woken between the timer and the lock: it is our turn
+			sh.mu.Unlock()
+			return true
+		default:
+		}
+		c = clock{s: s}
+		if b, _ = s.live(sh, h, key, &c); b == nil || !time.Now().Before(end) {
+			sh.dropWaiter(key, w)
+			sh.mu.Unlock()
+			return b == nil
+		}
+		// Still there (its TTL was renewed): wait on, in the same place.
 	}
-	b, _ = s.live(sh, h, key, &clock{s: s})
-	return b == nil
 }
 
 // wakeOne wakes the oldest waiter on key. Caller holds sh.mu.
@@ -81,6 +92,25 @@ func (sh *shard) wakeOne(key string) {
 	q.list = q.list[1:]
 	if len(q.list) == 0 {
 		delete(sh.waiters, key)
+	}
+}
+
+// wakeAll wakes every waiter on key, oldest first. Caller holds sh.mu.
+func (sh *shard) wakeAll(key string) {
+	for sh.waiters[key] != nil {
+		sh.wakeOne(key)
+	}
+}
+
+// wake wakes whom a lock decision names among key's waiters. Caller holds
+// sh.mu.
+func (sh *shard) wake(key string, w LockWake) {
+	switch {
+	case len(sh.waiters) == 0:
+	case w == WakeOne:
+		sh.wakeOne(key)
+	case w == WakeAll:
+		sh.wakeAll(key)
 	}
 }
 

@@ -94,3 +94,42 @@ func TestDelIfEqAndExpiryWakeWaiters(t *testing.T) {
 	require.True(t, s.DelIfEq("lock", []byte("tok")))
 	assert.True(t, <-done)
 }
+
+// A TTL renewed while a caller waits keeps it waiting, in its place in the
+// line, until the entry goes: it neither returns "held" when the first TTL
+// would have passed nor loses its turn to a later waiter.
+func TestARenewedTTLKeepsTheWaiterInLine(t *testing.T) {
+	s := New(Options{SweepInterval: -1})
+	defer s.Close()
+	require.NoError(t, s.Set("lock", []byte("tok"), 40*time.Millisecond))
+	queued := func(n int) func() bool {
+		return func() bool {
+			sh := s.shardFor("lock")
+			sh.mu.Lock()
+			defer sh.mu.Unlock()
+			q := sh.waiters["lock"]
+			return q != nil && len(q.list) == n
+		}
+	}
+	first, second := make(chan bool, 1), make(chan bool, 1)
+	go func() { first <- s.Wait("lock", 10*time.Second) }()
+	require.Eventually(t, queued(1), 5*time.Second, time.Millisecond)
+	ok, err := s.Expire("lock", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	go func() { second <- s.Wait("lock", 10*time.Second) }()
+	require.Eventually(t, queued(2), 5*time.Second, time.Millisecond)
+	time.Sleep(40*time.Millisecond + 3*time.Duration(s.tick)) // past the first TTL's wake-up
+	select {
+	case r := <-first:
+		t.Fatalf("the waiter returned %v although the renewed entry is still there", r)
+	default:
+	}
+	require.True(t, s.DelIfEq("lock", []byte("tok")))
+	assert.True(t, <-first, "the oldest waiter is woken by the removal")
+	select {
+	case r := <-second:
+		t.Fatalf("the later waiter was woken (%v) instead of, or as well as, the first", r)
+	case <-time.After(50 * time.Millisecond):
+	}
+}

@@ -32,8 +32,19 @@ type writeReq struct {
 	guardKey   string
 	guardToken []byte
 	// mintFence: a modeSetNX grant mints its fence into fence (fence.go).
-	mintFence bool
-	fence     int64
+	// holder: a modeFenced write is also refused while guardKey holds a
+	// live entry other than guardToken (SetFencedToken).
+	mintFence, holder bool
+	fence             int64
+	// modeLock (rwlock.go): the step, its mode, an exclusive attempt's
+	// claim, and the token (guardToken); then what the decision granted
+	// and whom it wakes. Scalars, not a pointer: install leaks what its
+	// request points to, which would put every lock step on the heap.
+	claim    time.Duration
+	lockOp   lockOp
+	lockMode uint8
+	lockWake uint8
+	granted  bool
 	// modeIncr: what is added to the stored counter, and the sum stored,
 	// whose decimal digits are digits[:ndigits] (value is unused). A slice
 	// of a caller's buffer kept in the request would move that buffer to
@@ -55,6 +66,9 @@ const (
 	// expiry), or delta with a TTL of ttl if there is none: the value is
 	// decided under the lock.
 	modeIncr
+	// modeLock stores, removes or keeps the entry as a read/write lock
+	// decision made under the lock says (rwlock.go), and wakes as it says.
+	modeLock
 )
 
 // prepare builds r's block now, with no lock held, if its value is large
@@ -111,7 +125,7 @@ func (s *Store) install(r *writeReq) (bool, error) {
 			ok = g != nil && !c.expired(g) && valueEquals(g, r.guardToken)
 		case modeFenced:
 			n, known := gsh.fences.current(s.fenceHash(r.guardKey))
-			ok = known && n == r.fence
+			ok = known && n == r.fence && !(r.holder && heldByAnother(gsh, gh, r.guardKey, r.guardToken, &c))
 		case modeIncr:
 			if err := s.decideSum(r, old, oldExpired, &c); err != nil {
 				first.mu.Unlock() // one shard: no guard
@@ -119,6 +133,15 @@ func (s *Store) install(r *writeReq) (bool, error) {
 				return false, err
 			}
 			value = r.digits[:r.ndigits]
+			size = int64(valueOffset(len(r.key))+len(value)) + entryOverhead
+		case modeLock:
+			var err error
+			if ok, err = s.decideLock(sh, i, r, old, oldExpired, &c); err != nil {
+				first.mu.Unlock() // one shard: no guard
+				s.giveBack(&g)
+				return false, err
+			}
+			value = r.value
 			size = int64(valueOffset(len(r.key))+len(value)) + entryOverhead
 		}
 		delta, need := size, size
@@ -131,7 +154,7 @@ func (s *Store) install(r *writeReq) (bool, error) {
 		short := fits
 		switch {
 		case !ok:
-		case kind != kindSession && g.store == 0: // the common case, inline
+		case kind != KindSession && g.store == 0: // the common case, inline
 			if !s.charge(sh, delta) {
 				short = storeFull
 			}
@@ -147,12 +170,15 @@ func (s *Store) install(r *writeReq) (bool, error) {
 			flags := r.flags
 			if oldExpired {
 				sh.c.expirations++
-			} else if kind == kindSession && old != nil {
+			} else if kind == KindSession && old != nil {
 				flags |= blockMeta(old) & flagRead // the same session, rewritten
 			}
 			s.putEntry(sh, old, i, h, kind, r.b, r.key, value, flags, at)
 			if r.mintFence {
 				r.fence = s.mint(sh, r.key)
+			}
+			if r.mode == modeLock {
+				sh.wake(r.key, LockWake(r.lockWake))
 			}
 		}
 		switch {
@@ -160,7 +186,9 @@ func (s *Store) install(r *writeReq) (bool, error) {
 			sh.c.setNXLosses++
 		case r.mode == modeSetNX && reserved:
 			sh.c.setNXWins++
-		case reserved && r.mode != modeIncr:
+		case r.mode == modeLock:
+			sh.countLock(r, !ok || reserved)
+		case reserved && r.mode != modeIncr && r.mode != modeLock:
 			sh.c.sets++
 		}
 		if second != nil {
@@ -239,11 +267,11 @@ func (s *Store) place(sh *shard, old block, key string, n int, flags uint32, exp
 // into old itself, the shard's spare or a new block (see place). It keeps
 // the expiry heap, the eviction totals and the spare block in step. Caller
 // holds sh.mu and has charged the memory.
-func (s *Store) putEntry(sh *shard, old block, i int, h uint32, kind keyKind, b block, key string, value []byte, flags uint32, at int64) {
+func (s *Store) putEntry(sh *shard, old block, i int, h uint32, kind KeyKind, b block, key string, value []byte, flags uint32, at int64) {
 	var oldAt int64
 	if old != nil {
 		oldAt = blockExpireAt(old) // before place may rewrite old itself
-		if kind == kindSession {
+		if kind == KindSession {
 			s.tallySession(sh, old, h, -1)
 		} else {
 			sh.tallyPlain(old, -1)
@@ -267,7 +295,7 @@ func (s *Store) putEntry(sh *shard, old block, i int, h uint32, kind keyKind, b 
 		}
 	} else {
 		var data block
-		if kind == kindSessionLock {
+		if kind == KindSessionLock {
 			data = s.untallyData(sh, h, key)
 		}
 		sh.t.add(h, b)
@@ -276,7 +304,7 @@ func (s *Store) putEntry(sh *shard, old block, i int, h uint32, kind keyKind, b 
 		}
 	}
 	sh.noteExpiry(at, h, true)
-	if kind == kindSession {
+	if kind == KindSession {
 		s.tallySession(sh, b, h, 1)
 	} else {
 		sh.tallyPlain(b, 1)
@@ -295,14 +323,14 @@ func (sh *shard) recycle(b block) {
 // for its key. Caller holds sh.mu.
 func (s *Store) removeAt(sh *shard, i int, expired bool) {
 	b, h := sh.t.blocks[i], sh.t.hashes[i]
-	kind := s.sess.kindOf(blockKey(b))
-	if kind == kindSession {
+	kind := s.sess.Kind(blockKey(b))
+	if kind == KindSession {
 		s.tallySession(sh, b, h, -1)
 	} else {
 		sh.tallyPlain(b, -1)
 	}
 	var data block
-	if kind == kindSessionLock {
+	if kind == KindSessionLock {
 		data = s.untallyData(sh, h, blockKey(b))
 	}
 	sh.t.removeAt(i)
@@ -311,7 +339,7 @@ func (s *Store) removeAt(sh *shard, i int, expired bool) {
 	}
 	sh.noteExpiry(blockExpireAt(b), h, false)
 	s.charge(sh, -blockCost(b))
-	if kind == kindSession {
+	if kind == KindSession {
 		s.releaseSession(sh, blockCost(b))
 	}
 	if expired {
@@ -334,7 +362,7 @@ func (s *Store) pinFlag(key string) uint32 {
 }
 
 func (s *Store) pinFlagOf(key string) uint32 {
-	if s.isPinnedKey(key) || s.sess.kindOf(key) == kindSessionLock {
+	if s.isPinnedKey(key) || s.sess.Kind(key) == KindSessionLock {
 		return flagPinned
 	}
 	return 0

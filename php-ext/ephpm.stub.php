@@ -61,15 +61,42 @@ namespace {
     function ephpm_kv_stats(): array {}
 
     /**
-     * Takes the lock $name for $ttl seconds (at least 1), waiting up to $wait
-     * seconds with backoff (woken by the release), and returns its token, or
-     * false if another holder kept it for the whole wait. The token is 32
-     * hex digits of 128 fresh bits from PHP's CSPRNG, or $token when given (a framework's lock owner, which
-     * must be unguessable and fresh per acquisition).
+     * Takes the lock $name exclusively for $ttl seconds (at least 1), waiting
+     * up to $wait seconds with backoff (woken by the release), and returns its
+     * token, or false if another holder kept it for the whole wait. The token
+     * is 32 hex digits of 128 fresh bits from PHP's CSPRNG, or $token when
+     * given (a framework's lock owner, 1 to 255 bytes, which must be
+     * unguessable and fresh per acquisition). While it waits for readers
+     * (ephpm_kv_lock_read) to leave, it keeps new readers out.
      * Every grant mints a fencing token, set in $fence (0 when not granted):
      * larger than that of every earlier grant of $name, never reset.
      */
     function ephpm_kv_lock(string $name, int $ttl, float $wait = 0.0, ?string $token = null, ?int &$fence = null): string|false {}
+
+    /**
+     * Takes the lock $name for reading, as ephpm_kv_lock() takes it for
+     * writing: any number of readers share it, each with its own token and
+     * $ttl; a writer waits until every reader has left, and a waiting writer
+     * keeps new readers out. Returns the hold's token, or false if a writer
+     * held or claimed it for the whole wait. Release it with
+     * ephpm_kv_unlock(), refresh it with ephpm_kv_lock_refresh().
+     */
+    function ephpm_kv_lock_read(string $name, int $ttl, float $wait = 0.0, ?string $token = null, ?int &$fence = null): string|false {}
+
+    /**
+     * Makes the hold of $token on the lock $name (exclusive or read) last
+     * $ttl seconds (at least 1) from now; false if $token holds nothing.
+     */
+    function ephpm_kv_lock_refresh(string $name, string $token, int $ttl): bool {}
+
+    /**
+     * Who holds the lock $name: null when free, else ['mode' => 'exclusive'
+     * or 'shared', 'holders' => 1 or the number of readers].
+     */
+    function ephpm_kv_lock_info(string $name): ?array {}
+
+    /** Releases every holder of the lock $name (a force release); true if it was held. */
+    function ephpm_kv_lock_release_all(string $name): bool {}
 
     /** The latest fencing token granted for the lock $name; 0 if none was. */
     function ephpm_kv_fence(string $name): int {}
@@ -81,7 +108,7 @@ namespace {
      */
     function ephpm_kv_set_fenced(string $key, string $value, string $lock, int $fence, int $ttl = 0): bool {}
 
-    /** Releases the lock only if it still holds $token; true if it did. */
+    /** Releases the hold of $token on the lock $name (exclusive or read); true if it held it. */
     function ephpm_kv_unlock(string $name, string $token): bool {}
 
     /**

@@ -69,6 +69,22 @@ ZEND_BEGIN_ARG_WITH_RETURN_TYPE_MASK_EX(arginfo_ephpm_kv_lock, 0, 2, MAY_BE_STRI
 	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(1, fence, IS_LONG, 1, "null")
 ZEND_END_ARG_INFO()
 
+#define arginfo_ephpm_kv_lock_read arginfo_ephpm_kv_lock
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ephpm_kv_lock_refresh, 0, 3, _IS_BOOL, 0)
+	ZEND_ARG_TYPE_INFO(0, name, IS_STRING, 0)
+	ZEND_ARG_TYPE_INFO(0, token, IS_STRING, 0)
+	ZEND_ARG_TYPE_INFO(0, ttl, IS_LONG, 0)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ephpm_kv_lock_info, 0, 1, IS_ARRAY, 1)
+	ZEND_ARG_TYPE_INFO(0, name, IS_STRING, 0)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ephpm_kv_lock_release_all, 0, 1, _IS_BOOL, 0)
+	ZEND_ARG_TYPE_INFO(0, name, IS_STRING, 0)
+ZEND_END_ARG_INFO()
+
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ephpm_kv_fence, 0, 1, IS_LONG, 0)
 	ZEND_ARG_TYPE_INFO(0, name, IS_STRING, 0)
 ZEND_END_ARG_INFO()
@@ -118,6 +134,10 @@ ZEND_FUNCTION(ephpm_kv_incr_by);
 ZEND_FUNCTION(ephpm_kv_flush_all);
 ZEND_FUNCTION(ephpm_kv_stats);
 ZEND_FUNCTION(ephpm_kv_lock);
+ZEND_FUNCTION(ephpm_kv_lock_read);
+ZEND_FUNCTION(ephpm_kv_lock_refresh);
+ZEND_FUNCTION(ephpm_kv_lock_info);
+ZEND_FUNCTION(ephpm_kv_lock_release_all);
 ZEND_FUNCTION(ephpm_kv_fence);
 ZEND_FUNCTION(ephpm_kv_set_fenced);
 ZEND_FUNCTION(ephpm_kv_unlock);
@@ -142,6 +162,10 @@ static const zend_function_entry ext_functions[] = {
 	ZEND_FE(ephpm_kv_flush_all, arginfo_ephpm_kv_flush_all)
 	ZEND_FE(ephpm_kv_stats, arginfo_ephpm_kv_stats)
 	ZEND_FE(ephpm_kv_lock, arginfo_ephpm_kv_lock)
+	ZEND_FE(ephpm_kv_lock_read, arginfo_ephpm_kv_lock_read)
+	ZEND_FE(ephpm_kv_lock_refresh, arginfo_ephpm_kv_lock_refresh)
+	ZEND_FE(ephpm_kv_lock_info, arginfo_ephpm_kv_lock_info)
+	ZEND_FE(ephpm_kv_lock_release_all, arginfo_ephpm_kv_lock_release_all)
 	ZEND_FE(ephpm_kv_fence, arginfo_ephpm_kv_fence)
 	ZEND_FE(ephpm_kv_set_fenced, arginfo_ephpm_kv_set_fenced)
 	ZEND_FE(ephpm_kv_unlock, arginfo_ephpm_kv_unlock)

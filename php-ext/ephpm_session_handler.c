@@ -4,11 +4,16 @@
  * (include/ephpm_session.h).
  *
  *   read    takes the lock (set_nx_wait: a fresh 128-bit CSPRNG token, the
- *           lock TTL, and a wait budget with backoff, run in Go), then reads.
+ *           lock TTL, and a wait budget with backoff, run in Go), then reads;
+ *           where the library has the fenced session members, the grant
+ *           also mints a fence (set_nx_wait_get_fenced).
  *   write   writes with TTL session.gc_maxlifetime, and only while the lock is
- *           still this request's (set_guarded: check and write in one step);
- *           empty data is not stored: the entry is removed (del_guarded).
- *   destroy removes the data, also only while the lock is this request's.
+ *           still this request's (set_guarded: check and write in one step),
+ *           or, with a fence, while nobody else was granted or holds the
+ *           lock since this request's grant, even if the lock expired
+ *           (set_fenced_release); empty data is not stored: the entry is
+ *           removed (del_guarded, del_fenced_release).
+ *   destroy removes the data, under the same condition as the write.
  *   close   releases the lock with del_if_eq and the token.
  *
  * With ephpm.session_lock_mode=optimistic, read takes no lock and keeps
@@ -126,7 +131,16 @@ static void ephpm_session_forget_lock(void)
         ES(lock_key) = NULL;
     }
     ES(lock_held) = false;
+    ES(lock_fence) = 0;
     memset(ES(lock_token), 0, sizeof ES(lock_token));
+}
+
+/* Whether the library has the fenced session members (appended together:
+ * the lock with its fence, the fenced write and removal with the release). */
+static bool ephpm_session_fenced(const ephpm_kv_ops *ops)
+{
+    return EPHPM_KV_OPS_HAS(ops, set_nx_wait_get_fenced) && EPHPM_KV_OPS_HAS(ops, set_fenced_release)
+        && EPHPM_KV_OPS_HAS(ops, del_fenced_release);
 }
 
 /* Whether this request holds the lock whose key is lock. */
@@ -138,14 +152,22 @@ static bool ephpm_session_holds(const ephpm_session_key *lock)
 }
 
 /* Removes session data while this request holds the session's lock (one
- * atomic step: del_guarded), or, without the lock, outright. OK, MISS (the
- * lock is no longer this request's: nothing changed) or a failure.
- * Crosses into Go. */
+ * atomic step: del_guarded; with a fence, del_fenced_release, which also
+ * releases the lock), or, without the lock, outright. OK, MISS (the lock is
+ * no longer this request's: nothing changed) or a failure. Crosses into Go. */
 static int ephpm_session_remove(const ephpm_kv_ops *ops, const ephpm_session_key *data,
                                 const ephpm_session_key *lock)
 {
     if (ephpm_session_holds(lock)) {
         const char *token = ES(lock_token);
+        if (ES(lock_fence) > 0) {
+            int rc = ops->del_fenced_release(data->buf, data->len, lock->buf, lock->len, ES(lock_fence),
+                                             token, strlen(token));
+            if (rc == EPHPM_KV_OK) {
+                ephpm_session_forget_lock(); /* released, or expired with nobody granted since */
+            }
+            return rc;
+        }
         return ops->del_guarded(data->buf, data->len, lock->buf, lock->len, token, strlen(token));
     }
     int rc = ops->del(data->buf, data->len);
@@ -191,13 +213,23 @@ static void ephpm_session_release(const ephpm_kv_ops *ops)
 /* Writes value under data while this request holds lock (set_guarded),
  * releasing the lock in the same call where the library has
  * set_guarded_release (one round trip on Redis; the write is the last
- * thing a request does under its session lock). OK, MISS (the lock is no
- * longer this request's: nothing changed) or a failure. Crosses into Go. */
+ * thing a request does under its session lock). With the grant's fence,
+ * set_fenced_release: written while nobody else was granted or holds the
+ * lock, even after it expired. OK, MISS (the lock is no longer this
+ * request's: nothing changed) or a failure. Crosses into Go. */
 static int ephpm_session_write_held(const ephpm_kv_ops *ops, const ephpm_session_key *data,
                                     const ephpm_session_key *lock, const char *value, size_t value_len,
                                     int64_t ttl_ms)
 {
     const char *token = ES(lock_token);
+    if (ES(lock_fence) > 0) {
+        int rc = ops->set_fenced_release(data->buf, data->len, value, value_len, ttl_ms, lock->buf,
+                                         lock->len, ES(lock_fence), token, strlen(token));
+        if (rc == EPHPM_KV_OK) {
+            ephpm_session_forget_lock(); /* released, or expired with nobody granted since */
+        }
+        return rc;
+    }
     if (EPHPM_KV_OPS_HAS(ops, set_guarded_release)) {
         int rc = ops->set_guarded_release(data->buf, data->len, value, value_len, ttl_ms,
                                           lock->buf, lock->len, token, strlen(token));
@@ -261,18 +293,25 @@ static bool ephpm_session_lock(const ephpm_kv_ops *ops, const zend_string *sid, 
     double start = ephpm_monotonic_seconds();
     int64_t ttl_ms = (int64_t)ES(lock_ttl) * 1000;
     int rc;
+    bool fenced = ephpm_session_fenced(ops);
+    int64_t fence = 0;
     if (data_rc != NULL) {
         *data_rc = EPHPM_SESSION_NOT_READ;
     }
-    if (data != NULL && EPHPM_KV_OPS_HAS(ops, set_nx_wait_get)) {
+    if (data != NULL && (fenced || EPHPM_KV_OPS_HAS(ops, set_nx_wait_get))) {
         size_t cap, len = 0;
         char *buf = ephpm_kv_fetch_buffer(&cap);
-        rc = ops->set_nx_wait_get(lock.buf, lock.len, token, EPHPM_TOKEN_LEN, ttl_ms, wait_ms,
-                                  data->buf, data->len, buf, cap, &len);
+        rc = fenced
+            ? ops->set_nx_wait_get_fenced(lock.buf, lock.len, token, EPHPM_TOKEN_LEN, ttl_ms, wait_ms,
+                                          data->buf, data->len, buf, cap, &len, &fence)
+            : ops->set_nx_wait_get(lock.buf, lock.len, token, EPHPM_TOKEN_LEN, ttl_ms, wait_ms,
+                                   data->buf, data->len, buf, cap, &len);
         if (rc == EPHPM_KV_OK || rc == EPHPM_KV_MISS || rc == EPHPM_KV_TOO_SMALL) {
             *data_rc = ephpm_kv_fetch_finish(ops, data->buf, data->len, rc, len, val);
             rc = EPHPM_KV_OK; /* the lock is this request's */
         }
+    } else if (fenced) {
+        rc = ops->set_nx_wait_fenced(lock.buf, lock.len, token, EPHPM_TOKEN_LEN, ttl_ms, wait_ms, &fence);
     } else {
         rc = ops->set_nx_wait(lock.buf, lock.len, token, EPHPM_TOKEN_LEN, ttl_ms, wait_ms);
     }
@@ -289,6 +328,7 @@ static bool ephpm_session_lock(const ephpm_kv_ops *ops, const zend_string *sid, 
         /* Granted, or maybe granted: either way close must release it. */
         ES(lock_key) = zend_string_init(lock.buf, lock.len, 0);
         ES(lock_held) = rc == EPHPM_KV_OK;
+        ES(lock_fence) = rc == EPHPM_KV_OK ? fence : 0;
     }
     if (rc == EPHPM_KV_OK) {
         return true;

@@ -44,6 +44,11 @@ typedef struct {
     zend_string *lock_key;
     char lock_token[EPHPM_TOKEN_LEN + 1];
     bool lock_held;
+    /* The grant's fence where the library mints one for the session lock
+     * (set_nx_wait_get_fenced), else 0: the write, and a destroy, are then
+     * accepted while nobody else was granted the lock since, even after
+     * the lock expired (set_fenced_release, del_fenced_release). */
+    int64_t lock_fence;
     bool readonly;  /* the lock was not had and the action is readonly */
     bool timed_out; /* the request hit max_execution_time waiting for the lock */
 

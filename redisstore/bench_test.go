@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/internal/redistest"
+	"github.com/ephpm/ephpm/kv"
 )
 
 // Per-command cost in Go, without PHP, on the direct path and through
@@ -163,4 +164,60 @@ func serverMicros(b *testing.B, s *Store, cmds ...string) float64 {
 		}
 	}
 	return total
+}
+
+// The read/write lock members against the lock pair, on the direct path:
+// an attempt and its release, each one script, with the name free or
+// already read-held by n others (the scripts decode and re-encode the whole
+// record). Server time from INFO commandstats, per pair.
+func BenchmarkReadWriteLock(b *testing.B) {
+	srv := redistest.Start(b)
+	s, err := Open("redis://"+srv.Addr, testOptions)
+	require.NoError(b, err)
+	defer s.Close()
+	token := []byte("0123456789abcdef0123456789abcdef")
+	pair := func(mode kv.LockMode) func() error {
+		return func() error {
+			if _, _, err := s.LockAttempt("bench:rw", token, mode, 30*time.Second, 0); err != nil {
+				return err
+			}
+			_, err := s.LockRelease("bench:rw", token)
+			return err
+		}
+	}
+	cases := []struct {
+		name    string
+		readers int
+		run     func() error
+	}{
+		{"set_nx pair", 0, func() error {
+			if _, err := s.SetNX("bench:rw", token, 30*time.Second); err != nil {
+				return err
+			}
+			_, err := s.DelIfEq("bench:rw", token)
+			return err
+		}},
+		{"exclusive pair", 0, pair(kv.LockExclusive)},
+		{"shared pair", 0, pair(kv.LockShared)},
+		{"shared pair beside 100 readers", 100, pair(kv.LockShared)},
+		{"shared pair beside 1000 readers", 1000, pair(kv.LockShared)},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			_, err := s.Del("bench:rw")
+			require.NoError(b, err)
+			for i := range c.readers {
+				_, _, err := s.LockAttempt("bench:rw", []byte("reader-"+strconv.Itoa(i)), kv.LockShared, 0, 0)
+				require.NoError(b, err)
+			}
+			require.NoError(b, c.run()) // loads the scripts
+			require.NoError(b, s.c.ConfigResetStat(ctx).Err())
+			for b.Loop() {
+				if err := c.run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(serverMicros(b, s, "set", "evalsha", "delifeq", "delex", "publish")/float64(b.N), "server-us/pair")
+		})
+	}
 }

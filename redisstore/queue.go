@@ -1,7 +1,6 @@
 package redisstore
 
 import (
-	"strconv"
 	"strings"
 	"time"
 
@@ -52,6 +51,11 @@ local function live_head(line, prefix, me)
     redis.call('zrem', line, h)
   end
 end
+local function publish_release(ch, line, prefix)
+  local h = ''
+  if line then h = live_head(line, prefix, nil) or '' end
+  redis.call('publish', ch, h)
+end
 ` + handOnLua
 
 // handOnLua is the release of a lock that has a line: hand_on(lock, ch,
@@ -84,50 +88,51 @@ local function hand_on(lock, ch, line, prefix)
 end
 `
 
-// leaseValue is what a waiter's lease holds: the lease's length in ms and
-// the token the waiter sets, for a release to hand the lock over with.
-func leaseValue(lease time.Duration, token []byte) []byte {
-	return append(strconv.AppendInt(nil, ms(lease), 10), append([]byte{':'}, token...)...)
-}
+// takeInLineLua is one attempt of waiter id at lock (its line, its lease
+// key lease, lease_ms, the lease prefix): the lock is taken (token, PX
+// ttl; '0': none) if it is free and id is first in line (or the line is
+// empty), or claimed if a release handed it to id (it holds id's token:
+// tokens are random per acquisition), which gives it its real TTL; the
+// answer is then true. Else id is in line (kept in its place) with a
+// renewed lease holding lease_ms and the token ("1500:token", for a
+// release to hand the lock over with), and the answer is false.
+const takeInLineLua = `
+local function take_in_line(lock, line, lease, token, ttl, id, lease_ms, prefix)
+  local held = redis.call('get', lock)
+  local claimed = held == token
+  local h = nil
+  if not held then h = live_head(line, prefix, id) end
+  if claimed or (not held and (not h or h == id)) then
+    if ttl == '0' then
+      if claimed then redis.call('persist', lock) else redis.call('set', lock, token) end
+    elseif claimed then
+      redis.call('pexpire', lock, ttl)
+    else
+      redis.call('set', lock, token, 'PX', ttl)
+    end
+    redis.call('zrem', line, id)
+    redis.call('del', lease)
+    return true
+  end
+  local t = redis.call('time')
+  redis.call('zadd', line, 'NX', t[1] * 1000000 + t[2], id)
+  redis.call('set', lease, lease_ms .. ':' .. token, 'PX', lease_ms)
+  if redis.call('pttl', line) < tonumber(lease_ms) then redis.call('pexpire', line, lease_ms) end
+  return false
+end
+`
 
-// lineScript is one attempt of a waiter in line: KEYS lock, line, the
-// caller's lease (and the data key, to read it as setNXGetScript does);
-// ARGV token, TTL ms ('0': none), waiter id, lease ms, lease prefix, the
-// lease's value (leaseValue). The lock is taken if it is free and the
-// caller is first in line (or the line is empty), or claimed if a release
-// handed it to the caller (it holds the caller's token: tokens are random
-// per acquisition), which gives it its real TTL; else the caller is in
-// line (kept in its place) with a renewed lease, and the answer is 0.
-var lineScript = newScript(liveHeadLua + `
-local function take(claimed)
-  if ARGV[2] == '0' then
-    if claimed then redis.call('persist', KEYS[1]) else redis.call('set', KEYS[1], ARGV[1]) end
-  elseif claimed then
-    redis.call('pexpire', KEYS[1], ARGV[2])
-  else
-    redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  end
-  redis.call('zrem', KEYS[2], ARGV[3])
-  redis.call('del', KEYS[3])
-  if #KEYS == 4 then
-    local v = redis.call('get', KEYS[4])
-    if not v then return 1 end
-    return v
-  end
-  return 1
+// lineScript is one attempt of a waiter in line (take_in_line): KEYS
+// lock, line, the caller's lease (and the data key, to read it as
+// setNXGetScript does); ARGV token, TTL ms ('0': none), waiter id, lease
+// ms, lease prefix. 0 when the caller is in line.
+var lineScript = newScript(liveHeadLua + takeInLineLua + `
+if not take_in_line(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]) then return 0 end
+if #KEYS == 4 then
+  local v = redis.call('get', KEYS[4])
+  if v then return v end
 end
-local held = redis.call('get', KEYS[1])
-if not held then
-  local h = live_head(KEYS[2], ARGV[5], ARGV[3])
-  if not h or h == ARGV[3] then return take(false) end
-elseif held == ARGV[1] then
-  return take(true)
-end
-local t = redis.call('time')
-redis.call('zadd', KEYS[2], 'NX', t[1] * 1000000 + t[2], ARGV[3])
-redis.call('set', KEYS[3], ARGV[6], 'PX', ARGV[4])
-if redis.call('pttl', KEYS[2]) < tonumber(ARGV[4]) then redis.call('pexpire', KEYS[2], ARGV[4]) end
-return 0`)
+return 1`)
 
 // turnScript says whether it is waiter ARGV[1]'s turn at lock KEYS[1]
 // (line KEYS[2], the waiter's lease KEYS[3], lease prefix ARGV[2]): -2
@@ -191,7 +196,7 @@ func (s *Store) lineAttempt(key string, value []byte, ttl time.Duration, id stri
 	if dataKey != "" {
 		keys = append(keys, s.redisKey(dataKey))
 	}
-	r, err := s.runInto(dst, lineScript, keys, value, ms(ttl), id, ms(lease), prefix, leaseValue(lease, value))
+	r, err := s.runInto(dst, lineScript, keys, value, ms(ttl), id, ms(lease), prefix)
 	return s.lockReply(r, err, dataKey != "")
 }
 

@@ -41,7 +41,10 @@ func lineLength(t *testing.T, s *Store, key string) int {
 
 // Waiters in separate processes (each a Store with a hub of its own) get
 // the lock in the order they came, one release at a time: each waiter
-// starts only once the one before it is in line.
+// starts only once the one before it is in line. Every other waiter takes
+// the lock as the session handler does where the library has the fenced
+// members (AcquireGetFenced, released by SetFencedRelease): one line for
+// both.
 func TestTheLockPassesInArrivalOrderAcrossProcesses(t *testing.T) {
 	srv := redistest.Start(t)
 	const n = 6
@@ -66,14 +69,28 @@ func TestTheLockPassesInArrivalOrderAcrossProcesses(t *testing.T) {
 			defer wg.Done()
 			l := &session.Locker{Store: stores[i]}
 			tok := []byte("w" + strconv.Itoa(i))
-			res, err := l.Acquire(key, tok, time.Minute, 30*time.Second)
+			var res session.Result
+			var fence int64
+			var err error
+			if i%2 == 0 {
+				res, _, fence, err = l.AcquireGetFenced(stores[i], key, tok, time.Minute, 30*time.Second,
+					session.DataKey("order"), nil)
+			} else {
+				res, err = l.Acquire(key, tok, time.Minute, 30*time.Second)
+			}
 			if !assert.NoError(t, err) || !assert.True(t, res.Acquired) {
 				return
 			}
 			mu.Lock()
 			got = append(got, i)
 			mu.Unlock()
-			released, err := stores[i].DelIfEq(key, tok)
+			var released bool
+			if i%2 == 0 {
+				assert.Positive(t, fence)
+				released, err = stores[i].SetFencedRelease(session.DataKey("order"), tok, time.Minute, key, fence, tok)
+			} else {
+				released, err = stores[i].DelIfEq(key, tok)
+			}
 			assert.NoError(t, err)
 			assert.True(t, released)
 		}(i)

@@ -437,7 +437,12 @@ func (s *Store) DelIfEq(key string, token []byte) (bool, error) {
 		then: []any{"publish", ch, ""},
 	}
 	line, prefix := releaseLine(rk)
-	n, err := s.runNative(release, delIfEqScript, append([]string{rk}, line...), append([]any{token, ch}, prefix...)...)
+	return s.countRelease(s.runNative(release, delIfEqScript, append([]string{rk}, line...), append([]any{token, ch}, prefix...)...))
+}
+
+// countRelease is what a release script answered (1: the token held the
+// key), counted in the store's release outcomes.
+func (s *Store) countRelease(n int64, err error) (bool, error) {
 	if err != nil {
 		return false, err
 	}

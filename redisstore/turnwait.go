@@ -163,7 +163,7 @@ func (s *Store) waitTurnDirect(ch, id string, timeout time.Duration, look func()
 			keep = !begun && errors.Is(err, os.ErrDeadlineExceeded)
 			return false, nil
 		}
-		if kind == "message" && channel == ch && (payload == id || payload == "") {
+		if kind == "message" && channel == ch && (payload == id || payload == "" || payload == wakeEveryone) {
 			return true, nil
 		}
 	}

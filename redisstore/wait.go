@@ -123,16 +123,29 @@ func (h *hub) stood(ps *redis.PubSub, timeout time.Duration) {
 	}
 }
 
+// wakeEveryone is the release message that wakes every waiter on the
+// key: a read lock's last reader publishes it when it leaves a waiting
+// writer's claim alone in the name, so that the writer wakes wherever it
+// stands in each process's queue (rwlock.go). Waiter ids are hex, so no
+// line's head is named "*".
+const wakeEveryone = "*"
+
 // wake wakes the waiters a release message is for and returns the others.
 // A release names the head of the key's line (WaitTurn's id) when it has
 // one: that waiter is woken, wherever it is in this process's queue, and
 // the oldest plain Wait besides; a message naming nobody ("") wakes the
 // oldest waiter of any kind, who looks and waits again if it is not its
-// turn.
+// turn; wakeEveryone wakes them all.
 func wake(q []waiter, payload string) []waiter {
 	woke := func(i int) {
 		q[i].ch <- struct{}{}
 		q = append(q[:i:i], q[i+1:]...)
+	}
+	if payload == wakeEveryone {
+		for i := range q {
+			q[i].ch <- struct{}{}
+		}
+		return nil
 	}
 	if payload == "" {
 		if len(q) > 0 {

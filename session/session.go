@@ -128,11 +128,87 @@ type FencedStore interface {
 }
 
 // AcquireFenced is Acquire through fs's fenced SetNX: a lock acquired comes
-// with the fence its grant minted. It does not join a store's Line (there
-// is no fenced attempt in line): its attempts compete with the line's.
+// with the fence its grant minted. Where fs has a FencedLine for key, it
+// waits in that line as Acquire does.
 func (l *Locker) AcquireFenced(fs FencedStore, key string, token []byte, ttl, budget time.Duration) (res Result, fence int64, err error) {
-	res, err = l.acquire(key, budget, false, func(*Line, string, time.Duration) (kv.SetNXOutcome, error) {
+	res, _, fence, err = l.acquireFenced(key, token, ttl, budget, func() (kv.SetNXOutcome, int, bool, int64, error) {
 		out, f, err := fs.SetNXFenced(key, token, ttl)
+		return out, 0, false, f, err
+	}, "", nil)
+	return res, fence, err
+}
+
+// FencedLockReader is what AcquireGetFenced needs: SetNXGet whose grant
+// mints its fence (backend.Backend.SetNXGetFenced).
+type FencedLockReader interface {
+	SetNXGetFenced(key string, value []byte, ttl time.Duration, dataKey string, dst []byte) (out kv.SetNXOutcome, n int, found bool, fence int64, err error)
+}
+
+// FencedLine is what a store with a Line offers if its attempts in line
+// can mint fences: SetNXGetInLine whose grant mints its fence (dataKey "":
+// nothing read).
+type FencedLine interface {
+	SetNXGetFencedInLine(key string, value []byte, ttl time.Duration, id string, lease time.Duration,
+		dataKey string, dst []byte) (out kv.SetNXOutcome, n int, found bool, fence int64, err error)
+}
+
+// AcquireGetFenced is AcquireGet through fr's fenced SetNXGet: the attempt
+// that takes the lock also mints its fence and reads dataKey into dst.
+func (l *Locker) AcquireGetFenced(fr FencedLockReader, key string, token []byte, ttl, budget time.Duration, dataKey string, dst []byte) (Result, Read, int64, error) {
+	return l.acquireFenced(key, token, ttl, budget, func() (kv.SetNXOutcome, int, bool, int64, error) {
+		return fr.SetNXGetFenced(key, token, ttl, dataKey, dst)
+	}, dataKey, dst)
+}
+
+// acquireFenced runs Acquire's loop with attempt as each fenced attempt, or
+// in line, where l.Store has a FencedLine for key, that line's attempt
+// (reading dataKey into dst).
+func (l *Locker) acquireFenced(key string, token []byte, ttl, budget time.Duration,
+	attempt func() (kv.SetNXOutcome, int, bool, int64, error), dataKey string, dst []byte) (Result, Read, int64, error) {
+	fl, lined := l.Store.(FencedLine)
+	var read Read
+	var fence int64
+	res, err := l.acquire(key, budget, lined, func(line *Line, id string, lease time.Duration) (kv.SetNXOutcome, error) {
+		var out kv.SetNXOutcome
+		var n int
+		var found bool
+		var err error
+		if line != nil {
+			out, n, found, fence, err = fl.SetNXGetFencedInLine(key, token, ttl, id, lease, dataKey, dst)
+		} else {
+			out, n, found, fence, err = attempt()
+		}
+		read = Read{N: n, Found: found}
+		return out, err
+	})
+	return res, read, fence, err
+}
+
+// LockStore is what AcquireLock needs: one attempt of a read/write lock
+// (backend.Backend.LockAttempt).
+type LockStore interface {
+	LockAttempt(key string, token []byte, mode kv.LockMode, ttl, claim time.Duration) (kv.SetNXOutcome, int64, error)
+}
+
+// AcquireLock is Acquire for a read/write lock: each attempt is
+// ls.LockAttempt of key in mode, and a grant comes with the fence it
+// minted. An exclusive attempt asks for a claim of kv.WriterClaim, cut to
+// what is left of the budget, read from the clock before each attempt (so
+// a claim outlives the call by no more than the moment between that read
+// and the store's step): while the
+// caller waits, its claim refuses new readers and the readers inside
+// leave. The pause between attempts is Waiter.Wait, which a release that
+// frees key (or leaves it to a waiting writer) cuts short. It does not
+// join a store's Line: lock attempts have no form in line.
+func (l *Locker) AcquireLock(ls LockStore, key string, token []byte, mode kv.LockMode, ttl, budget time.Duration) (res Result, fence int64, err error) {
+	clock := l.clock()
+	deadline := clock.Now().Add(budget) // no later than acquire's own
+	res, err = l.acquire(key, budget, false, func(*Line, string, time.Duration) (kv.SetNXOutcome, error) {
+		var claim time.Duration
+		if mode == kv.LockExclusive {
+			claim = max(0, min(kv.WriterClaim, deadline.Sub(clock.Now())))
+		}
+		out, f, err := ls.LockAttempt(key, token, mode, ttl, claim)
 		fence = f
 		return out, err
 	})
@@ -207,14 +283,19 @@ func (l *Locker) AcquireGet(key string, token []byte, ttl, budget time.Duration,
 	return res, read, err
 }
 
+// clock is l.Clock, or SystemClock if it is nil.
+func (l *Locker) clock() Clock {
+	if l.Clock == nil {
+		return SystemClock
+	}
+	return l.Clock
+}
+
 // acquire runs Acquire's loop with attempt as each SetNX: in line as id
 // with a lease, when line is not nil (only if lined, and the store has a
 // Line for key).
 func (l *Locker) acquire(key string, budget time.Duration, lined bool, attempt func(line *Line, id string, lease time.Duration) (kv.SetNXOutcome, error)) (Result, error) {
-	clock, backoff := l.Clock, l.Backoff
-	if clock == nil {
-		clock = SystemClock
-	}
+	clock, backoff := l.clock(), l.Backoff
 	if backoff == (Backoff{}) {
 		backoff = DefaultBackoff
 	}

@@ -298,3 +298,82 @@ func TestAcquireGetBacksOffAndReadsWithTheWinningAttempt(t *testing.T) {
 	_, _, err = (&Locker{Store: st, Clock: clk}).AcquireGet("l", []byte("t"), time.Second, time.Second, "d", dst)
 	assert.Error(t, err, "a store error is not contention")
 }
+
+// scriptedFencedReader is scriptedReader with SetNXGetFenced: the attempt
+// that wins reads and mints the next fence.
+type scriptedFencedReader struct {
+	scriptedReader
+	fence int64
+}
+
+func (s *scriptedFencedReader) SetNXGetFenced(key string, value []byte, ttl time.Duration, dataKey string, dst []byte) (kv.SetNXOutcome, int, bool, int64, error) {
+	out, n, found, err := s.SetNXGet(key, value, ttl, dataKey, dst)
+	if err != nil || out != kv.Inserted {
+		return out, 0, false, 0, err
+	}
+	s.fence++
+	return out, n, found, s.fence, nil
+}
+
+func TestAcquireGetFencedBacksOffAndReadsAndFencesWithTheWinningAttempt(t *testing.T) {
+	clk := &fakeClock{}
+	st := &scriptedFencedReader{scriptedReader: scriptedReader{
+		scripted: scripted{clock: clk, answers: []kv.SetNXOutcome{kv.Exists, kv.Exists, kv.Inserted}}, data: "v1"}, fence: 41}
+	dst := make([]byte, 8)
+	res, read, fence, err := (&Locker{Store: st, Clock: clk}).AcquireGetFenced(st, "l", []byte("t"), time.Second, time.Second, "d", dst)
+	require.NoError(t, err)
+	ms := time.Millisecond
+	assert.Equal(t, []time.Duration{10 * ms, 20 * ms}, clk.sleeps, "the same schedule as Acquire")
+	assert.Equal(t, Result{Acquired: true, Attempts: 3}, res)
+	assert.Equal(t, Read{N: 2, Found: true}, read)
+	assert.Equal(t, int64(42), fence, "the winning attempt's fence")
+
+	st = &scriptedFencedReader{scriptedReader: scriptedReader{scripted: scripted{clock: clk}, data: "v1"}}
+	res, read, fence, err = (&Locker{Store: st, Clock: clk}).AcquireGetFenced(st, "l", []byte("t"), time.Second, 50*ms, "d", dst)
+	require.NoError(t, err)
+	assert.False(t, res.Acquired)
+	assert.Equal(t, Read{}, read, "nothing read without the lock")
+	assert.Zero(t, fence, "nor fenced")
+
+	st = &scriptedFencedReader{scriptedReader: scriptedReader{scripted: scripted{clock: clk, err: errors.New("down")}}}
+	_, _, _, err = (&Locker{Store: st, Clock: clk}).AcquireGetFenced(st, "l", []byte("t"), time.Second, time.Second, "d", dst)
+	assert.Error(t, err, "a store error is not contention")
+}
+
+// lockAttempts is a LockStore that is always refused and records the
+// claim of each attempt.
+type lockAttempts struct {
+	scripted
+	claims []time.Duration
+}
+
+func (s *lockAttempts) LockAttempt(_ string, _ []byte, _ kv.LockMode, _, claim time.Duration) (kv.SetNXOutcome, int64, error) {
+	s.claims = append(s.claims, claim)
+	out, err := s.SetNX("", nil, 0)
+	return out, 0, err
+}
+
+func TestAcquireLockClaimsWithinTheBudget(t *testing.T) {
+	// An exclusive wait of 400 ms: each attempt claims kv.WriterClaim, or
+	// what is left of the budget when that is less, and the attempt at the
+	// end of the budget claims nothing, so no claim outlives the call.
+	clk := &fakeClock{}
+	st := &lockAttempts{scripted: scripted{clock: clk}}
+	l := &Locker{Store: st, Clock: clk}
+	res, fence, err := l.AcquireLock(st, "l", []byte("t"), kv.LockExclusive, time.Second, 400*time.Millisecond)
+	require.NoError(t, err)
+	assert.False(t, res.Acquired)
+	assert.Zero(t, fence)
+	ms := time.Millisecond
+	// Attempts at 0, 10, 30, 70, 150, 250, 350 and 400 ms.
+	assert.Equal(t, []time.Duration{250 * ms, 250 * ms, 250 * ms, 250 * ms, 250 * ms, 150 * ms, 50 * ms, 0}, st.claims)
+
+	// A shared attempt never claims.
+	st = &lockAttempts{scripted: scripted{clock: clk}}
+	_, _, err = l.AcquireLock(st, "l", []byte("t"), kv.LockShared, time.Second, 100*time.Millisecond)
+	require.NoError(t, err)
+	for _, c := range st.claims {
+		assert.Zero(t, c)
+	}
+	assert.NotEmpty(t, st.claims)
+}

@@ -6,16 +6,37 @@ import (
 	"time"
 
 	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/session"
 )
 
 func benchStore(b *testing.B) *Store {
 	name := fmt.Sprintf("bench-%d", time.Now().UnixNano())
-	s, err := Open(name, Options{Memory: kv.MemoryConfig{Limit: 64 << 20}})
+	// The session rule the bridge opens a segment with.
+	s, err := Open(name, Options{Memory: kv.MemoryConfig{Limit: 64 << 20},
+		SessionDataPrefix: session.DataPrefix, SessionLockPrefix: session.LockPrefix})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close(); removeSegment(name) })
 	return s
+}
+
+// BenchmarkSessionVisit is a session request's four calls: the lock, the
+// read (a hit: it marks the data read once), the guarded write, the
+// release, with the session budget's bookkeeping.
+func BenchmarkSessionVisit(b *testing.B) {
+	s := benchStore(b)
+	tok := []byte("0123456789abcdef0123456789abcdef")
+	lock, data := session.LockKey("0123456789abcdef0123456789abcdef"), session.DataKey("0123456789abcdef0123456789abcdef")
+	v := make([]byte, 141)
+	dst := make([]byte, 1024)
+	s.Set(data, v, time.Hour)
+	for b.Loop() {
+		s.SetNX(lock, tok, 30*time.Second)
+		s.GetInto(data, dst)
+		s.SetGuarded(data, v, time.Hour, lock, tok)
+		s.DelIfEq(lock, tok)
+	}
 }
 
 func BenchmarkGet64(b *testing.B) {
@@ -62,5 +83,36 @@ func BenchmarkChurn90(b *testing.B) {
 	b.ReportMetric(float64(st.lowest)*100/float64(s.g.limit), "%lowest-fill")
 	if err := s.Check(); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// BenchmarkReadLockPair is lock_acquire (shared) + lock_release on a free
+// name: a reader record written and removed, a fence minted.
+func BenchmarkReadLockPair(b *testing.B) { benchReadLockPair(b, false) }
+
+// BenchmarkReadLockPairShared is BenchmarkReadLockPair while another
+// reader holds the name: each step rewrites a record of two holds.
+func BenchmarkReadLockPairShared(b *testing.B) { benchReadLockPair(b, true) }
+
+func benchReadLockPair(b *testing.B, beside bool) {
+	s := benchStore(b)
+	if beside {
+		s.LockAttempt("lock", []byte("the other reader"), kv.LockShared, 0, 0)
+	}
+	tok := []byte("0123456789abcdef")
+	for b.Loop() {
+		s.LockAttempt("lock", tok, kv.LockShared, 30*time.Second, 0)
+		s.LockRelease("lock", tok)
+	}
+}
+
+// BenchmarkWriteLockPair is lock_acquire (exclusive) + lock_release, to
+// set against BenchmarkLockPair (set_nx + del_if_eq).
+func BenchmarkWriteLockPair(b *testing.B) {
+	s := benchStore(b)
+	tok := []byte("0123456789abcdef")
+	for b.Loop() {
+		s.LockAttempt("lock", tok, kv.LockExclusive, 30*time.Second, kv.WriterClaim)
+		s.LockRelease("lock", tok)
 	}
 }

@@ -14,7 +14,8 @@ import (
 // its class, an index slot that does not point at a live block whose key
 // hashes to it along an unbroken probe path, a live block no slot refers to
 // or two slots refer to, or a derived count that differs from what the
-// walk finds. It is for tests and diagnostics: it holds each shard for a
+// walk finds (among them the session data's bytes and each eviction
+// class's). It is for tests and diagnostics: it holds each shard for a
 // walk of its whole heap and index.
 func (s *Store) Check() error {
 	if err := s.enter(); err != nil {
@@ -61,7 +62,6 @@ func (s *Store) checkShard(sh *shard) error {
 			}
 			free[b] = true
 		case stateLive:
-			f.add(sh, b, size)
 		default:
 			fail("block %d: state %d outside a locked shard", b, st)
 		}
@@ -122,6 +122,16 @@ func (s *Store) checkShard(sh *shard) error {
 			fail("live block %d: no slot refers to it", b)
 		}
 	}
+	if len(errs) != 0 {
+		// Counting reads keys through the index (is session data held?):
+		// only a consistent one.
+		return errors.Join(errs...)
+	}
+	for b := int64(0); b < s.g.heapSize; b += sh.blockSize(b) {
+		if sh.blockState(b) == stateLive {
+			f.add(sh, b, sh.blockSize(b))
+		}
+	}
 	// The derived counts.
 	counts := []struct {
 		name      string
@@ -131,9 +141,17 @@ func (s *Store) checkShard(sh *shard) error {
 		{"tombstones", int64(atomic.LoadUint32(sh.u32(sTombs))), int64(tombs)},
 		{"bytes used", atomic.LoadInt64(sh.used()), f.used},
 		{"heap used", atomic.LoadInt64(sh.i64(sHeapUsed)), f.heapUsed},
-		{"evictable", atomic.LoadInt64(sh.i64(sEvictAll)), f.evictAll},
-		{"evictable with a TTL", atomic.LoadInt64(sh.i64(sEvictTTL)), f.evictTTL},
+		{"session bytes", atomic.LoadInt64(sh.sessUsed()), f.sessUsed},
 		{"waiters", int64(atomic.LoadUint32(sh.u32(sWaiters))), int64(s.waitingOn(sh))},
+	}
+	for c := classPlain; c < numClasses; c++ {
+		for i, ttl := range []bool{false, true} {
+			counts = append(counts, struct {
+				name      string
+				got, want int64
+			}{fmt.Sprintf("evictable of class %s (TTL only: %v)", classNames[c], ttl),
+				atomic.LoadInt64(sh.i64(classField(c, ttl))), f.evict[c][i]})
+		}
 	}
 	for _, c := range counts {
 		if c.got != c.want {

@@ -12,7 +12,8 @@ import (
 var _ backend.Backend = (*Store)(nil)
 
 func TestShmPassesTheContract(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 8 << 20}, session.DataPrefix, session.LockPrefix)
+	s := openWith(t, Options{Memory: kv.MemoryConfig{Limit: 8 << 20},
+		SessionDataPrefix: session.DataPrefix, SessionLockPrefix: session.LockPrefix})
 	backendtest.Run(t, s)
 }
 

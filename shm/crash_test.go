@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/session"
 )
 
 var crashKills = flag.Int("shm.kills", 1000, "SIGKILLs the crash test deals its workers")
@@ -28,6 +29,14 @@ const (
 	crashPhases   = 10
 	crashTail     = 20 // lines of each worker kept to print on failure
 )
+
+// crashOptions are the segment's options in the crash test and its
+// workers: eviction and lz4 on, a session budget small enough that session
+// writes evict sessions.
+var crashOptions = Options{
+	Memory:         kv.MemoryConfig{Limit: 16 << 20, SessionLimit: 256 << 10, Policy: kv.AllKeysLRU, Compression: true, CompressionMinSize: 64},
+	PinnedPrefixes: []string{"ctr:"}, SessionDataPrefix: session.DataPrefix, SessionLockPrefix: session.LockPrefix,
+}
 
 func init() {
 	workers["crash"] = crashWorker
@@ -104,7 +113,7 @@ func randomSize() int {
 // the contract forbids.
 func crashWorker() {
 	id := os.Getenv("SHM_ID")
-	s, err := Open(os.Getenv("SHM_NAME"), Options{PinnedPrefixes: []string{"ctr:"}})
+	s, err := Open(os.Getenv("SHM_NAME"), crashOptions)
 	if err != nil {
 		fmt.Println("bad open:", err)
 		return
@@ -124,7 +133,7 @@ func crashWorker() {
 		key := fmt.Sprintf("k:%d", rand.IntN(crashKeys))
 		took = 0
 		var err error
-		op := rand.IntN(10)
+		op := rand.IntN(len(crashOps))
 		switch op {
 		case 0, 1:
 			ttl := time.Duration(0)
@@ -182,6 +191,76 @@ func crashWorker() {
 		case 9:
 			v := crashValue(rand.Uint64(), randomSize())
 			timed(func() { _, err = s.SetNX(key, v, 200*time.Millisecond) })
+		case 10:
+			// A session request: lock, read, write under the lock, read
+			// again (held data is never evicted), release.
+			sid := strconv.Itoa(rand.IntN(32))
+			lock, data := session.LockKey(sid), session.DataKey(sid)
+			var out kv.SetNXOutcome
+			timed(func() { out, err = s.SetNX(lock, token, time.Second) })
+			if err != nil || out != kv.Inserted {
+				break
+			}
+			var n int
+			var found, ok bool
+			timed(func() { n, found, err = s.GetInto(data, dst) })
+			if err == nil && found && n <= len(dst) && !crashValueOK(dst[:n]) {
+				bad("get %s: a value of %d bytes that no write wrote", data, n)
+			}
+			v := crashValue(rand.Uint64(), randomSize())
+			if err == nil {
+				timed(func() { ok, err = s.SetGuarded(data, v, time.Minute, lock, token) })
+				if err == nil && !ok {
+					bad("set_guarded under my own session lock %s refused", lock)
+				}
+			}
+			if err == nil && ok {
+				timed(func() { n, found, err = s.GetInto(data, dst) })
+				if err == nil && (!found || n != len(v)) {
+					bad("held session %s lost its data (found %v, %d bytes of %d)", data, found, n, len(v))
+				}
+			}
+			var released bool
+			var rerr error
+			timed(func() { released, rerr = s.DelIfEq(lock, token) })
+			if rerr == nil && !released {
+				bad("del_if_eq of my own session lock %s refused", lock)
+			}
+			if err == nil {
+				err = rerr
+			}
+		case 11:
+			lock := fmt.Sprintf("rw:%d", rand.IntN(crashRWLocks))
+			mode := kv.LockMode(rand.IntN(2))
+			claim := time.Duration(0)
+			if mode == kv.LockExclusive {
+				claim = kv.WriterClaim
+			}
+			tok := []byte(fmt.Sprintf("%s:%d", token, rand.Uint64()))
+			var out kv.SetNXOutcome
+			timed(func() { out, _, err = s.LockAttempt(lock, tok, mode, time.Second, claim) })
+			if err != nil || out != kv.Inserted {
+				break
+			}
+			var m kv.LockMode
+			var n int
+			timed(func() { m, n, err = s.LockInfo(lock) })
+			if err == nil && (m != mode || n < 1 || mode == kv.LockExclusive && n != 1) {
+				bad("lock_info of %s held in mode %d: %d %d", lock, mode, m, n)
+			}
+			var ok bool
+			if err == nil && rand.IntN(2) == 0 {
+				timed(func() { ok, err = s.LockRefresh(lock, tok, time.Second) })
+				if err == nil && !ok {
+					bad("lock_refresh of my own hold of %s refused", lock)
+				}
+			}
+			if err == nil {
+				timed(func() { ok, err = s.LockRelease(lock, tok) })
+				if err == nil && !ok {
+					bad("lock_release of my own hold of %s refused", lock)
+				}
+			}
 		}
 		if err != nil && !strings.Contains(err.Error(), kv.ErrNoMemory.Error()) {
 			bad("%v", err)
@@ -198,7 +277,11 @@ func crashWorker() {
 }
 
 var crashOps = [...]string{"set", "set", "get", "get", "incr", "lock+set_guarded+expire_if_eq+del_if_eq",
-	"del_if_eq", "expire", "del", "set_nx"}
+	"del_if_eq", "expire", "del", "set_nx", "session lock+get+set_guarded+get+del_if_eq",
+	"lock_acquire+lock_info+lock_refresh+lock_release"}
+
+// crashRWLocks is how many read/write lock names the crash workers share.
+const crashRWLocks = 4
 
 // noiseWorker measures the machine's scheduling noise while the crash test
 // runs: how late a 1 ms sleep wakes, printed as "max NS" whenever the
@@ -237,8 +320,7 @@ func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
-	s := openTest(t, kv.MemoryConfig{Limit: 16 << 20, Policy: kv.AllKeysLRU, Compression: true, CompressionMinSize: 64},
-		"ctr:")
+	s := openWith(t, crashOptions)
 	name := testName(t)
 	var mu sync.Mutex
 	acked := map[string]int64{} // counter key -> highest value acknowledged
@@ -363,6 +445,22 @@ func TestCrashRecovery(t *testing.T) {
 	noiseProbe.cmd.Wait()
 	<-noiseDone
 	require.NoError(t, s.Check(), "integrity at the end")
+	// Each read/write lock name holds a whole reader record, a token, or
+	// nothing.
+	for i := 0; i < crashRWLocks; i++ {
+		dst := make([]byte, 64<<10)
+		n, found, err := s.GetInto(fmt.Sprint("rw:", i), dst)
+		require.NoError(t, err)
+		if v := dst[:n]; found && kv.IsReaderRecord(v) {
+			_, err := kv.ParseReaderRecord(v)
+			assert.NoError(t, err, "rw:%d", i)
+		} else if found {
+			assert.Len(t, strings.Split(string(v), ":"), 3, "rw:%d holds a token: %q", i, v)
+		}
+		mode, holders, err := s.LockInfo(fmt.Sprint("rw:", i))
+		require.NoError(t, err)
+		t.Logf("rw:%d left held by the killed workers: mode %d, %d holders", i, mode, holders)
+	}
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -384,6 +482,10 @@ func TestCrashRecovery(t *testing.T) {
 	t.Logf("%d kills in %v, %d recoveries, %d increments acknowledged; longest wait for a dead owner's shard %v; "+
 		"slowest store call %v (%s); scheduling noise (a 1 ms sleep's lateness) up to %v; %d processes attached after",
 		kills, elapsed.Round(time.Millisecond), s.Recoveries(), increments, deadWait, slowest, slowestOp, noise, s.Attached())
+	st, err := s.Stats()
+	require.NoError(t, err)
+	t.Logf("session data: %d bytes of a %d-byte budget; %d evictions", st.SessionBytes, st.SessionLimit, st.Evictions)
+	assert.NotZero(t, st.SessionBytes, "session writes ran")
 	assert.Less(t, deadWait, recoveryBound, "a wait for a dead owner's shard outlasted the recovery bound")
 	assert.Less(t, slowest, recoveryBound+noise, "a store call outlasted the recovery bound and the scheduling noise")
 	assert.Equal(t, 1, s.Attached(), "the killed workers' slots count as dead")

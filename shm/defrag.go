@@ -151,7 +151,7 @@ func (s *Store) moveAll(sh *shard, moves []int64, lo, hi int64) bool {
 // would), and reports whether it could. Caller holds the lock.
 func (s *Store) moveEntry(sh *shard, b, lo, hi int64) bool {
 	key := sh.entryKey(b)
-	tag := tagOfHash(hashKey(key))
+	tag := tagOfHash(sh.g.hashOf(key))
 	pos, found, _ := sh.lookup(tag, key)
 	if found != b {
 		return false
@@ -165,8 +165,7 @@ func (s *Store) moveEntry(sh *shard, b, lo, hi int64) bool {
 	sh.setState(b, stateInFlight)
 	storeRel64(sh.slot(pos), makeSlot(tag, nb)) // the commit
 	sh.setState(nb, stateLive)
-	sh.account(b, -1)
-	sh.account(nb, 1)
+	sh.reaccount(b, nb)
 	return true
 }
 

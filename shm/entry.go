@@ -15,19 +15,20 @@ import (
 //
 //	[8:16)   expireAt  int64   CLOCK_MONOTONIC ns; 0: no expiry
 //	[16:20)  access    uint32  coarse clock (ms) at the last write or read (LRU)
-//	[20:24)  meta      uint32  stored value length | flagCompressed | flagPinned
+//	[20:24)  meta      uint32  stored value length | flagCompressed | flagPinned | flagRead
 //	[24:28)  keyLen    uint32
 //	[32:...) the key, padding to 8 bytes, the stored value
 //
 // The stored value is the value, or with flagCompressed its length as 4
 // little-endian bytes followed by its lz4 block (as kv stores it). An entry
 // is written while its block is in flight, before any index slot refers to
-// it, and never changes afterwards except expireAt and access.
+// it, and never changes afterwards except expireAt, access and flagRead.
 const (
 	entryHeader    = 32
 	metaLenMask    = 1<<29 - 1
 	flagCompressed = 1 << 29
 	flagPinned     = 1 << 30 // never evicted: a lock (SetNX) or a pinned prefix
+	flagRead       = 1 << 31 // session data read since it was written (session.go)
 )
 
 func align8(n int64) int64 { return (n + 7) &^ 7 }

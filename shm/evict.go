@@ -11,8 +11,9 @@ import (
 // tries again (install, IncrBy). Expired entries go first (a sampled one is
 // reclaimed rather than compared; a full sweep runs when only they can
 // make room); then, as the policy allows, the least recently used of a sample of eligible entries:
-// never a pinned one (a lock, a pinned prefix) nor the key being written,
-// whose old value must survive a write that fails. Before evicting anything
+// never a pinned one (a lock, a pinned prefix), nor held session data, nor
+// the key being written, whose old value must survive a write that fails;
+// session data only for session data (session.go). Before evicting anything
 // makeRoom checks, from the shards' counts of evictable bytes, that
 // eviction can make the write fit; if it cannot, the write fails at once
 // and nothing is evicted.
@@ -22,42 +23,24 @@ const (
 )
 
 // makeRoom tries to make w, which put refused with r in sh, fit, holding
-// one shard lock at a time, and reports whether it may fit now.
+// one shard lock at a time, and reports whether it may fit now. A write
+// evicts only the classes evictClasses gives its kind, in that order: other
+// writes never make session data go.
 func (s *Store) makeRoom(sh *shard, r room, w *write) bool {
 	size := entrySize(len(w.key), len(w.stored))
 	policy := s.MemoryConfig().Policy
-	if r == overLimit {
+	order := evictClasses(w.kind)
+	switch r {
+	case overBudget:
+		// Only session data makes room for session data.
+		return s.evictUntil(policy, w, []class{classNew, classReturned},
+			func() int64 { return s.sessionBytes() + w.delta - s.sessionLimit() })
+	case overLimit:
 		deficit := func() int64 { return s.reserved() + w.delta - s.g.limit }
 		if s.returnCredit() && deficit() <= 0 {
 			return true
 		}
-		if policy == kv.NoEviction || s.evictableTotal(policy)-s.protected(sh, w, policy) < deficit() {
-			// Only expired entries can go: reclaim them all.
-			if !s.sweepAll() {
-				return false
-			}
-			if deficit() <= 0 {
-				return true
-			}
-			if policy == kv.NoEviction || s.evictableTotal(policy)-s.protected(sh, w, policy) < deficit() {
-				return false
-			}
-		}
-		for misses := 0; deficit() > 0; {
-			v := s.mostEvictable(policy)
-			if v == nil || s.lock(v) != nil {
-				return false
-			}
-			ok := s.evictOne(v, policy, w.key)
-			storeRelI64(v.credit(), 0) // what it freed goes to the pool, not to v
-			s.unlock(v)
-			if !ok {
-				if misses++; misses > len(s.shards) {
-					return false
-				}
-			}
-		}
-		return true
+		return s.evictUntil(policy, w, order, deficit)
 	}
 	if s.lock(sh) != nil {
 		return false
@@ -71,7 +54,12 @@ func (s *Store) makeRoom(sh *shard, r room, w *write) bool {
 		return true
 	}
 	fitsIfEvicted := func() bool {
-		evictable := atomic.LoadInt64(sh.i64(evictField(policy))) - s.protected(nil, w, policy)
+		var evictable int64
+		for _, c := range order {
+			evictable += atomic.LoadInt64(sh.i64(classField(c, policy == kv.VolatileLRU)))
+		}
+		own, _ := s.protected(nil, w, policy, order)
+		evictable -= own
 		if r == indexFull {
 			return evictable > 0
 		}
@@ -86,12 +74,81 @@ func (s *Store) makeRoom(sh *shard, r room, w *write) bool {
 			return false
 		}
 	}
-	for !s.shardHasRoom(sh, r, size) {
-		if !s.evictOne(sh, policy, w.key) {
+	for _, c := range order {
+		for atomic.LoadInt64(sh.i64(classField(c, policy == kv.VolatileLRU))) > 0 && !s.shardHasRoom(sh, r, size) {
+			if !s.evictOne(sh, policy, c, w.key) {
+				break
+			}
+		}
+	}
+	return s.shardHasRoom(sh, r, size)
+}
+
+// evictUntil evicts entries of the classes in order (the next only once
+// the one before has none left to take) across the shards until deficit
+// is no longer positive, and reports whether it is not. Before evicting it
+// checks, from the shards' evictable counts, that eviction can get there;
+// if not, it reclaims expired entries only, and fails if that is not
+// enough: a write that eviction cannot make fit evicts nothing.
+func (s *Store) evictUntil(policy kv.Policy, w *write, order []class, deficit func() int64) bool {
+	if deficit() <= 0 {
+		return true
+	}
+	// w's own entry is never evicted for it: left out of what may go.
+	own, ownClass := s.protected(&s.shards[w.h&uint64(len(s.shards)-1)], w, policy, order)
+	ownShard := &s.shards[w.h&uint64(len(s.shards)-1)]
+	avail := func(c class) int64 {
+		n := s.evictableTotal(policy, c)
+		if c == ownClass {
+			n -= own
+		}
+		return n
+	}
+	evictable := func() int64 {
+		var n int64
+		for _, c := range order {
+			n += avail(c)
+		}
+		return n
+	}
+	if policy == kv.NoEviction || evictable() < deficit() {
+		// Only expired entries can go: reclaim them all.
+		if !s.sweepAll() {
+			return false
+		}
+		if deficit() <= 0 {
+			return true
+		}
+		if policy == kv.NoEviction || evictable() < deficit() {
 			return false
 		}
 	}
-	return true
+	for _, c := range order {
+		for misses := 0; deficit() > 0 && avail(c) > 0; {
+			var skip int64
+			if c == ownClass {
+				skip = own
+			}
+			v := s.mostEvictable(policy, c, ownShard, skip)
+			if v == nil {
+				break
+			}
+			if s.lock(v) != nil {
+				return false
+			}
+			ok := s.evictOne(v, policy, c, w.key)
+			storeRelI64(v.credit(), 0) // what it freed goes to the pool, not to v
+			s.unlock(v)
+			if !ok {
+				// The counts said there was one (they change as others
+				// write): look again, a few times.
+				if misses++; misses > 2 {
+					break
+				}
+			}
+		}
+	}
+	return deficit() <= 0
 }
 
 // sweepAll reclaims every expired entry, one shard lock at a time.
@@ -106,45 +163,49 @@ func (s *Store) sweepAll() bool {
 	return true
 }
 
-func evictField(policy kv.Policy) int64 {
-	if policy == kv.VolatileLRU {
-		return sEvictTTL
-	}
-	return sEvictAll
-}
-
-// protected is the charge of w's key's own entry if the policy could evict
-// it: it is never evicted to make room for its own new value. lock is the
-// shard to lock for the look-up, nil if the caller holds it.
-func (s *Store) protected(lock *shard, w *write, policy kv.Policy) int64 {
+// protected is the charge of w's key's own entry, and its class, if the
+// policy could evict it as one of the classes in order (else 0 and
+// classKept): it is never evicted to make room for its own new value. lock
+// is the shard to lock for the look-up, nil if the caller holds it.
+func (s *Store) protected(lock *shard, w *write, policy kv.Policy, order []class) (int64, class) {
 	sh, _, tag := s.locate(w.key)
 	if lock != nil {
 		if s.lock(lock) != nil {
-			return 0
+			return 0, classKept
 		}
 		defer s.unlock(lock)
 	}
 	pos, b, _ := sh.lookup(tag, w.key)
-	if pos < 0 || !eligible(sh, b, policy, "") {
-		return 0
+	if pos < 0 {
+		return 0, classKept
 	}
-	return chargeOf(sh.blockSize(b))
+	for _, c := range order {
+		if eligible(sh, b, policy, c, "") {
+			return chargeOf(sh.blockSize(b)), c
+		}
+	}
+	return 0, classKept
 }
 
-func (s *Store) evictableTotal(policy kv.Policy) int64 {
+func (s *Store) evictableTotal(policy kv.Policy, c class) int64 {
 	var n int64
 	for i := range s.shards {
-		n += atomic.LoadInt64(s.shards[i].i64(evictField(policy)))
+		n += atomic.LoadInt64(s.shards[i].i64(classField(c, policy == kv.VolatileLRU)))
 	}
 	return n
 }
 
-// mostEvictable is the shard with the most evictable bytes, or nil.
-func (s *Store) mostEvictable(policy kv.Policy) *shard {
+// mostEvictable is the shard with the most evictable bytes of class c,
+// counting skip bytes fewer in shard own, or nil.
+func (s *Store) mostEvictable(policy kv.Policy, c class, own *shard, skip int64) *shard {
 	var best *shard
 	var most int64
 	for i := range s.shards {
-		if n := atomic.LoadInt64(s.shards[i].i64(evictField(policy))); n > most {
+		n := atomic.LoadInt64(s.shards[i].i64(classField(c, policy == kv.VolatileLRU)))
+		if &s.shards[i] == own {
+			n -= skip
+		}
+		if n > most {
 			best, most = &s.shards[i], n
 		}
 	}
@@ -167,17 +228,22 @@ func (s *Store) shardHasRoom(sh *shard, r room, size int64) bool {
 	return false
 }
 
-func eligible(sh *shard, b int64, policy kv.Policy, protect string) bool {
-	return !sh.entryPinned(b) && (policy != kv.VolatileLRU || sh.entryExpireAt(b) != 0) &&
-		(protect == "" || sh.entryKey(b) != protect)
+// eligible reports whether policy may evict the live entry b as one of
+// class c, b not being protect's. Caller holds the lock.
+func eligible(sh *shard, b int64, policy kv.Policy, c class, protect string) bool {
+	if cl, _ := sh.classOf(b); cl != c {
+		return false
+	}
+	return (policy != kv.VolatileLRU || sh.entryExpireAt(b) != 0) && (protect == "" || sh.entryKey(b) != protect)
 }
 
-// evictOne evicts the least recently used of a sample of sh's eligible
-// entries (of all of them if the sample finds none) and reports whether
-// there was one. Caller holds the lock.
-func (s *Store) evictOne(sh *shard, policy kv.Policy, protect string) bool {
+// evictOne evicts the least recently used of a sample of sh's entries that
+// policy may evict as class c (of all of them if the sample finds none)
+// and reports whether there was one; an expired entry met is reclaimed
+// instead. Caller holds the lock.
+func (s *Store) evictOne(sh *shard, policy kv.Policy, c class, protect string) bool {
 	n := s.g.indexSlots
-	t := now()
+	t := expiryNow()
 	clock := s.lruClock(t)
 	victim, pos, oldest := int64(noBlock), -1, uint32(0)
 	reclaimed := false
@@ -189,12 +255,12 @@ func (s *Store) evictOne(sh *shard, policy kv.Policy, protect string) bool {
 		b := slotBlock(v)
 		if expired(sh.entryExpireAt(b), &t) {
 			// Expired: gone already, whatever the policy; reclaim it first.
-			s.removeEntry(sh, i, b, hashKey(sh.entryKey(b)))
+			s.removeEntry(sh, i, b, sh.g.hashOf(sh.entryKey(b)))
 			sh.count(cExpirations)
 			reclaimed = true
 			return true
 		}
-		if !eligible(sh, b, policy, protect) {
+		if !eligible(sh, b, policy, c, protect) {
 			return false
 		}
 		if age := clock - atomic.LoadUint32(sh.entryAccess(b)); victim == noBlock || age > oldest {
@@ -202,10 +268,16 @@ func (s *Store) evictOne(sh *shard, policy kv.Policy, protect string) bool {
 		}
 		return true
 	}
-	// Look far enough to meet about evictSamples entries in a sparse index.
+	// Look far enough to meet about evictSamples entries of class c in a
+	// sparse index: its share of the shard's entries is taken to be its
+	// share of the bytes.
 	span := evictSpan
 	if e := int(atomic.LoadUint32(sh.u32(sEntries))); e > 0 {
-		span = min(max(span, evictSamples*n/e), n)
+		span = max(span, evictSamples*n/e)
+		if used, of := atomic.LoadInt64(sh.used()), atomic.LoadInt64(sh.i64(classField(c, false))); of > 0 && of < used {
+			span = int(min(int64(span)*(used/of+1), int64(n)))
+		}
+		span = min(span, n)
 	}
 	first, found := rand.IntN(n), 0
 	for j := 0; j < span && found < evictSamples && !reclaimed; j++ {
@@ -224,7 +296,7 @@ func (s *Store) evictOne(sh *shard, policy kv.Policy, protect string) bool {
 	if victim == noBlock {
 		return false
 	}
-	s.removeEntry(sh, pos, victim, hashKey(sh.entryKey(victim)))
+	s.removeEntry(sh, pos, victim, sh.g.hashOf(sh.entryKey(victim)))
 	sh.count(cEvictions)
 	return true
 }

@@ -200,11 +200,15 @@ func (s *Store) fences() (*fenceTable, error) {
 }
 
 // fenceReq asks install to mint a grant's fence (mint), or states the
-// fence a modeFenced write must find (fence).
+// fence a modeFenced write must find (fence), and with holder, the token
+// of the grant's holder: the write is also refused while the lock holds a
+// live entry other than token (SetFencedToken).
 type fenceReq struct {
-	ft    *fenceTable
-	mint  bool
-	fence int64
+	ft     *fenceTable
+	mint   bool
+	fence  int64
+	holder bool
+	token  []byte
 }
 
 // SetNXFenced is SetNX that also mints the grant's fence in the same step
@@ -249,6 +253,17 @@ func (s *Store) Fence(name string) (int64, error) {
 // SetFenced stores value under key only while fence is still the latest
 // grant of lock, with both shards held.
 func (s *Store) SetFenced(key string, value []byte, ttl time.Duration, lock string, fence int64) (bool, error) {
+	return s.setFenced(key, value, ttl, lock, fence, fenceReq{fence: fence})
+}
+
+// SetFencedToken is SetFenced for the holder of the grant's token: also
+// refused while lock holds a live entry other than token, a holder whose
+// grant minted no fence (set_nx, or a process with an older library).
+func (s *Store) SetFencedToken(key string, value []byte, ttl time.Duration, lock string, fence int64, token []byte) (bool, error) {
+	return s.setFenced(key, value, ttl, lock, fence, fenceReq{fence: fence, holder: true, token: token})
+}
+
+func (s *Store) setFenced(key string, value []byte, ttl time.Duration, lock string, fence int64, fr fenceReq) (bool, error) {
 	if err := kv.CheckFencedWrite(key, value, ttl, lock, fence); err != nil {
 		return false, err
 	}
@@ -256,13 +271,23 @@ func (s *Store) SetFenced(key string, value []byte, ttl time.Duration, lock stri
 	if err != nil {
 		return false, err
 	}
-	fr := fenceReq{ft: ft, fence: fence}
+	fr.ft = ft
 	return s.install(key, value, ttl, s.pinFlag(key), modeFenced, lock, nil, &fr)
 }
 
 // DelFenced removes key only while fence is still the latest grant of
 // lock, with both shards held, and reports whether the fence held.
 func (s *Store) DelFenced(key, lock string, fence int64) (bool, error) {
+	return s.delFenced(key, lock, fence, false, nil)
+}
+
+// DelFencedToken is DelFenced for the holder of token, refused as
+// SetFencedToken is.
+func (s *Store) DelFencedToken(key, lock string, fence int64, token []byte) (bool, error) {
+	return s.delFenced(key, lock, fence, true, token)
+}
+
+func (s *Store) delFenced(key, lock string, fence int64, holder bool, token []byte) (bool, error) {
 	if err := kv.CheckFencedWrite(key, nil, 0, lock, fence); err != nil {
 		return false, err
 	}
@@ -270,8 +295,28 @@ func (s *Store) DelFenced(key, lock string, fence int64) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return s.delIf(key, lock, func(_ *shard, gh uint64, _ uint32, _ *int64) (bool, error) {
-		n, known := ft.current(gh)
-		return known && n == fence, nil
+	return s.delIf(key, lock, func(gsh *shard, gh uint64, gtag uint32, t *int64) (bool, error) {
+		if n, known := ft.current(gh); !known || n != fence {
+			return false, nil
+		}
+		if !holder {
+			return true, nil
+		}
+		other, err := s.heldByAnother(gsh, gh, gtag, lock, token, t)
+		return !other, err
 	})
+}
+
+// heldByAnother reports whether lock holds a live entry other than token.
+// Caller holds lock's shard, gsh.
+func (s *Store) heldByAnother(gsh *shard, gh uint64, gtag uint32, lock string, token []byte, t *int64) (bool, error) {
+	_, g := s.live(gsh, gh, gtag, lock, t)
+	if g == noBlock {
+		return false, nil
+	}
+	eq, good := gsh.valueEquals(g, token)
+	if !good {
+		return false, s.corrupt(gsh)
+	}
+	return !eq, nil
 }

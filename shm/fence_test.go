@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -115,9 +114,8 @@ func init() { workers["fencecrash"] = fenceCrashWorker }
 // lock (a fenced write, which must be accepted), and that its previous
 // fence of the lock is refused.
 func fenceCrashWorker() {
-	s, err := Open(os.Getenv("SHM_NAME"), Options{})
-	if err != nil {
-		fmt.Println("bad open:", err)
+	s := workerStore()
+	if s == nil {
 		return
 	}
 	locks := strings.Split(os.Getenv("FENCE_LOCKS"), ",")
@@ -175,40 +173,15 @@ func TestFencesSurviveKilledProcesses(t *testing.T) {
 	var mu sync.Mutex
 	var bads []string
 	start := func() (*worker, chan struct{}) {
-		w := startWorker(t, "fencecrash", []string{"SHM_NAME=" + testName(t), "FENCE_LOCKS=" + strings.Join(locks, ",")})
-		ready := make(chan struct{})
-		go func() {
-			for l := range w.lines {
-				if l == "ready" {
-					close(ready)
-					continue
-				}
+		return startReporting(t, "fencecrash", []string{"SHM_NAME=" + testName(t), "FENCE_LOCKS=" + strings.Join(locks, ",")},
+			func(l string) {
 				mu.Lock()
 				bads = append(bads, l)
 				mu.Unlock()
-			}
-		}()
-		return w, ready
+			})
 	}
 	const procs, kills = 4, 200
-	ws := make([]*worker, procs)
-	readies := make([]chan struct{}, procs)
-	for i := range ws {
-		ws[i], readies[i] = start()
-	}
-	for k := 0; k < kills; k++ {
-		i := k % procs
-		<-readies[i]
-		time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond)
-		ws[i].cmd.Process.Signal(syscall.SIGKILL)
-		ws[i].cmd.Wait()
-		ws[i], readies[i] = start()
-	}
-	for i := range ws {
-		<-readies[i]
-		ws[i].cmd.Process.Signal(syscall.SIGKILL)
-		ws[i].cmd.Wait()
-	}
+	killAtRandom(procs, kills, 3*time.Millisecond, start, nil)
 	require.NoError(t, s.Check())
 	mu.Lock()
 	defer mu.Unlock()

@@ -1,10 +1,14 @@
 package shm
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"regexp"
 	"strconv"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -26,11 +30,17 @@ func testName(t *testing.T) string {
 // t ends, after its integrity is checked.
 func openTest(t *testing.T, cfg kv.MemoryConfig, pinned ...string) *Store {
 	t.Helper()
+	return openWith(t, Options{Memory: cfg, PinnedPrefixes: pinned})
+}
+
+// openWith is openTest with every option.
+func openWith(t *testing.T, opts Options) *Store {
+	t.Helper()
 	name := testName(t)
 	path := Path("", name)
 	os.Remove(path)
 	os.Remove(fencesPath(path))
-	s, err := Open(name, Options{Memory: cfg, PinnedPrefixes: pinned})
+	s, err := Open(name, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		if err := s.Check(); err != nil {
@@ -46,4 +56,62 @@ func openTest(t *testing.T, cfg kv.MemoryConfig, pinned ...string) *Store {
 func removeSegment(name string) {
 	os.Remove(Path("", name))
 	os.Remove(fencesPath(Path("", name)))
+}
+
+// startReporting starts worker name with env, closes ready when it prints
+// "ready" and hands each other line it prints to report, on a goroutine of
+// its own.
+func startReporting(t *testing.T, name string, env []string, report func(line string)) (w *worker, ready chan struct{}) {
+	t.Helper()
+	w = startWorker(t, name, env)
+	ready = make(chan struct{})
+	go func() {
+		for l := range w.lines {
+			if l == "ready" {
+				close(ready)
+				continue
+			}
+			report(l)
+		}
+	}()
+	return w, ready
+}
+
+// killAtRandom runs procs workers made by start, kills times SIGKILLs one
+// of them (in turn) a random moment of up to maxDelay after it was ready
+// and starts it again, calling after(k) with the kills so far; then it
+// kills them all.
+func killAtRandom(procs, kills int, maxDelay time.Duration, start func() (*worker, chan struct{}), after func(k int)) {
+	ws := make([]*worker, procs)
+	readies := make([]chan struct{}, procs)
+	for i := range ws {
+		ws[i], readies[i] = start()
+	}
+	for k := 0; k < kills; k++ {
+		i := k % procs
+		<-readies[i]
+		time.Sleep(time.Duration(rand.Int64N(int64(maxDelay))))
+		ws[i].cmd.Process.Signal(syscall.SIGKILL)
+		ws[i].cmd.Wait()
+		ws[i], readies[i] = start()
+		if after != nil {
+			after(k + 1)
+		}
+	}
+	for i := range ws {
+		<-readies[i]
+		ws[i].cmd.Process.Signal(syscall.SIGKILL)
+		ws[i].cmd.Wait()
+	}
+}
+
+// workerStore opens the segment SHM_NAME in a worker process; if it
+// cannot, it prints "bad open: ERR" and returns nil.
+func workerStore() *Store {
+	s, err := Open(os.Getenv("SHM_NAME"), Options{})
+	if err != nil {
+		fmt.Println("bad open:", err)
+		return nil
+	}
+	return s
 }

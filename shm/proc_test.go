@@ -53,9 +53,8 @@ func TestASecondProcessSeesWrites(t *testing.T) {
 
 func init() {
 	workers["echo"] = func() {
-		s, err := Open(os.Getenv("SHM_NAME"), Options{})
-		if err != nil {
-			fmt.Println("error", err)
+		s := workerStore()
+		if s == nil {
 			return
 		}
 		defer s.Close()
@@ -71,9 +70,8 @@ func init() {
 // end of the pipe on fd 3+r (closing it wakes every reader at once), and
 // reports win or lose.
 func setNXWorker() {
-	s, err := Open(os.Getenv("SHM_NAME"), Options{})
-	if err != nil {
-		fmt.Println("error", err)
+	s := workerStore()
+	if s == nil {
 		return
 	}
 	defer s.Close()
@@ -142,9 +140,8 @@ func TestSetNXAcrossProcessesHasExactlyOneWinner(t *testing.T) {
 
 func init() {
 	workers["wait"] = func() {
-		s, err := Open(os.Getenv("SHM_NAME"), Options{})
-		if err != nil {
-			fmt.Println("error", err)
+		s := workerStore()
+		if s == nil {
 			return
 		}
 		defer s.Close()

@@ -75,7 +75,7 @@ func (s *Store) checkSlot(sh *shard, pos int, v uint64, starts bitset) error {
 	if need := entrySize(kl, int(stored)); kl < 1 || size < need || size >= need+minBlock {
 		return fmt.Errorf("slot %d: block %d of %d bytes holds a key of %d and a value of %d", pos, b, size, kl, stored)
 	}
-	h := hashKey(sh.entryKey(b))
+	h := sh.g.hashOf(sh.entryKey(b))
 	if int(h&uint64(len(s.shards)-1)) != sh.i || tagOfHash(h) != slotTag(v) {
 		return fmt.Errorf("slot %d: the key of block %d does not hash to it", pos, b)
 	}
@@ -169,24 +169,38 @@ func (s *Store) derive(sh *shard) {
 	}
 	atomic.StoreInt64(sh.i64(sHeapUsed), f.heapUsed)
 	atomic.StoreInt64(sh.used(), f.used)
-	atomic.StoreInt64(sh.i64(sEvictAll), f.evictAll)
-	atomic.StoreInt64(sh.i64(sEvictTTL), f.evictTTL)
+	atomic.StoreInt64(sh.sessUsed(), f.sessUsed)
+	for c := classPlain; c < numClasses; c++ {
+		atomic.StoreInt64(sh.i64(classField(c, false)), f.evict[c][0])
+		atomic.StoreInt64(sh.i64(classField(c, true)), f.evict[c][1])
+	}
 	atomic.StoreInt64(sh.credit(), 0)
 	sh.recount()
 	s.recountWaiters(sh)
 }
 
-// figures are the counts a heap walk derives from a shard's live blocks.
-type figures struct{ heapUsed, used, evictAll, evictTTL int64 }
+// figures are the counts a heap walk derives from a shard's live blocks:
+// heap bytes, bytes charged, bytes charged to session data, and the
+// evictable bytes of each class, all and with a TTL.
+type figures struct {
+	heapUsed, used, sessUsed int64
+	evict                    [numClasses][2]int64
+}
 
+// add counts the live block b of size bytes. The index must be readable:
+// whether session data is held is a lookup of its lock.
 func (f *figures) add(sh *shard, b, size int64) {
 	f.heapUsed += size
 	c := chargeOf(size)
 	f.used += c
-	if !sh.entryPinned(b) {
-		f.evictAll += c
+	cl, session := sh.classOf(b)
+	if session {
+		f.sessUsed += c
+	}
+	if cl != classKept {
+		f.evict[cl][0] += c
 		if sh.entryExpireAt(b) != 0 {
-			f.evictTTL += c
+			f.evict[cl][1] += c
 		}
 	}
 }

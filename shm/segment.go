@@ -27,8 +27,10 @@ import (
 //	indexes      S × indexSlots × 8 bytes
 //	heaps        S × heapSize bytes
 const (
-	magic         = 0x4d48534d50485045 // "EPHPMSHM" little-endian
-	layoutVersion = 1
+	magic = 0x4d48534d50485045 // "EPHPMSHM" little-endian
+	// layoutVersion 2: session data has a budget of its own (per-shard
+	// tallies, the session rule and budget in the header).
+	layoutVersion = 2
 	headerSize    = 4096
 	readyValue    = 0x52454459 // "REDY"
 
@@ -55,12 +57,23 @@ const (
 	hInstance    = 112 // 16 random bytes
 	hRecoveries  = 128 // atomic: shards recovered from a dead owner
 	hLRUClock    = 136 // atomic: coarse clock (ms) stamped on reads
+	hBudgetLock  = 140 // uint32: the session budget's lock word (session.go)
+	hSessLimit   = 144 // atomic int64: the session budget in force, bytes; 0: none
+	hSessSetting = 152 // atomic int64: MemoryConfig.SessionLimit as configured
 	hUsed        = 256 // [maxShards]int64, atomic: bytes charged per shard
 	// hAnchor (atomic) is the ident of the process the segment lives for
 	// (lifecycle.go), 0 for none. Like magic and version it stays at this
 	// offset in every layout version, so that a library can remove a stale
 	// segment of a layout it cannot otherwise read.
 	hAnchor = 1024
+	// The session rule (session.go), fixed when the segment is made: the
+	// lengths of the data and lock prefixes, then their bytes.
+	hSessDataLen = 1536
+	hSessLockLen = 1540
+	hSessData    = 1544
+	hSessLock    = hSessData + maxSessPrefix
+	// maxSessPrefix is the longest session prefix a segment records.
+	maxSessPrefix = 256
 
 	maxShards = 32
 	procSlots = 4096
@@ -126,6 +139,9 @@ type segment struct {
 	mem  []byte // the mapping: never handed to the garbage collector's heap
 	base unsafe.Pointer
 	layout
+	// sess is the segment's session rule (from its header), which every
+	// process applies alike: it decides where a key hashes.
+	sess kv.SessionRule
 }
 
 func (g *segment) ptr(off int64) unsafe.Pointer { return unsafe.Add(g.base, off) }
@@ -368,7 +384,8 @@ func (g *segment) readLayout() {
 func (g *segment) validate() error {
 	want := planLayout(g.limit)
 	if g.limit < MinMemoryLimit || g.layout != want ||
-		*g.u32(hHeaderSize) != headerSize || *g.u32(hProcSlots) != procSlots || *g.u32(hWaitSlots) != waitSlots {
+		*g.u32(hHeaderSize) != headerSize || *g.u32(hProcSlots) != procSlots || *g.u32(hWaitSlots) != waitSlots ||
+		*g.u32(hSessDataLen) > maxSessPrefix || *g.u32(hSessLockLen) > maxSessPrefix {
 		return errors.New("its header describes a layout this library does not make")
 	}
 	return nil

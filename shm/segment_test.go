@@ -2,6 +2,7 @@ package shm
 
 import (
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -53,18 +54,11 @@ func TestOpenRefusesWhatIsNotOurs(t *testing.T) {
 		"short file, bad magic": {func(t *testing.T, path string) {
 			require.NoError(t, os.WriteFile(path, []byte("NOTOURS!"), 0o600))
 		}, "bad magic"},
-		"another layout version": {func(t *testing.T, path string) {
-			s, err := openIn(filepath.Dir(path))
-			require.NoError(t, err)
-			s.Close()
-			f, err := os.OpenFile(path, os.O_RDWR, 0)
-			require.NoError(t, err)
-			defer f.Close()
-			var v [4]byte
-			binary.LittleEndian.PutUint32(v[:], layoutVersion+1)
-			_, err = f.WriteAt(v[:], hVersion)
-			require.NoError(t, err)
-		}, "layout version 2"},
+		"a newer layout version": {withVersion(layoutVersion + 1),
+			fmt.Sprintf("it has layout version %d; this library reads version %d", layoutVersion+1, layoutVersion)},
+		// Version 1 had no session budget: its shards' headers have no
+		// session tallies, its keys hash by the whole key.
+		"layout version 1": {withVersion(1), fmt.Sprintf("it has layout version 1; this library reads version %d", layoutVersion)},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -82,6 +76,22 @@ func TestOpenRefusesWhatIsNotOurs(t *testing.T) {
 			after := contents(path)
 			assert.Equal(t, before, after, "a refused file is left as it was")
 		})
+	}
+}
+
+// withVersion makes a segment, then writes layout version v in its header.
+func withVersion(v uint32) func(t *testing.T, path string) {
+	return func(t *testing.T, path string) {
+		s, err := openIn(filepath.Dir(path))
+		require.NoError(t, err)
+		s.Close()
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		require.NoError(t, err)
+		defer f.Close()
+		var b [4]byte
+		binary.LittleEndian.PutUint32(b[:], v)
+		_, err = f.WriteAt(b[:], hVersion)
+		require.NoError(t, err)
 	}
 }
 

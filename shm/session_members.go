@@ -20,6 +20,24 @@ func (s *Store) SetGuardedRelease(key string, value []byte, ttl time.Duration, g
 	return backend.WriteThenRelease(s, key, value, ttl, guardKey, guardToken)
 }
 
+// SetNXGetFenced takes the lock and mints its fence, then reads the data
+// (backend.FencedLockThenGet).
+func (s *Store) SetNXGetFenced(key string, value []byte, ttl time.Duration, dataKey string, dst []byte) (kv.SetNXOutcome, int, bool, int64, error) {
+	return backend.FencedLockThenGet(s, key, value, ttl, dataKey, dst)
+}
+
+// SetFencedRelease writes while the fence holds and no other holder has
+// the lock, then releases it (backend.FencedWriteThenRelease).
+func (s *Store) SetFencedRelease(key string, value []byte, ttl time.Duration, lock string, fence int64, token []byte) (bool, error) {
+	return backend.FencedWriteThenRelease(s, key, value, ttl, lock, fence, token)
+}
+
+// DelFencedRelease removes as SetFencedRelease writes
+// (backend.FencedDelThenRelease).
+func (s *Store) DelFencedRelease(key, lock string, fence int64, token []byte) (bool, error) {
+	return backend.FencedDelThenRelease(s, key, lock, fence, token)
+}
+
 // ExpireGuardedRelease refreshes while the guard holds, then releases the
 // guard (backend.TouchThenRelease).
 func (s *Store) ExpireGuardedRelease(key string, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {

@@ -16,13 +16,21 @@ const (
 	sTombs      = 20  // uint32: tombstones (derived)
 	sSweep      = 24  // uint32: the sweep cursor
 	sBroken     = 28  // uint32: nonzero when recovery found the shard corrupt
-	sEvictAll   = 32  // int64: bytes of unpinned entries (derived)
-	sEvictTTL   = 40  // int64: bytes of unpinned entries with a TTL (derived)
+	sEvictAll   = 32  // int64: evictable bytes of entries that are not session data (derived)
+	sEvictTTL   = 40  // int64: the same, of entries with a TTL (derived)
 	sHeapUsed   = 48  // int64: bytes of blocks not free (derived)
 	sCounters   = 64  // [nCounters]uint64
 	sRecoveries = 160 // uint64: times this shard was recovered
 	sCredit     = 168 // int64: bytes reserved against the limit beyond used (credit.go; derived)
-	sFreeLists  = 256 // [nClasses]uint32: free-list heads (off/8 + 1; 0: empty)
+	// Session data (session.go), all derived: the bytes charged to it, and
+	// the evictable bytes of session data not read since written (new)
+	// and read since (returned), all and with a TTL.
+	sSessUsed    = 176
+	sEvictNew    = 184
+	sEvictNewTTL = 192
+	sEvictRet    = 200
+	sEvictRetTTL = 208
+	sFreeLists   = 256 // [nClasses]uint32: free-list heads (off/8 + 1; 0: empty)
 )
 
 // Counters, as kv.Stats names them; changed under the shard lock.

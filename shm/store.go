@@ -26,6 +26,7 @@ import (
 	"time"
 	_ "unsafe" // go:linkname
 
+	"github.com/ephpm/ephpm/internal/coarse"
 	"github.com/ephpm/ephpm/kv"
 )
 
@@ -40,6 +41,12 @@ type Options struct {
 	// PinnedPrefixes lists key prefixes whose entries this process writes
 	// pinned: never evicted.
 	PinnedPrefixes []string
+	// SessionDataPrefix, SessionLockPrefix and SessionLimitName are kv's
+	// (kv.Options): session data lives within Memory.SessionLimit, and
+	// while its lock is there it is never evicted; session locks never
+	// are. The prefixes are the segment's, fixed when this call makes it:
+	// "" takes the segment's, others must be the same.
+	SessionDataPrefix, SessionLockPrefix, SessionLimitName string
 	// Anchor is the pid of the process the segment lives for (a php-fpm
 	// master for its pool's segment), 0 for none: see lifecycle.go.
 	Anchor int
@@ -80,8 +87,17 @@ const entryOverhead = 8
 //go:linkname nanotime runtime.nanotime
 func nanotime() int64
 
-// now is CLOCK_MONOTONIC in ns: the same clock in every process.
+// now is CLOCK_MONOTONIC in ns: the same clock in every process. It times
+// waits (lock words, Wait's deadline).
 func now() int64 { return nanotime() }
+
+// expiryNow is CLOCK_MONOTONIC_COARSE in ns, the clock of TTL deadlines
+// and expiry checks: the same clock in every process, up to one tick
+// (tick ns) behind now, and a few loads to read (internal/coarse).
+func expiryNow() int64 { return coarse.Now() }
+
+// tick is expiryNow's resolution: the kernel's tick.
+var tick = coarse.Resolution()
 
 // Open attaches to the segment called name (1-64 of [A-Za-z0-9._-]),
 // creating it if it does not exist.
@@ -99,9 +115,24 @@ func Open(name string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("shm: the anchor process %d of segment %s does not run", opts.Anchor, name)
 		}
 	}
+	if err := checkSessionPrefixes(opts.SessionDataPrefix, opts.SessionLockPrefix); err != nil {
+		return nil, err
+	}
 	sweep(opts.Dir)
-	g, err := openSegment(Path(opts.Dir, name), cfg.Limit, anchor, initShards)
+	g, err := openSegment(Path(opts.Dir, name), cfg.Limit, anchor, func(g *segment) {
+		initShards(g)
+		g.writeSessionRule(opts.SessionDataPrefix, opts.SessionLockPrefix)
+	})
 	if err != nil {
+		return nil, err
+	}
+	if err := g.readSessionRule(opts.SessionDataPrefix, opts.SessionLockPrefix, opts.SessionLimitName); err != nil {
+		g.unmap()
+		return nil, err
+	}
+	budget, err := g.sess.Budget(kv.MemoryConfig{Limit: g.limit, SessionLimit: cfg.SessionLimit})
+	if err != nil {
+		g.unmap()
 		return nil, err
 	}
 	s := &Store{g: g, pinned: append([]string(nil), opts.PinnedPrefixes...)}
@@ -112,7 +143,7 @@ func Open(name string, opts Options) (*Store, error) {
 		g.unmap()
 		return nil, err
 	}
-	s.applyConfig(cfg)
+	s.applyConfig(cfg, budget)
 	return s, nil
 }
 
@@ -123,7 +154,9 @@ func initShards(g *segment) {
 	}
 }
 
-func (s *Store) applyConfig(cfg kv.MemoryConfig) {
+func (s *Store) applyConfig(cfg kv.MemoryConfig, budget int64) {
+	atomic.StoreInt64(s.g.i64(hSessSetting), cfg.SessionLimit)
+	atomic.StoreInt64(s.g.i64(hSessLimit), budget)
 	atomic.StoreUint32(s.g.u32(hPolicy), uint32(cfg.Policy))
 	comp := uint32(0)
 	if cfg.Compression {
@@ -137,6 +170,7 @@ func (s *Store) applyConfig(cfg kv.MemoryConfig) {
 func (s *Store) MemoryConfig() kv.MemoryConfig {
 	return kv.MemoryConfig{
 		Limit:              s.g.limit,
+		SessionLimit:       atomic.LoadInt64(s.g.i64(hSessSetting)),
 		Policy:             kv.Policy(atomic.LoadUint32(s.g.u32(hPolicy))),
 		Compression:        atomic.LoadUint32(s.g.u32(hCompression)) == 1,
 		CompressionMinSize: int(atomic.LoadUint32(s.g.u32(hMinSize))),
@@ -144,8 +178,9 @@ func (s *Store) MemoryConfig() kv.MemoryConfig {
 }
 
 // SetMemoryConfig applies a memory setting to the whole segment, for every
-// process using it: the eviction policy and compression. The memory limit
-// is fixed when the segment is created: cfg.Limit must be 0 or that limit.
+// process using it: the eviction policy, compression and the session
+// budget. The memory limit is fixed when the segment is created: cfg.Limit
+// must be 0 or that limit.
 func (s *Store) SetMemoryConfig(cfg kv.MemoryConfig) error {
 	if cfg.Policy < kv.NoEviction || cfg.Policy > kv.AllKeysLRU || cfg.CompressionMinSize < 0 {
 		return fmt.Errorf("%w: memory setting %+v", kv.ErrInvalidArgument, cfg)
@@ -154,7 +189,11 @@ func (s *Store) SetMemoryConfig(cfg kv.MemoryConfig) error {
 		return fmt.Errorf("%w: segment %s has memory_limit %d, fixed when it was created, not %d; stop the "+
 			"processes using it and remove the file to resize it", kv.ErrInvalidArgument, s.g.path, s.g.limit, cfg.Limit)
 	}
-	s.applyConfig(cfg)
+	budget, err := s.g.sess.Budget(kv.MemoryConfig{Limit: s.g.limit, SessionLimit: cfg.SessionLimit})
+	if err != nil {
+		return err
+	}
+	s.applyConfig(cfg, budget)
 	return nil
 }
 
@@ -213,7 +252,7 @@ func (s *Store) unlockKey(sh *shard) {
 
 // locate returns key's shard, its hash and its index tag.
 func (s *Store) locate(key string) (*shard, uint64, uint32) {
-	h := hashKey(key)
+	h := s.g.hashOf(key)
 	return &s.shards[h&uint64(len(s.shards)-1)], h, tagOfHash(h)
 }
 
@@ -258,7 +297,12 @@ func (s *Store) unlockTwo(a, b *shard) {
 	}
 }
 
+// pinFlag returns flagPinned for a key never evicted: under a pinned prefix
+// or the session lock prefix.
 func (s *Store) pinFlag(key string) uint32 {
+	if s.g.kindOf(key) == kv.KindSessionLock {
+		return flagPinned
+	}
 	for _, p := range s.pinned {
 		if strings.HasPrefix(key, p) {
 			return flagPinned
@@ -281,12 +325,12 @@ func (s *Store) lruClock(t int64) uint32 {
 	return c
 }
 
-// clockAt returns *t, reading the clock into it first if it is unread (0):
-// an operation reads the clock at most once, and only if it needs it (a
-// TTL to set or compare), because a read costs about as much as a lookup.
+// clockAt returns *t, reading the expiry clock into it first if it is
+// unread (0): an operation reads the clock at most once, and only if it
+// needs it (a TTL to set or compare).
 func clockAt(t *int64) int64 {
 	if *t == 0 {
-		*t = now()
+		*t = expiryNow()
 	}
 	return *t
 }
@@ -298,18 +342,27 @@ func expired(at int64, t *int64) bool { return at != 0 && at <= clockAt(t) }
 func chargeOf(size int64) int64 { return size + entryOverhead }
 
 // account adds (sign 1) or takes away (sign -1) the live entry b's charge
-// to the shard's figures. Caller holds the lock.
+// to the shard's figures: the bytes used, session data's, and those of
+// b's eviction class. Caller holds the lock.
 func (sh *shard) account(b int64, sign int64) {
 	c := sign * chargeOf(sh.blockSize(b))
 	p := sh.used()
 	storeRelI64(p, atomic.LoadInt64(p)+c)
 	sh.spendCredit(c)
-	if !sh.entryPinned(b) {
-		sh.addI64(sEvictAll, c)
-		if sh.entryExpireAt(b) != 0 {
-			sh.addI64(sEvictTTL, c)
-		}
+	cl, session := sh.classOf(b)
+	if session {
+		sh.addI64(sSessUsed, c)
 	}
+	sh.tallyClass(b, cl, c)
+}
+
+// reaccount moves the figures of old, the live entry b replaces, to b:
+// account(old, -1) and account(b, 1), so that every figure, the session
+// classes' among them, has one rule. Every figure is derived, and recovery
+// recounts them. Caller holds the lock.
+func (sh *shard) reaccount(old, b int64) {
+	sh.account(old, -1)
+	sh.account(b, 1)
 }
 
 // live returns key's slot and block if it holds an entry that has not
@@ -333,29 +386,40 @@ func (s *Store) live(sh *shard, h uint64, tag uint32, key string, t *int64) (int
 // again) or its absence (a tombstone: recovery frees the block). Caller
 // holds the lock.
 func (s *Store) removeEntry(sh *shard, pos int, b int64, h uint64) {
-	sh.setState(b, stateInFlight)
-	sh.removeAt(pos)
-	sh.account(b, -1)
+	sh.unindex(pos, b)
 	sh.release(b)
 	if atomic.LoadUint32(sh.u32(sWaiters)) != 0 {
 		s.wakeOne(sh, h)
 	}
 }
 
+// unindex takes the live entry b out of slot pos, leaving b in flight for
+// the caller to free: first b, then the tombstone (the commit), then the
+// figures, the data of a session whose lock it was going back to its
+// class. Caller holds the lock.
+func (sh *shard) unindex(pos int, b int64) {
+	sh.setState(b, stateInFlight)
+	sh.removeAt(pos)
+	sh.account(b, -1)
+	sh.holdData(sh.entryKey(b), 1)
+}
+
 // room says why a write did not fit.
 type room int
 
 const (
-	fits      room = iota
-	overLimit      // the memory limit
-	heapFull       // no free block large enough in the shard
-	indexFull      // no index slot for a new key in the shard
-	neverFits      // larger than a shard's heap, or than the limit
+	fits       room = iota
+	overLimit       // the memory limit
+	heapFull        // no free block large enough in the shard
+	indexFull       // no index slot for a new key in the shard
+	overBudget      // session data over the session budget
+	neverFits       // larger than a shard's heap, or than the limit
 )
 
 // write is one write for put.
 type write struct {
 	key      string
+	kind     kv.KeyKind
 	h        uint64
 	tag      uint32
 	stored   []byte
@@ -383,6 +447,12 @@ func (s *Store) put(sh *shard, w *write, pos int, old int64, ins int, room bool)
 	if old == noBlock && (!room || ins < 0) {
 		return indexFull
 	}
+	if w.kind == kv.KindSession && w.delta > 0 {
+		if !s.takeBudget(w.delta) {
+			return overBudget
+		}
+		defer s.giveBudget() // once account has charged it below
+	}
 	if w.delta > 0 && !s.reserve(sh, w.delta) {
 		return overLimit
 	}
@@ -396,14 +466,16 @@ func (s *Store) put(sh *shard, w *write, pos int, old int64, ins int, room bool)
 		sh.setState(old, stateInFlight)
 		storeRel64(sh.slot(pos), makeSlot(w.tag, b))
 	} else {
+		sh.holdData(w.key, -1) // a session's lock arrives: its data is held
 		sh.insertAt(ins, w.tag, b)
 	}
 	sh.setState(b, stateLive)
 	if old != noBlock {
-		sh.account(old, -1)
+		sh.reaccount(old, b)
 		sh.release(old)
+	} else {
+		sh.account(b, 1)
 	}
-	sh.account(b, 1)
 	return fits
 }
 
@@ -420,7 +492,7 @@ func (s *Store) sweepSome(sh *shard, n int, t *int64) {
 		}
 		b := slotBlock(v)
 		if at := sh.entryExpireAt(b); expired(at, t) {
-			s.removeEntry(sh, i, b, hashKey(sh.entryKey(b)))
+			s.removeEntry(sh, i, b, sh.g.hashOf(sh.entryKey(b)))
 			sh.count(cExpirations)
 		}
 	}
@@ -436,6 +508,12 @@ func (s *Store) sweepShard(sh *shard) {
 }
 
 const sweepPerWrite = 4
+
+// writeAttempts bounds the times a write makes room and tries again: room
+// made with no lock held may be taken by a concurrent writer first (many
+// session writes meeting at a full budget), so a write gives up only after
+// it lost that race this often, or when no room can be made.
+const writeAttempts = 16
 
 // mode is the condition a write is stored under.
 type mode int
@@ -460,7 +538,7 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 	comp := s.MemoryConfig()
 	stored, cflag := storedForm(value, comp.Compression, comp.CompressionMinSize)
 	sh, h, tag := s.locate(key)
-	w := write{key: key, h: h, tag: tag, stored: stored, flags: flags | cflag}
+	w := write{key: key, kind: s.g.kindOf(key), h: h, tag: tag, stored: stored, flags: flags | cflag}
 	gsh, gh, gtag := sh, uint64(0), uint32(0)
 	if m == modeGuarded || m == modeFenced {
 		gsh, gh, gtag = s.locate(guardKey)
@@ -487,6 +565,14 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 		if m == modeFenced {
 			n, known := fr.ft.current(gh)
 			ok = known && n == fr.fence
+			if ok && fr.holder {
+				other, err := s.heldByAnother(gsh, gh, gtag, guardKey, fr.token, &t)
+				if err != nil {
+					s.unlockTwo(sh, gsh)
+					return false, err
+				}
+				ok = !other
+			}
 		}
 		room := sh.roomFor()
 		pos, old, ins := sh.lookup(tag, key)
@@ -499,6 +585,10 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 			w.expireAt = 0
 			if ttl != 0 {
 				w.expireAt = clockAt(&t) + int64(ttl)
+			}
+			w.flags &^= flagRead
+			if w.kind == kv.KindSession && old != noBlock && !oldExpired {
+				w.flags |= sh.entryMeta(old) & flagRead // the same session, rewritten
 			}
 			r = s.put(sh, &w, pos, old, ins, room)
 			if r == fits {
@@ -523,13 +613,18 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 		if !ok || r == fits {
 			return ok, nil
 		}
-		if r == neverFits || attempt == 3 || !s.makeRoom(sh, r, &w) {
-			return false, s.noMemory(len(key), len(stored))
+		if r == neverFits || attempt == writeAttempts || !s.makeRoom(sh, r, &w) {
+			return false, s.noMemory(r, len(key), len(stored))
 		}
 	}
 }
 
-func (s *Store) noMemory(keyLen, storedLen int) error {
+// noMemory is the error of a write of keyLen and storedLen bytes that r
+// refused.
+func (s *Store) noMemory(r room, keyLen, storedLen int) error {
+	if r == overBudget {
+		return s.g.sess.OverBudget(s.sessionLimit())
+	}
 	size := entrySize(keyLen, storedLen)
 	if size > s.g.heapSize {
 		return fmt.Errorf("%w: an entry of %d bytes exceeds the largest this segment holds (%d bytes, a shard's heap)",
@@ -561,6 +656,9 @@ func (s *Store) GetInto(key string, dst []byte) (int, bool, error) {
 	}
 	if p := sh.entryAccess(b); atomic.LoadUint32(p) != s.lruClock(t) {
 		storeRel32(p, s.lruClock(t))
+	}
+	if sh.entryMeta(b)&flagRead == 0 && s.g.kindOf(key) == kv.KindSession {
+		sh.markRead(b) // a returning user's session
 	}
 	sh.count(cHits)
 	n := sh.logicalLen(b)
@@ -807,7 +905,7 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 		if pos < 0 {
 			_, _, ins = sh.lookup(tag, key)
 		}
-		w := write{key: key, h: h, tag: tag, flags: s.pinFlag(key)}
+		w := write{key: key, kind: s.g.kindOf(key), h: h, tag: tag, flags: s.pinFlag(key)}
 		result := delta
 		if ttlOnCreate != 0 {
 			w.expireAt = clockAt(&t) + int64(ttlOnCreate)
@@ -825,7 +923,7 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 				return 0, err
 			}
 			result = sum
-			w.flags = sh.entryMeta(old) & flagPinned
+			w.flags = sh.entryMeta(old) & (flagPinned | flagRead)
 			w.expireAt = sh.entryExpireAt(old)
 		}
 		w.stored = strconv.AppendInt(nil, result, 10)
@@ -837,8 +935,8 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 		if r == fits {
 			return result, nil
 		}
-		if r == neverFits || attempt == 3 || !s.makeRoom(sh, r, &w) {
-			return 0, kv.ErrNoMemory
+		if r == neverFits || attempt == writeAttempts || !s.makeRoom(sh, r, &w) {
+			return 0, s.noMemory(r, len(key), len(w.stored))
 		}
 	}
 }
@@ -857,14 +955,12 @@ func (s *Store) Flush() error {
 		for j := 0; j < s.g.indexSlots; j++ {
 			if v := atomic.LoadUint64(sh.slot(j)); v != slotEmpty && v != slotTomb {
 				b := slotBlock(v)
-				sh.setState(b, stateInFlight)
-				sh.removeAt(j)
-				sh.account(b, -1)
+				sh.unindex(j, b)
 				sh.release(b)
 			}
 		}
 		sh.compact()
-		s.wakeAll(sh)
+		s.wakeAll(sh, 0, true)
 		s.unlock(sh)
 	}
 	return nil
@@ -878,7 +974,8 @@ func (s *Store) Stats() (kv.Stats, error) {
 	}
 	defer s.leave()
 	cfg := s.MemoryConfig()
-	st := kv.Stats{InstanceID: s.g.instanceID(), MemoryLimit: cfg.Limit, Eviction: cfg.Policy.String(), Compression: cfg.Compression}
+	st := kv.Stats{InstanceID: s.g.instanceID(), MemoryLimit: cfg.Limit, SessionLimit: s.sessionLimit(),
+		Eviction: cfg.Policy.String(), Compression: cfg.Compression}
 	for i := range s.shards {
 		sh := &s.shards[i]
 		if err := s.lock(sh); err != nil {
@@ -887,6 +984,7 @@ func (s *Store) Stats() (kv.Stats, error) {
 		c := func(k int) uint64 { return atomic.LoadUint64(sh.u64(sCounters + int64(k)*8)) }
 		st.Keys += int64(atomic.LoadUint32(sh.u32(sEntries)))
 		st.BytesUsed += atomic.LoadInt64(sh.used())
+		st.SessionBytes += atomic.LoadInt64(sh.sessUsed())
 		st.Hits += c(cHits)
 		st.Misses += c(cMisses)
 		st.Sets += c(cSets)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -68,4 +69,23 @@ func deadTag(t *testing.T, s *Store) uint32 {
 	}
 	t.Fatal("no free process slot")
 	return 0
+}
+
+// An overwrite moves the replaced entry's figures (bytes used, evictable,
+// evictable with a TTL) to the new one in one step: every combination of
+// size, TTL and pinning leaves them equal to a recount.
+func TestOverwritesKeepTheFiguresExact(t *testing.T) {
+	s := openTest(t, kv.MemoryConfig{Limit: 16 << 20}, "pin:")
+	for i, c := range []struct {
+		key  string
+		size int
+		ttl  time.Duration
+	}{
+		{"k", 64, 0}, {"k", 64, 0}, {"k", 64, time.Minute}, {"k", 64, time.Minute},
+		{"k", 100, time.Minute}, {"k", 10, 0}, {"k", 3000, time.Minute},
+		{"pin:k", 64, 0}, {"pin:k", 64, time.Minute}, {"pin:k", 200, 0}, {"pin:k", 200, time.Minute},
+	} {
+		require.NoError(t, s.Set(c.key, make([]byte, c.size), c.ttl))
+		require.NoError(t, s.Check(), "after write %d (%s, %d B, TTL %v)", i, c.key, c.size, c.ttl)
+	}
 }

@@ -23,9 +23,8 @@ const recoveryBound = 100 * time.Millisecond
 func init() {
 	// holder takes the lock of KEY's shard and keeps it until it is killed.
 	workers["holder"] = func() {
-		s, err := Open(os.Getenv("SHM_NAME"), Options{})
-		if err != nil {
-			fmt.Println("bad open:", err)
+		s := workerStore()
+		if s == nil {
 			return
 		}
 		sh, _, _ := s.locate(os.Getenv("SHM_KEY"))

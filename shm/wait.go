@@ -21,7 +21,9 @@ import (
 // looks at the key again under the lock. A removal of a key with waiters
 // (Del, DelIfEq, DelGuarded, expiry, eviction) marks the waiting slot with
 // that key's hash and the lowest ticket woken, under the same lock, and
-// wakes it: one waiter per removal, oldest first, no herd. A slot whose
+// wakes it: one waiter per removal, oldest first, no herd. A read/write
+// lock step (rwlock.go) wakes as its decision says, the oldest waiter or
+// every waiter on the key, while the key may still hold an entry. A slot whose
 // owner died is freed by whoever finds it so (a waker, recovery, a
 // registering waiter); the shard's count of waiters is derived and
 // recomputed when the shard is recovered.
@@ -126,11 +128,13 @@ func (s *Store) wakeOne(sh *shard, h uint64) {
 	}
 }
 
-// wakeAll wakes every waiter in sh. Caller holds sh's lock.
-func (s *Store) wakeAll(sh *shard) {
+// wakeAll wakes every waiter in sh on key hash h, or every waiter in sh
+// with anyKey. Caller holds sh's lock.
+func (s *Store) wakeAll(sh *shard, h uint64, anyKey bool) {
 	for i := 0; i < waitSlots; i++ {
 		c := atomic.LoadUint64(s.g.waitCtl(i))
-		if ctlState(c) == wWaiting && atomic.LoadUint32(s.g.waitShard(i)) == uint32(sh.i) {
+		if ctlState(c) == wWaiting && atomic.LoadUint32(s.g.waitShard(i)) == uint32(sh.i) &&
+			(anyKey || atomic.LoadUint64(s.g.waitHash(i)) == h) {
 			s.wake(sh, i, c)
 		}
 	}
@@ -139,7 +143,10 @@ func (s *Store) wakeAll(sh *shard) {
 // Wait blocks for at most timeout until key holds no live entry, and
 // reports whether it is free when it returns. It returns early when the
 // entry is removed (one waiter per removal, oldest first: a woken caller
-// is expected to take the key at once) or when its TTL passes. Every sleep
+// is expected to take the key at once) or when its TTL passes, and it
+// returns true whenever it is woken, even with the key still held: a lock
+// step wakes waiters whose next attempt may now be granted (a shared
+// grant, a writer's claim left alone by the last reader). Every sleep
 // is bounded by maxWaitSleep, after which the key is looked at again, so a
 // lost wake-up (its waker killed) costs at most that.
 func (s *Store) Wait(key string, timeout time.Duration) (bool, error) {
@@ -148,13 +155,13 @@ func (s *Store) Wait(key string, timeout time.Duration) (bool, error) {
 		return false, err
 	}
 	defer s.leave()
-	t := now()
+	var t int64 // the expiry clock, read when an entry's TTL needs it
 	_, b := s.live(sh, h, tag, key, &t)
 	if b == noBlock || timeout <= 0 {
 		s.unlock(sh)
 		return b == noBlock, nil
 	}
-	deadline := t + int64(timeout)
+	deadline := now() + int64(timeout)
 	at := sh.entryExpireAt(b)
 	slot := s.register(sh, h)
 	s.unlock(sh)
@@ -167,10 +174,11 @@ func (s *Store) Wait(key string, timeout time.Duration) (bool, error) {
 				return true, nil
 			}
 		}
-		t = now()
-		d := min(time.Duration(deadline-t), maxWaitSleep)
+		d := min(time.Duration(deadline-now()), maxWaitSleep)
 		if at != 0 {
-			d = min(d, time.Duration(at-t))
+			// The entry is gone once the expiry clock reaches at, which
+			// is up to a tick after that instant.
+			d = min(d, time.Duration(at-expiryNow()+tick))
 		}
 		if slot < 0 {
 			d = min(d, lockPoll) // no slot: poll
@@ -190,9 +198,9 @@ func (s *Store) Wait(key string, timeout time.Duration) (bool, error) {
 			atomic.StoreUint64(s.g.waitCtl(slot), 0)
 			return true, nil
 		}
-		t = now()
+		t = 0
 		_, b = s.live(sh, h, tag, key, &t)
-		if b == noBlock || t >= deadline {
+		if b == noBlock || now() >= deadline {
 			if slot >= 0 && s.unregister(sh, slot) {
 				s.unlock(sh)
 				return true, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/internal/barrier"
+	"github.com/ephpm/ephpm/internal/coarse"
 	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/session"
 )
@@ -78,6 +80,35 @@ var contract = []struct {
 		ok, err := b.Exists(p + "t")
 		require.NoError(t, err)
 		assert.False(t, ok, "expired")
+	}},
+	{"TTLToWithinATick", func(t *testing.T, b backend.Backend, p string) {
+		// An entry lives its TTL give or take one kernel tick (the stores'
+		// coarse clock). Each bound is taken from the precise clock on the
+		// side a scheduling delay cannot help: absence is timed from before
+		// the write to after the check that saw it, presence from after the
+		// write to before the check that saw it.
+		tick := time.Duration(coarse.Resolution())
+		const ttl = 30 * time.Millisecond
+		for round := range 5 {
+			key := fmt.Sprintf("%stick%d", p, round)
+			before := time.Now()
+			require.NoError(t, b.Set(key, []byte("v"), ttl))
+			after := time.Now()
+			for {
+				checked := time.Now()
+				ok, err := b.Exists(key)
+				require.NoError(t, err)
+				if !ok {
+					assert.Greater(t, time.Since(before), ttl-tick, "round %d: gone more than a tick early", round)
+					break
+				}
+				assert.Less(t, checked.Sub(after), ttl+tick, "round %d: alive more than a tick late", round)
+				if time.Since(before) > ttl+time.Second {
+					t.Fatalf("round %d: still there %v after its TTL of %v", round, time.Since(before), ttl)
+				}
+				time.Sleep(200 * time.Microsecond)
+			}
+		}
 	}},
 	{"SetNXAndDelIfEq", func(t *testing.T, b backend.Backend, p string) {
 		out, err := b.SetNX(p+"l", []byte("A"), time.Minute)
@@ -274,19 +305,29 @@ var contract = []struct {
 		assert.Equal(t, 0, n)
 	}},
 	{"SetNXGetRaceHasOneWinner", func(t *testing.T, b backend.Backend, p string) {
+		// Odd rounds through SetNXGetFenced, whose winner has a fence too.
 		for round := 0; round < 20; round++ {
 			sid := fmt.Sprintf("%ssid%d", p, round)
 			data, lock := session.DataKey(sid), session.LockKey(sid)
 			require.NoError(t, b.Set(data, []byte("v"), time.Minute))
 			wins := barrier.Race(16, func(i int) bool {
 				dst := make([]byte, 4)
-				out, n, found, err := b.SetNXGet(lock, []byte(fmt.Sprint(i)), time.Minute, data, dst)
+				var out kv.SetNXOutcome
+				var n int
+				var found bool
+				var err error
+				fence := int64(1)
+				if round%2 == 1 {
+					out, n, found, fence, err = b.SetNXGetFenced(lock, []byte(fmt.Sprint(i)), time.Minute, data, dst)
+				} else {
+					out, n, found, err = b.SetNXGet(lock, []byte(fmt.Sprint(i)), time.Minute, data, dst)
+				}
 				if err != nil {
 					t.Error(err)
 					return false
 				}
-				if out == kv.Inserted && (!found || string(dst[:n]) != "v") {
-					t.Errorf("the winner read %q (found %v)", dst[:n], found)
+				if out == kv.Inserted && (!found || string(dst[:n]) != "v" || fence <= 0) {
+					t.Errorf("the winner read %q (found %v), fence %d", dst[:n], found, fence)
 				}
 				return out == kv.Inserted
 			})
@@ -364,19 +405,9 @@ var contract = []struct {
 		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
 		_, err := b.SetNX(lock, []byte("tok"), time.Minute)
 		require.NoError(t, err)
-		done := make(chan time.Duration)
-		go func() {
-			start := time.Now()
-			free, err := b.Wait(lock, 10*time.Second)
-			assert.NoError(t, err)
-			assert.True(t, free)
-			done <- time.Since(start)
-		}()
-		time.Sleep(100 * time.Millisecond) // let it subscribe and block
-		ok, err := b.SetGuardedRelease(data, []byte("v"), time.Minute, lock, []byte("tok"))
-		require.NoError(t, err)
-		require.True(t, ok)
-		assert.Less(t, <-done, 5*time.Second, "woken by the release, not the timeout")
+		wokenByRelease(t, b, lock, func() (bool, error) {
+			return b.SetGuardedRelease(data, []byte("v"), time.Minute, lock, []byte("tok"))
+		})
 	}},
 	{"DelGuardedRefusesAnExpiredGuard", func(t *testing.T, b backend.Backend, p string) {
 		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
@@ -602,6 +633,169 @@ var contract = []struct {
 		_, err = b.DelFenced(key, lock, 0)
 		assert.ErrorIs(t, err, kv.ErrInvalidArgument)
 	}},
+	{"SetNXGetFenced", func(t *testing.T, b backend.Backend, p string) {
+		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
+		dst := make([]byte, 8)
+		out, n, found, f1, err := b.SetNXGetFenced(lock, []byte("tok"), time.Minute, data, dst)
+		require.NoError(t, err)
+		assert.Equal(t, kv.Inserted, out)
+		assert.False(t, found, "no data yet")
+		assert.Zero(t, n)
+		assert.Positive(t, f1)
+		ttl, held, _ := b.PTTL(lock)
+		assert.True(t, held)
+		assert.Greater(t, ttl, 50*time.Second, "the lock has its TTL")
+		latest, _ := b.Fence(lock)
+		assert.Equal(t, f1, latest)
+
+		require.NoError(t, b.Set(data, []byte("v1"), time.Minute))
+		out, n, found, f, err := b.SetNXGetFenced(lock, []byte("other"), time.Minute, data, dst)
+		require.NoError(t, err)
+		assert.Equal(t, kv.Exists, out, "held")
+		assert.False(t, found, "nothing read without the lock")
+		assert.Zero(t, f, "no grant, no fence")
+		b.DelIfEq(lock, []byte("tok"))
+
+		_, f2, err := b.SetNXFenced(lock, []byte("tok2"), time.Minute)
+		require.NoError(t, err)
+		assert.Greater(t, f2, f1, "one sequence with SetNXFenced")
+		b.DelIfEq(lock, []byte("tok2"))
+
+		out, n, found, f3, err := b.SetNXGetFenced(lock, []byte("tok3"), 0, data, dst)
+		require.NoError(t, err)
+		assert.Equal(t, kv.Inserted, out)
+		assert.True(t, found)
+		assert.Equal(t, "v1", string(dst[:n]))
+		assert.Greater(t, f3, f2)
+		ttl, _, _ = b.PTTL(lock)
+		assert.Equal(t, time.Duration(-1), ttl, "0: no TTL")
+		b.DelIfEq(lock, []byte("tok3"))
+
+		// A value that fills dst exactly, and one longer than dst.
+		require.NoError(t, b.Set(data, []byte("12345678"), time.Minute))
+		out, n, found, _, _ = b.SetNXGetFenced(lock, []byte("tok4"), time.Minute, data, dst)
+		assert.Equal(t, kv.Inserted, out)
+		assert.True(t, found)
+		assert.Equal(t, "12345678", string(dst[:n]), "fits exactly")
+		b.DelIfEq(lock, []byte("tok4"))
+		require.NoError(t, b.Set(data, []byte("longer than 8"), time.Minute))
+		copy(dst, "unread..")
+		out, n, found, f5, _ := b.SetNXGetFenced(lock, []byte("tok5"), time.Minute, data, dst)
+		assert.Equal(t, kv.Inserted, out)
+		assert.True(t, found)
+		assert.Equal(t, 13, n, "too small: the length comes back")
+		assert.Equal(t, "unread..", string(dst), "and nothing is copied")
+		assert.Positive(t, f5)
+		b.DelIfEq(lock, []byte("tok5"))
+		require.NoError(t, b.Set(data, []byte{}, time.Minute))
+		out, n, found, _, _ = b.SetNXGetFenced(lock, []byte("tok6"), time.Minute, data, dst)
+		assert.Equal(t, kv.Inserted, out)
+		assert.True(t, found, "an empty value is a value")
+		assert.Zero(t, n)
+	}},
+	{"SetFencedReleaseKeepsAnOverrunWithoutContender", func(t *testing.T, b backend.Backend, p string) {
+		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
+		dst := make([]byte, 16)
+		_, _, _, fa, err := b.SetNXGetFenced(lock, []byte("a"), 20*time.Millisecond, data, dst)
+		require.NoError(t, err)
+		require.Eventually(t, func() bool { ok, _ := b.Exists(lock); return !ok }, 2*time.Second, 5*time.Millisecond)
+		ok, err := b.SetFencedRelease(data, []byte("by a"), time.Minute, lock, fa, []byte("a"))
+		require.NoError(t, err)
+		assert.True(t, ok, "expired, but nobody was granted since: written")
+		n, _, _ := b.GetInto(data, dst)
+		assert.Equal(t, "by a", string(dst[:n]))
+		ttl, _, _ := b.PTTL(data)
+		assert.Greater(t, ttl, 50*time.Second, "the write's TTL")
+
+		_, _, _, fb, err := b.SetNXGetFenced(lock, []byte("b"), time.Minute, data, dst)
+		require.NoError(t, err)
+		ok, err = b.SetFencedRelease(data, []byte("by b"), 30*time.Second, lock, fb, []byte("b"))
+		require.NoError(t, err)
+		assert.True(t, ok, "in time")
+		held, _ := b.Exists(lock)
+		assert.False(t, held, "and released")
+		n, _, _ = b.GetInto(data, dst)
+		assert.Equal(t, "by b", string(dst[:n]))
+		ok, _ = b.SetFencedRelease(data, []byte("again"), 0, lock, fb, []byte("b"))
+		assert.True(t, ok, "released, nobody granted since: the fence still holds")
+
+		ok, _ = b.DelFencedRelease(data, lock, fb, []byte("b"))
+		assert.True(t, ok)
+		found, _ := b.Exists(data)
+		assert.False(t, found, "removed")
+		ok, _ = b.DelFencedRelease(data, lock, fb, []byte("b"))
+		assert.True(t, ok, "nothing to remove: the fence still held")
+		_, err = b.SetFencedRelease(data, []byte("x"), 0, lock, 0, []byte("b"))
+		assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+		_, err = b.DelFencedRelease(data, lock, -1, []byte("b"))
+		assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+	}},
+	{"FencedReleaseRefusesAfterAnotherGrant", func(t *testing.T, b backend.Backend, p string) {
+		dst := make([]byte, 16)
+		for _, del := range []bool{false, true} {
+			sid := fmt.Sprintf("%ssid-%v", p, del)
+			data, lock := session.DataKey(sid), session.LockKey(sid)
+			release := func(fence int64, token string) bool {
+				var ok bool
+				var err error
+				if del {
+					ok, err = b.DelFencedRelease(data, lock, fence, []byte(token))
+				} else {
+					ok, err = b.SetFencedRelease(data, []byte("by "+token), time.Minute, lock, fence, []byte(token))
+				}
+				require.NoError(t, err)
+				return ok
+			}
+			stays := func(value, holder string) {
+				t.Helper()
+				n, _, _ := b.GetInto(data, dst)
+				assert.Equal(t, value, string(dst[:n]), "a refused call changes nothing")
+				n, found, _ := b.GetInto(lock, dst)
+				assert.True(t, found, "nor releases")
+				assert.Equal(t, holder, string(dst[:n]))
+			}
+
+			// b is granted the expired lock (fenced): a's fence is stale.
+			_, _, _, fa, err := b.SetNXGetFenced(lock, []byte("a"), 20*time.Millisecond, data, dst)
+			require.NoError(t, err)
+			require.Eventually(t, func() bool { ok, _ := b.Exists(lock); return !ok }, 2*time.Second, 5*time.Millisecond)
+			_, _, _, fb, err := b.SetNXGetFenced(lock, []byte("b"), time.Minute, data, dst)
+			require.NoError(t, err)
+			require.NoError(t, b.Set(data, []byte("by b"), time.Minute))
+			assert.False(t, release(fa, "a"), "granted to b since")
+			stays("by b", "b")
+			assert.False(t, release(fb, "a"), "b's fence with another token: b holds the lock")
+			stays("by b", "b")
+			b.DelIfEq(lock, []byte("b"))
+			assert.False(t, release(fa, "a"), "b released: a's fence stays stale")
+
+			// c's lock expires and d takes it with a grant that mints no
+			// fence (set_nx): the fence is still c's, but d holds the lock.
+			_, _, _, fc, err := b.SetNXGetFenced(lock, []byte("c"), 20*time.Millisecond, data, dst)
+			require.NoError(t, err)
+			require.Eventually(t, func() bool { ok, _ := b.Exists(lock); return !ok }, 2*time.Second, 5*time.Millisecond)
+			out, err := b.SetNX(lock, []byte("d"), time.Minute)
+			require.NoError(t, err)
+			require.Equal(t, kv.Inserted, out)
+			require.NoError(t, b.Set(data, []byte("by d"), time.Minute))
+			assert.False(t, release(fc, "c"), "d holds the lock")
+			stays("by d", "d")
+		}
+	}},
+	{"FencedReleaseWakesAWaiter", func(t *testing.T, b backend.Backend, p string) {
+		for _, del := range []bool{false, true} {
+			sid := fmt.Sprintf("%ssid-%v", p, del)
+			data, lock := session.DataKey(sid), session.LockKey(sid)
+			_, fence, err := b.SetNXFenced(lock, []byte("tok"), time.Minute)
+			require.NoError(t, err)
+			wokenByRelease(t, b, lock, func() (bool, error) {
+				if del {
+					return b.DelFencedRelease(data, lock, fence, []byte("tok"))
+				}
+				return b.SetFencedRelease(data, []byte("v"), time.Minute, lock, fence, []byte("tok"))
+			})
+		}
+	}},
 	{"FencesStrictlyIncreaseUnderContention", func(t *testing.T, b backend.Backend, p string) {
 		// 16 callers at a barrier take one lock 25 times each; under the
 		// lock, each grant's fence must exceed the one before it.
@@ -630,6 +824,292 @@ var contract = []struct {
 		f, _ := b.Fence(lock)
 		assert.Equal(t, last, f)
 	}},
+	{"ReadLocksShareAndAWriterWaitsForThem", func(t *testing.T, b backend.Backend, p string) {
+		// One hash tag: in a Cluster the lock and the fenced write share a slot.
+		lock := "{" + p + "rw}"
+		release, _ := lockCalls(t, b, lock)
+		mode, holders, err := b.LockInfo(lock)
+		require.NoError(t, err)
+		assert.Equal(t, kv.LockExclusive, mode)
+		assert.Zero(t, holders, "free")
+		out, f1, err := b.LockAttempt(lock, []byte("r1"), kv.LockShared, time.Minute, 0)
+		require.NoError(t, err)
+		require.Equal(t, kv.Inserted, out)
+		assert.Positive(t, f1)
+		out, f2, err := b.LockAttempt(lock, []byte("r2"), kv.LockShared, time.Minute, 0)
+		require.NoError(t, err)
+		require.Equal(t, kv.Inserted, out, "readers share")
+		assert.Greater(t, f2, f1, "every grant mints")
+		mode, holders, _ = b.LockInfo(lock)
+		assert.Equal(t, kv.LockShared, mode)
+		assert.Equal(t, 2, holders)
+		out, f, err := b.LockAttempt(lock, []byte("w"), kv.LockExclusive, time.Minute, 0)
+		require.NoError(t, err)
+		assert.Equal(t, kv.Exists, out, "a writer is refused while readers hold")
+		assert.Zero(t, f, "no grant, no fence")
+		out, _, _ = b.LockAttempt(lock, []byte("r3"), kv.LockShared, time.Minute, 0)
+		assert.Equal(t, kv.Inserted, out, "without a claim readers still enter")
+		require.True(t, release("r3"))
+		out, _, err = b.LockAttempt(lock, []byte("w"), kv.LockExclusive, time.Minute, time.Minute)
+		require.NoError(t, err)
+		assert.Equal(t, kv.Exists, out)
+		out, _, err = b.LockAttempt(lock, []byte("r4"), kv.LockShared, time.Minute, 0)
+		require.NoError(t, err)
+		assert.Equal(t, kv.Exists, out, "the waiting writer's claim refuses new readers")
+		ok, err := b.LockRelease(lock, []byte("nobody"))
+		require.NoError(t, err)
+		assert.False(t, ok, "a token that holds nothing releases nothing")
+		assert.True(t, release("r1"))
+		assert.False(t, release("r1"), "released once")
+		_, holders, _ = b.LockInfo(lock)
+		assert.Equal(t, 1, holders)
+		out, _, _ = b.LockAttempt(lock, []byte("w"), kv.LockExclusive, time.Minute, time.Minute)
+		assert.Equal(t, kv.Exists, out, "one reader left")
+		assert.True(t, release("r2"))
+		mode, holders, _ = b.LockInfo(lock)
+		assert.Equal(t, kv.LockExclusive, mode)
+		assert.Zero(t, holders, "a claim alone holds nothing")
+		out, f3, err := b.LockAttempt(lock, []byte("w"), kv.LockExclusive, time.Minute, time.Minute)
+		require.NoError(t, err)
+		require.Equal(t, kv.Inserted, out, "the last reader's release lets the writer in")
+		assert.Greater(t, f3, f2)
+		dst := make([]byte, 8)
+		n, _, _ := b.GetInto(lock, dst)
+		assert.Equal(t, "w", string(dst[:n]), "held exclusively: the token, as set_nx leaves it")
+		mode, holders, _ = b.LockInfo(lock)
+		assert.Equal(t, kv.LockExclusive, mode)
+		assert.Equal(t, 1, holders)
+		out, _, _ = b.LockAttempt(lock, []byte("r5"), kv.LockShared, time.Minute, 0)
+		assert.Equal(t, kv.Exists, out, "no reader while a writer holds")
+		out, _, _ = b.LockAttempt(lock, []byte("w2"), kv.LockExclusive, time.Minute, time.Minute)
+		assert.Equal(t, kv.Exists, out, "one writer")
+		out, _ = b.SetNX(lock, []byte("x"), time.Minute)
+		assert.Equal(t, kv.Exists, out)
+		assert.True(t, release("w"))
+		_, holders, _ = b.LockInfo(lock)
+		assert.Zero(t, holders)
+		got, _ := b.Fence(lock)
+		assert.Equal(t, f3, got, "Fence reads lock_acquire's grants")
+		out, f4, err := b.SetNXFenced(lock, []byte("s"), time.Minute)
+		require.NoError(t, err)
+		require.Equal(t, kv.Inserted, out)
+		assert.Greater(t, f4, f3, "one sequence with SetNXFenced")
+		out, _, _ = b.LockAttempt(lock, []byte("r6"), kv.LockShared, time.Minute, 0)
+		assert.Equal(t, kv.Exists, out, "set_nx's lock is an exclusive hold")
+		assert.True(t, release("s"), "lock_release frees set_nx's lock")
+		out, f5, _ := b.LockAttempt(lock, []byte("r6"), kv.LockShared, time.Minute, 0)
+		require.Equal(t, kv.Inserted, out)
+		assert.Greater(t, f5, f4)
+		ok, err = b.SetFenced(lock+":data", []byte("v"), 0, lock, f5)
+		require.NoError(t, err)
+		assert.True(t, ok, "a read grant is the latest grant")
+		out, _ = b.SetNX(lock, []byte("x"), time.Minute)
+		assert.Equal(t, kv.Exists, out, "set_nx sees a read-held name held")
+		ok, _ = b.DelIfEq(lock, []byte("r6"))
+		assert.False(t, ok, "del_if_eq sees a read-held name unequal")
+		removed, err := b.Del(lock)
+		require.NoError(t, err)
+		assert.True(t, removed, "del removes every holder")
+		_, holders, _ = b.LockInfo(lock)
+		assert.Zero(t, holders)
+	}},
+	{"LockHoldsLapseAndRefresh", func(t *testing.T, b backend.Backend, p string) {
+		lock := p + "rw"
+		release, refresh := lockCalls(t, b, lock)
+		out, _, err := b.LockAttempt(lock, []byte("short"), kv.LockShared, 100*time.Millisecond, 0)
+		require.NoError(t, err)
+		require.Equal(t, kv.Inserted, out)
+		out, _, _ = b.LockAttempt(lock, []byte("long"), kv.LockShared, time.Minute, 0)
+		require.Equal(t, kv.Inserted, out)
+		ok, err := b.LockRefresh(lock, []byte("nobody"), time.Minute)
+		require.NoError(t, err)
+		assert.False(t, ok, "refresh by a token that holds nothing")
+		require.Eventually(t, func() bool { _, n, _ := b.LockInfo(lock); return n == 1 }, 2*time.Second, 5*time.Millisecond,
+			"a lapsed hold counts as absent")
+		assert.False(t, refresh("short", time.Minute), "a lapsed hold is not refreshed")
+		assert.False(t, release("short"))
+		assert.True(t, refresh("long", 100*time.Millisecond))
+		require.Eventually(t, func() bool { _, n, _ := b.LockInfo(lock); return n == 0 }, 2*time.Second, 5*time.Millisecond,
+			"refreshed to lapse soon")
+		out, _, _ = b.LockAttempt(lock, []byte("ex"), kv.LockExclusive, 100*time.Millisecond, 0)
+		require.Equal(t, kv.Inserted, out, "every hold lapsed: free")
+		assert.True(t, refresh("ex", time.Minute), "an exclusive hold refreshes")
+		ttl, found, _ := b.PTTL(lock)
+		require.True(t, found)
+		assert.Greater(t, ttl, 50*time.Second)
+		ok, _ = b.ExpireIfEq(lock, []byte("ex"), time.Minute)
+		assert.True(t, ok, "expire_if_eq works on an exclusive hold")
+		assert.True(t, release("ex"))
+
+		// A claim lapses too: readers enter again once the writer stops.
+		out, _, _ = b.LockAttempt(lock, []byte("r"), kv.LockShared, time.Minute, 0)
+		require.Equal(t, kv.Inserted, out)
+		out, _, _ = b.LockAttempt(lock, []byte("w"), kv.LockExclusive, time.Minute, 100*time.Millisecond)
+		require.Equal(t, kv.Exists, out)
+		out, _, _ = b.LockAttempt(lock, []byte("r2"), kv.LockShared, time.Minute, 0)
+		assert.Equal(t, kv.Exists, out, "claimed")
+		require.Eventually(t, func() bool {
+			out, _, _ := b.LockAttempt(lock, []byte("r2"), kv.LockShared, time.Minute, 0)
+			return out == kv.Inserted
+		}, 2*time.Second, 5*time.Millisecond, "a lapsed claim refuses nobody")
+		_, n, _ := b.LockInfo(lock)
+		assert.Equal(t, 2, n)
+	}},
+	{"LockAttemptRefusesBadArguments", func(t *testing.T, b backend.Backend, p string) {
+		lock := p + "rw"
+		for _, tok := range [][]byte{{}, make([]byte, 256)} {
+			_, _, err := b.LockAttempt(lock, tok, kv.LockShared, time.Minute, 0)
+			assert.ErrorIs(t, err, kv.ErrInvalidArgument, "a token of %d bytes", len(tok))
+		}
+		_, _, err := b.LockAttempt(lock, []byte("t"), kv.LockMode(2), time.Minute, 0)
+		assert.ErrorIs(t, err, kv.ErrInvalidArgument, "mode 2")
+		_, _, err = b.LockAttempt(lock, []byte("t"), kv.LockShared, -time.Second, 0)
+		assert.ErrorIs(t, err, kv.ErrInvalidArgument, "a negative TTL")
+		out, _, err := b.LockAttempt(lock, []byte("t"), kv.LockShared, time.Minute, 0)
+		require.NoError(t, err)
+		require.Equal(t, kv.Inserted, out)
+		_, _, err = b.LockAttempt(lock, []byte("t"), kv.LockShared, time.Minute, 0)
+		assert.ErrorIs(t, err, kv.ErrInvalidArgument, "a token that already reads")
+		_, n, _ := b.LockInfo(lock)
+		assert.Equal(t, 1, n, "a refused call changes nothing")
+		f, _ := b.Fence(lock)
+		_, _, err = b.LockAttempt(lock, make([]byte, 300), kv.LockExclusive, time.Minute, 0)
+		assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+		got, _ := b.Fence(lock)
+		assert.Equal(t, f, got, "a refused call mints nothing")
+	}},
+	{"ReadersAndWritersNeverOverlap", func(t *testing.T, b backend.Backend, p string) {
+		// 16 callers at a barrier, 4 of them writers, each takes the lock
+		// 15 times through the wait loop. A writer must hold it alone; a
+		// reader only beside readers. Every grant's fence exceeds that of
+		// every grant that came before it: a writer's every earlier
+		// fence, a reader's the fence of the writer before it.
+		lock := p + "rw"
+		l := &session.Locker{Store: b}
+		var readers, writers atomic.Int32
+		var mu sync.Mutex
+		maxFence, lastWriter := int64(0), int64(0)
+		seen := map[int64]bool{}
+		barrier.Race(16, func(i int) bool {
+			mode := kv.LockShared
+			if i%4 == 0 {
+				mode = kv.LockExclusive
+			}
+			for r := 0; r < 15; r++ {
+				tok := []byte(fmt.Sprintf("%d:%d", i, r))
+				res, f, err := l.AcquireLock(b, lock, tok, mode, time.Minute, time.Minute)
+				if !assert.NoError(t, err) || !assert.True(t, res.Acquired) {
+					return false
+				}
+				if mode == kv.LockExclusive {
+					assert.Equal(t, int32(1), writers.Add(1), "one writer at a time")
+					assert.Zero(t, readers.Load(), "no reader beside a writer")
+				} else {
+					readers.Add(1)
+					assert.Zero(t, writers.Load(), "no writer beside a reader")
+				}
+				mu.Lock()
+				assert.False(t, seen[f], "fence %d granted twice", f)
+				seen[f] = true
+				if mode == kv.LockExclusive {
+					assert.Greater(t, f, maxFence, "a writer's fence exceeds every earlier grant's")
+					lastWriter = f
+				} else {
+					assert.Greater(t, f, lastWriter, "a reader's fence exceeds the writer's before it")
+				}
+				maxFence = max(maxFence, f)
+				mu.Unlock()
+				time.Sleep(time.Millisecond) // hold it a little: readers overlap
+				if mode == kv.LockExclusive {
+					writers.Add(-1)
+				} else {
+					readers.Add(-1)
+				}
+				ok, err := b.LockRelease(lock, tok)
+				assert.NoError(t, err)
+				assert.True(t, ok)
+			}
+			return true
+		})
+		assert.Len(t, seen, 16*15)
+		_, n, _ := b.LockInfo(lock)
+		assert.Zero(t, n, "every hold released")
+	}},
+	{"AWaitingWriterIsNotStarvedByReaders", func(t *testing.T, b backend.Backend, p string) {
+		// Readers keep the name read-held without a gap (each re-enters
+		// while the others hold); a writer waiting for them gets it.
+		lock := p + "rw"
+		l := &session.Locker{Store: b}
+		var stop atomic.Bool
+		var wg sync.WaitGroup
+		for i := 0; i < 4; i++ {
+			out, _, err := b.LockAttempt(lock, []byte(fmt.Sprint("first:", i)), kv.LockShared, time.Minute, 0)
+			require.NoError(t, err)
+			require.Equal(t, kv.Inserted, out)
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				prev := []byte(fmt.Sprint("first:", i))
+				for r := 0; !stop.Load(); r++ {
+					time.Sleep(5 * time.Millisecond)
+					b.LockRelease(lock, prev)
+					prev = []byte(fmt.Sprint(i, ":", r))
+					res, _, err := l.AcquireLock(b, lock, prev, kv.LockShared, time.Minute, 10*time.Second)
+					if !assert.NoError(t, err) || !res.Acquired {
+						return
+					}
+				}
+				b.LockRelease(lock, prev)
+			}(i)
+		}
+		time.Sleep(20 * time.Millisecond) // the readers' loop runs
+		res, _, err := l.AcquireLock(b, lock, []byte("writer"), kv.LockExclusive, time.Minute, 10*time.Second)
+		stop.Store(true)
+		require.NoError(t, err)
+		assert.True(t, res.Acquired, "the writer got the lock within its wait")
+		if res.Acquired {
+			mode, n, _ := b.LockInfo(lock)
+			assert.Equal(t, kv.LockExclusive, mode)
+			assert.Equal(t, 1, n)
+			b.LockRelease(lock, []byte("writer"))
+		}
+		wg.Wait()
+	}},
+}
+
+// lockCalls are LockRelease and LockRefresh of lock, failing t on an
+// error, for tests that assert what they report.
+func lockCalls(t *testing.T, b backend.Backend, lock string) (release func(tok string) bool, refresh func(tok string, ttl time.Duration) bool) {
+	release = func(tok string) bool {
+		ok, err := b.LockRelease(lock, []byte(tok))
+		require.NoError(t, err)
+		return ok
+	}
+	refresh = func(tok string, ttl time.Duration) bool {
+		ok, err := b.LockRefresh(lock, []byte(tok), ttl)
+		require.NoError(t, err)
+		return ok
+	}
+	return release, refresh
+}
+
+// wokenByRelease checks that release, which must release lock, wakes a
+// caller waiting for lock, well before its wait would end.
+func wokenByRelease(t *testing.T, b backend.Backend, lock string, release func() (bool, error)) {
+	t.Helper()
+	done := make(chan time.Duration)
+	go func() {
+		start := time.Now()
+		free, err := b.Wait(lock, 10*time.Second)
+		assert.NoError(t, err)
+		assert.True(t, free)
+		done <- time.Since(start)
+	}()
+	time.Sleep(100 * time.Millisecond) // let it subscribe and block
+	ok, err := release()
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Less(t, <-done, 5*time.Second, "woken by the release, not the timeout")
 }
 
 // DecodeRecords reads count get_many value records (include/ephpm_kv.h,

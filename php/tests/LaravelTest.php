@@ -71,6 +71,16 @@ final class LaravelTest extends TestCase
         $store->lock($name, 10)->block(0.2);
     }
 
+    public function testBlockWithAnOwnerLongerThanALockTokenStillLocks(): void
+    {
+        $store = new EphpmStore();
+        $name = $this->lockName();
+        $owner = str_repeat('o', 300);             // beyond ephpm_kv_lock's 255 bytes
+        $this->assertTrue($store->lock($name, 10, $owner)->block(1));
+        $this->assertSame($owner, ephpm_kv_get($name));
+        $this->assertTrue($store->restoreLock($name, $owner)->release());
+    }
+
     public function testTouchRefreshAndIsLocked(): void
     {
         $store = new EphpmStore();
@@ -116,6 +126,46 @@ final class LaravelTest extends TestCase
         $this->assertSame('in', $ran);
         $this->assertSame('fresh', $cache->flexible($key . ':f', [5, 10], fn () => 'fresh'));
         $this->assertSame('fresh', $cache->flexible($key . ':f', [5, 10], fn () => 'again'), 'served from the cache');
+    }
+
+    public function testFlexibleFillsAColdKeyOnce(): void
+    {
+        if (!method_exists(Repository::class, 'flexible')) {
+            $this->markTestSkipped('Cache::flexible() came with Laravel 11');
+        }
+        if (ini_get('ephpm.kv_backend') === 'memory') {
+            $this->markTestSkipped('processes share a cold key only through a shared backend');
+        }
+        // 8 processes at a barrier (each blocks reading its stdin until all
+        // are ready) call flexible() on one cold key; the callback counts
+        // its runs and takes 300 ms, so that every other caller arrives
+        // while it runs.
+        $key = $this->lockName();
+        $runs = $key . ':runs';
+        $code = sprintf(
+            'require %s; $c = new Ephpm\Laravel\EphpmRepository(new Ephpm\Laravel\EphpmStore("app:")); echo "ready\n"; fgets(STDIN);'
+            . ' echo $c->flexible(%s, [5, 10], function () { ephpm_kv_incr(%s); usleep(300000); return "fresh"; }), "\n";',
+            var_export(__DIR__ . '/bootstrap.php', true), var_export($key, true), var_export($runs, true));
+        $procs = [];
+        for ($i = 0; $i < 8; $i++) {
+            $cmd = [PHP_BINARY, '-n', '-d', 'extension=' . getenv('EPHPM_SO'), '-d', 'ephpm.kv_backend=' . ini_get('ephpm.kv_backend'), '-r', $code];
+            $proc = proc_open($cmd, [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
+            $procs[] = [$proc, $pipes];
+        }
+        foreach ($procs as [, $pipes]) {
+            $this->assertSame("ready\n", fgets($pipes[1]), stream_get_contents($pipes[2]));
+        }
+        foreach ($procs as [, $pipes]) {
+            fwrite($pipes[0], "go\n");
+        }
+        foreach ($procs as [$proc, $pipes]) {
+            $this->assertSame("fresh\n", fgets($pipes[1]), stream_get_contents($pipes[2]));
+            proc_close($proc);
+        }
+        $this->assertSame('1', ephpm_kv_get($runs), 'the callback ran once among 8 processes');
+        $cache = new EphpmRepository(new EphpmStore('app:'));
+        $this->assertSame('fresh', $cache->flexible($key, [5, 10], fn () => 'again'), 'then served from the cache');
+        $this->assertNotNull($cache->get('illuminate:cache:flexible:created:' . $key), 'with its creation time');
     }
 
     public function testRepository(): void

@@ -157,4 +157,173 @@ final class SymfonyStoreTest extends TestCase
         $this->assertLessThan(0.1, $acquiredAt - $releasedAt, 'woken by the release, not a polling step');
         $lock->release();
     }
+
+    // Shared locks, as Symfony's SharedLockStoreTestTrait checks a
+    // SharedLockStoreInterface: read locks share, a write lock is refused
+    // while others read (and the refusal changes nothing), promote and
+    // demote.
+
+    /** Three keys of one resource. */
+    private function keys(): array
+    {
+        $resource = 'sf:' . bin2hex(random_bytes(6));
+
+        return [new Key($resource), new Key($resource), new Key($resource)];
+    }
+
+    private function assertHeld(EphpmStore $store, array $keys, array $held): void
+    {
+        foreach ($keys as $i => $key) {
+            $this->assertSame($held[$i], $store->exists($key), "key $i");
+        }
+    }
+
+    public function testReadLocksShareAndAWriteLockWaitsForThem(): void
+    {
+        $store = new EphpmStore();
+        [$k1, $k2, $k3] = $keys = $this->keys();
+        $store->saveRead($k1);
+        $this->assertHeld($store, $keys, [true, false, false]);
+        $store->saveRead($k2);
+        $this->assertHeld($store, $keys, [true, true, false]);
+        try {
+            $store->save($k3);
+            $this->fail('a write lock while others read');
+        } catch (LockConflictedException) {
+        }
+        $this->assertHeld($store, $keys, [true, true, false]);
+        $store->delete($k1);
+        $this->assertHeld($store, $keys, [false, true, false]);
+        $store->delete($k2);
+        $this->assertHeld($store, $keys, [false, false, false]);
+        $store->save($k3);
+        $this->assertHeld($store, $keys, [false, false, true]);
+        $store->delete($k3);
+        $this->assertHeld($store, $keys, [false, false, false]);
+    }
+
+    public function testAReadLockIsRefusedWhileWritten(): void
+    {
+        $store = new EphpmStore();
+        [$k1, $k2] = $keys = array_slice($this->keys(), 0, 2);
+        $store->save($k1);
+        $this->assertHeld($store, $keys, [true, false]);
+        try {
+            $store->saveRead($k2);
+            $this->fail('a read lock while another key writes');
+        } catch (LockConflictedException) {
+        }
+        $this->assertHeld($store, $keys, [true, false]);
+        $store->delete($k1);
+        $store->save($k2);
+        $this->assertHeld($store, $keys, [false, true]);
+        $store->delete($k2);
+    }
+
+    public function testPromotionIsRefusedBesideAnotherReader(): void
+    {
+        $store = new EphpmStore();
+        [$k1, $k2] = $keys = array_slice($this->keys(), 0, 2);
+        $store->saveRead($k1);
+        $store->saveRead($k2);
+        try {
+            $store->save($k1);
+            $this->fail('promoted while another key reads');
+        } catch (LockConflictedException) {
+        }
+        $this->assertHeld($store, $keys, [true, true]);
+        $this->assertSame(['mode' => 'shared', 'holders' => 2], ephpm_kv_lock_info((string) $k1));
+        $store->delete($k1);
+        $store->delete($k2);
+    }
+
+    public function testTheOnlyReaderIsPromoted(): void
+    {
+        $store = new EphpmStore();
+        [$k1, $k2] = $keys = array_slice($this->keys(), 0, 2);
+        $store->saveRead($k1);
+        $store->save($k1);
+        $this->assertSame(['mode' => 'exclusive', 'holders' => 1], ephpm_kv_lock_info((string) $k1));
+        try {
+            $store->saveRead($k2);
+            $this->fail('a read lock beside the promoted writer');
+        } catch (LockConflictedException) {
+        }
+        $this->assertHeld($store, $keys, [true, false]);
+        $store->delete($k1);
+        $store->saveRead($k2);
+        $this->assertHeld($store, $keys, [false, true]);
+        $store->delete($k2);
+    }
+
+    public function testAWriterIsDemoted(): void
+    {
+        $store = new EphpmStore();
+        [$k1, $k2] = $keys = array_slice($this->keys(), 0, 2);
+        $store->save($k1);
+        $store->saveRead($k1);
+        $store->saveRead($k2);
+        $this->assertHeld($store, $keys, [true, true]);
+        $this->assertSame(['mode' => 'shared', 'holders' => 2], ephpm_kv_lock_info((string) $k1));
+        $store->saveRead($k1);                     // saving a read lock again is a refresh
+        $this->assertSame(2, ephpm_kv_lock_info((string) $k1)['holders']);
+        $store->delete($k1);
+        $store->delete($k2);
+        $this->assertNull(ephpm_kv_lock_info((string) $k1));
+    }
+
+    public function testReadLocksThroughTheLockComponent(): void
+    {
+        $factory = new LockFactory(new EphpmStore());
+        $resource = 'sf:' . bin2hex(random_bytes(6));
+        $a = $factory->createLock($resource, 5);
+        $b = $factory->createLock($resource, 5);
+        $this->assertTrue($a->acquireRead());
+        $this->assertTrue($b->acquireRead(true));  // blocking: shares at once
+        $this->assertTrue($a->isAcquired() && $b->isAcquired());
+        $this->assertFalse($factory->createLock($resource, 5)->acquire(), 'no writer beside readers');
+        $a->refresh(30);
+        $this->assertGreaterThan(20, $a->getRemainingLifetime());
+        $a->release();
+        $b->release();
+        $writer = $factory->createLock($resource, 5);
+        $this->assertTrue($writer->acquire(true));
+        $this->assertFalse($factory->createLock($resource, 5)->acquireRead(), 'no reader beside a writer');
+        $writer->release();
+    }
+
+    public function testReadLocksExpire(): void
+    {
+        $store = new EphpmStore(1);
+        [$k1, $k2] = array_slice($this->keys(), 0, 2);
+        $store->saveRead($k1);
+        $store->saveRead($k2);
+        $k2->resetLifetime();                      // as Lock::refresh() does before putting it off
+        $store->putOffExpiration($k2, 10);
+        usleep(1_100_000);
+        $this->assertFalse($store->exists($k1), 'expired');
+        $this->assertTrue($store->exists($k2), 'its TTL was extended');
+        $store->delete($k2);
+    }
+
+    /** A writer waiting for a reader in another process gets the lock at the reader's release. */
+    public function testAWriterWaitsForAReaderInAnotherProcess(): void
+    {
+        if (ini_get('ephpm.kv_backend') === 'memory') {
+            $this->markTestSkipped('processes share locks only through a shared backend');
+        }
+        $resource = 'sf:' . bin2hex(random_bytes(6));
+        [$proc, $pipes] = ephpm_test_spawn(sprintf(
+            '$t = ephpm_kv_lock_read(%s, 30); echo "reading\n"; usleep(500000); echo microtime(true), "\n"; ephpm_kv_unlock(%s, $t);',
+            var_export($resource, true), var_export($resource, true)));
+        $this->assertSame("reading\n", fgets($pipes[1]));
+        $factory = new LockFactory(new EphpmStore());
+        $lock = $factory->createLock($resource, 5);
+        $this->assertTrue($lock->acquire(true));  // blocks until the reader leaves
+        $acquiredAt = microtime(true);
+        $releasedAt = (float) fgets($pipes[1]);
+        proc_close($proc);
+        $this->assertGreaterThanOrEqual($releasedAt - 0.01, $acquiredAt);
+        $lock->release();
+    }
 }

@@ -8,11 +8,13 @@ require __DIR__ . '/../inc/child.inc';
 $dir = ephpm_modules_dir() . '/test';
 $code = <<<'PHP'
     var_dump(ephpm_kv_get('k'), ephpm_kv_set('k', 'v'));
-    foreach ([fn () => ephpm_kv_exists('k'), fn () => ephpm_kv_lock('k', 5), fn () => ephpm_kv_stats()] as $f) {
+    foreach ([fn () => ephpm_kv_exists('k'), fn () => ephpm_kv_lock('k', 5), fn () => ephpm_kv_lock_read('k', 5),
+              fn () => ephpm_kv_lock_info('k'), fn () => ephpm_kv_stats()] as $f) {
         try { $f(); } catch (Ephpm\KvException $e) {
             echo $e->getCode() === Ephpm\KvException::UNSUPPORTED ? 'UNSUPPORTED: ' : 'other: ', $e->getMessage(), "\n";
         }
     }
+    var_dump(ephpm_kv_unlock('k', 't'));   // del_if_eq on a table without lock_release
     set_error_handler(function ($no, $msg) { echo "warning: $msg\n"; return true; });
     var_dump(session_start());
     PHP;
@@ -25,7 +27,10 @@ NULL
 bool(true)
 UNSUPPORTED: ephpm_kv_exists(): not supported by the loaded library [dir]/libfake_v1.so: its table (48 bytes) is older than this extension's (%d bytes); install the library built with this extension
 UNSUPPORTED: ephpm_kv_lock(): not supported by the loaded library [dir]/libfake_v1.so: its table (48 bytes) is older than this extension's (%d bytes); install the library built with this extension
+UNSUPPORTED: ephpm_kv_lock_read(): not supported by the loaded library [dir]/libfake_v1.so: its table (48 bytes) is older than this extension's (%d bytes); install the library built with this extension
+UNSUPPORTED: ephpm_kv_lock_info(): not supported by the loaded library [dir]/libfake_v1.so: its table (48 bytes) is older than this extension's (%d bytes); install the library built with this extension
 UNSUPPORTED: ephpm_kv_stats(): not supported by the loaded library [dir]/libfake_v1.so: its table (48 bytes) is older than this extension's (%d bytes); install the library built with this extension
+bool(false)
 warning: session_start(): ephpm: session handler: the loaded library [dir]/libfake_v1.so is too old (table of 48 bytes has no session members)
 warning: session_start(): Failed to initialize storage module: ephpm (path: %S)
 bool(false)

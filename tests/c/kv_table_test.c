@@ -5,12 +5,17 @@
  * winner in every round, and a forked child that gets EPHPM_KV_E_FORKED
  * instead of hanging in a Go runtime that did not survive the fork.
  * Then the session members: wait, set_nx_wait, set_guarded, del_guarded,
- * expire, set_nx_wait_get, set_guarded_release, expire_guarded_release,
- * and 100 threads playing
- * "request" on one session through the real backoff. Then the batch
+ * expire, set_nx_wait_get, set_guarded_release, the fenced session members
+ * (set_nx_wait_get_fenced, set_fenced_release, del_fenced_release),
+ * expire_guarded_release, and 100 threads playing "request" on one session
+ * through the real backoff. Then the batch
  * members: get_many, set_many. Then the fencing members: fences that only
  * grow, across a release and a flush, a stale fenced write refused, and 8
  * pthreads taking one lock in turn, each grant's fence above the one before.
+ * Then the read/write lock members: readers share, a waiting writer's claim
+ * refuses new readers and the last reader's release lets it in, and 8
+ * pthreads (2 writers) that never overlap, each grant's fence above those
+ * before it.
  *
  * Usage: kv_table_test /path/to/libephpm.so
  */
@@ -328,6 +333,60 @@ static void test_session_round_trip_members(void)
           "NULL guard");
 }
 
+static void test_fenced_session_members(void)
+{
+    CHECK(EPHPM_KV_OPS_HAS(ops, del_fenced_release), "fenced session members present (size %u)",
+          ops->struct_size);
+    char buf[16];
+    size_t len = 99;
+    int64_t f1 = 0, f2 = 0, f = -1;
+
+    /* set_nx_wait_get_fenced */
+    CHECK(ops->set_nx_wait_get_fenced(S("fs:lock"), S("a"), 50, 0, S("fs:data"), buf, sizeof buf, &len, NULL)
+          == EPHPM_KV_E_INVALID, "NULL fence");
+    CHECK(ops->set_nx_wait_get_fenced(S("fs:lock"), S("a"), 50, 0, S("fs:data"), buf, sizeof buf, &len, &f1)
+          == EPHPM_KV_MISS && len == 0 && f1 > 0, "locked, no data, fence %lld", (long long)f1);
+    CHECK(ops->fence(S("fs:lock"), &f) == EPHPM_KV_OK && f == f1, "the latest grant: %lld", (long long)f);
+    CHECK(ops->set_nx_wait_get_fenced(S("fs:lock"), S("b"), 50, 0, S("fs:data"), buf, sizeof buf, &len, &f)
+          == EPHPM_KV_EXISTS && f == 0, "held: EXISTS, no fence");
+
+    /* set_fenced_release after the lock expired, nobody granted since */
+    usleep(100000);
+    CHECK(ops->exists(S("fs:lock")) == EPHPM_KV_MISS, "expired");
+    CHECK(ops->set_fenced_release(S("fs:data"), S("by a"), 0, S("fs:lock"), f1, S("a")) == EPHPM_KV_OK,
+          "an overrun without contender writes");
+    CHECK(ops->get(S("fs:data"), buf, sizeof buf, &len) == EPHPM_KV_OK && len == 4, "written");
+
+    /* another fenced grant since: refused */
+    CHECK(ops->set_nx_wait_get_fenced(S("fs:lock"), S("b"), 30000, 0, S("fs:data"), buf, sizeof buf, &len, &f2)
+          == EPHPM_KV_OK && len == 4 && memcmp(buf, "by a", 4) == 0 && f2 > f1, "b locked and read");
+    CHECK(ops->set_fenced_release(S("fs:data"), S("late"), 0, S("fs:lock"), f1, S("a")) == EPHPM_KV_MISS,
+          "a stale fence is refused");
+    CHECK(ops->del_fenced_release(S("fs:data"), S("fs:lock"), f1, S("a")) == EPHPM_KV_MISS, "and its removal");
+    CHECK(ops->set_fenced_release(S("fs:data"), S("x"), 0, S("fs:lock"), f2, S("a")) == EPHPM_KV_MISS,
+          "the latest fence with another holder's token");
+    CHECK(ops->get(S("fs:data"), buf, sizeof buf, &len) == EPHPM_KV_OK && len == 4 && memcmp(buf, "by a", 4) == 0
+          && ops->exists(S("fs:lock")) == EPHPM_KV_OK, "a refused call changes nothing");
+    CHECK(ops->set_fenced_release(S("fs:data"), S("by b"), 60000, S("fs:lock"), f2, S("b")) == EPHPM_KV_OK
+          && ops->exists(S("fs:lock")) == EPHPM_KV_MISS, "b writes and releases");
+
+    /* a holder whose grant minted no fence: refused */
+    CHECK(ops->set_nx(S("fs:lock"), S("c"), 30000) == EPHPM_KV_OK, "c takes the lock unfenced");
+    CHECK(ops->set_fenced_release(S("fs:data"), S("x"), 0, S("fs:lock"), f2, S("b")) == EPHPM_KV_MISS
+          && ops->del_fenced_release(S("fs:data"), S("fs:lock"), f2, S("b")) == EPHPM_KV_MISS,
+          "c holds the lock");
+    CHECK(ops->del_if_eq(S("fs:lock"), S("c")) == EPHPM_KV_OK, "c releases");
+    CHECK(ops->del_fenced_release(S("fs:data"), S("fs:lock"), f2, S("b")) == EPHPM_KV_OK
+          && ops->exists(S("fs:data")) == EPHPM_KV_MISS, "del_fenced_release");
+
+    CHECK(ops->set_fenced_release(S("fs:data"), S("x"), 0, S("fs:lock"), 0, S("b")) == EPHPM_KV_E_INVALID,
+          "fence 0");
+    CHECK(ops->del_fenced_release(S("fs:data"), S("fs:lock"), -1, S("b")) == EPHPM_KV_E_INVALID, "fence -1");
+    CHECK(ops->set_fenced_release(S("fs:data"), S("x"), 0, NULL, 2, f2, S("b")) == EPHPM_KV_E_INVALID,
+          "NULL lock");
+    CHECK(ops->del_fenced_release(S("fs:data"), S("fs:lock"), f2, NULL, 1) == EPHPM_KV_E_INVALID, "NULL token");
+}
+
 static void test_lazy_write_member(void)
 {
     CHECK(EPHPM_KV_OPS_HAS(ops, expire_guarded_release), "expire_guarded_release present (size %u)",
@@ -361,12 +420,15 @@ static void test_lazy_write_member(void)
 
 /* 100 threads play "request" on one session: lock with a fresh random
  * token through set_nx_wait (the real backoff), read the counter, hold the
- * lock a moment, write counter+1 guarded by the lock, release. In odd
- * rounds each request does it in two calls, set_nx_wait_get and
- * set_guarded_release, as the session handler does. */
+ * lock a moment, write counter+1 guarded by the lock, release. In rounds 1
+ * and 4 each request does it in two calls, set_nx_wait_get and
+ * set_guarded_release; in rounds 2 and 5 with the fenced pair,
+ * set_nx_wait_get_fenced and set_fenced_release, as the session handler
+ * does with a library that has them. */
 enum { REQUESTS = 100, SESSION_ROUNDS = 6 };
+enum { FOUR_MEMBERS, COMBINED_MEMBERS, FENCED_MEMBERS };
 
-static int combined_members;
+static int session_members;
 static pthread_barrier_t request_start;
 static char session_data_key[64], session_lock_key[64];
 static int seen_counter[REQUESTS];
@@ -390,19 +452,22 @@ static void *request(void *arg)
     char buf[32];
     size_t len = 0;
     int counter = 0, rc;
-    if (combined_members) {
+    int64_t fence = 0;
+    if (session_members == FENCED_MEMBERS) {
+        rc = ops->set_nx_wait_get_fenced(session_lock_key, llen, token, 32, 30000, 60000,
+                                         session_data_key, dlen, buf, sizeof buf - 1, &len, &fence);
+    } else if (session_members == COMBINED_MEMBERS) {
         rc = ops->set_nx_wait_get(session_lock_key, llen, token, 32, 30000, 60000,
                                   session_data_key, dlen, buf, sizeof buf - 1, &len);
-        if (rc != EPHPM_KV_OK && rc != EPHPM_KV_MISS) {
-            __atomic_add_fetch(&request_failures, 1, __ATOMIC_RELAXED);
-            return NULL;
-        }
     } else {
-        if (ops->set_nx_wait(session_lock_key, llen, token, 32, 30000, 60000) != EPHPM_KV_OK) {
-            __atomic_add_fetch(&request_failures, 1, __ATOMIC_RELAXED);
-            return NULL;
+        rc = ops->set_nx_wait(session_lock_key, llen, token, 32, 30000, 60000);
+        if (rc == EPHPM_KV_OK) {
+            rc = ops->get(session_data_key, dlen, buf, sizeof buf - 1, &len);
         }
-        rc = ops->get(session_data_key, dlen, buf, sizeof buf - 1, &len);
+    }
+    if ((rc != EPHPM_KV_OK && rc != EPHPM_KV_MISS) || (session_members == FENCED_MEMBERS && fence <= 0)) {
+        __atomic_add_fetch(&request_failures, 1, __ATOMIC_RELAXED);
+        return NULL;
     }
     if (rc == EPHPM_KV_OK) {
         buf[len] = '\0';
@@ -411,13 +476,33 @@ static void *request(void *arg)
     seen_counter[id] = counter;
     usleep(200); /* the request's work, under the lock */
     int n = snprintf(buf, sizeof buf, "%d", counter + 1);
-    if (combined_members
-            ? ops->set_guarded_release(session_data_key, dlen, buf, (size_t)n, 60000,
-                                       session_lock_key, llen, token, 32) != EPHPM_KV_OK
-            : (ops->set_guarded(session_data_key, dlen, buf, (size_t)n, 60000,
-                                session_lock_key, llen, token, 32) != EPHPM_KV_OK
-               || ops->del_if_eq(session_lock_key, llen, token, 32) != EPHPM_KV_OK)) {
+    switch (session_members) {
+    case FENCED_MEMBERS:
+        rc = ops->set_fenced_release(session_data_key, dlen, buf, (size_t)n, 60000,
+                                     session_lock_key, llen, fence, token, 32);
+        break;
+    case COMBINED_MEMBERS:
+        rc = ops->set_guarded_release(session_data_key, dlen, buf, (size_t)n, 60000,
+                                      session_lock_key, llen, token, 32);
+        break;
+    default:
+        rc = ops->set_guarded(session_data_key, dlen, buf, (size_t)n, 60000,
+                              session_lock_key, llen, token, 32);
+        if (rc == EPHPM_KV_OK) {
+            rc = ops->del_if_eq(session_lock_key, llen, token, 32);
+        }
+    }
+    if (rc != EPHPM_KV_OK) {
         __atomic_add_fetch(&request_failures, 1, __ATOMIC_RELAXED);
+    }
+    if (session_members == FENCED_MEMBERS && ops->exists(session_lock_key, llen) == EPHPM_KV_OK) {
+        /* The next request may hold it already; but never this one's token. */
+        size_t hl = 0;
+        char held[40];
+        if (ops->get(session_lock_key, llen, held, sizeof held, &hl) == EPHPM_KV_OK && hl == 32
+            && memcmp(held, token, 32) == 0) {
+            __atomic_add_fetch(&request_failures, 1, __ATOMIC_RELAXED);
+        }
     }
     return NULL;
 }
@@ -429,7 +514,7 @@ static void test_session_requests(void)
         snprintf(session_lock_key, sizeof session_lock_key, "session_lock:c-round-%d", round);
         memset(seen_counter, -1, sizeof seen_counter);
         request_failures = 0;
-        combined_members = round % 2;
+        session_members = round % 3;
         pthread_barrier_init(&request_start, NULL, REQUESTS);
         pthread_t threads[REQUESTS];
         double t0 = now_ms();
@@ -459,8 +544,9 @@ static void test_session_requests(void)
         CHECK(request_failures == 0, "round %d: %d requests failed", round, request_failures);
         CHECK(final == REQUESTS, "round %d: counter %d, want %d", round, final, REQUESTS);
         CHECK(distinct, "round %d: every request saw a distinct counter", round);
-        printf("session round %d (%s): %d requests in %.1f ms\n", round,
-               combined_members ? "set_nx_wait_get, set_guarded_release" : "four members", REQUESTS, took);
+        static const char *const how[] = {"four members", "set_nx_wait_get, set_guarded_release",
+                                          "set_nx_wait_get_fenced, set_fenced_release"};
+        printf("session round %d (%s): %d requests in %.1f ms\n", round, how[session_members], REQUESTS, took);
     }
 }
 
@@ -675,6 +761,128 @@ static void test_fence_members(void)
     CHECK(fence_bad == 0 && fence_grants == 400, "%d grants, %d out of order or failed", fence_grants, fence_bad);
 }
 
+static int rw_readers, rw_writers, rw_bad, rw_grants;
+static int64_t rw_max_fence, rw_last_writer;
+
+/* One of 8 threads taking "rw:hot" 30 times: threads 0 and 4 write, the
+ * others read. A writer holds it alone, a reader only beside readers, and
+ * each grant's fence exceeds every earlier grant's (a reader's: the
+ * writer's before it). */
+static void *take_rw_lock(void *arg)
+{
+    intptr_t i = (intptr_t)arg;
+    int32_t mode = i % 4 == 0 ? EPHPM_KV_LOCK_EXCLUSIVE : EPHPM_KV_LOCK_SHARED;
+    char tok[32];
+    for (int r = 0; r < 30; r++) {
+        int n = snprintf(tok, sizeof tok, "%ld:%d", (long)i, r);
+        int64_t f = 0;
+        if (ops->lock_acquire(S("rw:hot"), tok, (size_t)n, mode, 60000, 60000, &f) != EPHPM_KV_OK) {
+            __atomic_add_fetch(&rw_bad, 1, __ATOMIC_SEQ_CST);
+            continue;
+        }
+        if (mode == EPHPM_KV_LOCK_EXCLUSIVE) {
+            if (__atomic_add_fetch(&rw_writers, 1, __ATOMIC_SEQ_CST) != 1
+                || __atomic_load_n(&rw_readers, __ATOMIC_SEQ_CST) != 0) {
+                __atomic_add_fetch(&rw_bad, 1, __ATOMIC_SEQ_CST);
+            }
+        } else {
+            __atomic_add_fetch(&rw_readers, 1, __ATOMIC_SEQ_CST);
+            if (__atomic_load_n(&rw_writers, __ATOMIC_SEQ_CST) != 0) {
+                __atomic_add_fetch(&rw_bad, 1, __ATOMIC_SEQ_CST);
+            }
+        }
+        pthread_mutex_lock(&fence_mu);
+        if (mode == EPHPM_KV_LOCK_EXCLUSIVE ? f <= rw_max_fence : f <= rw_last_writer) {
+            rw_bad++;
+        }
+        if (mode == EPHPM_KV_LOCK_EXCLUSIVE) {
+            rw_last_writer = f;
+        }
+        rw_max_fence = f > rw_max_fence ? f : rw_max_fence;
+        rw_grants++;
+        pthread_mutex_unlock(&fence_mu);
+        usleep(200);
+        __atomic_sub_fetch(mode == EPHPM_KV_LOCK_EXCLUSIVE ? &rw_writers : &rw_readers, 1, __ATOMIC_SEQ_CST);
+        if (ops->lock_release(S("rw:hot"), tok, (size_t)n) != EPHPM_KV_OK) {
+            __atomic_add_fetch(&rw_bad, 1, __ATOMIC_SEQ_CST);
+        }
+    }
+    return NULL;
+}
+
+static int rw_waiting_rc;
+static int64_t rw_waiting_fence;
+
+static void *wait_to_write(void *arg)
+{
+    (void)arg;
+    rw_waiting_rc = ops->lock_acquire(S("rw:lock"), S("w"), EPHPM_KV_LOCK_EXCLUSIVE, 60000, 10000, &rw_waiting_fence);
+    return NULL;
+}
+
+static void test_rwlock_members(void)
+{
+    CHECK(EPHPM_KV_OPS_HAS(ops, lock_info), "read/write lock members present (size %u)", ops->struct_size);
+    int32_t mode = -1;
+    int64_t holders = -1, f1 = 0, f2 = 0, f = -1;
+    CHECK(ops->lock_info(S("rw:lock"), &mode, &holders) == EPHPM_KV_MISS && mode == EPHPM_KV_LOCK_EXCLUSIVE
+          && holders == 0, "free: mode %d, %lld holders", mode, (long long)holders);
+    CHECK(ops->lock_info(S("rw:lock"), NULL, &holders) == EPHPM_KV_E_INVALID, "lock_info: NULL mode");
+    CHECK(ops->lock_acquire(S("rw:lock"), S("r1"), EPHPM_KV_LOCK_SHARED, 60000, 0, NULL) == EPHPM_KV_E_INVALID,
+          "lock_acquire: NULL fence");
+    CHECK(ops->lock_acquire(S("rw:lock"), S("r1"), 2, 60000, 0, &f) == EPHPM_KV_E_INVALID && f == 0, "mode 2");
+    CHECK(last_error_says("lock mode 2"), "mode 2: last_error says why");
+    CHECK(ops->lock_acquire(S("rw:lock"), "", 0, EPHPM_KV_LOCK_SHARED, 60000, 0, &f) == EPHPM_KV_E_INVALID,
+          "empty token");
+    CHECK(ops->lock_acquire(S("rw:lock"), S("r1"), EPHPM_KV_LOCK_SHARED, 60000, 0, &f1) == EPHPM_KV_OK && f1 > 0,
+          "reader 1: fence %lld", (long long)f1);
+    CHECK(ops->lock_acquire(S("rw:lock"), S("r1"), EPHPM_KV_LOCK_SHARED, 60000, 0, &f) == EPHPM_KV_E_INVALID,
+          "one token reads once");
+    CHECK(ops->lock_acquire(S("rw:lock"), S("r2"), EPHPM_KV_LOCK_SHARED, 60000, 0, &f2) == EPHPM_KV_OK && f2 > f1,
+          "reader 2 shares: fence %lld", (long long)f2);
+    CHECK(ops->lock_info(S("rw:lock"), &mode, &holders) == EPHPM_KV_OK && mode == EPHPM_KV_LOCK_SHARED
+          && holders == 2, "shared: mode %d, %lld holders", mode, (long long)holders);
+    f = -1;
+    CHECK(ops->lock_acquire(S("rw:lock"), S("w"), EPHPM_KV_LOCK_EXCLUSIVE, 60000, 20, &f) == EPHPM_KV_EXISTS && f == 0,
+          "a writer waits for the readers");
+    CHECK(ops->set_nx(S("rw:lock"), S("x"), 0) == EPHPM_KV_EXISTS, "set_nx sees it held");
+    CHECK(ops->lock_refresh(S("rw:lock"), S("r1"), 30000) == EPHPM_KV_OK, "a reader refreshes its hold");
+    CHECK(ops->lock_refresh(S("rw:lock"), S("nobody"), 30000) == EPHPM_KV_MISS, "refresh by a stranger");
+    CHECK(ops->lock_release(S("rw:lock"), S("nobody")) == EPHPM_KV_MISS, "release by a stranger");
+
+    /* A writer waiting in lock_acquire gets the lock when the last reader
+     * leaves; its claim keeps new readers out meanwhile. */
+    pthread_t th;
+    pthread_create(&th, NULL, wait_to_write, NULL);
+    usleep(50000);
+    CHECK(ops->lock_acquire(S("rw:lock"), S("r3"), EPHPM_KV_LOCK_SHARED, 60000, 0, &f) == EPHPM_KV_EXISTS,
+          "the waiting writer's claim refuses a new reader");
+    CHECK(ops->lock_release(S("rw:lock"), S("r1")) == EPHPM_KV_OK, "reader 1 leaves");
+    CHECK(ops->lock_release(S("rw:lock"), S("r2")) == EPHPM_KV_OK, "reader 2 leaves");
+    pthread_join(th, NULL);
+    CHECK(rw_waiting_rc == EPHPM_KV_OK && rw_waiting_fence > f2, "the writer got it: rc %d, fence %lld",
+          rw_waiting_rc, (long long)rw_waiting_fence);
+    CHECK(ops->lock_info(S("rw:lock"), &mode, &holders) == EPHPM_KV_OK && mode == EPHPM_KV_LOCK_EXCLUSIVE
+          && holders == 1, "exclusive: mode %d, %lld holders", mode, (long long)holders);
+    CHECK(ops->fence(S("rw:lock"), &f) == EPHPM_KV_OK && f == rw_waiting_fence, "fence reads it: %lld", (long long)f);
+    char buf[8];
+    size_t len = 0;
+    CHECK(ops->get(S("rw:lock"), buf, sizeof buf, &len) == EPHPM_KV_OK && len == 1 && buf[0] == 'w',
+          "held exclusively: the token");
+    CHECK(ops->lock_release(S("rw:lock"), S("w")) == EPHPM_KV_OK, "the writer leaves");
+    CHECK(ops->lock_release(S("rw:lock"), S("w")) == EPHPM_KV_MISS, "released once");
+
+    pthread_t ths[8];
+    for (intptr_t i = 0; i < 8; i++) {
+        pthread_create(&ths[i], NULL, take_rw_lock, (void *)i);
+    }
+    for (int i = 0; i < 8; i++) {
+        pthread_join(ths[i], NULL);
+    }
+    CHECK(rw_bad == 0 && rw_grants == 240, "%d grants, %d overlapping, out of order or failed", rw_grants, rw_bad);
+    CHECK(ops->lock_info(S("rw:hot"), &mode, &holders) == EPHPM_KV_MISS, "every hold released");
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -687,11 +895,13 @@ int main(int argc, char **argv)
     test_forked_child();
     test_session_members();
     test_session_round_trip_members();
+    test_fenced_session_members();
     test_lazy_write_member();
     test_session_requests();
     test_key_api_members();
     test_batch_members();
     test_fence_members();
+    test_rwlock_members();
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

@@ -55,8 +55,9 @@ class EphpmLock extends Lock
     public function block($seconds, $callback = null)
     {
         // A lock without a TTL has none in the store either; ephpm_kv_lock
-        // insists on one, so take it the plain way then.
-        if ($this->seconds <= 0) {
+        // insists on one, and on an owner of at most 255 bytes (what a read
+        // hold keeps), so take it the plain way then.
+        if ($this->seconds <= 0 || \strlen($this->owner) > 255) {
             return parent::block($seconds, $callback);
         }
         if (ephpm_kv_lock($this->name, (int) $this->seconds, (float) $seconds, $this->owner) === false) {

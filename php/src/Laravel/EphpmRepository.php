@@ -11,7 +11,9 @@ use Illuminate\Cache\Repository;
  * Laravel's cache repository with stampede protection: on an EphpmStore,
  * remember() and rememberForever() run their callback in one caller only,
  * among every process sharing the store, while the others wait for its
- * value (EphpmStore::remember, ephpm_kv_remember). Laravel's cache events
+ * value (EphpmStore::remember, ephpm_kv_remember); so does flexible()
+ * (Laravel 11 and later) on a cold key, whose stale refresh is Laravel's
+ * own (deferred, under the store's lock). Laravel's cache events
  * (CacheHit, CacheMissed, KeyWritten) are not fired for them. On any other
  * store it is Laravel's Repository.
  *
@@ -38,5 +40,30 @@ class EphpmRepository extends Repository
         }
 
         return $store->remember($this->itemKey($key), 0, $callback);
+    }
+
+    /**
+     * Laravel's flexible(), with the cold miss filled once: when the value
+     * or its creation time is missing, one caller among every process
+     * sharing the store computes the value while the others wait for it
+     * (Laravel's own computes it in every caller at once); the creation
+     * time is then added if still missing. A warm key is Laravel's.
+     */
+    public function flexible($key, $ttl, $callback, $lock = null, $alwaysDefer = false)
+    {
+        $store = $this->getStore();
+        $seconds = $this->getSeconds($ttl[1]);
+        if (!$store instanceof EphpmStore || $seconds <= 0 || $key instanceof \UnitEnum) {
+            return parent::flexible($key, $ttl, $callback, $lock, $alwaysDefer);
+        }
+        $createdKey = self::FLEXIBLE_CREATED_KEY_PREFIX . $key;
+        $found = $this->many([$key, $createdKey]);
+        if (!in_array(null, $found, true)) {
+            return parent::flexible($key, $ttl, $callback, $lock, $alwaysDefer);
+        }
+        $value = $store->remember($this->itemKey($key), $seconds, fn () => value($callback));
+        $this->add($createdKey, time(), $seconds);
+
+        return $value;
     }
 }

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# A/B of two builds of the extension on a shared machine: runs a PHP bench
+# script ROUNDS times with the library in dir A and in dir B in turn (A, B,
+# A, B, ...), so that a busy spell falls on both alike, and prints each
+# run's output line by line prefixed with its build. Copy build/modules
+# aside before a change to keep the old build as A.
+#
+# Usage: bench/ab.sh A_MODULES B_MODULES ROUNDS SCRIPT [ARGS...]
+# Settings for the runs go in AB_PHP_ARGS (for example
+# AB_PHP_ARGS='-d ephpm.kv_backend=shm://ab').
+set -euo pipefail
+[ $# -ge 4 ] || { sed -n '2,11p' "$0"; exit 2; }
+a=$1 b=$2 rounds=$3
+shift 3
+for ((r = 1; r <= rounds; r++)); do
+  for side in A B; do
+    dir=$a; [ "$side" = B ] && dir=$b
+    # shellcheck disable=SC2086
+    php -n -d extension=apcu -d apc.enable_cli=1 -d apc.shm_size=256M \
+        -d "extension=$dir/ephpm.so" -d ephpm.kv_memory_limit=256M ${AB_PHP_ARGS:-} "$@" |
+      sed "s/^/$side $r: /"
+  done
+done
+grep -m1 'model name' /proc/cpuinfo

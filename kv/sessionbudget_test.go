@@ -1,0 +1,24 @@
+package kv_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ephpm/ephpm/backend"
+	"github.com/ephpm/ephpm/backend/backendtest"
+	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/session"
+)
+
+// TestSessionBudgetRules runs the session budget's rules, which the
+// shared-memory store passes too, on the in-process store.
+func TestSessionBudgetRules(t *testing.T) {
+	backendtest.RunSessionBudget(t, func(t *testing.T, cfg kv.MemoryConfig, limitName string) backend.Backend {
+		s := kv.New(kv.Options{SweepInterval: -1, SessionDataPrefix: session.DataPrefix,
+			SessionLockPrefix: session.LockPrefix, SessionLimitName: limitName})
+		t.Cleanup(s.Close)
+		require.NoError(t, s.Configure(cfg))
+		return backend.Memory{Store: s}
+	})
+}

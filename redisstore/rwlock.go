@@ -1,0 +1,342 @@
+package redisstore
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ephpm/ephpm/kv"
+)
+
+// Read/write locks on Redis (the lock_* members; the rules are kv's
+// Decide* functions in kv/readers.go, kept here by one script per member).
+//
+// A name's value stays a string, so that SET NX, GET, the release script
+// and expire_if_eq treat it as on the other stores. Held exclusively, it
+// is the holder's token, set with PX ttl exactly as SetNX sets it. Held for
+// reading, it is a reader record in kv's encoding (kv.ParseReaderRecord
+// reads it): the magic, the claim's deadline, then each hold's token length,
+// token and deadline, integers as 8 bytes little endian. The deadlines are
+// the store's clock, which on Redis is the server's: milliseconds of
+// TIME (a Lua number is a double and holds them exactly, where kv's int64
+// nanoseconds would not fit). The key's expiry is the record's expireAt
+// (the latest deadline, none if a hold has none), set with the record.
+//
+// A grant mints its fence in its script with mint_fence (fence.go), in
+// the fence key SetNXFenced uses: a name's grants of every mode and of
+// SetNXFenced share one sequence. On a Cluster every key a script touches
+// (the name, its fence key, its line) is in the name's slot; fenceKeys
+// refuses the one kind of name whose fence cannot be.
+//
+// Waking: Wait's waiters listen on the name's release channel, and a
+// waiter whose name stays held (a reader record) wakes before its timeout
+// only on a message. Every decision that wakes publishes there in its script: an
+// exclusive release, a release that frees the name and a shared grant
+// publish as Del does (the head of the name's line if it has one, else
+// nobody: each process wakes its oldest waiter), and the last reader's
+// release that leaves a writer's claim alone publishes wakeEveryone, so
+// that the writer wakes wherever it waits.
+
+// rwLua is the record's codec and the steps the scripts share. now is the
+// server's clock in ms. A script's cost is linear in the record's holds, so
+// the codec does the least per hold: parse reads each hold's length and
+// deadline (one string.byte each), drops lapsed holds as it reads and
+// remembers where each kept hold's bytes are, without copying its token;
+// find looks for a token with a plain string.find and keeps a match only
+// where a kept hold begins; store_record copies runs of unchanged holds
+// whole and encodes only the new or changed ones.
+const rwLua = `
+local MAGIC = '\0ephpm-readers\1'
+local HEAD = #MAGIC + 8
+local function now_ms()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function u64(n)
+  local b = {}
+  for i = 1, 8 do b[i] = n % 256; n = math.floor(n / 256) end
+  return string.char(b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8])
+end
+local function u64at(s, p)
+  local a, b, c, d, e, f, g, h = string.byte(s, p, p + 7)
+  return ((((((h * 256 + g) * 256 + f) * 256 + e) * 256 + d) * 256 + c) * 256 + b) * 256 + a
+end
+local function lapsed(d, now) return d ~= 0 and d <= now end
+-- free is the record of a name with no entry.
+local function free() return {v = '', claim = 0, toks = {}, dls = {}, at = {}} end
+-- parse: the record v holds without its lapsed holds and claim, or nil if
+-- v is not one (a plain entry: held exclusively; or a record that does not
+-- decode, which counts as held). Hold i has deadline dls[i] and begins at
+-- at[i] in v, in ascending order; a hold to encode anew has at[i] false
+-- and its token in toks[i].
+local function parse(v, now)
+  if #v < HEAD or string.sub(v, 1, #MAGIC) ~= MAGIC then return nil end
+  local r = {v = v, claim = u64at(v, #MAGIC + 1), toks = {}, dls = {}, at = {}}
+  if lapsed(r.claim, now) then r.claim = 0 end
+  local p, len, k = HEAD + 1, #v, 0
+  while p <= len do
+    local n = string.byte(v, p)
+    if n == 0 or p + n + 8 > len then return nil end
+    local d = u64at(v, p + n + 1)
+    if not lapsed(d, now) then
+      k = k + 1
+      r.dls[k] = d; r.at[k] = p
+    end
+    p = p + n + 9
+  end
+  return r
+end
+-- find: the index of tok's hold in a record as parse left it, or nil.
+local function find(r, tok)
+  if #tok == 0 or #tok > 255 then return nil end
+  local pat = string.char(#tok) .. tok
+  local c = string.find(r.v, pat, HEAD + 1, true)
+  while c do
+    local lo, hi = 1, #r.at
+    while lo <= hi do
+      local mid = math.floor((lo + hi) / 2)
+      local a = r.at[mid]
+      if a == c then return mid elseif a < c then lo = mid + 1 else hi = mid - 1 end
+    end
+    c = string.find(r.v, pat, c + 1, true)
+  end
+  return nil
+end
+-- remove drops hold i of a record as parse left it.
+local function remove(r, i)
+  table.remove(r.dls, i); table.remove(r.at, i)
+end
+-- add appends a hold of tok with deadline d.
+local function add(r, tok, d)
+  local i = #r.dls + 1
+  r.dls[i] = d; r.at[i] = false; r.toks[i] = tok
+end
+-- store_record sets key k to r, expiring at r's latest deadline (none if
+-- a hold has none): the entry outlives each of its holds and its claim.
+local function store_record(k, r, now)
+  local out, at, forever = {MAGIC, u64(r.claim)}, r.claim, false
+  local from, to -- the run of r.v's bytes being copied
+  for i = 1, #r.dls do
+    local d, p, last = r.dls[i], r.at[i], 0
+    if d == 0 then forever = true elseif d > at then at = d end
+    if p then last = p + string.byte(r.v, p) + 8 end
+    if p and to and p == to + 1 then
+      to = last
+    else
+      if to then out[#out + 1] = string.sub(r.v, from, to) end
+      from, to = nil, nil
+      if p then
+        from, to = p, last
+      else
+        out[#out + 1] = string.char(#r.toks[i]) .. r.toks[i] .. u64(d)
+      end
+    end
+  end
+  if to then out[#out + 1] = string.sub(r.v, from, to) end
+  if forever then
+    redis.call('set', k, table.concat(out))
+  else
+    redis.call('set', k, table.concat(out), 'PX', string.format('%.0f', at - now))
+  end
+end
+-- deadline is now + ms ('0': none, 0).
+local function deadline(ms, now)
+  if ms == '0' then return 0 end
+  return now + tonumber(ms)
+end
+`
+
+// lockAttemptScript is one attempt of lock_acquire (kv.DecideAcquire):
+// KEYS name, its fence key (and its line); ARGV token, mode (0 exclusive,
+// 1 shared), TTL ms ('0': none), claim ms ('0': none), fence keep ms
+// ('0': for ever), kv.MaxReadHolds, the release channel (and the line's
+// lease prefix). It answers the grant's fence, 0 when refused, -1 when
+// token already holds the name for reading, -2 when the name has
+// kv.MaxReadHolds read holds.
+var lockAttemptScript = newScript(liveHeadLua + mintFenceLua + rwLua + `
+local v = redis.call('get', KEYS[1])
+local now = now_ms()
+local r = free()
+if v then
+  r = parse(v, now)
+  if not r then return 0 end
+end
+if ARGV[2] == '0' then
+  if #r.dls == 0 then
+    if ARGV[3] == '0' then
+      redis.call('set', KEYS[1], ARGV[1])
+    else
+      redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[3])
+    end
+    return mint_fence(KEYS[2], ARGV[5])
+  end
+  local claim = deadline(ARGV[4], now)
+  if claim ~= 0 and claim > r.claim then
+    r.claim = claim
+    store_record(KEYS[1], r, now)
+  end
+  return 0
+end
+if r.claim ~= 0 then return 0 end
+if find(r, ARGV[1]) then return -1 end
+if #r.dls >= tonumber(ARGV[6]) then return -2 end
+add(r, ARGV[1], deadline(ARGV[3], now))
+store_record(KEYS[1], r, now)
+publish_release(ARGV[7], KEYS[3], ARGV[8])
+return mint_fence(KEYS[2], ARGV[5])`)
+
+// lockReleaseScript is lock_release (kv.DecideRelease): KEYS name (and its
+// line); ARGV token, the release channel (and the line's lease prefix).
+// 1 if token held the name, else 0.
+var lockReleaseScript = newScript(liveHeadLua + rwLua + `
+local v = redis.call('get', KEYS[1])
+if not v then return 0 end
+local now = now_ms()
+local r = parse(v, now)
+if not r then
+  if v ~= ARGV[1] then return 0 end
+  redis.call('del', KEYS[1])
+  publish_release(ARGV[2], KEYS[2], ARGV[3])
+  return 1
+end
+local i = find(r, ARGV[1])
+if not i then return 0 end
+remove(r, i)
+if #r.dls > 0 then
+  store_record(KEYS[1], r, now)
+elseif r.claim ~= 0 then
+  store_record(KEYS[1], r, now)
+  redis.call('publish', ARGV[2], '` + wakeEveryone + `')
+else
+  redis.call('del', KEYS[1])
+  publish_release(ARGV[2], KEYS[2], ARGV[3])
+end
+return 1`)
+
+// lockRefreshScript is lock_refresh (kv.DecideRefresh): KEYS name; ARGV
+// token, TTL ms ('0': none). 1 if token held the name, else 0.
+var lockRefreshScript = newScript(rwLua + `
+local v = redis.call('get', KEYS[1])
+if not v then return 0 end
+local now = now_ms()
+local r = parse(v, now)
+if not r then
+  if v ~= ARGV[1] then return 0 end
+  if ARGV[2] == '0' then redis.call('persist', KEYS[1]) else redis.call('pexpire', KEYS[1], ARGV[2]) end
+  return 1
+end
+local i = find(r, ARGV[1])
+if not i then return 0 end
+r.dls[i] = deadline(ARGV[2], now); r.at[i] = false; r.toks[i] = ARGV[1]
+store_record(KEYS[1], r, now)
+return 1`)
+
+// lockInfoScript is lock_info (kv.LockHolders): KEYS name. 0 when free,
+// -1 when held exclusively, else the number of live read holds.
+var lockInfoScript = newScript(rwLua + `
+local v = redis.call('get', KEYS[1])
+if not v then return 0 end
+local r = parse(v, now_ms())
+if not r then return -1 end
+return #r.dls`)
+
+// LockAttempt is one attempt of lock_acquire, one script: kv.DecideAcquire
+// on the server's clock, the grant's fence minted and the waking published
+// in the same script.
+func (s *Store) LockAttempt(key string, token []byte, mode kv.LockMode, ttl, claim time.Duration) (kv.SetNXOutcome, int64, error) {
+	if err := kv.CheckKey(key); err != nil {
+		return 0, 0, err
+	}
+	if err := kv.CheckLockToken(token); err != nil {
+		return 0, 0, err
+	}
+	if err := kv.CheckTTL(ttl); err != nil {
+		return 0, 0, err
+	}
+	if mode != kv.LockExclusive && mode != kv.LockShared {
+		return 0, 0, fmt.Errorf("%w: lock mode %d is neither exclusive (0) nor shared (1)", kv.ErrInvalidArgument, mode)
+	}
+	rk, fk, err := s.fenceKeys(key)
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := s.noEviction(); err != nil {
+		return 0, 0, err
+	}
+	defer s.near.forget(key)
+	line, prefix := releaseLine(rk)
+	// The claim is cut to whole milliseconds, down: it must not outlive
+	// the caller's wait, which it already may by the time the request
+	// takes to reach the server's clock.
+	claimMs := max(int64(claim/time.Millisecond), 0)
+	n, err := s.run(lockAttemptScript, append([]string{rk, fk}, line...), append([]any{token, int64(mode), ms(ttl),
+		claimMs, fenceKeepMs(ttl), int64(kv.MaxReadHolds), releaseChannel(rk)}, prefix...)...)
+	switch {
+	case err != nil:
+		return 0, 0, err
+	case n == -1:
+		return 0, 0, fmt.Errorf("%w: this token already holds the name for reading", kv.ErrInvalidArgument)
+	case n == -2:
+		return 0, 0, fmt.Errorf("%w: the name has %d read holds, the most one name keeps", kv.ErrNoMemory, kv.MaxReadHolds)
+	case n == 0:
+		s.setNXLosses.Add(1)
+		return kv.Exists, 0, nil
+	case n > 0:
+		s.setNXWins.Add(1)
+		return kv.Inserted, n, nil
+	}
+	return 0, 0, errProtocol
+}
+
+// LockRelease removes token's hold of key (kv.DecideRelease), one script
+// that publishes the wake its decision asks for. Any token may be asked
+// about, as with del_if_eq: one that no hold can have holds nothing.
+func (s *Store) LockRelease(key string, token []byte) (bool, error) {
+	if err := kv.CheckKey(key); err != nil {
+		return false, err
+	}
+	if err := s.noEviction(); err != nil {
+		return false, err
+	}
+	defer s.near.forget(key)
+	rk := s.redisKey(key)
+	line, prefix := releaseLine(rk)
+	return s.countRelease(s.run(lockReleaseScript, append([]string{rk}, line...), append([]any{token, releaseChannel(rk)}, prefix...)...))
+}
+
+// LockRefresh gives token's hold of key a deadline ttl from now on the
+// server's clock (0: none), kv.DecideRefresh in one script.
+func (s *Store) LockRefresh(key string, token []byte, ttl time.Duration) (bool, error) {
+	if err := kv.CheckKey(key); err != nil {
+		return false, err
+	}
+	if err := kv.CheckTTL(ttl); err != nil {
+		return false, err
+	}
+	if err := s.noEviction(); err != nil {
+		return false, err
+	}
+	defer s.near.forget(key)
+	n, err := s.run(lockRefreshScript, []string{s.redisKey(key)}, token, ms(ttl))
+	return n == 1, err
+}
+
+// LockInfo is kv.LockHolders of key, read by one script on the server's
+// clock.
+func (s *Store) LockInfo(key string) (kv.LockMode, int, error) {
+	if err := kv.CheckKey(key); err != nil {
+		return kv.LockExclusive, 0, err
+	}
+	if err := s.durable(key); err != nil {
+		return kv.LockExclusive, 0, err
+	}
+	n, err := s.run(lockInfoScript, []string{s.redisKey(key)})
+	switch {
+	case err != nil:
+		return kv.LockExclusive, 0, err
+	case n < 0:
+		return kv.LockExclusive, 1, nil
+	case n == 0:
+		return kv.LockExclusive, 0, nil
+	}
+	return kv.LockShared, int(n), nil
+}

@@ -1,0 +1,206 @@
+package shm
+
+// Read/write locks: the lock_* members of include/ephpm_kv.h, with the
+// rules of kv/readers.go. Every call is one step under the lock word of the
+// name's shard: the name's entry is read, kv decides on it, and the entry is
+// stored or removed as the decision says with put or removeEntry, the same
+// steps every write here takes, so that a process killed at any
+// instruction leaves the entry as it was or as the decision made it (a
+// single index store commits a put; recovery finishes whichever side of it
+// the kill fell). A grant's fence is minted into the fence file under the
+// same lock (fence.go), after the grant is stored: a kill between the two
+// loses a fence nobody was told, never reuses one. The waiters the decision
+// names are woken before the lock is released; a wake lost to a kill costs
+// a waiter one pause (maxWaitSleep at most), never its turn: it looks again.
+//
+// Entries written here are locks: stored with flagPinned, never evicted,
+// as SetNX's. A read hold that a dead process left lapses at its own
+// deadline, as every hold does: the next decision on the name drops it.
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/ephpm/ephpm/kv"
+)
+
+// deadlineAt is when something with ttl lapses if set at t: 0 (never) for
+// ttl 0.
+func deadlineAt(t int64, ttl time.Duration) int64 {
+	if ttl == 0 {
+		return 0
+	}
+	return t + int64(ttl)
+}
+
+// LockAttempt is one attempt of lock_acquire: kv.DecideAcquire applied to
+// key's entry in one step under its shard's lock, the grant's fence minted
+// in that step (the sequence SetNXFenced mints from), then the waiters the
+// decision names woken. claim is how long a refused exclusive attempt's
+// claim refuses new readers (0: it leaves none). fence is 0 unless out is
+// kv.Inserted.
+func (s *Store) LockAttempt(key string, token []byte, mode kv.LockMode, ttl, claim time.Duration) (kv.SetNXOutcome, int64, error) {
+	if err := kv.CheckLockAttempt(key, token, mode, ttl, claim); err != nil {
+		return 0, 0, err
+	}
+	ft, err := s.fences()
+	if err != nil {
+		return 0, 0, err
+	}
+	d, fence, err := s.lockStep(key, ft, func(old []byte, live bool, t int64) (kv.LockDecision, error) {
+		var claimUntil int64
+		if mode == kv.LockExclusive && claim > 0 {
+			claimUntil = t + int64(claim)
+		}
+		return kv.DecideAcquire(old, live, mode, token, deadlineAt(t, ttl), claimUntil, t)
+	})
+	switch {
+	case err != nil:
+		return 0, 0, err
+	case d.Granted:
+		return kv.Inserted, fence, nil
+	}
+	return kv.Exists, 0, nil
+}
+
+// LockRelease removes token's hold of key (kv.DecideRelease) and reports
+// whether token held it. Any value set_nx may have stored is a token here.
+func (s *Store) LockRelease(key string, token []byte) (bool, error) {
+	if err := kv.CheckWrite(key, token, 0); err != nil {
+		return false, err
+	}
+	d, _, err := s.lockStep(key, nil, func(old []byte, live bool, t int64) (kv.LockDecision, error) {
+		return kv.DecideRelease(old, live, token, t), nil
+	})
+	return d.Granted, err
+}
+
+// LockRefresh makes token's hold of key lapse ttl from now (0: never)
+// (kv.DecideRefresh) and reports whether token held it.
+func (s *Store) LockRefresh(key string, token []byte, ttl time.Duration) (bool, error) {
+	if err := kv.CheckWrite(key, token, ttl); err != nil {
+		return false, err
+	}
+	d, _, err := s.lockStep(key, nil, func(old []byte, live bool, t int64) (kv.LockDecision, error) {
+		return kv.DecideRefresh(old, live, token, deadlineAt(t, ttl), t), nil
+	})
+	return d.Granted, err
+}
+
+// LockInfo is kv.LockHolders of key's live entry: holders 0 when key is
+// free.
+func (s *Store) LockInfo(key string) (kv.LockMode, int, error) {
+	if err := kv.CheckKey(key); err != nil {
+		return 0, 0, err
+	}
+	sh, h, tag, err := s.lockKey(key)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer s.unlockKey(sh)
+	t := now()
+	_, b := s.live(sh, h, tag, key, &t)
+	if b == noBlock {
+		mode, n := kv.LockHolders(nil, false, t)
+		return mode, n, nil
+	}
+	v, ok := sh.valueView(b)
+	if !ok {
+		return 0, 0, s.corrupt(sh)
+	}
+	mode, n := kv.LockHolders(v, true, t)
+	return mode, n, nil
+}
+
+// lockStep applies decide's decision on key's entry in one step under the
+// shard's lock and returns it. ft is an attempt's (nil for the other
+// steps): a grant mints its fence there, and the attempt counts in the
+// stats as a set_nx win or loss, as kv's do. A
+// store that does not fit makes room with no lock held (makeRoom) and
+// decides again on what the entry is then; if it cannot, the call fails
+// with kv.ErrNoMemory and nothing changed.
+func (s *Store) lockStep(key string, ft *fenceTable, decide func(old []byte, live bool, t int64) (kv.LockDecision, error)) (kv.LockDecision, int64, error) {
+	if err := s.enter(); err != nil {
+		return kv.LockDecision{}, 0, err
+	}
+	defer s.leave()
+	comp := s.MemoryConfig()
+	sh, h, tag := s.locate(key)
+	for attempt := 0; ; attempt++ {
+		if err := s.lock(sh); err != nil {
+			return kv.LockDecision{}, 0, err
+		}
+		t := now()
+		room := sh.roomFor()
+		pos, b, ins := sh.lookup(tag, key)
+		gone := b != noBlock && expired(sh.entryExpireAt(b), &t)
+		var old []byte
+		if b != noBlock && !gone {
+			var ok bool
+			if old, ok = sh.valueView(b); !ok {
+				err := s.corrupt(sh)
+				s.unlock(sh)
+				return kv.LockDecision{}, 0, err
+			}
+		}
+		d, err := decide(old, b != noBlock && !gone, t)
+		if err != nil {
+			s.unlock(sh)
+			return kv.LockDecision{}, 0, err
+		}
+		var w write
+		r := fits
+		switch d.Write {
+		case kv.LockStore:
+			stored, cflag := storedForm(d.Value, comp.Compression, comp.CompressionMinSize)
+			w = write{key: key, kind: s.g.kindOf(key), h: h, tag: tag, stored: stored, flags: flagPinned | cflag, expireAt: d.ExpireAt}
+			r = s.put(sh, &w, pos, b, ins, room)
+		case kv.LockRemove:
+			s.removeEntry(sh, pos, b, h) // wakes the oldest waiter
+		}
+		var fence int64
+		if r == fits {
+			if gone && d.Write != kv.LockKeep {
+				sh.count(cExpirations)
+			}
+			switch {
+			case ft != nil && d.Granted:
+				fence = ft.mint(h)
+				sh.count(cSetNXWins)
+			case ft != nil:
+				sh.count(cSetNXLosses)
+			}
+			if atomic.LoadUint32(sh.u32(sWaiters)) != 0 {
+				switch {
+				case d.Wake == kv.WakeAll:
+					s.wakeAll(sh, h, false)
+				case d.Wake == kv.WakeOne && d.Write != kv.LockRemove:
+					s.wakeOne(sh, h)
+				}
+			}
+			if d.Write != kv.LockKeep {
+				s.sweepSome(sh, sweepPerWrite, &t)
+			}
+		}
+		s.unlock(sh)
+		if r == fits {
+			return d, fence, nil
+		}
+		if r == neverFits || attempt == writeAttempts || !s.makeRoom(sh, r, &w) {
+			return kv.LockDecision{}, 0, s.noMemory(r, len(key), len(w.stored))
+		}
+	}
+}
+
+// valueView returns the entry's logical value: the mapping itself when it
+// is stored plain (valid only while the shard lock is held, and only until
+// the block is freed), else a decompressed copy; ok is false for a corrupt
+// compressed value. A decision reads it and a put copies from it before
+// the old block is freed.
+func (sh *shard) valueView(b int64) ([]byte, bool) {
+	if sh.entryMeta(b)&flagCompressed == 0 {
+		return sh.entryStored(b), true
+	}
+	v := make([]byte, sh.logicalLen(b))
+	return v, sh.readInto(b, v)
+}

@@ -1,0 +1,334 @@
+package shm
+
+import (
+	"fmt"
+	"github.com/ephpm/ephpm/internal/coarse"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ephpm/ephpm/kv"
+)
+
+// attempt is one LockAttempt that must not fail; it returns whether it was
+// granted and the fence.
+func attempt(t *testing.T, s *Store, key, token string, mode kv.LockMode, ttl, claim time.Duration) (bool, int64) {
+	t.Helper()
+	out, f, err := s.LockAttempt(key, []byte(token), mode, ttl, claim)
+	require.NoError(t, err)
+	if out == kv.Inserted {
+		require.Positive(t, f, "a grant's fence")
+		return true, f
+	}
+	require.Equal(t, kv.Exists, out)
+	require.Zero(t, f, "a refusal's fence")
+	return false, 0
+}
+
+func info(t *testing.T, s *Store, key string) (kv.LockMode, int) {
+	t.Helper()
+	mode, n, err := s.LockInfo(key)
+	require.NoError(t, err)
+	return mode, n
+}
+
+func release(t *testing.T, s *Store, key, token string) bool {
+	t.Helper()
+	ok, err := s.LockRelease(key, []byte(token))
+	require.NoError(t, err)
+	return ok
+}
+
+func TestReadersShareAndAWriterGetsInAfterTheLast(t *testing.T) {
+	for _, comp := range []bool{false, true} {
+		t.Run(fmt.Sprint("compression=", comp), func(t *testing.T) {
+			s := openTest(t, kv.MemoryConfig{Limit: 8 << 20, Compression: comp, CompressionMinSize: 16})
+			ok, _ := attempt(t, s, "rw", "reader-one-token", kv.LockShared, time.Minute, 0)
+			require.True(t, ok)
+			ok, _ = attempt(t, s, "rw", "reader-two-token", kv.LockShared, time.Minute, 0)
+			require.True(t, ok, "readers share")
+			mode, n := info(t, s, "rw")
+			assert.Equal(t, kv.LockShared, mode)
+			assert.Equal(t, 2, n)
+
+			ok, _ = attempt(t, s, "rw", "writer", kv.LockExclusive, time.Minute, 0)
+			require.False(t, ok, "readers hold it")
+			ok, _ = attempt(t, s, "rw", "reader-three", kv.LockShared, time.Minute, 0)
+			require.True(t, ok, "no claim without claim time")
+			require.True(t, release(t, s, "rw", "reader-three"))
+
+			ok, _ = attempt(t, s, "rw", "writer", kv.LockExclusive, time.Minute, kv.WriterClaim)
+			require.False(t, ok, "readers hold it")
+			ok, _ = attempt(t, s, "rw", "reader-three", kv.LockShared, time.Minute, 0)
+			require.False(t, ok, "the waiting writer's claim refuses new readers")
+
+			require.True(t, release(t, s, "rw", "reader-one-token"))
+			ok, _ = attempt(t, s, "rw", "writer", kv.LockExclusive, time.Minute, kv.WriterClaim)
+			require.False(t, ok, "one reader left")
+			require.True(t, release(t, s, "rw", "reader-two-token"))
+			mode, n = info(t, s, "rw")
+			assert.Equal(t, kv.LockExclusive, mode)
+			assert.Zero(t, n, "a claim alone holds nothing")
+			ok, _ = attempt(t, s, "rw", "reader-three", kv.LockShared, time.Minute, 0)
+			require.False(t, ok, "the claim still stands until the writer enters")
+
+			ok, _ = attempt(t, s, "rw", "writer", kv.LockExclusive, time.Minute, kv.WriterClaim)
+			require.True(t, ok, "the writer enters after the last reader")
+			mode, n = info(t, s, "rw")
+			assert.Equal(t, kv.LockExclusive, mode)
+			assert.Equal(t, 1, n)
+			// Held exclusively, the name holds the token as set_nx leaves it.
+			dst := make([]byte, 64)
+			got, found, err := s.GetInto("rw", dst)
+			require.NoError(t, err)
+			require.True(t, found)
+			assert.Equal(t, "writer", string(dst[:got]))
+			ok, _ = attempt(t, s, "rw", "reader-three", kv.LockShared, time.Minute, 0)
+			require.False(t, ok, "a writer holds it")
+			ok, _ = attempt(t, s, "rw", "other-writer", kv.LockExclusive, time.Minute, kv.WriterClaim)
+			require.False(t, ok, "a writer holds it")
+			out, err := s.SetNX("rw", []byte("x"), 0)
+			require.NoError(t, err)
+			assert.Equal(t, kv.Exists, out)
+
+			require.True(t, release(t, s, "rw", "writer"))
+			mode, n = info(t, s, "rw")
+			assert.Equal(t, kv.LockExclusive, mode)
+			assert.Zero(t, n, "free")
+			found, err = s.Exists("rw")
+			require.NoError(t, err)
+			assert.False(t, found, "the last release removes the entry")
+		})
+	}
+}
+
+func TestLockAttemptsCountAsSetNXWinsAndLosses(t *testing.T) {
+	s := openTest(t, kv.MemoryConfig{Limit: 8 << 20})
+	attempt(t, s, "rw", "a", kv.LockShared, time.Minute, 0)
+	attempt(t, s, "rw", "b", kv.LockShared, time.Minute, 0)
+	attempt(t, s, "rw", "w", kv.LockExclusive, time.Minute, kv.WriterClaim)
+	release(t, s, "rw", "a")
+	st, err := s.Stats()
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), st.SetNXWins)
+	assert.Equal(t, uint64(1), st.SetNXLosses)
+	assert.Zero(t, st.Sets, "a lock step is no set")
+}
+
+func TestLockCallsOnOtherEntries(t *testing.T) {
+	s := openTest(t, kv.MemoryConfig{Limit: 8 << 20})
+	// set_nx's lock and lock_acquire's exclusive hold are the same entry.
+	_, err := s.SetNX("plain", []byte("tok"), time.Minute)
+	require.NoError(t, err)
+	mode, n := info(t, s, "plain")
+	assert.Equal(t, kv.LockExclusive, mode)
+	assert.Equal(t, 1, n)
+	ok, _ := attempt(t, s, "plain", "reader", kv.LockShared, time.Minute, 0)
+	assert.False(t, ok)
+	assert.False(t, release(t, s, "plain", "other"), "wrong token: MISS")
+	assert.True(t, release(t, s, "plain", "tok"))
+
+	ok, _ = attempt(t, s, "x", "writer", kv.LockExclusive, time.Minute, 0)
+	require.True(t, ok)
+	eq, err := s.DelIfEq("x", []byte("writer"))
+	require.NoError(t, err)
+	assert.True(t, eq, "del_if_eq releases an exclusive hold")
+
+	ok, _ = attempt(t, s, "r", "reader", kv.LockShared, time.Minute, 0)
+	require.True(t, ok)
+	assert.False(t, release(t, s, "r", "nobody"), "wrong token: MISS")
+	ok, err = s.LockRefresh("r", []byte("nobody"), time.Minute)
+	require.NoError(t, err)
+	assert.False(t, ok, "wrong token: MISS")
+	assert.False(t, release(t, s, "free", "reader"), "a free name: MISS")
+	assert.False(t, release(t, s, "r", ""), "an empty token holds nothing: MISS")
+	ok, err = s.LockRefresh("free", []byte("reader"), time.Minute)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	// del is the force-release: every holder goes.
+	found, err := s.Del("r")
+	require.NoError(t, err)
+	assert.True(t, found)
+	_, n = info(t, s, "r")
+	assert.Zero(t, n)
+}
+
+func TestLapsedHoldsAndClaimsCountAsAbsent(t *testing.T) {
+	s := openTest(t, kv.MemoryConfig{Limit: 8 << 20})
+	ok, _ := attempt(t, s, "rw", "short", kv.LockShared, 5*time.Millisecond, 0)
+	require.True(t, ok)
+	ok, _ = attempt(t, s, "rw", "long", kv.LockShared, time.Minute, 0)
+	require.True(t, ok)
+	time.Sleep(10 * time.Millisecond) // the short hold lapses
+	_, n := info(t, s, "rw")
+	assert.Equal(t, 1, n, "a lapsed hold is no holder")
+	assert.False(t, release(t, s, "rw", "short"), "a lapsed hold is not released")
+	ok, _ = attempt(t, s, "rw", "short", kv.LockShared, time.Minute, 0)
+	assert.True(t, ok, "its token may read again")
+
+	// A claim lapses too: readers are let in again. (Long enough for the
+	// next call to find it on a loaded machine.)
+	const brief = 200 * time.Millisecond
+	ok, _ = attempt(t, s, "rw", "writer", kv.LockExclusive, time.Minute, brief)
+	require.False(t, ok)
+	ok, _ = attempt(t, s, "rw", "third", kv.LockShared, time.Minute, 0)
+	require.False(t, ok, "claimed")
+	time.Sleep(brief + 10*time.Millisecond)
+	ok, _ = attempt(t, s, "rw", "third", kv.LockShared, time.Minute, 0)
+	assert.True(t, ok, "the claim lapsed")
+
+	// Only lapsed holds left: a writer is granted.
+	ok, _ = attempt(t, s, "w", "reader", kv.LockShared, brief, 0)
+	require.True(t, ok)
+	ok, _ = attempt(t, s, "w", "writer", kv.LockExclusive, 0, 0)
+	require.False(t, ok)
+	time.Sleep(brief + 10*time.Millisecond)
+	ok, _ = attempt(t, s, "w", "writer", kv.LockExclusive, 0, 0)
+	assert.True(t, ok)
+	ttl, found, err := s.PTTL("w")
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.Equal(t, time.Duration(-1), ttl, "ttl 0: the hold never lapses")
+}
+
+func TestRefreshMovesOneHoldsDeadline(t *testing.T) {
+	s := openTest(t, kv.MemoryConfig{Limit: 8 << 20})
+	pttl := func(key string) time.Duration {
+		t.Helper()
+		d, found, err := s.PTTL(key)
+		require.NoError(t, err)
+		require.True(t, found)
+		return d
+	}
+	refresh := func(key, token string, ttl time.Duration) bool {
+		t.Helper()
+		ok, err := s.LockRefresh(key, []byte(token), ttl)
+		require.NoError(t, err)
+		return ok
+	}
+	ok, _ := attempt(t, s, "rw", "a", kv.LockShared, time.Minute, 0)
+	require.True(t, ok)
+	ok, _ = attempt(t, s, "rw", "b", kv.LockShared, 2*time.Minute, 0)
+	require.True(t, ok)
+	assert.Greater(t, pttl("rw"), time.Minute, "the record lives until its latest deadline")
+	require.True(t, refresh("rw", "a", 0))
+	assert.Equal(t, time.Duration(-1), pttl("rw"), "a hold without a deadline keeps the record")
+	require.True(t, refresh("rw", "a", 5*time.Millisecond))
+	require.True(t, refresh("rw", "b", 5*time.Millisecond))
+	tick := time.Duration(coarse.Resolution()) // TTLs are kept to within a tick
+	assert.LessOrEqual(t, pttl("rw"), 5*time.Millisecond+tick)
+	time.Sleep(5*time.Millisecond + 2*tick)
+	assert.False(t, refresh("rw", "a", time.Minute), "lapsed")
+	_, n := info(t, s, "rw")
+	assert.Zero(t, n)
+
+	ok, _ = attempt(t, s, "x", "w", kv.LockExclusive, time.Minute, 0)
+	require.True(t, ok)
+	require.True(t, refresh("x", "w", 0))
+	assert.Equal(t, time.Duration(-1), pttl("x"))
+	require.True(t, refresh("x", "w", time.Hour))
+	assert.Greater(t, pttl("x"), time.Minute)
+	assert.False(t, refresh("x", "v", 0))
+	assert.Greater(t, pttl("x"), time.Minute, "a refused refresh changes nothing")
+}
+
+func TestLockEntriesAreLocks(t *testing.T) {
+	s := openTest(t, kv.MemoryConfig{Limit: 8 << 20, Policy: kv.AllKeysLRU})
+	ok, _ := attempt(t, s, "r", "reader", kv.LockShared, time.Minute, 0)
+	require.True(t, ok)
+	ok, _ = attempt(t, s, "x", "writer", kv.LockExclusive, time.Minute, 0)
+	require.True(t, ok)
+	for _, key := range []string{"r", "x"} {
+		sh, _, tag := s.locate(key)
+		require.NoError(t, s.lock(sh))
+		_, b, _ := sh.lookup(tag, key)
+		pinned := b != noBlock && sh.entryPinned(b)
+		s.unlock(sh)
+		assert.True(t, pinned, "%s is never evicted", key)
+	}
+	// Writes far beyond the limit evict, but never a lock.
+	v := make([]byte, 64<<10)
+	for i := 0; i < 400; i++ {
+		require.NoError(t, s.Set(fmt.Sprint("fill:", i), v, 0))
+	}
+	assert.True(t, release(t, s, "r", "reader"))
+	assert.True(t, release(t, s, "x", "writer"))
+}
+
+func TestBadLockCallsChangeNothing(t *testing.T) {
+	s := openTest(t, kv.MemoryConfig{Limit: 8 << 20})
+	ok, _ := attempt(t, s, "rw", "reader", kv.LockShared, time.Minute, 0)
+	require.True(t, ok)
+	bad := []func() error{
+		func() error { _, _, err := s.LockAttempt("rw", nil, kv.LockShared, 0, 0); return err },
+		func() error { _, _, err := s.LockAttempt("rw", make([]byte, 256), kv.LockShared, 0, 0); return err },
+		func() error { _, _, err := s.LockAttempt("rw", []byte("t"), 2, 0, 0); return err },
+		func() error { _, _, err := s.LockAttempt("rw", []byte("t"), kv.LockShared, -1, 0); return err },
+		func() error { _, _, err := s.LockAttempt("rw", []byte("t"), kv.LockExclusive, 0, -1); return err },
+		func() error { _, _, err := s.LockAttempt("", []byte("t"), kv.LockShared, 0, 0); return err },
+		func() error { _, _, err := s.LockAttempt("rw", []byte("reader"), kv.LockShared, 0, 0); return err },
+		func() error { _, err := s.LockRelease("", []byte("reader")); return err },
+		func() error { _, err := s.LockRefresh("rw", []byte("reader"), -1); return err },
+		func() error { _, _, err := s.LockInfo(""); return err },
+	}
+	fence, err := s.Fence("rw")
+	require.NoError(t, err)
+	for i, f := range bad {
+		assert.ErrorIs(t, f(), kv.ErrInvalidArgument, "call %d", i)
+	}
+	mode, n := info(t, s, "rw")
+	assert.Equal(t, kv.LockShared, mode)
+	assert.Equal(t, 1, n)
+	after, err := s.Fence("rw")
+	require.NoError(t, err)
+	assert.Equal(t, fence, after, "no fence minted")
+	assert.True(t, release(t, s, "rw", "reader"))
+}
+
+func TestFencesIncreaseAcrossModesAndSetNXFenced(t *testing.T) {
+	s := openTest(t, kv.MemoryConfig{Limit: 8 << 20})
+	var last int64
+	next := func(f int64) {
+		t.Helper()
+		require.Greater(t, f, last)
+		latest, err := s.Fence("rw")
+		require.NoError(t, err)
+		require.Equal(t, f, latest, "Fence reads the latest grant")
+		last = f
+	}
+	for round := 0; round < 20; round++ {
+		out, f, err := s.SetNXFenced("rw", []byte("setnx"), time.Minute)
+		require.NoError(t, err)
+		require.Equal(t, kv.Inserted, out)
+		next(f)
+		ok, _ := attempt(t, s, "rw", "reader", kv.LockShared, time.Minute, 0)
+		require.False(t, ok)
+		require.True(t, release(t, s, "rw", "setnx"))
+		ok, f = attempt(t, s, "rw", "reader", kv.LockShared, time.Minute, 0)
+		require.True(t, ok)
+		next(f)
+		ok, f = attempt(t, s, "rw", "reader2", kv.LockShared, time.Minute, 0)
+		require.True(t, ok)
+		next(f)
+		ok, _ = attempt(t, s, "rw", "writer", kv.LockExclusive, time.Minute, kv.WriterClaim)
+		require.False(t, ok)
+		latest, _ := s.Fence("rw")
+		require.Equal(t, last, latest, "a refusal mints nothing")
+		require.True(t, release(t, s, "rw", "reader"))
+		require.True(t, release(t, s, "rw", "reader2"))
+		ok, f = attempt(t, s, "rw", "writer", kv.LockExclusive, time.Minute, kv.WriterClaim)
+		require.True(t, ok)
+		next(f)
+		// The grant's fence guards writes as SetNXFenced's does.
+		wrote, err := s.SetFenced("data", []byte("v"), 0, "rw", f)
+		require.NoError(t, err)
+		require.True(t, wrote)
+		wrote, err = s.SetFenced("data", []byte("v"), 0, "rw", f-1)
+		require.NoError(t, err)
+		require.False(t, wrote)
+		require.True(t, release(t, s, "rw", "writer"))
+		require.NoError(t, s.Flush()) // flush leaves fences as they are
+	}
+}

@@ -1,0 +1,236 @@
+package shm
+
+import (
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/ephpm/ephpm/kv"
+)
+
+// Session data in the segment, by kv's rules (kv.SessionRule, "Session
+// data in the in-process store" in docs/design.md):
+//
+//   - The rule (the data and lock prefixes) is the segment's, written in
+//     its header when it is made: where a key hashes depends on it, so
+//     every process must apply the same one.
+//   - A session's data and lock hash by the sid (hashOf), so they share a
+//     shard: whether data is held (its lock entry is in the index) is one
+//     lookup under the lock the caller holds, and the lock's arrival and
+//     departure move the data's charge in the same step.
+//   - Session data is charged to the store's limit and to the session
+//     budget: the per-shard tallies sSessUsed, summed, within hSessLimit.
+//     A write that grows them takes the budget's lock word (hBudgetLock)
+//     from the sum to its own tally's update, under its shard lock, so
+//     that concurrent session writes in different shards never pass the
+//     budget together; a removal only lowers a tally and takes no lock.
+//   - Each shard counts the bytes eviction may take by class (plain, new:
+//     session data not read since written, returned: read since) and by
+//     TTL (classField), leaving out what is never evicted: pinned entries
+//     and held session data. Session data goes only to make room for other
+//     session data (the budget, or the store's limit for a session write),
+//     new before returned.
+//   - A get hit on session data sets flagRead (markRead): the user came
+//     back. A rewrite of the same live session keeps it.
+//
+// Every tally is derived: recovery recomputes it from the heap walk and
+// the index (derive), and Check verifies it. The budget's lock word guards
+// no data of its own, so a waiter that takes it over from a dead owner has
+// nothing to recover.
+
+// class is the eviction class of an entry.
+type class int
+
+const (
+	classPlain    class = iota // not session data
+	classNew                   // session data not read since written
+	classReturned              // session data read since written
+	numClasses
+	classKept = numClasses // never evicted: pinned, or session data whose lock is there
+)
+
+var classNames = [numClasses]string{"plain", "new session", "returned session"}
+
+// classField is the shard header field counting the evictable bytes of
+// class c (with a TTL, if ttl).
+func classField(c class, ttl bool) int64 {
+	f := [numClasses][2]int64{{sEvictAll, sEvictTTL}, {sEvictNew, sEvictNewTTL}, {sEvictRet, sEvictRetTTL}}[c]
+	if ttl {
+		return f[1]
+	}
+	return f[0]
+}
+
+// evictClasses are the classes a write of kind may evict, in order.
+func evictClasses(kind kv.KeyKind) []class {
+	if kind == kv.KindSession {
+		return []class{classPlain, classNew, classReturned}
+	}
+	return []class{classPlain}
+}
+
+// sessionSalts mark the kind of a session key in the high half of its
+// hash (the index tag): the data and the lock of one sid share the low
+// half (shard, fence bucket) and differ in the tag, so each key still has a
+// hash of its own for waiting and fencing.
+var sessionSalts = [...]uint64{kv.KindPlain: 0, kv.KindSession: 0x9e3779b9 << 32, kv.KindSessionLock: 0x7f4a7c15 << 32}
+
+// hashOf is key's hash by the segment's session rule: a session key's is
+// its sid's, salted by its kind; any other key's is its own.
+// Most keys are told apart by one load, inline.
+func (g *segment) hashOf(key string) uint64 {
+	if len(key) == 0 || !g.sess.MayBeSession(key[0]) {
+		return hashKey(key)
+	}
+	return g.sessionHash(key)
+}
+
+// kindOf is key's kind by the segment's session rule, told by one load
+// for most keys.
+func (g *segment) kindOf(key string) kv.KeyKind {
+	if len(key) == 0 || !g.sess.MayBeSession(key[0]) {
+		return kv.KindPlain
+	}
+	return g.sess.Kind(key)
+}
+
+func (g *segment) sessionHash(key string) uint64 {
+	kind, sid := g.sess.Split(key)
+	return hashKey(sid) ^ sessionSalts[kind]
+}
+
+// writeSessionRule records the session prefixes in a header being made.
+func (g *segment) writeSessionRule(data, lock string) {
+	*g.u32(hSessDataLen) = uint32(len(data))
+	*g.u32(hSessLockLen) = uint32(len(lock))
+	copy(unsafe.Slice((*byte)(g.ptr(hSessData)), maxSessPrefix), data)
+	copy(unsafe.Slice((*byte)(g.ptr(hSessLock)), maxSessPrefix), lock)
+}
+
+// readSessionRule makes g's rule from its header; the prefixes asked for
+// ("": whatever the segment has) must be the segment's.
+func (g *segment) readSessionRule(data, lock, limitName string) error {
+	d := string(unsafe.Slice((*byte)(g.ptr(hSessData)), *g.u32(hSessDataLen)))
+	l := string(unsafe.Slice((*byte)(g.ptr(hSessLock)), *g.u32(hSessLockLen)))
+	if (data != "" || lock != "") && (data != d || lock != l) {
+		return fmt.Errorf("%w: segment %s was made with session prefixes %q and %q, not %q and %q: keys hash by them "+
+			"(stop the processes using it and remove the file to change them)", kv.ErrInvalidArgument, g.path, d, l, data, lock)
+	}
+	g.sess = kv.NewSessionRule(kv.Options{SessionDataPrefix: d, SessionLockPrefix: l, SessionLimitName: limitName})
+	return nil
+}
+
+func checkSessionPrefixes(data, lock string) error {
+	if len(data) > maxSessPrefix || len(lock) > maxSessPrefix {
+		return fmt.Errorf("%w: a session prefix is longer than %d bytes", kv.ErrInvalidArgument, maxSessPrefix)
+	}
+	return nil
+}
+
+func (sh *shard) sessUsed() *int64 { return sh.i64(sSessUsed) }
+
+// pairBlock returns the block of the other key of the session of key, of
+// kind, in sh (noBlock if there is none). Caller holds the lock.
+func (sh *shard) pairBlock(kind kv.KeyKind, key string) int64 {
+	var buf [128]byte // most keys fit: no allocation
+	k := sh.g.sess.Pair(buf[:0], kind, key)
+	if k == nil {
+		return noBlock
+	}
+	other := unsafe.String(unsafe.SliceData(k), len(k))
+	_, b, _ := sh.lookup(tagOfHash(sh.g.hashOf(other)), other)
+	return b
+}
+
+// classOf returns the class of the live entry b, and whether it is session
+// data. Caller holds the lock.
+func (sh *shard) classOf(b int64) (class, bool) {
+	meta := sh.entryMeta(b)
+	key := sh.entryKey(b)
+	session := sh.g.kindOf(key) == kv.KindSession
+	switch {
+	case meta&flagPinned != 0:
+		return classKept, session
+	case !session:
+		return classPlain, false
+	case sh.pairBlock(kv.KindSession, key) != noBlock:
+		return classKept, true // held: a request is using it
+	case meta&flagRead != 0:
+		return classReturned, true
+	}
+	return classNew, true
+}
+
+// tallyClass adds c bytes of the entry b to the evictable count of class
+// cl. Caller holds the lock.
+func (sh *shard) tallyClass(b int64, cl class, c int64) {
+	if cl == classKept {
+		return
+	}
+	sh.addI64(classField(cl, false), c)
+	if sh.entryExpireAt(b) != 0 {
+		sh.addI64(classField(cl, true), c)
+	}
+}
+
+// holdData moves the data of the session of lockKey, if there and not
+// pinned, out of its class (sign -1: the lock arrives, the data is held)
+// or back into it (sign 1: the lock left). Caller holds the lock, around
+// the lock entry's insertion or removal.
+func (sh *shard) holdData(lockKey string, sign int64) {
+	if sh.g.kindOf(lockKey) != kv.KindSessionLock {
+		return
+	}
+	d := sh.pairBlock(kv.KindSessionLock, lockKey)
+	if d == noBlock || sh.entryPinned(d) {
+		return
+	}
+	cl := classNew
+	if sh.entryMeta(d)&flagRead != 0 {
+		cl = classReturned
+	}
+	sh.tallyClass(d, cl, sign*chargeOf(sh.blockSize(d)))
+}
+
+// markRead sets flagRead on the session data b, moving it from new to
+// returned. Caller holds the lock.
+func (sh *shard) markRead(b int64) {
+	cl, _ := sh.classOf(b)
+	c := chargeOf(sh.blockSize(b))
+	if cl == classNew {
+		sh.tallyClass(b, classNew, -c)
+	}
+	p := sh.g.u32(sh.heap + b + 20)
+	storeRel32(p, atomic.LoadUint32(p)|flagRead)
+	if cl == classNew {
+		sh.tallyClass(b, classReturned, c)
+	}
+}
+
+// sessionLimit is the session budget in force (0: none).
+func (s *Store) sessionLimit() int64 { return atomic.LoadInt64(s.g.i64(hSessLimit)) }
+
+// sessionBytes sums the bytes charged to session data in every shard.
+func (s *Store) sessionBytes() int64 {
+	var n int64
+	for i := range s.shards {
+		n += atomic.LoadInt64(s.shards[i].sessUsed())
+	}
+	return n
+}
+
+// takeBudget takes the budget's lock word and reports whether delta more
+// bytes of session data fit the budget; if they do, the caller charges
+// them to its shard and then calls giveBudget. Caller holds a shard lock.
+func (s *Store) takeBudget(delta int64) bool {
+	if tookOver, began := s.g.lockWord(s.g.u32(hBudgetLock), s.tag); tookOver {
+		s.noteDeadOwnerWait(now() - began) // it guards no data: nothing to recover
+	}
+	if limit := s.sessionLimit(); limit > 0 && s.sessionBytes()+delta > limit {
+		unlockWord(s.g.u32(hBudgetLock))
+		return false
+	}
+	return true
+}
+
+func (s *Store) giveBudget() { unlockWord(s.g.u32(hBudgetLock)) }
