@@ -427,3 +427,39 @@ func TestAWaiterInLineWaitsOnASubscriberConnection(t *testing.T) {
 	assert.Equal(t, []*wireConn{kept}, s.direct.subs, "the same connection, kept")
 	s.direct.mu.Unlock()
 }
+
+// A fenced waiter handed the lock by a fenced release mints its fence when
+// it claims it, above the releasing holder's: the hand-off is a grant like
+// any other in the name's sequence of fences.
+func TestAFencedWaiterHandedTheLockMintsItsFenceAtTheClaim(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, "redis://"+srv.Addr)
+	key, data := session.LockKey("fencedhandoff"), session.DataKey("fencedhandoff")
+	out, _, _, first, err := s.SetNXGetFenced(key, []byte("holder"), time.Minute, data, nil)
+	require.NoError(t, err)
+	require.Equal(t, kv.Inserted, out)
+	out, _, _, _, err = s.SetNXGetFencedInLine(key, []byte("next"), time.Minute, "nextid", 5*time.Second, data, nil)
+	require.NoError(t, err)
+	require.Equal(t, kv.Exists, out, "in line")
+
+	written, err := s.SetFencedRelease(data, []byte("v"), time.Minute, key, first, []byte("holder"))
+	require.NoError(t, err)
+	require.True(t, written)
+	v, _, err := get(t, s, key)
+	require.NoError(t, err)
+	assert.Equal(t, "next", string(v), "the fenced release handed the lock on")
+	written, err = s.SetFencedRelease(data, []byte("late"), time.Minute, key, first, []byte("holder"))
+	require.NoError(t, err)
+	assert.False(t, written, "the lock is the next one's: the old holder's fenced write is refused")
+
+	dst := make([]byte, 16)
+	out, n, found, second, err := s.SetNXGetFencedInLine(key, []byte("next"), time.Minute, "nextid", 5*time.Second, data, dst)
+	require.NoError(t, err)
+	require.Equal(t, kv.Inserted, out, "claimed")
+	assert.True(t, found)
+	assert.Equal(t, "v", string(dst[:n]))
+	assert.Greater(t, second, first, "the claim minted a fence above the last grant's")
+	ttl, _, err := s.PTTL(key)
+	require.NoError(t, err)
+	assert.Greater(t, ttl, 5*time.Second, "claimed: the real TTL")
+}
