@@ -219,12 +219,13 @@ func TestSlowRepliesAreWaitedForWithoutHoldingTheP(t *testing.T) {
 	for round := 0; round < 5; round++ {
 		yardstick = sleeps(func() { time.Sleep(10 * time.Millisecond) })
 		best = sleeps(func() { s.GetInto("k", nil) })
-		if best < yardstick*3/2 {
+		if best < yardstick*2 {
 			break
 		}
 	}
 	// Raw waits that held the P for every 10 ms reply took 2.2-2.4x the
-	// yardstick here, in every round; waits the runtime is told of,
-	// 0.4-1.5x (the best of up to five rounds, on a loaded host).
-	assert.Less(t, best, yardstick*3/2, "200 sleeps of 200 µs beside slow replies (yardstick %v)", yardstick)
+	// yardstick here, in every round, with -race and without; waits the
+	// runtime is told of, 0.4-1.5x (1.5-1.6x with -race), the best of up
+	// to five rounds on a loaded host.
+	assert.Less(t, best, yardstick*2, "200 sleeps of 200 µs beside slow replies (yardstick %v)", yardstick)
 }
