@@ -437,7 +437,9 @@ func TestWaitingReadersAreWokenInTurn(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("the first reader was not woken by the writer's release")
 	}
-	require.Equal(t, 1, waiting(b, name), "the release woke the oldest waiter only")
+	// Whether the second is still waiting here is not the test's to say: a
+	// wait looks at the key once its subscription stands (a PING's reply
+	// later), and a look that comes after the release sees the name free.
 	granted(t, b, name, "r1", shared, time.Minute)
 	select {
 	case d := <-second:
