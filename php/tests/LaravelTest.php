@@ -148,18 +148,31 @@ final class LaravelTest extends TestCase
             var_export(__DIR__ . '/bootstrap.php', true), var_export($key, true), var_export($runs, true));
         $procs = [];
         for ($i = 0; $i < 8; $i++) {
-            $cmd = [PHP_BINARY, '-n', '-d', 'extension=' . getenv('EPHPM_SO'), '-d', 'ephpm.kv_backend=' . ini_get('ephpm.kv_backend'), '-r', $code];
+            $cmd = [PHP_BINARY, '-n', '-d', 'display_errors=stderr', '-d', 'extension=' . getenv('EPHPM_SO'),
+                '-d', 'ephpm.kv_backend=' . ini_get('ephpm.kv_backend'), '-r', $code];
             $proc = proc_open($cmd, [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
             $procs[] = [$proc, $pipes];
         }
-        foreach ($procs as [, $pipes]) {
-            $this->assertSame("ready\n", fgets($pipes[1]), stream_get_contents($pipes[2]));
-        }
+        // A child's stderr is read only once its stdin is closed, so that a
+        // failing child ends instead of waiting for the barrier forever.
+        $lines = static function (string $want) use (&$procs): ?string {
+            foreach ($procs as [, $pipes]) {
+                $line = fgets($pipes[1]);
+                if ($line !== $want) {
+                    foreach ($procs as [, $p]) {
+                        fclose($p[0]);
+                    }
+                    return var_export($line, true) . ' instead of ' . var_export($want, true) . ': ' . stream_get_contents($pipes[2]);
+                }
+            }
+            return null;
+        };
+        $this->assertNull($lines("ready\n"));
         foreach ($procs as [, $pipes]) {
             fwrite($pipes[0], "go\n");
         }
-        foreach ($procs as [$proc, $pipes]) {
-            $this->assertSame("fresh\n", fgets($pipes[1]), stream_get_contents($pipes[2]));
+        $this->assertNull($lines("fresh\n"));
+        foreach ($procs as [$proc]) {
             proc_close($proc);
         }
         $this->assertSame('1', ephpm_kv_get($runs), 'the callback ran once among 8 processes');
