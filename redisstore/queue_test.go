@@ -194,6 +194,11 @@ func TestAReleaseHandsTheLockToTheHead(t *testing.T) {
 		{"Del", func(key string) (bool, error) { return s.Del(key) }},
 	} {
 		t.Run(release.name, func(t *testing.T) {
+			if release.name == "DelIfEq" && serverNative(t, srv.Addr)&releaseCmds != 0 {
+				// A native release (Valkey 9's DELIFEQ) frees the lock and
+				// publishes; the line still decides who takes it (README).
+				t.Skip("this server releases with its native command, which hands nothing over")
+			}
 			key := session.LockKey("handon")
 			require.NoError(t, s.Set(session.DataKey("handon"), []byte("data"), time.Minute))
 			out, err := s.SetNX(key, []byte("holder"), time.Minute)
@@ -311,7 +316,9 @@ func TestAWaiterKilledAtTheHandOffHoldsUpTheLineForItsLeaseOnly(t *testing.T) {
 	require.NoError(t, child.Process.Signal(syscall.SIGKILL))
 	child.Wait()
 	start := time.Now()
-	released, err := s.DelIfEq(key, []byte("holder"))
+	// The guarded write's release hands over on every server (a native
+	// DelIfEq frees the lock instead).
+	released, err := s.SetGuardedRelease(session.DataKey("killed"), []byte("data"), time.Minute, key, []byte("holder"))
 	require.NoError(t, err)
 	require.True(t, released)
 	v, _, err := get(t, s, key)
