@@ -243,17 +243,8 @@ return #r.dls`)
 // on the server's clock, the grant's fence minted and the waking published
 // in the same script.
 func (s *Store) LockAttempt(key string, token []byte, mode kv.LockMode, ttl, claim time.Duration) (kv.SetNXOutcome, int64, error) {
-	if err := kv.CheckKey(key); err != nil {
+	if err := kv.CheckLockAttempt(key, token, mode, ttl, claim); err != nil {
 		return 0, 0, err
-	}
-	if err := kv.CheckLockToken(token); err != nil {
-		return 0, 0, err
-	}
-	if err := kv.CheckTTL(ttl); err != nil {
-		return 0, 0, err
-	}
-	if mode != kv.LockExclusive && mode != kv.LockShared {
-		return 0, 0, fmt.Errorf("%w: lock mode %d is neither exclusive (0) nor shared (1)", kv.ErrInvalidArgument, mode)
 	}
 	rk, fk, err := s.fenceKeys(key)
 	if err != nil {
