@@ -2,8 +2,9 @@
 # Builds ephpm and runs its suites on a newer Debian, in a chroot: PHP 8.4
 # with that release's Symfony Lock, Laravel cache, psr/simple-cache and
 # phpunit on the in-process store, and the Redis backend's suites (phpt,
-# the Cluster subset, the adapters, the Go contract suite) on its Valkey and
-# on its Redis (trixie: Valkey 8.1, Redis 8.0; sid: Valkey 9, Redis 8.0).
+# the Cluster subset, the adapters, the Go contract suite) on its servers
+# (sid: Valkey 9 and Redis 8.0; trixie: Valkey 8.1, without the Cluster
+# subset; tests/matrix/inside.sh says why).
 #
 # The chroot is made once with debootstrap and reused while it is current
 # (the same package list, made less than a week ago); it lives outside the
@@ -100,5 +101,5 @@ bind "$go_modcache" "$go_modcache"
 chroot "$root" php -v | head -1
 chroot "$root" sh -c 'redis-server --version; valkey-server --version; phpunit --version | head -1'
 chroot "$root" env -i HOME=/root PATH=/usr/local/go/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-  GOMODCACHE="$go_modcache" GOFLAGS=-mod=mod GOCACHE=/root/.cache/go-build \
+  GOMODCACHE="$go_modcache" GOFLAGS=-mod=mod GOCACHE=/root/.cache/go-build EPHPM_MATRIX_SUITE="$suite" \
   bash /src/tests/matrix/inside.sh
