@@ -14,8 +14,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
-
-	"github.com/ephpm/ephpm/internal/fcgi"
 )
 
 // racerRequest is what each php-fpm request runs: it blocks on the round's
@@ -32,32 +30,35 @@ echo $won ? 'won' : 'lost', ' ', getmypid(), ' ', isset($_GET['stats']) ? ephpm_
 `
 
 // flockWaiters counts the processes blocked in flock on the file st
-// describes, from /proc/locks: a waiter's line has "->", and the file is
-// MAJOR:MINOR:INODE (device numbers in hex).
+// describes, from /proc/locks: a waiter's line has "->", then the lock's
+// kind, its mode, the waiter's pid and the file as MAJOR:MINOR:INODE
+// (device numbers in hex). It counts pids, not lines: a read of
+// /proc/locks while locks change can list a lock and its waiters twice.
 func flockWaiters(st *syscall.Stat_t) int {
 	b, _ := os.ReadFile("/proc/locks")
-	file := []byte(fmt.Sprintf(" %02x:%02x:%d ", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino))
-	n := 0
+	file := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	pids := map[string]bool{}
 	for _, line := range bytes.Split(b, []byte{'\n'}) {
-		if bytes.Contains(line, []byte("->")) && bytes.Contains(line, file) {
-			n++
+		f := strings.Fields(string(line))
+		if len(f) >= 7 && f[1] == "->" && f[6] == file {
+			pids[f[5]] = true
 		}
 	}
-	return n
+	return len(pids)
 }
 
-// fpmRace runs rounds of n php-fpm workers released together at a barrier,
-// each racing for the round's lock: exactly one wins every round, and the
-// n contenders are n different workers.
-func fpmRace(t *testing.T, n, rounds int, backend string) {
-	sock := fpm(t, n, withBackend(map[string]string{}, backend))
-	path := script(t, "race.php", racerRequest)
-	dir := t.TempDir()
+// race runs rounds of n workers of srv released together at a barrier,
+// each racing for the round's lock with ephpm_kv_setnx: exactly one wins
+// every round, and the n contenders are n different workers. With want
+// set, the first and last rounds check that it is the backend serving.
+func race(t *testing.T, srv server, n, rounds int, want string) {
+	path := srv.script(t, "race.php", racerRequest)
 	tag := strconv.FormatInt(time.Now().UnixNano(), 36)
 	for r := 0; r < rounds; r++ {
-		barrier := filepath.Join(dir, fmt.Sprintf("barrier-%d", r))
+		barrier := filepath.Join(srv.dir, fmt.Sprintf("barrier-%d", r))
 		f, err := os.Create(barrier)
 		require.NoError(t, err)
+		require.NoError(t, f.Chmod(0o644))
 		require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX))
 		var st syscall.Stat_t
 		require.NoError(t, syscall.Fstat(int(f.Fd()), &st))
@@ -72,14 +73,7 @@ func fpmRace(t *testing.T, n, rounds int, backend string) {
 			wg.Add(1)
 			go func(i int) {
 				defer wg.Done()
-				resp, err := fcgi.Do("unix", sock, map[string]string{
-					"SCRIPT_FILENAME": path, "REQUEST_METHOD": "GET",
-					"QUERY_STRING": fmt.Sprintf("round=%s-%d-%d&barrier=%s%s", tag, n, r, barrier, stats),
-				}, 60*time.Second)
-				if err == nil {
-					out[i] = string(resp.Body)
-				}
-				errs[i] = err
+				out[i], errs[i] = srv.do(path, fmt.Sprintf("round=%s-%d-%d&barrier=%s%s", tag, n, r, barrier, stats), "")
 			}(i)
 		}
 		// Released together: once every contender waits on the barrier.
@@ -91,6 +85,7 @@ func fpmRace(t *testing.T, n, rounds int, backend string) {
 		require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_UN))
 		wg.Wait()
 		f.Close()
+		os.Remove(barrier)
 		winners, pids := 0, map[string]bool{}
 		for i := 0; i < n; i++ {
 			require.NoError(t, errs[i], "round %d", r)
@@ -102,8 +97,8 @@ func fpmRace(t *testing.T, n, rounds int, backend string) {
 				require.Equal(t, "lost", fields[0], "round %d: %q", r, out[i])
 			}
 			pids[fields[1]] = true
-			if backend == "" && stats != "" {
-				require.Equal(t, "shm", fields[2], "the default under php-fpm")
+			if want != "" && stats != "" {
+				require.Equal(t, want, fields[2], "the backend serving")
 			}
 		}
 		require.Len(t, pids, n, "round %d: every contender in its own worker", r)
@@ -127,7 +122,13 @@ func TestFPMWorkersRacingForALockHaveOneWinner(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			b := backend(t)
 			for _, n := range []int{20, 64} {
-				t.Run(fmt.Sprintf("%d workers", n), func(t *testing.T) { fpmRace(t, n, raceRounds(), b) })
+				t.Run(fmt.Sprintf("%d workers", n), func(t *testing.T) {
+					want := ""
+					if b == "" {
+						want = "shm" // the default under php-fpm
+					}
+					race(t, fpmServer(t, n, withBackend(map[string]string{}, b)), n, raceRounds(), want)
+				})
 			}
 		})
 	}

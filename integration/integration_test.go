@@ -20,7 +20,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ephpm/ephpm/internal/fcgi"
 	"github.com/ephpm/ephpm/internal/redistest"
 )
 
@@ -51,7 +50,7 @@ func fpm(t *testing.T, n int, ini map[string]string) string {
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "fpm.sock")
 	pool := fmt.Sprintf("it%d-%d", os.Getpid(), time.Now().UnixNano()%1e9)
-	t.Cleanup(func() { os.Remove(fmt.Sprintf("/dev/shm/ephpm-fpm-%s.%d", pool, os.Geteuid())) })
+	t.Cleanup(func() { removeSegment(fmt.Sprintf("/dev/shm/ephpm-fpm-%s.%d", pool, os.Geteuid())) })
 	conf := fmt.Sprintf("[global]\nerror_log = %s/fpm.log\ndaemonize = no\n[%s]\nlisten = %s\n"+
 		"listen.backlog = 1024\npm = static\npm.max_children = %d\n", dir, pool, sock, n)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "fpm.conf"), []byte(conf), 0o600))
@@ -126,35 +125,49 @@ func TestFPMConcurrentSessionRequestsKeepEveryWrite(t *testing.T) {
 }
 
 func fpmSessionRequests(t *testing.T, backend string) {
-	sock := fpm(t, 8, withBackend(map[string]string{
+	want := ""
+	if backend == "" {
+		want = "shm" // the default under php-fpm
+	}
+	sessionRequests(t, fpmServer(t, 8, withBackend(sessionIni(), backend)), want)
+}
+
+// sessionIni is what the session tests set: the handler, and every
+// session id taken as given.
+func sessionIni() map[string]string {
+	return map[string]string{
 		"session.save_handler":    "ephpm",
 		"session.use_strict_mode": "0",
 		"session.cache_limiter":   "",
-	}, backend))
-	add, count := script(t, "add.php", addScript), script(t, "count.php", countScript)
+	}
+}
+
+// sessionRequests sends 3 bursts of 100 concurrent requests on one session
+// cookie to srv (8 workers), each adding its own key: all 100 are kept, by
+// more than one worker. With want set, it is the backend serving.
+func sessionRequests(t *testing.T, srv server, want string) {
+	add, count := srv.script(t, "add.php", addScript), srv.script(t, "count.php", countScript)
 	for run := 0; run < 3; run++ {
 		sid := fmt.Sprintf("fpmrun%dabcdef%d", run, time.Now().UnixNano())
-		burst(t, sock, add, sid, 100)
-		resp, err := fcgi.Do("unix", sock, map[string]string{
-			"SCRIPT_FILENAME": count, "REQUEST_METHOD": "GET", "HTTP_COOKIE": "PHPSESSID=" + sid,
-		}, 10*time.Second)
+		burst(t, srv, add, sid, 100)
+		body, err := srv.do(count, "", sid)
 		require.NoError(t, err)
 		var kept, workers int
 		var served string
-		fmt.Sscan(string(resp.Body), &kept, &workers, &served)
-		assert.Equal(t, 100, kept, "run %d: %s", run, resp.Body)
-		if backend == "" {
-			assert.Equal(t, "shm", served, "the default under php-fpm")
+		fmt.Sscan(body, &kept, &workers, &served)
+		assert.Equal(t, 100, kept, "run %d: %s", run, body)
+		if want != "" {
+			assert.Equal(t, want, served, "the backend serving")
 		}
 		assert.Greater(t, workers, 1, "run %d: the requests were spread over workers", run)
 		t.Logf("run %d: %d/100 kept, written by %d workers", run, kept, workers)
 	}
 }
 
-// burst sends n requests for script with one session cookie, released
-// together (query i=0..n-1), fails t for each that fails or warns, and
-// returns the wall time from their release to the last answer.
-func burst(t *testing.T, sock, script, sid string, n int) time.Duration {
+// burst sends n requests for script with one session cookie to srv,
+// released together (query i=0..n-1), fails t for each that fails or
+// warns, and returns the wall time from their release to the last answer.
+func burst(t *testing.T, srv server, script, sid string, n int) time.Duration {
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	start := make(chan struct{})
@@ -163,12 +176,9 @@ func burst(t *testing.T, sock, script, sid string, n int) time.Duration {
 		go func(i int) {
 			defer wg.Done()
 			<-start
-			resp, err := fcgi.Do("unix", sock, map[string]string{
-				"SCRIPT_FILENAME": script, "REQUEST_METHOD": "GET",
-				"QUERY_STRING": fmt.Sprintf("i=%d", i), "HTTP_COOKIE": "PHPSESSID=" + sid,
-			}, 60*time.Second)
-			if err == nil && strings.Contains(string(resp.Body), "Warning") {
-				err = fmt.Errorf("request %d: %s", i, resp.Body)
+			body, err := srv.do(script, fmt.Sprintf("i=%d", i), sid)
+			if err == nil && strings.Contains(body, "Warning") {
+				err = fmt.Errorf("request %d: %s", i, body)
 			}
 			if err != nil {
 				errs <- err

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ephpm/ephpm/internal/fcgi"
 	"github.com/ephpm/ephpm/internal/redistest"
 )
 
@@ -20,7 +19,7 @@ import (
 func optimisticBackends(t *testing.T) map[string]map[string]string {
 	srv := redistest.Start(t)
 	shm := fmt.Sprintf("itopt%d", os.Getpid())
-	t.Cleanup(func() { os.Remove(fmt.Sprintf("/dev/shm/ephpm-%s.%d", shm, os.Getuid())) })
+	t.Cleanup(func() { removeSegment(fmt.Sprintf("/dev/shm/ephpm-%s.%d", shm, os.Getuid())) })
 	base := func(backend string) map[string]string {
 		return map[string]string{
 			"ephpm.kv_backend":        backend,
@@ -36,13 +35,10 @@ func optimisticBackends(t *testing.T) map[string]map[string]string {
 	}
 }
 
-func get(t *testing.T, sock, file, sid, query string) string {
-	resp, err := fcgi.Do("unix", sock, map[string]string{
-		"SCRIPT_FILENAME": file, "REQUEST_METHOD": "GET",
-		"QUERY_STRING": query, "HTTP_COOKIE": "PHPSESSID=" + sid,
-	}, 60*time.Second)
+func get(t *testing.T, srv server, file, sid, query string) string {
+	body, err := srv.do(file, query, sid)
 	require.NoError(t, err)
-	return string(resp.Body)
+	return body
 }
 
 // 100 concurrent requests with one session cookie, each setting its own
@@ -52,12 +48,12 @@ func TestFPMOptimisticSessionsKeepEveryKey(t *testing.T) {
 	add, count := script(t, "add.php", addScript), script(t, "count.php", countScript)
 	for name, ini := range optimisticBackends(t) {
 		t.Run(name, func(t *testing.T) {
-			sock := fpm(t, 8, ini)
+			srv := fpmServer(t, 8, ini)
 			for run := 0; run < 3; run++ {
 				sid := fmt.Sprintf("opt%s%dabcdef%d", name, run, time.Now().UnixNano())
-				wall := burst(t, sock, add, sid, 100)
+				wall := burst(t, srv, add, sid, 100)
 				var kept, workers int
-				fmt.Sscan(get(t, sock, count, sid, ""), &kept, &workers)
+				fmt.Sscan(get(t, srv, count, sid, ""), &kept, &workers)
 				assert.Equal(t, 100, kept, "run %d", run)
 				assert.Greater(t, workers, 1, "run %d: the requests were spread over workers", run)
 				// The wall time is reported, not asserted: bench/sessions measures it.
@@ -96,15 +92,15 @@ echo json_encode($_SESSION);
 `)
 	for name, ini := range optimisticBackends(t) {
 		t.Run(name, func(t *testing.T) {
-			sock := fpm(t, 2, ini)
+			srv := fpmServer(t, 2, ini)
 			sid := fmt.Sprintf("optsame%s%d", name, time.Now().UnixNano())
 			seed := script(t, "seed.php", `<?php session_start(); $_SESSION['kept'] = 'before'; echo 'ok';`)
-			require.Equal(t, "ok", get(t, sock, seed, sid, ""))
+			require.Equal(t, "ok", get(t, srv, seed, sid, ""))
 			os.Remove(ready)
 			require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX))
 			done := make(chan string)
 			go func() {
-				done <- get(t, sock, set, sid, "who=A&barrier="+barrier+"&ready="+ready)
+				done <- get(t, srv, set, sid, "who=A&barrier="+barrier+"&ready="+ready)
 			}()
 			for i := 0; ; i++ { // A has read the session when it writes the file
 				if _, err := os.Stat(ready); err == nil {
@@ -113,10 +109,10 @@ echo json_encode($_SESSION);
 				require.Less(t, i, 1000, "request A did not start")
 				time.Sleep(10 * time.Millisecond)
 			}
-			require.Equal(t, "ok", get(t, sock, set, sid, "who=B"))
+			require.Equal(t, "ok", get(t, srv, set, sid, "who=B"))
 			require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_UN))
 			require.Equal(t, "ok", <-done)
-			assert.Equal(t, `{"kept":"before","ownA":1,"ownB":1,"shared":"A"}`, get(t, sock, show, sid, ""))
+			assert.Equal(t, `{"kept":"before","ownA":1,"ownB":1,"shared":"A"}`, get(t, srv, show, sid, ""))
 		})
 	}
 }
