@@ -104,7 +104,9 @@ end
 // tokens are random per acquisition), which gives it its real TTL; the
 // answer is then true. Else id is in line (kept in its place) with a
 // renewed lease holding lease_ms and the token ("1500:token", for a
-// release to hand the lock over with), and the answer is false.
+// release to hand the lock over with), and the answer is false; with
+// lease_ms '0' (an attempt that will not wait) it is refused without a
+// place in line.
 const takeInLineLua = `
 local function take_in_line(lock, line, lease, token, ttl, id, lease_ms, prefix)
   local held = redis.call('get', lock)
@@ -123,7 +125,7 @@ local function take_in_line(lock, line, lease, token, ttl, id, lease_ms, prefix)
     redis.call('del', lease)
     return true
   end
-  join_line(line, lease, id, lease_ms, lease_ms .. ':' .. token)
+  if lease_ms ~= '0' then join_line(line, lease, id, lease_ms, lease_ms .. ':' .. token) end
   return false
 end
 `

@@ -494,3 +494,34 @@ func TestAReleaseOnAFullServerFreesALinedLock(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, turn, "the head's turn")
 }
+
+// An acquisition that will not wait (a wait of 0), refused, takes no place
+// in line: one attempt, no lease, nothing to leave. For a session-style
+// lock and a read/write lock alike.
+func TestARefusedAttemptThatWillNotWaitTakesNoPlaceInLine(t *testing.T) {
+	srv, s, key := heldLock(t, "nowait")
+	l := &session.Locker{Store: s}
+	for _, tc := range []struct {
+		name string
+		try  func() (session.Result, error)
+	}{
+		{"Acquire", func() (session.Result, error) { return l.Acquire(key, []byte("w"), time.Minute, 0) }},
+		{"AcquireLock", func() (session.Result, error) {
+			res, _, err := l.AcquireLock(s, key, []byte("r"), kv.LockShared, time.Minute, 0)
+			return res, err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.try() // the server loads the scripts
+			before := calls(t, srv.Addr)
+			res, err := tc.try()
+			require.NoError(t, err)
+			assert.False(t, res.Acquired)
+			assert.Equal(t, 1, res.Attempts)
+			after := calls(t, srv.Addr)
+			assert.Equal(t, int64(1), after["evalsha"]-before["evalsha"], "one script: the attempt, no leave")
+			assert.Zero(t, after["zadd"]-before["zadd"], "no place taken in line")
+			assert.Equal(t, 0, lineLength(t, s, key))
+		})
+	}
+}

@@ -159,12 +159,13 @@ end
 // attempt claim the name, so that a claim never refuses a reader that came
 // before its writer; a refused waiter is put or kept in line, its lease
 // holding "rw" (no "lease_ms:token": a plain release frees the name and
-// names it rather than handing it a token), and a granted one leaves the
-// line before its shared grant names the next head.
+// names it rather than handing it a token), unless its lease ms is '0' (an
+// attempt that will not wait), and a granted one leaves the line before
+// its shared grant names the next head.
 var lockAttemptScript = newScript(liveHeadLua + mintFenceLua + rwLua + `
 local id = ARGV[9]
 local function refused()
-  if id then join_line(KEYS[3], KEYS[4], id, ARGV[10], 'rw') end
+  if id and ARGV[10] ~= '0' then join_line(KEYS[3], KEYS[4], id, ARGV[10], 'rw') end
   return 0
 end
 local function leave()
@@ -213,7 +214,9 @@ return mint_fence(KEYS[2], ARGV[5])`)
 // decided for it (the name free, or holding only lapsed holds and, for a
 // reader, no claim; for a reader, only read holds and no claim), else how
 // long until that may change without a message: for a reader the claim's
-// end, for a writer the first read hold's deadline, else the name's PTTL.
+// end, for a writer the first read hold's deadline or half its claim's
+// time left, whichever comes first (its next attempt renews the claim
+// before it lapses, for readers outside the line), else the name's PTTL.
 var lockTurnScript = newScript(liveHeadLua + rwLua + `
 local h = live_head(KEYS[2], ARGV[2], ARGV[1])
 if h and h ~= ARGV[1] then return -3 end
@@ -231,6 +234,10 @@ local first = 0
 for i = 1, #r.dls do
   local d = r.dls[i]
   if d ~= 0 and (first == 0 or d < first) then first = d end
+end
+if r.claim ~= 0 then
+  local renew = now + math.floor((r.claim - now) / 2)
+  if first == 0 or renew < first then first = renew end
 end
 if first == 0 then return -1 end
 return math.max(first - now, 1)`)

@@ -734,3 +734,33 @@ func TestReadWriteWaitersGetTheNameInArrivalOrder(t *testing.T) {
 		})
 	}
 }
+
+// A writer waiting in line behind a long read hold keeps its claim
+// standing (its look wakes it to renew the claim before it lapses), so a
+// reader outside the line (a process of an older library) is refused for
+// as long as the writer waits, not only for the claim's first 250 ms.
+func TestAWriterInLineKeepsItsClaimWhileItWaits(t *testing.T) {
+	srv := redistest.Start(t)
+	a, b := open(t, "redis://"+srv.Addr), open(t, "redis://"+srv.Addr)
+	name := "rw:claim"
+	granted(t, a, name, "r1", shared, time.Minute)
+	done := make(chan bool, 1)
+	go func() {
+		res, _, err := (&session.Locker{Store: b}).AcquireLock(b, name, []byte("w"), excl, time.Minute, 20*time.Second)
+		assert.NoError(t, err)
+		done <- res.Acquired
+	}()
+	require.Eventually(t, func() bool { return lineLength(t, a, name) == 1 }, 10*time.Second, time.Millisecond, "the writer in line")
+	assert.Never(t, func() bool {
+		out, _, err := a.LockAttempt(name, []byte("r2"), shared, time.Minute, 0)
+		require.NoError(t, err)
+		return out == kv.Inserted
+	}, 4*kv.WriterClaim, 10*time.Millisecond, "a reader outside the line got in beside the waiting writer's lapsed claim")
+	assert.True(t, released(t, a, name, "r1"))
+	select {
+	case got := <-done:
+		assert.True(t, got, "the writer has the name")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the writer was not let in by the last reader's release")
+	}
+}

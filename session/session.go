@@ -193,9 +193,10 @@ type LockStore interface {
 // LockLine is what a store with a Line offers if read/write lock attempts
 // can wait in it: LockAttempt for waiter id, granted only in its turn
 // (first in line, or nobody in line) and otherwise putting or keeping it
-// in line with a lease of lease (an exclusive attempt claims the name only
-// in its turn), and WaitTurn for a waiter in mode, whose turn depends on
-// what holds the name (a reader's comes beside other readers).
+// in line with a lease of lease (0: refused without a place in line; an
+// exclusive attempt claims the name only in its turn), and WaitTurn for a
+// waiter in mode, whose turn depends on what holds the name (a reader's
+// comes beside other readers).
 type LockLine interface {
 	LockAttemptInLine(key string, token []byte, mode kv.LockMode, ttl, claim time.Duration, id string, lease time.Duration) (kv.SetNXOutcome, int64, error)
 	WaitLockTurn(key, id string, mode kv.LockMode, timeout time.Duration) (bool, error)
@@ -250,7 +251,7 @@ type Line interface {
 	InLine(key string) bool
 	// SetNXInLine is SetNX for waiter id, which succeeds only in its turn
 	// (first in line, or nobody in line) and otherwise puts or keeps it in
-	// line with a lease of lease.
+	// line with a lease of lease (0: refused without a place in line).
 	SetNXInLine(key string, value []byte, ttl time.Duration, id string, lease time.Duration) (kv.SetNXOutcome, error)
 	// SetNXGetInLine is SetNXInLine that reads dataKey as SetNXGet does.
 	SetNXGetInLine(key string, value []byte, ttl time.Duration, id string, lease time.Duration, dataKey string, dst []byte) (kv.SetNXOutcome, int, bool, error)
@@ -341,10 +342,16 @@ func (l *Locker) acquire(key string, budget time.Duration, lined bool, turn func
 
 	deadline := clock.Now().Add(budget)
 	step := backoff.Initial
+	// A call that will not wait attempts in line with no lease: refused,
+	// it takes no place there, and has none to leave.
+	lease := LineStep + LeaseMargin
+	if budget <= 0 {
+		lease = 0
+	}
 	var res Result
 	for {
 		res.Attempts++
-		out, err := attempt(line, id, LineStep+LeaseMargin)
+		out, err := attempt(line, id, lease)
 		if err != nil {
 			return res, err
 		}
@@ -355,7 +362,7 @@ func (l *Locker) acquire(key string, budget time.Duration, lined bool, turn func
 		}
 		remaining := deadline.Sub(now)
 		if remaining <= 0 {
-			if line != nil {
+			if line != nil && lease > 0 {
 				// Out of time: give the place up at once rather than
 				// hold up the line until the lease lapses. A failure
 				// here changes nothing this call reports: the lease
