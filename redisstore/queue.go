@@ -42,6 +42,9 @@ func queueKeys(rk string) (queue, leasePrefix string, ok bool) {
 
 // liveHeadLua is the first waiter in line whose lease is live (or is
 // me), dropping those whose lease lapsed; nil for an empty line.
+// join_line puts waiter id in line (kept in its place if it is there) with
+// its lease key lease holding value for lease_ms, and keeps the line as
+// long as the lease.
 const liveHeadLua = `
 local function live_head(line, prefix, me)
   while true do
@@ -50,6 +53,12 @@ local function live_head(line, prefix, me)
     if h == me or redis.call('exists', prefix .. h) == 1 then return h end
     redis.call('zrem', line, h)
   end
+end
+local function join_line(line, lease, id, lease_ms, value)
+  local t = redis.call('time')
+  redis.call('zadd', line, 'NX', t[1] * 1000000 + t[2], id)
+  redis.call('set', lease, value, 'PX', lease_ms)
+  if redis.call('pttl', line) < tonumber(lease_ms) then redis.call('pexpire', line, lease_ms) end
 end
 local function publish_release(ch, line, prefix)
   local h = ''
@@ -95,7 +104,9 @@ end
 // tokens are random per acquisition), which gives it its real TTL; the
 // answer is then true. Else id is in line (kept in its place) with a
 // renewed lease holding lease_ms and the token ("1500:token", for a
-// release to hand the lock over with), and the answer is false.
+// release to hand the lock over with), and the answer is false; with
+// lease_ms '0' (an attempt that will not wait) it is refused without a
+// place in line.
 const takeInLineLua = `
 local function take_in_line(lock, line, lease, token, ttl, id, lease_ms, prefix)
   local held = redis.call('get', lock)
@@ -114,10 +125,7 @@ local function take_in_line(lock, line, lease, token, ttl, id, lease_ms, prefix)
     redis.call('del', lease)
     return true
   end
-  local t = redis.call('time')
-  redis.call('zadd', line, 'NX', t[1] * 1000000 + t[2], id)
-  redis.call('set', lease, lease_ms .. ':' .. token, 'PX', lease_ms)
-  if redis.call('pttl', line) < tonumber(lease_ms) then redis.call('pexpire', line, lease_ms) end
+  if lease_ms ~= '0' then join_line(line, lease, id, lease_ms, lease_ms .. ':' .. token) end
   return false
 end
 `
@@ -154,14 +162,21 @@ return -3`)
 // leaveScript takes waiter ARGV[1] out of lock KEYS[1]'s line (KEYS[2],
 // its lease KEYS[3]), and if the lock is free, or was handed to this
 // waiter (it holds the token in its lease), hands it on to the next in
-// line (channel ARGV[2], lease prefix ARGV[3]).
+// line (channel ARGV[2], lease prefix ARGV[3]). A head that leaves a lock
+// held names the next head, whose turn may have come with it (a reader
+// beside readers, once the writer before it left the line).
 var leaveScript = newScript(liveHeadLua + `
+local was_head = live_head(KEYS[2], ARGV[3], nil) == ARGV[1]
 redis.call('zrem', KEYS[2], ARGV[1])
 local l = redis.call('get', KEYS[3])
 redis.call('del', KEYS[3])
 local held = redis.call('get', KEYS[1])
 local c = l and string.find(l, ':', 1, true)
-if not held or (c and string.sub(l, c + 1) == held) then hand_on(KEYS[1], ARGV[2], KEYS[2], ARGV[3]) end
+if not held or (c and string.sub(l, c + 1) == held) then
+  hand_on(KEYS[1], ARGV[2], KEYS[2], ARGV[3])
+elseif was_head then
+  publish_release(ARGV[2], KEYS[2], ARGV[3])
+end
 return 1`)
 
 // InLine reports whether key's waiters can line up (see queueKeys).
@@ -204,10 +219,18 @@ func (s *Store) lineAttempt(key string, value []byte, ttl time.Duration, id stri
 // release names it, or at once when the lock is free and it is first in
 // line, and false after timeout (cut short to when the lock expires).
 func (s *Store) WaitTurn(key, id string, timeout time.Duration) (bool, error) {
+	return s.waitInLine(key, id, timeout, turnScript)
+}
+
+// waitInLine is WaitTurn with sc as the look: sc takes KEYS lock, line,
+// the waiter's lease, ARGV id, the lease prefix, then argv, and answers
+// -2 (its turn), -3 (another's: wait for a message) or how long to wait
+// at most in ms (-1: no bound).
+func (s *Store) waitInLine(key, id string, timeout time.Duration, sc *script, argv ...any) (bool, error) {
 	rk := s.redisKey(key)
 	line, prefix, _ := queueKeys(rk)
 	look := func() (bool, time.Duration, error) {
-		n, err := s.run(turnScript, []string{rk, line, prefix + id}, id, prefix)
+		n, err := s.run(sc, []string{rk, line, prefix + id}, append([]any{id, prefix}, argv...)...)
 		if err != nil {
 			return false, 0, err
 		}

@@ -44,7 +44,7 @@ func lineLength(t *testing.T, s *Store, key string) int {
 // starts only once the one before it is in line. Every other waiter takes
 // the lock as the session handler does where the library has the fenced
 // members (AcquireGetFenced, released by SetFencedRelease): one line for
-// both.
+// both. Each waiter makes two attempts: nobody is woken out of turn.
 func TestTheLockPassesInArrivalOrderAcrossProcesses(t *testing.T) {
 	srv := redistest.Start(t)
 	const n = 6
@@ -81,6 +81,9 @@ func TestTheLockPassesInArrivalOrderAcrossProcesses(t *testing.T) {
 			if !assert.NoError(t, err) || !assert.True(t, res.Acquired) {
 				return
 			}
+			// The attempt that put it in line, and the claim its turn's
+			// wake led to: a release wakes the head alone, on every server.
+			assert.Equal(t, 2, res.Attempts, "waiter %d", i)
 			mu.Lock()
 			got = append(got, i)
 			mu.Unlock()
@@ -178,7 +181,8 @@ func get(t *testing.T, s *Store, key string) ([]byte, bool, error) {
 // A release hands a lined lock to the first waiter in line, in the same
 // script: the lock holds the waiter's token for its lease, and the waiter's
 // next attempt claims it with its real TTL and reads the data. Every
-// release of a lined lock does: DelIfEq, the guarded write's release, Del.
+// release of a lined lock does, on every server: DelIfEq (on a server with
+// a native compare-and-delete too), the guarded write's release, Del.
 func TestAReleaseHandsTheLockToTheHead(t *testing.T) {
 	srv := redistest.Start(t)
 	s := open(t, "redis://"+srv.Addr)
@@ -194,11 +198,6 @@ func TestAReleaseHandsTheLockToTheHead(t *testing.T) {
 		{"Del", func(key string) (bool, error) { return s.Del(key) }},
 	} {
 		t.Run(release.name, func(t *testing.T) {
-			if release.name == "DelIfEq" && serverNative(t, srv.Addr)&releaseCmds != 0 {
-				// A native release (Valkey 9's DELIFEQ) frees the lock and
-				// publishes; the line still decides who takes it (README).
-				t.Skip("this server releases with its native command, which hands nothing over")
-			}
 			key := session.LockKey("handon")
 			require.NoError(t, s.Set(session.DataKey("handon"), []byte("data"), time.Minute))
 			out, err := s.SetNX(key, []byte("holder"), time.Minute)
@@ -316,9 +315,7 @@ func TestAWaiterKilledAtTheHandOffHoldsUpTheLineForItsLeaseOnly(t *testing.T) {
 	require.NoError(t, child.Process.Signal(syscall.SIGKILL))
 	child.Wait()
 	start := time.Now()
-	// The guarded write's release hands over on every server (a native
-	// DelIfEq frees the lock instead).
-	released, err := s.SetGuardedRelease(session.DataKey("killed"), []byte("data"), time.Minute, key, []byte("holder"))
+	released, err := s.DelIfEq(key, []byte("holder"))
 	require.NoError(t, err)
 	require.True(t, released)
 	v, _, err := get(t, s, key)
@@ -469,4 +466,62 @@ func TestAFencedWaiterHandedTheLockMintsItsFenceAtTheClaim(t *testing.T) {
 	ttl, _, err := s.PTTL(key)
 	require.NoError(t, err)
 	assert.Greater(t, ttl, 5*time.Second, "claimed: the real TTL")
+}
+
+// A release of a lined lock on a full noeviction server, whose hand-over
+// SET the server refuses (OOM), still releases: the lock is freed (DEL
+// frees memory), the release says so, and the head is woken to take it.
+func TestAReleaseOnAFullServerFreesALinedLock(t *testing.T) {
+	srv, s, key := heldLock(t, "full")
+	out, err := s.SetNXInLine(key, []byte("head"), time.Minute, "headid", 5*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, kv.Exists, out, "in line")
+	require.NoError(t, s.Set("ballast", make([]byte, 2<<20), 0))
+	a := admin(t, srv.Addr)
+	require.NoError(t, a.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err())
+	require.NoError(t, a.ConfigSet(ctx, "maxmemory", "1mb").Err())
+	t.Cleanup(func() { a.ConfigSet(ctx, "maxmemory", "0") })
+	_, err = s.SetNX("other", []byte("x"), time.Minute)
+	require.Error(t, err, "full: writes are refused")
+
+	released, err := s.DelIfEq(key, []byte("holder"))
+	require.NoError(t, err)
+	assert.True(t, released)
+	_, found, err := get(t, s, key)
+	require.NoError(t, err)
+	assert.False(t, found, "freed, not handed over: the server takes no SET")
+	turn, err := s.WaitTurn(key, "headid", time.Second)
+	require.NoError(t, err)
+	assert.True(t, turn, "the head's turn")
+}
+
+// An acquisition that will not wait (a wait of 0), refused, takes no place
+// in line: one attempt, no lease, nothing to leave. For a session-style
+// lock and a read/write lock alike.
+func TestARefusedAttemptThatWillNotWaitTakesNoPlaceInLine(t *testing.T) {
+	srv, s, key := heldLock(t, "nowait")
+	l := &session.Locker{Store: s}
+	for _, tc := range []struct {
+		name string
+		try  func() (session.Result, error)
+	}{
+		{"Acquire", func() (session.Result, error) { return l.Acquire(key, []byte("w"), time.Minute, 0) }},
+		{"AcquireLock", func() (session.Result, error) {
+			res, _, err := l.AcquireLock(s, key, []byte("r"), kv.LockShared, time.Minute, 0)
+			return res, err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.try() // the server loads the scripts
+			before := calls(t, srv.Addr)
+			res, err := tc.try()
+			require.NoError(t, err)
+			assert.False(t, res.Acquired)
+			assert.Equal(t, 1, res.Attempts)
+			after := calls(t, srv.Addr)
+			assert.Equal(t, int64(1), after["evalsha"]-before["evalsha"], "one script: the attempt, no leave")
+			assert.Zero(t, after["zadd"]-before["zadd"], "no place taken in line")
+			assert.Equal(t, 0, lineLength(t, s, key))
+		})
+	}
 }

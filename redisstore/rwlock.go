@@ -146,19 +146,41 @@ end
 `
 
 // lockAttemptScript is one attempt of lock_acquire (kv.DecideAcquire):
-// KEYS name, its fence key (and its line); ARGV token, mode (0 exclusive,
-// 1 shared), TTL ms ('0': none), claim ms ('0': none), fence keep ms
-// ('0': for ever), kv.MaxReadHolds, the release channel (and the line's
-// lease prefix). It answers the grant's fence, 0 when refused, -1 when
-// token already holds the name for reading, -2 when the name has
-// kv.MaxReadHolds read holds.
+// KEYS name, its fence key (and its line; in line, the caller's lease);
+// ARGV token, mode (0 exclusive, 1 shared), TTL ms ('0': none), claim ms
+// ('0': none), fence keep ms ('0': for ever), kv.MaxReadHolds, the release
+// channel (and the line's lease prefix; in line, the waiter's id and lease
+// ms). It answers the grant's fence, 0 when refused, -1 when token already
+// holds the name for reading, -2 when the name has kv.MaxReadHolds read
+// holds.
+//
+// In line (queue.go), the attempt is decided only in the caller's turn
+// (first live waiter, or nobody in line), and only then may an exclusive
+// attempt claim the name, so that a claim never refuses a reader that came
+// before its writer; a refused waiter is put or kept in line, its lease
+// holding "rw" (no "lease_ms:token": a plain release frees the name and
+// names it rather than handing it a token), unless its lease ms is '0' (an
+// attempt that will not wait), and a granted one leaves the line before
+// its shared grant names the next head.
 var lockAttemptScript = newScript(liveHeadLua + mintFenceLua + rwLua + `
+local id = ARGV[9]
+local function refused()
+  if id and ARGV[10] ~= '0' then join_line(KEYS[3], KEYS[4], id, ARGV[10], 'rw') end
+  return 0
+end
+local function leave()
+  if id then redis.call('zrem', KEYS[3], id); redis.call('del', KEYS[4]) end
+end
+if id then
+  local h = live_head(KEYS[3], ARGV[8], id)
+  if h and h ~= id then return refused() end
+end
 local v = redis.call('get', KEYS[1])
 local now = now_ms()
 local r = free()
 if v then
   r = parse(v, now)
-  if not r then return 0 end
+  if not r then return refused() end
 end
 if ARGV[2] == '0' then
   if #r.dls == 0 then
@@ -167,6 +189,7 @@ if ARGV[2] == '0' then
     else
       redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[3])
     end
+    leave()
     return mint_fence(KEYS[2], ARGV[5])
   end
   local claim = deadline(ARGV[4], now)
@@ -174,19 +197,59 @@ if ARGV[2] == '0' then
     r.claim = claim
     store_record(KEYS[1], r, now)
   end
-  return 0
+  return refused()
 end
-if r.claim ~= 0 then return 0 end
-if find(r, ARGV[1]) then return -1 end
-if #r.dls >= tonumber(ARGV[6]) then return -2 end
+if r.claim ~= 0 then return refused() end
+if find(r, ARGV[1]) then leave(); return -1 end
+if #r.dls >= tonumber(ARGV[6]) then leave(); return -2 end
 add(r, ARGV[1], deadline(ARGV[3], now))
 store_record(KEYS[1], r, now)
+leave()
 publish_release(ARGV[7], KEYS[3], ARGV[8])
 return mint_fence(KEYS[2], ARGV[5])`)
 
+// lockTurnScript is WaitLockTurn's look (see waitInLine): KEYS name,
+// line, the waiter's lease; ARGV id, lease prefix, mode. -3 when another
+// waiter is first in line; for the first, -2 when its attempt would be
+// decided for it (the name free, or holding only lapsed holds and, for a
+// reader, no claim; for a reader, only read holds and no claim), else how
+// long until that may change without a message: for a reader the claim's
+// end, for a writer the first read hold's deadline or half its claim's
+// time left, whichever comes first (its next attempt renews the claim
+// before it lapses, for readers outside the line), else the name's PTTL.
+var lockTurnScript = newScript(liveHeadLua + rwLua + `
+local h = live_head(KEYS[2], ARGV[2], ARGV[1])
+if h and h ~= ARGV[1] then return -3 end
+local v = redis.call('get', KEYS[1])
+if not v then return -2 end
+local now = now_ms()
+local r = parse(v, now)
+if not r then return redis.call('pttl', KEYS[1]) end
+if ARGV[3] == '1' then
+  if r.claim == 0 then return -2 end
+  return math.max(r.claim - now, 1)
+end
+if #r.dls == 0 then return -2 end
+local first = 0
+for i = 1, #r.dls do
+  local d = r.dls[i]
+  if d ~= 0 and (first == 0 or d < first) then first = d end
+end
+if r.claim ~= 0 then
+  local renew = now + math.floor((r.claim - now) / 2)
+  if first == 0 or renew < first then first = renew end
+end
+if first == 0 then return -1 end
+return math.max(first - now, 1)`)
+
 // lockReleaseScript is lock_release (kv.DecideRelease): KEYS name (and its
 // line); ARGV token, the release channel (and the line's lease prefix).
-// 1 if token held the name, else 0.
+// 1 if token held the name, else 0. A release that frees the name, or
+// leaves a writer's claim alone in it, names the first live waiter in its
+// line (for the claim, the claiming writer: in line, a writer claims only
+// in its turn); for a claim and nobody in line it wakes every waiter
+// instead, since a writer waiting outside a line (Wait) may stand behind
+// readers the claim refuses.
 var lockReleaseScript = newScript(liveHeadLua + rwLua + `
 local v = redis.call('get', KEYS[1])
 if not v then return 0 end
@@ -205,7 +268,8 @@ if #r.dls > 0 then
   store_record(KEYS[1], r, now)
 elseif r.claim ~= 0 then
   store_record(KEYS[1], r, now)
-  redis.call('publish', ARGV[2], '` + wakeEveryone + `')
+  local h = KEYS[2] and live_head(KEYS[2], ARGV[3], nil)
+  redis.call('publish', ARGV[2], h or '` + wakeEveryone + `')
 else
   redis.call('del', KEYS[1])
   publish_release(ARGV[2], KEYS[2], ARGV[3])
@@ -243,6 +307,24 @@ return #r.dls`)
 // on the server's clock, the grant's fence minted and the waking published
 // in the same script.
 func (s *Store) LockAttempt(key string, token []byte, mode kv.LockMode, ttl, claim time.Duration) (kv.SetNXOutcome, int64, error) {
+	return s.lockAttempt(key, token, mode, ttl, claim, nil)
+}
+
+// LockAttemptInLine is LockAttempt for waiter id in key's line, decided
+// only in its turn (see lockAttemptScript); a key with no line (queueKeys)
+// makes the plain attempt.
+func (s *Store) LockAttemptInLine(key string, token []byte, mode kv.LockMode, ttl, claim time.Duration, id string, lease time.Duration) (kv.SetNXOutcome, int64, error) {
+	return s.lockAttempt(key, token, mode, ttl, claim, &inLine{id, lease})
+}
+
+// WaitLockTurn is WaitTurn for a read/write lock's waiter in mode: true
+// when a release or grant names it, or at once when its attempt would be
+// decided for it (lockTurnScript).
+func (s *Store) WaitLockTurn(key, id string, mode kv.LockMode, timeout time.Duration) (bool, error) {
+	return s.waitInLine(key, id, timeout, lockTurnScript, int64(mode))
+}
+
+func (s *Store) lockAttempt(key string, token []byte, mode kv.LockMode, ttl, claim time.Duration, w *inLine) (kv.SetNXOutcome, int64, error) {
 	if err := kv.CheckLockAttempt(key, token, mode, ttl, claim); err != nil {
 		return 0, 0, err
 	}
@@ -254,13 +336,19 @@ func (s *Store) LockAttempt(key string, token []byte, mode kv.LockMode, ttl, cla
 		return 0, 0, err
 	}
 	defer s.near.forget(key)
-	line, prefix := releaseLine(rk)
 	// The claim is cut to whole milliseconds, down: it must not outlive
 	// the caller's wait, which it already may by the time the request
 	// takes to reach the server's clock.
 	claimMs := max(int64(claim/time.Millisecond), 0)
-	n, err := s.run(lockAttemptScript, append([]string{rk, fk}, line...), append([]any{token, int64(mode), ms(ttl),
-		claimMs, fenceKeepMs(ttl), int64(kv.MaxReadHolds), releaseChannel(rk)}, prefix...)...)
+	keys := []string{rk, fk}
+	argv := []any{token, int64(mode), ms(ttl), claimMs, fenceKeepMs(ttl), int64(kv.MaxReadHolds), releaseChannel(rk)}
+	if line, prefix, ok := queueKeys(rk); ok {
+		keys, argv = append(keys, line), append(argv, prefix)
+		if w != nil {
+			keys, argv = append(keys, prefix+w.id), append(argv, w.id, ms(w.lease))
+		}
+	}
+	n, err := s.run(lockAttemptScript, keys, argv...)
 	switch {
 	case err != nil:
 		return 0, 0, err

@@ -3,7 +3,9 @@ package redisstore
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/ephpm/ephpm/internal/redistest"
 	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/session"
 )
 
 const (
@@ -667,4 +670,101 @@ func TestAClaimRoundsDown(t *testing.T) {
 	refusedRW(t, s, name, "w", excl, 900*time.Microsecond)
 	assert.Zero(t, record(t, s, name).Claim, "no claim")
 	granted(t, s, name, "r2", shared, time.Minute)
+}
+
+// Waiters for a read/write lock in separate processes (each a Store of its
+// own) line up as a session lock's do: each one starts once the one before
+// it is in line, and they are granted in that order. With writers only,
+// each waiter makes two attempts, the one that put it in line and the one
+// its turn's wake-up led to: a release wakes the head alone, not a waiter
+// in every process. With readers among them, a reader's grant lets in the
+// reader behind it, and the writer behind them claims in its turn and is
+// let in by the last one's release.
+func TestReadWriteWaitersGetTheNameInArrivalOrder(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, tc := range []struct {
+		name  string
+		modes []kv.LockMode
+	}{
+		{"writers", []kv.LockMode{excl, excl, excl, excl, excl, excl}},
+		{"mixed", []kv.LockMode{shared, excl, shared, shared, excl, shared}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			holder := open(t, "redis://"+srv.Addr)
+			name := "rw:order:" + tc.name
+			granted(t, holder, name, "holder", excl, time.Minute)
+			var mu sync.Mutex
+			fences := map[int64]int{} // a grant's fence: the order of the grants
+			attempts := make([]int, len(tc.modes))
+			var wg sync.WaitGroup
+			for i, mode := range tc.modes {
+				s := open(t, "redis://"+srv.Addr)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					tok := []byte("w" + strconv.Itoa(i))
+					res, fence, err := (&session.Locker{Store: s}).AcquireLock(s, name, tok, mode, time.Minute, 30*time.Second)
+					if !assert.NoError(t, err) || !assert.True(t, res.Acquired) {
+						return
+					}
+					assert.Positive(t, fence)
+					mu.Lock()
+					fences[fence] = i
+					attempts[i] = res.Attempts
+					mu.Unlock()
+					ok, err := s.LockRelease(name, tok)
+					assert.NoError(t, err)
+					assert.True(t, ok)
+				}()
+				require.Eventually(t, func() bool { return lineLength(t, holder, name) == i+1 }, 10*time.Second, time.Millisecond,
+					"waiter %d in line", i)
+			}
+			assert.True(t, released(t, holder, name, "holder"))
+			wg.Wait()
+			var got []int
+			for _, f := range slices.Sorted(maps.Keys(fences)) {
+				got = append(got, fences[f])
+			}
+			assert.Equal(t, []int{0, 1, 2, 3, 4, 5}, got, "granted in the order they came")
+			if tc.name == "writers" {
+				assert.Equal(t, []int{2, 2, 2, 2, 2, 2}, attempts, "each woken once, in its turn")
+			}
+			t.Logf("attempts per waiter: %v", attempts)
+			assert.Equal(t, 0, lineLength(t, holder, name), "nobody left in line")
+		})
+	}
+}
+
+// A writer waiting in line behind a long read hold renews its claim before
+// it lapses (its look wakes it at half the claim's time left, not at its
+// LineStep), so that a reader outside the line (a process of an older
+// library) stays refused for as long as the writer waits: each renewal
+// comes well within LineStep of the one before.
+func TestAWriterInLineRenewsItsClaimWhileItWaits(t *testing.T) {
+	srv := redistest.Start(t)
+	a, b := open(t, "redis://"+srv.Addr), open(t, "redis://"+srv.Addr)
+	name := "rw:claim"
+	granted(t, a, name, "r1", shared, time.Minute)
+	done := make(chan bool, 1)
+	go func() {
+		res, _, err := (&session.Locker{Store: b}).AcquireLock(b, name, []byte("w"), excl, time.Minute, 20*time.Second)
+		assert.NoError(t, err)
+		done <- res.Acquired
+	}()
+	require.Eventually(t, func() bool { return record(t, a, name).Claim != 0 }, 10*time.Second, time.Millisecond, "the writer claims")
+	for range 3 {
+		claim := record(t, a, name).Claim
+		require.Eventually(t, func() bool { return record(t, a, name).Claim > claim }, session.LineStep*6/10, time.Millisecond,
+			"the claim renewed before the writer's LineStep")
+	}
+	out, _, err := a.LockAttempt(name, []byte("r2"), shared, time.Minute, 0)
+	require.NoError(t, err)
+	assert.Equal(t, kv.Exists, out, "a reader outside the line is refused by the standing claim")
+	assert.True(t, released(t, a, name, "r1"))
+	select {
+	case got := <-done:
+		assert.True(t, got, "the writer has the name")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the writer was not let in by the last reader's release")
+	}
 }

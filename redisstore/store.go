@@ -417,8 +417,16 @@ end
 return 0`)
 
 // DelIfEq deletes key only while it holds token, in one step on the
-// server that owns the key: its native command where it has one (see
-// native.release), else one script. An expired key reads as absent there.
+// server that owns the key. A key that can have a line (queueKeys) is
+// released by the script, which hands it to the first live waiter in line
+// (hand_on): a server's native compare-and-delete cannot look at the line,
+// and a lock it frees while waiters stand in line would wake each
+// process's oldest waiter, any of them, and let a caller outside the line
+// take it before the head. A key that cannot have a line, and any key on
+// a server that refuses scripts (nobody can stand in line there: an
+// attempt in line is a script), is released by the server's native command
+// where it has one (see native.release). An expired key reads as absent
+// either way.
 func (s *Store) DelIfEq(key string, token []byte) (bool, error) {
 	if err := s.noEviction(); err != nil {
 		return false, err
@@ -433,11 +441,22 @@ func (s *Store) DelIfEq(key string, token []byte) (bool, error) {
 		// the key's waiters goes in the same write, and runs whether or
 		// not the key was released (a waiter woken for nothing looks and
 		// waits again). It names no waiter: in each process the oldest
-		// is woken and tries, and the line still decides who gets it.
+		// is woken and tries.
 		then: []any{"publish", ch, ""},
 	}
 	line, prefix := releaseLine(rk)
-	return s.countRelease(s.runNative(release, delIfEqScript, append([]string{rk}, line...), append([]any{token, ch}, prefix...)...))
+	if line == nil {
+		return s.countRelease(s.runNative(release, delIfEqScript, []string{rk}, token, ch))
+	}
+	n, err := s.run(delIfEqScript, append([]string{rk}, line...), append([]any{token, ch}, prefix...)...)
+	// A script refused unrun (NOPERM, unknown command) released nothing,
+	// and neither did one whose hand-over SET a full noeviction server
+	// refused (OOM: nothing before it deletes): the native command may
+	// still release there (DEL frees memory, where SET would take it).
+	if script, _ := unrun(err); script || errors.Is(err, kv.ErrNoMemory) {
+		n, err = s.runNative(release, delIfEqScript, []string{rk}, token, ch)
+	}
+	return s.countRelease(n, err)
 }
 
 // countRelease is what a release script answered (1: the token held the

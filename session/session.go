@@ -113,7 +113,7 @@ type Result struct {
 // an error from SetNX the lock may have been granted anyway; the caller
 // should still release it with its token.
 func (l *Locker) Acquire(key string, token []byte, ttl, budget time.Duration) (Result, error) {
-	return l.acquire(key, budget, true, func(line *Line, id string, lease time.Duration) (kv.SetNXOutcome, error) {
+	return l.acquire(key, budget, true, nil, func(line *Line, id string, lease time.Duration) (kv.SetNXOutcome, error) {
 		if line != nil {
 			return (*line).SetNXInLine(key, token, ttl, id, lease)
 		}
@@ -168,7 +168,7 @@ func (l *Locker) acquireFenced(key string, token []byte, ttl, budget time.Durati
 	fl, lined := l.Store.(FencedLine)
 	var read Read
 	var fence int64
-	res, err := l.acquire(key, budget, lined, func(line *Line, id string, lease time.Duration) (kv.SetNXOutcome, error) {
+	res, err := l.acquire(key, budget, lined, nil, func(line *Line, id string, lease time.Duration) (kv.SetNXOutcome, error) {
 		var out kv.SetNXOutcome
 		var n int
 		var found bool
@@ -190,6 +190,18 @@ type LockStore interface {
 	LockAttempt(key string, token []byte, mode kv.LockMode, ttl, claim time.Duration) (kv.SetNXOutcome, int64, error)
 }
 
+// LockLine is what a store with a Line offers if read/write lock attempts
+// can wait in it: LockAttempt for waiter id, granted only in its turn
+// (first in line, or nobody in line) and otherwise putting or keeping it
+// in line with a lease of lease (0: refused without a place in line; an
+// exclusive attempt claims the name only in its turn), and WaitTurn for a
+// waiter in mode, whose turn depends on what holds the name (a reader's
+// comes beside other readers).
+type LockLine interface {
+	LockAttemptInLine(key string, token []byte, mode kv.LockMode, ttl, claim time.Duration, id string, lease time.Duration) (kv.SetNXOutcome, int64, error)
+	WaitLockTurn(key, id string, mode kv.LockMode, timeout time.Duration) (bool, error)
+}
+
 // AcquireLock is Acquire for a read/write lock: each attempt is
 // ls.LockAttempt of key in mode, and a grant comes with the fence it
 // minted. An exclusive attempt asks for a claim of kv.WriterClaim, cut to
@@ -198,17 +210,30 @@ type LockStore interface {
 // and the store's step): while the
 // caller waits, its claim refuses new readers and the readers inside
 // leave. The pause between attempts is Waiter.Wait, which a release that
-// frees key (or leaves it to a waiting writer) cuts short. It does not
-// join a store's Line: lock attempts have no form in line.
+// frees key (or leaves it to a waiting writer) cuts short. Where ls is a
+// LockLine and l.Store has a Line for key, the attempts wait in that line
+// instead, as Acquire's do: readers and writers in one line, in the order
+// they came.
 func (l *Locker) AcquireLock(ls LockStore, key string, token []byte, mode kv.LockMode, ttl, budget time.Duration) (res Result, fence int64, err error) {
 	clock := l.clock()
 	deadline := clock.Now().Add(budget) // no later than acquire's own
-	res, err = l.acquire(key, budget, false, func(*Line, string, time.Duration) (kv.SetNXOutcome, error) {
+	ll, lined := ls.(LockLine)
+	turn := func(_ Line, id string, timeout time.Duration) (bool, error) {
+		return ll.WaitLockTurn(key, id, mode, timeout)
+	}
+	res, err = l.acquire(key, budget, lined, turn, func(line *Line, id string, lease time.Duration) (kv.SetNXOutcome, error) {
 		var claim time.Duration
 		if mode == kv.LockExclusive {
 			claim = max(0, min(kv.WriterClaim, deadline.Sub(clock.Now())))
 		}
-		out, f, err := ls.LockAttempt(key, token, mode, ttl, claim)
+		var out kv.SetNXOutcome
+		var f int64
+		var err error
+		if line != nil {
+			out, f, err = ll.LockAttemptInLine(key, token, mode, ttl, claim, id, lease)
+		} else {
+			out, f, err = ls.LockAttempt(key, token, mode, ttl, claim)
+		}
 		fence = f
 		return out, err
 	})
@@ -226,7 +251,7 @@ type Line interface {
 	InLine(key string) bool
 	// SetNXInLine is SetNX for waiter id, which succeeds only in its turn
 	// (first in line, or nobody in line) and otherwise puts or keeps it in
-	// line with a lease of lease.
+	// line with a lease of lease (0: refused without a place in line).
 	SetNXInLine(key string, value []byte, ttl time.Duration, id string, lease time.Duration) (kv.SetNXOutcome, error)
 	// SetNXGetInLine is SetNXInLine that reads dataKey as SetNXGet does.
 	SetNXGetInLine(key string, value []byte, ttl time.Duration, id string, lease time.Duration, dataKey string, dst []byte) (kv.SetNXOutcome, int, bool, error)
@@ -267,7 +292,7 @@ type Read struct {
 func (l *Locker) AcquireGet(key string, token []byte, ttl, budget time.Duration, dataKey string, dst []byte) (Result, Read, error) {
 	lr := l.Store.(LockReader)
 	var read Read
-	res, err := l.acquire(key, budget, true, func(line *Line, id string, lease time.Duration) (kv.SetNXOutcome, error) {
+	res, err := l.acquire(key, budget, true, nil, func(line *Line, id string, lease time.Duration) (kv.SetNXOutcome, error) {
 		var out kv.SetNXOutcome
 		var n int
 		var found bool
@@ -293,8 +318,10 @@ func (l *Locker) clock() Clock {
 
 // acquire runs Acquire's loop with attempt as each SetNX: in line as id
 // with a lease, when line is not nil (only if lined, and the store has a
-// Line for key).
-func (l *Locker) acquire(key string, budget time.Duration, lined bool, attempt func(line *Line, id string, lease time.Duration) (kv.SetNXOutcome, error)) (Result, error) {
+// Line for key), waiting for its turn with turn (nil: the Line's
+// WaitTurn).
+func (l *Locker) acquire(key string, budget time.Duration, lined bool, turn func(ln Line, id string, timeout time.Duration) (bool, error),
+	attempt func(line *Line, id string, lease time.Duration) (kv.SetNXOutcome, error)) (Result, error) {
 	clock, backoff := l.clock(), l.Backoff
 	if backoff == (Backoff{}) {
 		backoff = DefaultBackoff
@@ -308,14 +335,23 @@ func (l *Locker) acquire(key string, budget time.Duration, lined bool, attempt f
 			return Result{}, err
 		}
 		line, id = &ln, tok
+		if turn == nil {
+			turn = func(ln Line, id string, timeout time.Duration) (bool, error) { return ln.WaitTurn(key, id, timeout) }
+		}
 	}
 
 	deadline := clock.Now().Add(budget)
 	step := backoff.Initial
+	// A call that will not wait attempts in line with no lease: refused,
+	// it takes no place there, and has none to leave.
+	lease := LineStep + LeaseMargin
+	if budget <= 0 {
+		lease = 0
+	}
 	var res Result
 	for {
 		res.Attempts++
-		out, err := attempt(line, id, LineStep+LeaseMargin)
+		out, err := attempt(line, id, lease)
 		if err != nil {
 			return res, err
 		}
@@ -326,7 +362,7 @@ func (l *Locker) acquire(key string, budget time.Duration, lined bool, attempt f
 		}
 		remaining := deadline.Sub(now)
 		if remaining <= 0 {
-			if line != nil {
+			if line != nil && lease > 0 {
 				// Out of time: give the place up at once rather than
 				// hold up the line until the lease lapses. A failure
 				// here changes nothing this call reports: the lease
@@ -341,7 +377,7 @@ func (l *Locker) acquire(key string, budget time.Duration, lined bool, attempt f
 			// waiter, and WaitTurn wakes when the key expires: the wait
 			// before the next attempt (which renews the lease) can be
 			// long.
-			if _, err := (*line).WaitTurn(key, id, min(LineStep, remaining)); err != nil {
+			if _, err := turn(*line, id, min(LineStep, remaining)); err != nil {
 				return res, err
 			}
 		} else if canWait {

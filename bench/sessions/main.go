@@ -13,6 +13,21 @@
 // itself). Each worker serves a warm-up request first, so that what is
 // measured is not a worker's first request (ephpm loads its library then).
 //
+// Two floors say what the host can do at best. The first row is the files
+// handler with one php-fpm worker: the requests run one after another, no
+// lock contended, nothing handed off, and what it takes beyond the serial
+// limit is each request's whole cost (FastCGI, PHP's request, the session's
+// open and write, usleep's oversleep); /floor is each row's wall time
+// against it. With 8 workers a request's start and end overlap the holds
+// of others, so a handler can beat that row; what it cannot beat is the
+// sum of its own holds: each request times, in PHP, from session_start()'s
+// return to session_write_close()'s, and "held" is the sum of those over
+// the requests against the serial limit (the wall time a lock that passed
+// on at no cost would give), "idle" the wall time beyond that sum per
+// request (the lock's hand-off, and the first request's start and the
+// last's end). For the handlers that do not serialize (optimistic, no
+// locking) the holds overlap and the two say nothing.
+//
 //	go run ./bench/sessions -ext build/modules/ephpm.so -hold-us 1000,5000
 //
 // -only keeps the handlers whose name contains it; -monitor FILE records
@@ -79,6 +94,7 @@ type result struct {
 	wall     time.Duration
 	p50, p99 time.Duration
 	failed   int
+	held     time.Duration // the sum of the requests' holds, as PHP timed them
 }
 
 func run(sock, add, count string, n int, sid string) result {
@@ -86,6 +102,7 @@ func run(sock, add, count string, n int, sid string) result {
 	lat := make([]time.Duration, n)
 	var mu sync.Mutex
 	failed := 0
+	var held time.Duration
 	begin := make(chan struct{})
 	for i := 0; i < n; i++ {
 		wg.Add(1)
@@ -98,9 +115,15 @@ func run(sock, add, count string, n int, sid string) result {
 				"QUERY_STRING": "i=" + strconv.Itoa(i), "HTTP_COOKIE": "PHPSESSID=" + sid,
 			}, 120*time.Second)
 			lat[i] = time.Since(t)
+			// The body is "count hold_ns".
+			var count, hold int64
 			if err != nil || len(resp.Body) == 0 || resp.Body[0] < '0' || resp.Body[0] > '9' {
 				mu.Lock()
 				failed++
+				mu.Unlock()
+			} else if _, err := fmt.Sscan(string(resp.Body), &count, &hold); err == nil {
+				mu.Lock()
+				held += time.Duration(hold)
 				mu.Unlock()
 			}
 		}(i)
@@ -115,7 +138,7 @@ func run(sock, add, count string, n int, sid string) result {
 	must(err)
 	kept, _ := strconv.Atoi(string(resp.Body))
 	slices.Sort(lat)
-	return result{kept: kept, wall: wall, p50: lat[n/2], p99: lat[n*99/100], failed: failed}
+	return result{kept: kept, wall: wall, p50: lat[n/2], p99: lat[n*99/100], failed: failed, held: held}
 }
 
 // redisCommands is what INFO commandstats says Redis ran since the last
@@ -200,55 +223,63 @@ func main() {
 		fmt.Fprintln(os.Stderr, "php-redis is not installed: its rows are left out")
 	}
 	handlers := []struct {
-		name string
-		ini  []string
+		name    string
+		ini     []string
+		workers int // php-fpm's pm.max_children; 0: 8
 	}{
-		{"ephpm, defaults (shm segment)", []string{"extension=" + extPath, "session.save_handler=ephpm"}},
+		{"floor: files, 1 worker", []string{"session.save_handler=files", "session.save_path=" + dir}, 1},
+		{"ephpm, defaults (shm segment)", []string{"extension=" + extPath, "session.save_handler=ephpm"}, 0},
 		{"ephpm (Redis), exclusive", []string{
 			"extension=" + extPath, "ephpm.kv_backend=redis://127.0.0.1:" + strconv.Itoa(port),
 			"session.save_handler=ephpm",
-		}},
+		}, 0},
 		{"ephpm (Redis), optimistic", []string{
 			"extension=" + extPath, "ephpm.kv_backend=redis://127.0.0.1:" + strconv.Itoa(port),
 			"session.save_handler=ephpm", "ephpm.session_lock_mode=optimistic",
-		}},
+		}, 0},
 		{"files (flock)", []string{
 			"session.save_handler=files", "session.save_path=" + dir,
-		}},
+		}, 0},
 		{"phpredis, locking on", append(slices.Clone(redisExt),
 			"session.save_handler=redis", "session.save_path=tcp://127.0.0.1:"+strconv.Itoa(port),
 			"redis.session.locking_enabled=1",
-		)},
+		), 0},
 		// Polls every 100 µs instead of 20 ms, and long enough for 100 turns.
 		{"phpredis, locking on, tuned polling", append(slices.Clone(redisExt),
 			"session.save_handler=redis", "session.save_path=tcp://127.0.0.1:"+strconv.Itoa(port),
 			"redis.session.locking_enabled=1", "redis.session.lock_wait_time=100", "redis.session.lock_retries=1000000",
-		)},
+		), 0},
 		{"phpredis, locking off", append(slices.Clone(redisExt),
 			"session.save_handler=redis", "session.save_path=tcp://127.0.0.1:"+strconv.Itoa(port),
-		)},
+		), 0},
 	}
 	for _, field := range strings.Split(*holds, ",") {
 		hold, err := strconv.Atoi(strings.TrimSpace(field))
 		must(err)
 		add := filepath.Join(dir, fmt.Sprintf("add%d.php", hold))
-		must(os.WriteFile(add, []byte(fmt.Sprintf("<?php\nsession_start();\nusleep(%d);\n$_SESSION['k' . $_GET['i']] = 1;\necho count($_SESSION);\n", hold)), 0o644))
+		must(os.WriteFile(add, []byte(fmt.Sprintf("<?php\nsession_start();\n$t = hrtime(true);\nusleep(%d);\n"+
+			"$_SESSION['k' . $_GET['i']] = 1;\nsession_write_close();\necho count($_SESSION), ' ', hrtime(true) - $t;\n", hold)), 0o644))
 		serial := time.Duration(*n*hold) * time.Microsecond
 		parallel := time.Duration((*n+7)/8*hold) * time.Microsecond
-		fmt.Printf("%d concurrent requests, one session, 8 php-fpm workers, %d µs of work per request "+
+		fmt.Printf("%d concurrent requests, one session, 8 php-fpm workers (the floor: 1), %d µs of work per request "+
 			"(serial limit %v, parallel limit %v); Redis commands over %d requests (the count request included; "+
 			"commandstats counts the commands scripts run too)\n", *n, hold, serial, parallel, *n+1)
 		w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(w, "handler\tkept\twall time\t/serial\t/parallel\tp50\tp99\tfailed\tRedis commands per request\t\n")
+		fmt.Fprintf(w, "handler\tkept\twall time\t/serial\t/floor\theld\tidle\t/parallel\tp50\tp99\tfailed\tRedis commands per request\t\n")
+		var floor time.Duration
 		for h, handler := range handlers {
-			if strings.HasPrefix(handler.name, "phpredis") && !phpredis || !strings.Contains(handler.name, *only) {
-				continue
+			if strings.HasPrefix(handler.name, "phpredis") && !phpredis || h > 0 && !strings.Contains(handler.name, *only) {
+				continue // the floor (row 0) always runs: the other rows are read against it
+			}
+			workers := handler.workers
+			if workers == 0 {
+				workers = 8
 			}
 			pool := fmt.Sprintf("bench%d-%d", os.Getpid(), h)
 			sock := filepath.Join(dir, pool+".sock")
 			conf := filepath.Join(dir, pool+".conf")
 			must(os.WriteFile(conf, []byte(fmt.Sprintf("[global]\nerror_log = %s/%s.log\ndaemonize = no\n[%s]\n"+
-				"listen = %s\nlisten.backlog = 1024\npm = static\npm.max_children = 8\n", dir, pool, pool, sock)), 0o600))
+				"listen = %s\nlisten.backlog = 1024\npm = static\npm.max_children = %d\n", dir, pool, pool, sock, workers)), 0o600))
 			args := []string{"-n", "-F", "-y", conf, "-d", "session.use_strict_mode=0", "-d", "session.cache_limiter="}
 			if os.Geteuid() == 0 {
 				args = append(args, "-R")
@@ -278,8 +309,13 @@ func main() {
 			if total > 0 {
 				cmds = fmt.Sprintf("%.2f (%s)", float64(total)/float64(*n+1), per)
 			}
-			fmt.Fprintf(w, "%s\t%d/%d\t%v\t%.2fx\t%.2fx\t%v\t%v\t%d\t%s\t\n", handler.name, r.kept, *n,
-				r.wall.Round(time.Millisecond), float64(r.wall)/float64(serial), float64(r.wall)/float64(parallel),
+			if h == 0 {
+				floor = r.wall
+			}
+			fmt.Fprintf(w, "%s\t%d/%d\t%v\t%.2fx\t%.2fx\t%.2fx\t%v\t%.2fx\t%v\t%v\t%d\t%s\t\n", handler.name, r.kept, *n,
+				r.wall.Round(time.Millisecond), float64(r.wall)/float64(serial), float64(r.wall)/float64(floor),
+				float64(r.held)/float64(serial), ((r.wall - r.held) / time.Duration(*n)).Round(time.Microsecond),
+				float64(r.wall)/float64(parallel),
 				r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.failed, cmds)
 		}
 		w.Flush()
