@@ -302,7 +302,9 @@ func main() {
 			r := run(sock, add, count, *n, fmt.Sprintf("bench%d%d", h, time.Now().UnixNano()))
 			stopMonitor()
 			stop()
-			os.Remove(fmt.Sprintf("/dev/shm/ephpm-fpm-%s.%d", pool, os.Geteuid()))
+			segment := fmt.Sprintf("/dev/shm/ephpm-fpm-%s.%d", pool, os.Geteuid())
+			os.Remove(segment)
+			os.Remove(segment + ".fences1")
 			// The count request is one more: its commands are left in.
 			total, per := redisCommands(port)
 			cmds := "-"
