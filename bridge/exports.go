@@ -39,13 +39,19 @@ func (a *args) reject(err error) {
 	}
 }
 
-// length is n as an int, if no argument can be that long.
+// length is n as an int, if no argument can be that long. It, key, bytes
+// and duration are small enough to inline, their errors built out of line:
+// they run on every call.
 func (a *args) length(n C.size_t) int {
 	if uint64(n) > math.MaxInt32 {
-		a.reject(fmt.Errorf("%w: a length of %d bytes", kv.ErrInvalidArgument, uint64(n)))
+		a.reject(tooLong(uint64(n)))
 		return 0
 	}
 	return int(n)
+}
+
+func tooLong(n uint64) error {
+	return fmt.Errorf("%w: a length of %d bytes", kv.ErrInvalidArgument, n)
 }
 
 // key views a key of n bytes at p.
@@ -72,7 +78,7 @@ func (a *args) bytes(p *C.char, n C.size_t) []byte {
 // duration is ms milliseconds: a TTL, or how long a call may wait.
 func (a *args) duration(ms C.int64_t) time.Duration {
 	if int64(ms) > math.MaxInt64/int64(time.Millisecond) {
-		a.reject(fmt.Errorf("%w: %d ms is beyond %v", kv.ErrInvalidArgument, int64(ms), kv.MaxTTL))
+		a.reject(beyondMaxTTL(int64(ms)))
 		return 0
 	}
 	d := time.Duration(ms) * time.Millisecond
@@ -80,6 +86,10 @@ func (a *args) duration(ms C.int64_t) time.Duration {
 		a.reject(err)
 	}
 	return d
+}
+
+func beyondMaxTTL(ms int64) error {
+	return fmt.Errorf("%w: %d ms is beyond %v", kv.ErrInvalidArgument, ms, kv.MaxTTL)
 }
 
 // failure maps an error to its status code, and records its message for

@@ -215,16 +215,19 @@ func (s *Store) locate(key string) (*shard, uint32, KeyKind) {
 // CheckKey, CheckValue, CheckTTL and CheckWrite are the store's limits on its
 // arguments, for every backend that enforces them itself: each returns an
 // error wrapping ErrInvalidArgument that says what is out of range, or nil.
+// Each is small enough to inline, its error built out of line: a call from
+// PHP is checked by the bridge and again by the store, and for valid
+// arguments each check is then one compare.
 func CheckKey(key string) error {
-	if len(key) == 0 || len(key) > MaxKeyLen {
-		return fmt.Errorf("%w: key length %d is outside 1..%d", ErrInvalidArgument, len(key), MaxKeyLen)
+	if uint(len(key))-1 >= MaxKeyLen { // an empty key wraps around
+		return badKeyLen(len(key))
 	}
 	return nil
 }
 
 func CheckTTL(ttl time.Duration) error {
-	if ttl < 0 || ttl > MaxTTL {
-		return fmt.Errorf("%w: ttl %v is outside 0..%v", ErrInvalidArgument, ttl, MaxTTL)
+	if uint64(ttl) > uint64(MaxTTL) { // a negative TTL wraps around
+		return badTTL(ttl)
 	}
 	return nil
 }
@@ -241,9 +244,21 @@ func CheckWrite(key string, value []byte, ttl time.Duration) error {
 
 func CheckValue(value []byte) error {
 	if len(value) > MaxValueLen {
-		return fmt.Errorf("%w: value length %d exceeds %d", ErrInvalidArgument, len(value), MaxValueLen)
+		return badValueLen(len(value))
 	}
 	return nil
+}
+
+func badKeyLen(n int) error {
+	return fmt.Errorf("%w: key length %d is outside 1..%d", ErrInvalidArgument, n, MaxKeyLen)
+}
+
+func badTTL(ttl time.Duration) error {
+	return fmt.Errorf("%w: ttl %v is outside 0..%v", ErrInvalidArgument, ttl, MaxTTL)
+}
+
+func badValueLen(n int) error {
+	return fmt.Errorf("%w: value length %d exceeds %d", ErrInvalidArgument, n, MaxValueLen)
 }
 
 func (s *Store) isPinnedKey(key string) bool {
