@@ -39,23 +39,19 @@ func (a *args) reject(err error) {
 	}
 }
 
-// length is n as an int, if no argument can be that long. It, key, bytes
-// and duration are small enough to inline, their errors built out of line:
-// they run on every call.
-func (a *args) length(n C.size_t) int {
-	if uint64(n) > math.MaxInt32 {
-		a.reject(tooLong(uint64(n)))
-		return 0
-	}
-	return int(n)
-}
-
-func tooLong(n uint64) error {
-	return fmt.Errorf("%w: a length of %d bytes", kv.ErrInvalidArgument, n)
-}
+// key, bytes and duration are small enough to inline: a length or TTL that
+// kv accepts takes the inlined path, and any other goes to their checked
+// form, where kv's check (or Go's own limit) decides and says why.
 
 // key views a key of n bytes at p.
 func (a *args) key(p *C.char, n C.size_t) string {
+	if n-1 < kv.MaxKeyLen { // 1..MaxKeyLen: kv.CheckKey accepts it
+		return unsafe.String((*byte)(unsafe.Pointer(p)), int(n))
+	}
+	return a.checkedKey(p, n)
+}
+
+func (a *args) checkedKey(p *C.char, n C.size_t) string {
 	k := unsafe.String((*byte)(unsafe.Pointer(p)), a.length(n))
 	if err := kv.CheckKey(k); err != nil {
 		a.reject(err)
@@ -65,6 +61,13 @@ func (a *args) key(p *C.char, n C.size_t) string {
 
 // bytes views a value (or token) of n bytes at p.
 func (a *args) bytes(p *C.char, n C.size_t) []byte {
+	if n-1 < kv.MaxValueLen { // 1..MaxValueLen: kv.CheckValue accepts it
+		return unsafe.Slice((*byte)(unsafe.Pointer(p)), int(n))
+	}
+	return a.checkedBytes(p, n)
+}
+
+func (a *args) checkedBytes(p *C.char, n C.size_t) []byte {
 	if n == 0 {
 		return []byte{}
 	}
@@ -77,8 +80,15 @@ func (a *args) bytes(p *C.char, n C.size_t) []byte {
 
 // duration is ms milliseconds: a TTL, or how long a call may wait.
 func (a *args) duration(ms C.int64_t) time.Duration {
+	if uint64(ms) <= uint64(kv.MaxTTL/time.Millisecond) { // kv.CheckTTL accepts it
+		return time.Duration(ms) * time.Millisecond
+	}
+	return a.checkedDuration(ms)
+}
+
+func (a *args) checkedDuration(ms C.int64_t) time.Duration {
 	if int64(ms) > math.MaxInt64/int64(time.Millisecond) {
-		a.reject(beyondMaxTTL(int64(ms)))
+		a.reject(fmt.Errorf("%w: %d ms is beyond %v", kv.ErrInvalidArgument, int64(ms), kv.MaxTTL))
 		return 0
 	}
 	d := time.Duration(ms) * time.Millisecond
@@ -88,8 +98,13 @@ func (a *args) duration(ms C.int64_t) time.Duration {
 	return d
 }
 
-func beyondMaxTTL(ms int64) error {
-	return fmt.Errorf("%w: %d ms is beyond %v", kv.ErrInvalidArgument, ms, kv.MaxTTL)
+// length is n as an int, if no argument can be that long.
+func (a *args) length(n C.size_t) int {
+	if uint64(n) > math.MaxInt32 {
+		a.reject(fmt.Errorf("%w: a length of %d bytes", kv.ErrInvalidArgument, uint64(n)))
+		return 0
+	}
+	return int(n)
 }
 
 // failure maps an error to its status code, and records its message for

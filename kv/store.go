@@ -491,18 +491,23 @@ func (s *Store) Del(key string) bool {
 // byte for byte, and reports whether it did. The compare (against the
 // decompressed value) and the delete are one step under the shard lock; an
 // expired entry never matches.
+//
+// The shard lock is released explicitly, as install releases it, not by a
+// defer: nothing under it panics, and a deferred release costs a call on
+// every lock release.
 func (s *Store) DelIfEq(key string, token []byte) bool {
 	sh, h, _ := s.locate(key)
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
 	b, i := s.live(sh, h, key, &clock{s: s})
-	if b == nil || !valueEquals(b, token) {
+	match := b != nil && valueEquals(b, token)
+	if match {
+		s.removeAt(sh, i, false)
+		sh.c.delIfEqMatches++
+	} else {
 		sh.c.delIfEqMismatches++
-		return false
 	}
-	s.removeAt(sh, i, false)
-	sh.c.delIfEqMatches++
-	return true
+	sh.mu.Unlock()
+	return match
 }
 
 // Expire gives a live entry a new TTL counted from now (0: no expiry)
