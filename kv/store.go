@@ -25,7 +25,6 @@ package kv
 import (
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -116,7 +115,7 @@ const numShards = 256 // a power of two: the shard is hash & (numShards-1)
 // Store is a concurrent key-value store. All methods are safe for concurrent
 // use. Create one with New; Close stops its sweeper.
 type Store struct {
-	seed   maphash.Seed
+	seed   hashSeed
 	now    func() int64
 	tick   int64 // the resolution of now (ns): 0 for a substituted clock
 	origin int64
@@ -168,7 +167,7 @@ type shard struct {
 
 // New returns an empty store and starts its sweeper (unless disabled).
 func New(opts Options) *Store {
-	s := &Store{seed: maphash.MakeSeed(), now: opts.Now, stop: make(chan struct{}), id: uuid.NewString()}
+	s := &Store{seed: newHashSeed(), now: opts.Now, stop: make(chan struct{}), id: uuid.NewString()}
 	if s.now == nil {
 		s.now, s.tick = coarse.Now, coarse.Resolution()
 	}
@@ -204,7 +203,7 @@ func (s *Store) InstanceID() string { return s.id }
 // A session key hashes by its sid (see SessionRule).
 func (s *Store) locate(key string) (*shard, uint32, KeyKind) {
 	kind, part := s.sess.Split(key)
-	h := maphash.String(s.seed, part)
+	h := s.seed.hash(part)
 	th := uint32(h >> 32)
 	if th == 0 {
 		th = 1 // 0 marks an empty slot
