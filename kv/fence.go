@@ -2,7 +2,6 @@ package kv
 
 import (
 	"fmt"
-	"hash/maphash"
 	"time"
 )
 
@@ -34,7 +33,7 @@ type fences struct {
 
 // fenceHash is name's key in its shard's fences: all of the name (locate
 // hashes a session key by its sid alone).
-func (s *Store) fenceHash(name string) uint64 { return maphash.String(s.seed, name) }
+func (s *Store) fenceHash(name string) uint64 { return s.seed.hash(name) }
 
 // CheckFencedWrite is the limits on SetFenced's arguments, for every
 // backend: those of a write, a lock name that is a key, and a fence that

@@ -25,7 +25,6 @@ package kv
 import (
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -116,7 +115,7 @@ const numShards = 256 // a power of two: the shard is hash & (numShards-1)
 // Store is a concurrent key-value store. All methods are safe for concurrent
 // use. Create one with New; Close stops its sweeper.
 type Store struct {
-	seed   maphash.Seed
+	seed   hashSeed
 	now    func() int64
 	tick   int64 // the resolution of now (ns): 0 for a substituted clock
 	origin int64
@@ -168,7 +167,7 @@ type shard struct {
 
 // New returns an empty store and starts its sweeper (unless disabled).
 func New(opts Options) *Store {
-	s := &Store{seed: maphash.MakeSeed(), now: opts.Now, stop: make(chan struct{}), id: uuid.NewString()}
+	s := &Store{seed: newHashSeed(), now: opts.Now, stop: make(chan struct{}), id: uuid.NewString()}
 	if s.now == nil {
 		s.now, s.tick = coarse.Now, coarse.Resolution()
 	}
@@ -204,7 +203,7 @@ func (s *Store) InstanceID() string { return s.id }
 // A session key hashes by its sid (see SessionRule).
 func (s *Store) locate(key string) (*shard, uint32, KeyKind) {
 	kind, part := s.sess.Split(key)
-	h := maphash.String(s.seed, part)
+	h := s.seed.hash(part)
 	th := uint32(h >> 32)
 	if th == 0 {
 		th = 1 // 0 marks an empty slot
@@ -215,16 +214,19 @@ func (s *Store) locate(key string) (*shard, uint32, KeyKind) {
 // CheckKey, CheckValue, CheckTTL and CheckWrite are the store's limits on its
 // arguments, for every backend that enforces them itself: each returns an
 // error wrapping ErrInvalidArgument that says what is out of range, or nil.
+// Each is small enough to inline, its error built out of line: a call from
+// PHP is checked by the bridge and again by the store, and for valid
+// arguments each check is then one compare.
 func CheckKey(key string) error {
-	if len(key) == 0 || len(key) > MaxKeyLen {
-		return fmt.Errorf("%w: key length %d is outside 1..%d", ErrInvalidArgument, len(key), MaxKeyLen)
+	if uint(len(key))-1 >= MaxKeyLen { // an empty key wraps around
+		return badKeyLen(len(key))
 	}
 	return nil
 }
 
 func CheckTTL(ttl time.Duration) error {
-	if ttl < 0 || ttl > MaxTTL {
-		return fmt.Errorf("%w: ttl %v is outside 0..%v", ErrInvalidArgument, ttl, MaxTTL)
+	if uint64(ttl) > uint64(MaxTTL) { // a negative TTL wraps around
+		return badTTL(ttl)
 	}
 	return nil
 }
@@ -241,9 +243,21 @@ func CheckWrite(key string, value []byte, ttl time.Duration) error {
 
 func CheckValue(value []byte) error {
 	if len(value) > MaxValueLen {
-		return fmt.Errorf("%w: value length %d exceeds %d", ErrInvalidArgument, len(value), MaxValueLen)
+		return badValueLen(len(value))
 	}
 	return nil
+}
+
+func badKeyLen(n int) error {
+	return fmt.Errorf("%w: key length %d is outside 1..%d", ErrInvalidArgument, n, MaxKeyLen)
+}
+
+func badTTL(ttl time.Duration) error {
+	return fmt.Errorf("%w: ttl %v is outside 0..%v", ErrInvalidArgument, ttl, MaxTTL)
+}
+
+func badValueLen(n int) error {
+	return fmt.Errorf("%w: value length %d exceeds %d", ErrInvalidArgument, n, MaxValueLen)
 }
 
 func (s *Store) isPinnedKey(key string) bool {
@@ -476,18 +490,23 @@ func (s *Store) Del(key string) bool {
 // byte for byte, and reports whether it did. The compare (against the
 // decompressed value) and the delete are one step under the shard lock; an
 // expired entry never matches.
+//
+// The shard lock is released explicitly, as install releases it, not by a
+// defer: nothing under it panics, and a deferred release costs a call on
+// every lock release.
 func (s *Store) DelIfEq(key string, token []byte) bool {
 	sh, h, _ := s.locate(key)
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
 	b, i := s.live(sh, h, key, &clock{s: s})
-	if b == nil || !valueEquals(b, token) {
+	match := b != nil && valueEquals(b, token)
+	if match {
+		s.removeAt(sh, i, false)
+		sh.c.delIfEqMatches++
+	} else {
 		sh.c.delIfEqMismatches++
-		return false
 	}
-	s.removeAt(sh, i, false)
-	sh.c.delIfEqMatches++
-	return true
+	sh.mu.Unlock()
+	return match
 }
 
 // Expire gives a live entry a new TTL counted from now (0: no expiry)

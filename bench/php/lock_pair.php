@@ -1,8 +1,12 @@
 <?php
 /*
  * The lock pair alone against APCu's add + delete, for bench/ab.sh: ns per
- * pair (best of 7 alternating rounds of 200 000) with a TTL of 30 s, with
- * none (no clock read, no expiry bookkeeping), and APCu's, on one line.
+ * pair (best of ROUNDS alternating rounds of N pairs; default 7 of 200 000)
+ * with a TTL of 30 s, with none (no clock read, no expiry bookkeeping), and
+ * APCu's, on one line. On a busy machine shorter rounds (20000 60) are
+ * preempted less often, and their best round spreads less.
+ *
+ * Usage: lock_pair.php [N [ROUNDS]]
  */
 declare(strict_types=1);
 require __DIR__ . '/measure.php';
@@ -23,6 +27,6 @@ $t = measure_all([
             apcu_delete('bench:l');
         }
     },
-], 200_000, 7);
+], (int) ($argv[1] ?? 200_000), (int) ($argv[2] ?? 7));
 printf("lock pair %.0f ns, no TTL %.0f ns, APCu add+delete %.0f ns, ratio %.2fx\n",
     $t['ttl'], $t['nottl'], $t['apcu'], $t['ttl'] / $t['apcu']);
