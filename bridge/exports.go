@@ -125,13 +125,18 @@ func failure(err error) C.int {
 	return C.EPHPM_KV_E_UNAVAILABLE
 }
 
+// unanswered is an export's status until one of its return statements
+// sets it. Every export sets it first and then defers recoverStatus.
+const unanswered = C.int(math.MinInt32)
+
 // recoverStatus turns a panic into "outcome unknown", recording what
 // panicked for last_error, instead of letting it take the host process
-// down. It is deferred by every export but those of the lock pair (see
-// unanswered).
+// down. Deferred by every export after it sets rc to unanswered: a return
+// has replaced that by the time it runs, unless the call is panicking, so
+// it calls recover (a few ns per call: docs/measurements.md) only then.
 func recoverStatus(rc *C.int) {
-	if r := recover(); r != nil {
-		*rc = panicked(r)
+	if *rc == unanswered {
+		*rc = panicked(recover())
 	}
 }
 
@@ -140,12 +145,6 @@ func recoverStatus(rc *C.int) {
 func panicked(r any) C.int {
 	return failure(fmt.Errorf("the library panicked: %v", r))
 }
-
-// unanswered is the status of a lock-pair export (set_nx, del_if_eq) until
-// a return statement sets it: the export's deferred guard, a literal that
-// calls recover only when it finds rc still unanswered, costs a few ns
-// less per call than a deferred recoverStatus (docs/measurements.md).
-const unanswered = C.int(math.MinInt32)
 
 func answer(ok bool) C.int {
 	if ok {
@@ -156,6 +155,7 @@ func answer(ok bool) C.int {
 
 //export ephpmGoGet
 func ephpmGoGet(key *C.char, keyLen C.size_t, buf *C.char, bufCap C.size_t, valueLen *C.size_t) (rc C.int) {
+	rc = unanswered
 	defer recoverStatus(&rc)
 	*valueLen = 0
 	var a args
@@ -183,6 +183,7 @@ func ephpmGoGet(key *C.char, keyLen C.size_t, buf *C.char, bufCap C.size_t, valu
 
 //export ephpmGoSet
 func ephpmGoSet(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs C.int64_t) (rc C.int) {
+	rc = unanswered
 	defer recoverStatus(&rc)
 	var a args
 	k, v, ttl := a.key(key, keyLen), a.bytes(value, valueLen), a.duration(ttlMs)
@@ -198,11 +199,7 @@ func ephpmGoSet(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, 
 //export ephpmGoSetNX
 func ephpmGoSetNX(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs C.int64_t) (rc C.int) {
 	rc = unanswered
-	defer func() {
-		if rc == unanswered { // no return ran: the call is panicking
-			rc = panicked(recover())
-		}
-	}()
+	defer recoverStatus(&rc)
 	var a args
 	k, v, ttl := a.key(key, keyLen), a.bytes(value, valueLen), a.duration(ttlMs)
 	if a.err != nil {
@@ -220,6 +217,7 @@ func ephpmGoSetNX(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t
 
 //export ephpmGoDel
 func ephpmGoDel(key *C.char, keyLen C.size_t) (rc C.int) {
+	rc = unanswered
 	defer recoverStatus(&rc)
 	var a args
 	k := a.key(key, keyLen)
@@ -236,11 +234,7 @@ func ephpmGoDel(key *C.char, keyLen C.size_t) (rc C.int) {
 //export ephpmGoDelIfEq
 func ephpmGoDelIfEq(key *C.char, keyLen C.size_t, token *C.char, tokenLen C.size_t) (rc C.int) {
 	rc = unanswered
-	defer func() {
-		if rc == unanswered { // no return ran: the call is panicking
-			rc = panicked(recover())
-		}
-	}()
+	defer recoverStatus(&rc)
 	var a args
 	k := a.key(key, keyLen)
 	t := a.bytes(token, tokenLen)
@@ -256,6 +250,7 @@ func ephpmGoDelIfEq(key *C.char, keyLen C.size_t, token *C.char, tokenLen C.size
 
 //export ephpmGoWait
 func ephpmGoWait(key *C.char, keyLen C.size_t, timeoutMs C.int64_t) (rc C.int) {
+	rc = unanswered
 	defer recoverStatus(&rc)
 	var a args
 	k := a.key(key, keyLen)
@@ -275,6 +270,7 @@ func ephpmGoWait(key *C.char, keyLen C.size_t, timeoutMs C.int64_t) (rc C.int) {
 
 //export ephpmGoSetNXWait
 func ephpmGoSetNXWait(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs, waitMs C.int64_t) (rc C.int) {
+	rc = unanswered
 	defer recoverStatus(&rc)
 	var a args
 	k, v, ttl, budget := a.key(key, keyLen), a.bytes(value, valueLen), a.duration(ttlMs), a.duration(waitMs)
@@ -296,6 +292,7 @@ func ephpmGoSetNXWait(key *C.char, keyLen C.size_t, value *C.char, valueLen C.si
 //export ephpmGoSetNXWaitFenced
 func ephpmGoSetNXWaitFenced(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs, waitMs C.int64_t,
 	fence *C.int64_t) (rc C.int) {
+	rc = unanswered
 	defer recoverStatus(&rc)
 	*fence = 0
 	var a args
@@ -319,6 +316,7 @@ func ephpmGoSetNXWaitFenced(key *C.char, keyLen C.size_t, value *C.char, valueLe
 
 //export ephpmGoFence
 func ephpmGoFence(key *C.char, keyLen C.size_t, fence *C.int64_t) (rc C.int) {
+	rc = unanswered
 	defer recoverStatus(&rc)
 	*fence = 0
 	var a args
@@ -337,6 +335,7 @@ func ephpmGoFence(key *C.char, keyLen C.size_t, fence *C.int64_t) (rc C.int) {
 //export ephpmGoSetFenced
 func ephpmGoSetFenced(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs C.int64_t,
 	lock *C.char, lockLen C.size_t, fence C.int64_t) (rc C.int) {
+	rc = unanswered
 	defer recoverStatus(&rc)
 	var a args
 	k, v, ttl, l := a.key(key, keyLen), a.bytes(value, valueLen), a.duration(ttlMs), a.key(lock, lockLen)
@@ -352,6 +351,7 @@ func ephpmGoSetFenced(key *C.char, keyLen C.size_t, value *C.char, valueLen C.si
 
 //export ephpmGoDelFenced
 func ephpmGoDelFenced(key *C.char, keyLen C.size_t, lock *C.char, lockLen C.size_t, fence C.int64_t) (rc C.int) {
+	rc = unanswered
 	defer recoverStatus(&rc)
 	var a args
 	k, l := a.key(key, keyLen), a.key(lock, lockLen)
@@ -368,6 +368,7 @@ func ephpmGoDelFenced(key *C.char, keyLen C.size_t, lock *C.char, lockLen C.size
 //export ephpmGoSetNXWaitGet
 func ephpmGoSetNXWaitGet(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs, waitMs C.int64_t,
 	dataKey *C.char, dataKeyLen C.size_t, buf *C.char, bufCap C.size_t, dataLen *C.size_t) (rc C.int) {
+	rc = unanswered
 	defer recoverStatus(&rc)
 	return lockAndGet(key, keyLen, value, valueLen, ttlMs, waitMs, dataKey, dataKeyLen, buf, bufCap, dataLen, nil)
 }
@@ -375,6 +376,7 @@ func ephpmGoSetNXWaitGet(key *C.char, keyLen C.size_t, value *C.char, valueLen C
 //export ephpmGoSetNXWaitGetFenced
 func ephpmGoSetNXWaitGetFenced(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs, waitMs C.int64_t,
 	dataKey *C.char, dataKeyLen C.size_t, buf *C.char, bufCap C.size_t, dataLen *C.size_t, fence *C.int64_t) (rc C.int) {
+	rc = unanswered
 	defer recoverStatus(&rc)
 	*fence = 0
 	return lockAndGet(key, keyLen, value, valueLen, ttlMs, waitMs, dataKey, dataKeyLen, buf, bufCap, dataLen, fence)
@@ -429,6 +431,7 @@ func lockAndGet(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, 
 //export ephpmGoSetFencedRelease
 func ephpmGoSetFencedRelease(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs C.int64_t,
 	lock *C.char, lockLen C.size_t, fence C.int64_t, token *C.char, tokenLen C.size_t) (rc C.int) {
+	rc = unanswered
 	defer recoverStatus(&rc)
 	var a args
 	k, v, ttl, l := a.key(key, keyLen), a.bytes(value, valueLen), a.duration(ttlMs), a.key(lock, lockLen)
@@ -446,6 +449,7 @@ func ephpmGoSetFencedRelease(key *C.char, keyLen C.size_t, value *C.char, valueL
 //export ephpmGoDelFencedRelease
 func ephpmGoDelFencedRelease(key *C.char, keyLen C.size_t, lock *C.char, lockLen C.size_t, fence C.int64_t,
 	token *C.char, tokenLen C.size_t) (rc C.int) {
+	rc = unanswered
 	defer recoverStatus(&rc)
 	var a args
 	k, l, t := a.key(key, keyLen), a.key(lock, lockLen), a.bytes(token, tokenLen)
@@ -462,6 +466,7 @@ func ephpmGoDelFencedRelease(key *C.char, keyLen C.size_t, lock *C.char, lockLen
 //export ephpmGoSetGuardedRelease
 func ephpmGoSetGuardedRelease(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs C.int64_t,
 	guardKey *C.char, guardKeyLen C.size_t, guardToken *C.char, guardTokenLen C.size_t) (rc C.int) {
+	rc = unanswered
 	defer recoverStatus(&rc)
 	return guardedWrite(backend.Backend.SetGuardedRelease, key, keyLen, value, valueLen, ttlMs,
 		guardKey, guardKeyLen, guardToken, guardTokenLen)
@@ -470,6 +475,7 @@ func ephpmGoSetGuardedRelease(key *C.char, keyLen C.size_t, value *C.char, value
 //export ephpmGoExpireGuardedRelease
 func ephpmGoExpireGuardedRelease(key *C.char, keyLen C.size_t, ttlMs C.int64_t,
 	guardKey *C.char, guardKeyLen C.size_t, guardToken *C.char, guardTokenLen C.size_t) (rc C.int) {
+	rc = unanswered
 	defer recoverStatus(&rc)
 	var a args
 	k, ttl := a.key(key, keyLen), a.duration(ttlMs)
@@ -487,6 +493,7 @@ func ephpmGoExpireGuardedRelease(key *C.char, keyLen C.size_t, ttlMs C.int64_t,
 //export ephpmGoSetGuarded
 func ephpmGoSetGuarded(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs C.int64_t,
 	guardKey *C.char, guardKeyLen C.size_t, guardToken *C.char, guardTokenLen C.size_t) (rc C.int) {
+	rc = unanswered
 	defer recoverStatus(&rc)
 	return guardedWrite(backend.Backend.SetGuarded, key, keyLen, value, valueLen, ttlMs,
 		guardKey, guardKeyLen, guardToken, guardTokenLen)
@@ -513,6 +520,7 @@ func guardedWrite(write func(backend.Backend, string, []byte, time.Duration, str
 //export ephpmGoDelGuarded
 func ephpmGoDelGuarded(key *C.char, keyLen C.size_t, guardKey *C.char, guardKeyLen C.size_t,
 	guardToken *C.char, guardTokenLen C.size_t) (rc C.int) {
+	rc = unanswered
 	defer recoverStatus(&rc)
 	var a args
 	k := a.key(key, keyLen)
@@ -530,6 +538,7 @@ func ephpmGoDelGuarded(key *C.char, keyLen C.size_t, guardKey *C.char, guardKeyL
 
 //export ephpmGoExpire
 func ephpmGoExpire(key *C.char, keyLen C.size_t, ttlMs C.int64_t) (rc C.int) {
+	rc = unanswered
 	defer recoverStatus(&rc)
 	var a args
 	k := a.key(key, keyLen)
@@ -546,6 +555,7 @@ func ephpmGoExpire(key *C.char, keyLen C.size_t, ttlMs C.int64_t) (rc C.int) {
 
 //export ephpmGoExists
 func ephpmGoExists(key *C.char, keyLen C.size_t) (rc C.int) {
+	rc = unanswered
 	defer recoverStatus(&rc)
 	var a args
 	k := a.key(key, keyLen)
@@ -561,6 +571,7 @@ func ephpmGoExists(key *C.char, keyLen C.size_t) (rc C.int) {
 
 //export ephpmGoPTTL
 func ephpmGoPTTL(key *C.char, keyLen C.size_t, ttlMs *C.int64_t) (rc C.int) {
+	rc = unanswered
 	defer recoverStatus(&rc)
 	var a args
 	k := a.key(key, keyLen)
@@ -585,6 +596,7 @@ func ephpmGoPTTL(key *C.char, keyLen C.size_t, ttlMs *C.int64_t) (rc C.int) {
 
 //export ephpmGoExpireIfEq
 func ephpmGoExpireIfEq(key *C.char, keyLen C.size_t, token *C.char, tokenLen C.size_t, ttlMs C.int64_t) (rc C.int) {
+	rc = unanswered
 	defer recoverStatus(&rc)
 	var a args
 	k := a.key(key, keyLen)
@@ -602,6 +614,7 @@ func ephpmGoExpireIfEq(key *C.char, keyLen C.size_t, token *C.char, tokenLen C.s
 
 //export ephpmGoIncrBy
 func ephpmGoIncrBy(key *C.char, keyLen C.size_t, delta C.int64_t, ttlMs C.int64_t, result *C.int64_t) (rc C.int) {
+	rc = unanswered
 	defer recoverStatus(&rc)
 	var a args
 	k := a.key(key, keyLen)
@@ -619,6 +632,7 @@ func ephpmGoIncrBy(key *C.char, keyLen C.size_t, delta C.int64_t, ttlMs C.int64_
 
 //export ephpmGoFlush
 func ephpmGoFlush() (rc C.int) {
+	rc = unanswered
 	defer recoverStatus(&rc)
 	if err := current().Flush(); err != nil {
 		return failure(err)
@@ -637,6 +651,7 @@ func setText(dst []C.char, s string) {
 
 //export ephpmGoStats
 func ephpmGoStats(out *C.ephpm_kv_stats) (rc C.int) {
+	rc = unanswered
 	defer recoverStatus(&rc)
 	b := current()
 	st, err := b.Stats()
@@ -669,6 +684,7 @@ func ephpmGoStats(out *C.ephpm_kv_stats) (rc C.int) {
 
 //export ephpmGoConfigure
 func ephpmGoConfigure(name *C.char, nameLen C.size_t, value *C.char, valueLen C.size_t) (rc C.int) {
+	rc = unanswered
 	defer recoverStatus(&rc)
 	var a args
 	n := a.bytes(name, nameLen)
@@ -740,6 +756,7 @@ func (l *batchList) done() {
 
 //export ephpmGoGetMany
 func ephpmGoGetMany(keys *C.char, keysLen C.size_t, count C.size_t, buf *C.char, bufCap C.size_t, outLen *C.size_t) (rc C.int) {
+	rc = unanswered
 	defer recoverStatus(&rc)
 	*outLen = 0
 	l := batchLists.Get().(*batchList)
@@ -776,6 +793,7 @@ func ephpmGoGetMany(keys *C.char, keysLen C.size_t, count C.size_t, buf *C.char,
 
 //export ephpmGoSetMany
 func ephpmGoSetMany(entries *C.char, entriesLen C.size_t, count C.size_t, ttlMs C.int64_t, stored *C.size_t) (rc C.int) {
+	rc = unanswered
 	defer recoverStatus(&rc)
 	*stored = 0
 	l := batchLists.Get().(*batchList)
@@ -804,6 +822,7 @@ func ephpmGoSetMany(entries *C.char, entriesLen C.size_t, count C.size_t, ttlMs 
 //export ephpmGoLockAcquire
 func ephpmGoLockAcquire(key *C.char, keyLen C.size_t, token *C.char, tokenLen C.size_t, mode C.int32_t,
 	ttlMs, waitMs C.int64_t, fence *C.int64_t) (rc C.int) {
+	rc = unanswered
 	defer recoverStatus(&rc)
 	*fence = 0
 	var a args
@@ -831,6 +850,7 @@ func ephpmGoLockAcquire(key *C.char, keyLen C.size_t, token *C.char, tokenLen C.
 
 //export ephpmGoLockRelease
 func ephpmGoLockRelease(key *C.char, keyLen C.size_t, token *C.char, tokenLen C.size_t) (rc C.int) {
+	rc = unanswered
 	defer recoverStatus(&rc)
 	var a args
 	k, t := a.key(key, keyLen), a.bytes(token, tokenLen)
@@ -846,6 +866,7 @@ func ephpmGoLockRelease(key *C.char, keyLen C.size_t, token *C.char, tokenLen C.
 
 //export ephpmGoLockRefresh
 func ephpmGoLockRefresh(key *C.char, keyLen C.size_t, token *C.char, tokenLen C.size_t, ttlMs C.int64_t) (rc C.int) {
+	rc = unanswered
 	defer recoverStatus(&rc)
 	var a args
 	k, t, ttl := a.key(key, keyLen), a.bytes(token, tokenLen), a.duration(ttlMs)
@@ -861,6 +882,7 @@ func ephpmGoLockRefresh(key *C.char, keyLen C.size_t, token *C.char, tokenLen C.
 
 //export ephpmGoLockInfo
 func ephpmGoLockInfo(key *C.char, keyLen C.size_t, mode *C.int32_t, holders *C.int64_t) (rc C.int) {
+	rc = unanswered
 	defer recoverStatus(&rc)
 	*mode, *holders = C.EPHPM_KV_LOCK_EXCLUSIVE, 0
 	var a args

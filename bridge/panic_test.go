@@ -11,8 +11,8 @@ import (
 	"github.com/ephpm/ephpm/kv"
 )
 
-// panicking is a backend whose lock pair and Del panic, for the guards of
-// the exports: the pair's own (unanswered) and recoverStatus.
+// panicking is a backend whose lock pair and Del panic, for the guard of
+// the exports (recoverStatus).
 type panicking struct{ backend.Memory }
 
 func (panicking) SetNX(string, []byte, time.Duration) (kv.SetNXOutcome, error) { panic("set_nx boom") }
