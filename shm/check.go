@@ -18,10 +18,11 @@ import (
 // class's). It is for tests and diagnostics: it holds each shard for a
 // walk of its whole heap and index.
 func (s *Store) Check() error {
-	if err := s.enter(); err != nil {
+	tk, err := s.enter()
+	if err != nil {
 		return err
 	}
-	defer s.leave()
+	defer s.leave(tk)
 	var errs []error
 	for i := range s.shards {
 		sh := &s.shards[i]

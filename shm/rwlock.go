@@ -93,11 +93,11 @@ func (s *Store) LockInfo(key string) (kv.LockMode, int, error) {
 	if err := kv.CheckKey(key); err != nil {
 		return 0, 0, err
 	}
-	sh, h, tag, err := s.lockKey(key)
+	sh, h, tag, tk, err := s.lockKey(key)
 	if err != nil {
 		return 0, 0, err
 	}
-	defer s.unlockKey(sh)
+	defer s.unlockKey(sh, tk)
 	t := now()
 	_, b := s.live(sh, h, tag, key, &t)
 	if b == noBlock {
@@ -120,10 +120,11 @@ func (s *Store) LockInfo(key string) (kv.LockMode, int, error) {
 // decides again on what the entry is then; if it cannot, the call fails
 // with kv.ErrNoMemory and nothing changed.
 func (s *Store) lockStep(key string, ft *fenceTable, decide func(old []byte, live bool, t int64) (kv.LockDecision, error)) (kv.LockDecision, int64, error) {
-	if err := s.enter(); err != nil {
+	tk, err := s.enter()
+	if err != nil {
 		return kv.LockDecision{}, 0, err
 	}
-	defer s.leave()
+	defer s.leave(tk)
 	comp := s.MemoryConfig()
 	sh, h, tag := s.locate(key)
 	for attempt := 0; ; attempt++ {

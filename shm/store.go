@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,8 +62,9 @@ type Store struct {
 	pinned []string
 	shards []shard
 
-	calls  atomic.Int64
-	closed atomic.Bool
+	// ticket is what a call holds while it uses the mapping; Close takes
+	// it away (nil: closed) and waits until no call holds it (enter).
+	ticket atomic.Pointer[ticket]
 
 	// fenceTab is the fence file's mapping, made on first use (fence.go).
 	fenceMu  sync.Mutex
@@ -136,6 +138,7 @@ func Open(name string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{g: g, pinned: append([]string(nil), opts.PinnedPrefixes...)}
+	s.ticket.Store(newTicket())
 	for i := 0; i < g.shards; i++ {
 		s.shards = append(s.shards, g.shard(i))
 	}
@@ -207,47 +210,81 @@ func (s *Store) Name() string { return "shm" }
 // returned, and unmaps it. Calls after Close fail. The segment and its
 // entries stay.
 func (s *Store) Close() error {
-	if s.closed.Swap(true) {
+	tk := s.ticket.Swap(nil)
+	if tk == nil {
 		return nil
 	}
-	for s.calls.Load() != 0 {
-		time.Sleep(time.Millisecond)
+	done := tk.done
+	tk = nil
+	// The ticket is unreachable once no call holds it: every call keeps it
+	// alive to its end (enter, leave), and no call can take it any more.
+	// The collector finds that; its cleanup closes done.
+	for pause := 50 * time.Microsecond; ; pause = min(2*pause, 100*time.Millisecond) {
+		runtime.GC()
+		select {
+		case <-done:
+			s.g.detach(s.slot)
+			s.g.unmap()
+			s.fenceTab.Load().unmap()
+			return nil
+		case <-time.After(pause):
+		}
 	}
-	s.g.detach(s.slot)
-	s.g.unmap()
-	s.fenceTab.Load().unmap()
-	return nil
 }
 
-// enter counts a call in progress, or fails if the store is closed.
-func (s *Store) enter() error {
-	s.calls.Add(1)
-	if s.closed.Load() {
-		s.calls.Add(-1)
-		return errClosed
-	}
-	return nil
+// A ticket stands for the mapping's use by this process's calls: each call
+// takes the Store's current one and keeps it reachable until it no longer
+// touches the mapping (runtime.KeepAlive in leave). Close removes it from
+// the Store; the collector then tells, by running the ticket's cleanup,
+// that no call holds it: no call is in progress, and none can start. This
+// costs a call one plain load (no locked instruction: an atomic add on
+// every call would be two of the few a call needs), and Close one or more
+// collections, which is rare (a backend is chosen once per process).
+type ticket struct {
+	// done is closed by the cleanup once the ticket is unreachable. (A
+	// pointer also keeps the ticket out of the tiny allocator, whose
+	// blocks share a lifetime with their neighbours.)
+	done chan struct{}
 }
 
-func (s *Store) leave() { s.calls.Add(-1) }
+func newTicket() *ticket {
+	tk := &ticket{done: make(chan struct{})}
+	runtime.AddCleanup(tk, func(done chan struct{}) { close(done) }, tk.done)
+	return tk
+}
+
+// enter begins a call: it returns the ticket the call holds until leave,
+// or fails if the store is closed.
+func (s *Store) enter() (*ticket, error) {
+	tk := s.ticket.Load()
+	if tk == nil {
+		return nil, errClosed
+	}
+	return tk, nil
+}
+
+// leave ends the call that entered with tk: until it returns, tk is
+// reachable, so Close does not unmap the segment.
+func (s *Store) leave(tk *ticket) { runtime.KeepAlive(tk) }
 
 // lockKey enters a call on key: it locates key's shard and takes its lock.
 // unlockKey ends the call.
-func (s *Store) lockKey(key string) (*shard, uint64, uint32, error) {
-	if err := s.enter(); err != nil {
-		return nil, 0, 0, err
+func (s *Store) lockKey(key string) (*shard, uint64, uint32, *ticket, error) {
+	tk, err := s.enter()
+	if err != nil {
+		return nil, 0, 0, nil, err
 	}
 	sh, h, tag := s.locate(key)
 	if err := s.lock(sh); err != nil {
-		s.leave()
-		return nil, 0, 0, err
+		s.leave(tk)
+		return nil, 0, 0, nil, err
 	}
-	return sh, h, tag, nil
+	return sh, h, tag, tk, nil
 }
 
-func (s *Store) unlockKey(sh *shard) {
+func (s *Store) unlockKey(sh *shard, tk *ticket) {
 	s.unlock(sh)
-	s.leave()
+	s.leave(tk)
 }
 
 // locate returns key's shard, its hash and its index tag.
@@ -531,10 +568,11 @@ const (
 // changed. ttl counts from the moment the condition is decided. A grant
 // with fr.mint mints its fence into fr.fence under the same lock.
 func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint32, m mode, guardKey string, guardToken []byte, fr *fenceReq) (bool, error) {
-	if err := s.enter(); err != nil {
+	tk, err := s.enter()
+	if err != nil {
 		return false, err
 	}
-	defer s.leave()
+	defer s.leave(tk)
 	comp := s.MemoryConfig()
 	stored, cflag := storedForm(value, comp.Compression, comp.CompressionMinSize)
 	sh, h, tag := s.locate(key)
@@ -643,11 +681,11 @@ func (s *Store) corrupt(sh *shard) error {
 // GetInto copies a live entry's value into dst if it fits, and returns its
 // length either way. The copy is made under the shard lock.
 func (s *Store) GetInto(key string, dst []byte) (int, bool, error) {
-	sh, h, tag, err := s.lockKey(key)
+	sh, h, tag, tk, err := s.lockKey(key)
 	if err != nil {
 		return 0, false, err
 	}
-	defer s.unlockKey(sh)
+	defer s.unlockKey(sh, tk)
 	var t int64
 	_, b := s.live(sh, h, tag, key, &t)
 	if b == noBlock {
@@ -731,10 +769,11 @@ func (s *Store) DelGuarded(key, guardKey string, guardToken []byte) (bool, error
 // locked) reports true, and returns holds's answer: the guarded removals
 // (DelGuarded, DelFenced), the check and the removal one step.
 func (s *Store) delIf(key, guardKey string, holds func(gsh *shard, gh uint64, gtag uint32, t *int64) (bool, error)) (bool, error) {
-	if err := s.enter(); err != nil {
+	tk, err := s.enter()
+	if err != nil {
 		return false, err
 	}
-	defer s.leave()
+	defer s.leave(tk)
 	sh, h, tag := s.locate(key)
 	gsh, gh, gtag := s.locate(guardKey)
 	if err := s.lockTwo(sh, gsh); err != nil {
@@ -756,11 +795,11 @@ func (s *Store) delIf(key, guardKey string, holds func(gsh *shard, gh uint64, gt
 
 // Del removes key and reports whether a live entry was removed.
 func (s *Store) Del(key string) (bool, error) {
-	sh, h, tag, err := s.lockKey(key)
+	sh, h, tag, tk, err := s.lockKey(key)
 	if err != nil {
 		return false, err
 	}
-	defer s.unlockKey(sh)
+	defer s.unlockKey(sh, tk)
 	pos, b, _ := sh.lookup(tag, key)
 	if pos < 0 {
 		return false, nil
@@ -777,11 +816,11 @@ func (s *Store) Del(key string) (bool, error) {
 // DelIfEq removes key only if it holds a live entry whose (decompressed)
 // value equals token, in one step; an expired entry never matches.
 func (s *Store) DelIfEq(key string, token []byte) (bool, error) {
-	sh, h, tag, err := s.lockKey(key)
+	sh, h, tag, tk, err := s.lockKey(key)
 	if err != nil {
 		return false, err
 	}
-	defer s.unlockKey(sh)
+	defer s.unlockKey(sh, tk)
 	var t int64
 	pos, b := s.live(sh, h, tag, key, &t)
 	if b != noBlock {
@@ -819,11 +858,11 @@ func (s *Store) expireIf(key string, token []byte, ttl time.Duration) (bool, err
 	if err := kv.CheckTTL(ttl); err != nil {
 		return false, err
 	}
-	sh, h, tag, err := s.lockKey(key)
+	sh, h, tag, tk, err := s.lockKey(key)
 	if err != nil {
 		return false, err
 	}
-	defer s.unlockKey(sh)
+	defer s.unlockKey(sh, tk)
 	var t int64
 	_, b := s.live(sh, h, tag, key, &t)
 	if b == noBlock {
@@ -850,11 +889,11 @@ func (s *Store) expireIf(key string, token []byte, ttl time.Duration) (bool, err
 
 // Exists reports whether key holds a live entry. It counts no hit or miss.
 func (s *Store) Exists(key string) (bool, error) {
-	sh, h, tag, err := s.lockKey(key)
+	sh, h, tag, tk, err := s.lockKey(key)
 	if err != nil {
 		return false, err
 	}
-	defer s.unlockKey(sh)
+	defer s.unlockKey(sh, tk)
 	var t int64
 	_, b := s.live(sh, h, tag, key, &t)
 	return b != noBlock, nil
@@ -862,11 +901,11 @@ func (s *Store) Exists(key string) (bool, error) {
 
 // PTTL returns a live entry's remaining TTL, -1 if it has none.
 func (s *Store) PTTL(key string) (time.Duration, bool, error) {
-	sh, h, tag, err := s.lockKey(key)
+	sh, h, tag, tk, err := s.lockKey(key)
 	if err != nil {
 		return 0, false, err
 	}
-	defer s.unlockKey(sh)
+	defer s.unlockKey(sh, tk)
 	var t int64
 	_, b := s.live(sh, h, tag, key, &t)
 	if b == noBlock {
@@ -889,10 +928,11 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 	if err := kv.CheckTTL(ttlOnCreate); err != nil {
 		return 0, err
 	}
-	if err := s.enter(); err != nil {
+	tk, err := s.enter()
+	if err != nil {
 		return 0, err
 	}
-	defer s.leave()
+	defer s.leave(tk)
 	sh, h, tag := s.locate(key)
 	for attempt := 0; ; attempt++ {
 		if err := s.lock(sh); err != nil {
@@ -943,10 +983,11 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 
 // Flush removes every entry, one shard at a time, and wakes every waiter.
 func (s *Store) Flush() error {
-	if err := s.enter(); err != nil {
+	tk, err := s.enter()
+	if err != nil {
 		return err
 	}
-	defer s.leave()
+	defer s.leave(tk)
 	for i := range s.shards {
 		sh := &s.shards[i]
 		if err := s.lock(sh); err != nil {
@@ -969,10 +1010,11 @@ func (s *Store) Flush() error {
 // Stats fills kv.Stats as the in-process store does, taking each shard
 // lock in turn. Attached reports the live processes attached.
 func (s *Store) Stats() (kv.Stats, error) {
-	if err := s.enter(); err != nil {
+	tk, err := s.enter()
+	if err != nil {
 		return kv.Stats{}, err
 	}
-	defer s.leave()
+	defer s.leave(tk)
 	cfg := s.MemoryConfig()
 	st := kv.Stats{InstanceID: s.g.instanceID(), MemoryLimit: cfg.Limit, SessionLimit: s.sessionLimit(),
 		Eviction: cfg.Policy.String(), Compression: cfg.Compression}
