@@ -19,8 +19,8 @@ package shm
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
