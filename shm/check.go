@@ -159,8 +159,8 @@ func (s *Store) checkShard(sh *shard) error {
 			fail("%s: %d counted, %d found", c.name, c.got, c.want)
 		}
 	}
-	if c := atomic.LoadInt64(sh.credit()); c < 0 || c > 2*s.g.creditChunk() {
-		fail("credit %d outside [0, %d]", c, 2*s.g.creditChunk())
+	if c := atomic.LoadInt64(sh.credit()); c < 0 || c > 2*s.g.chunk {
+		fail("credit %d outside [0, %d]", c, 2*s.g.chunk)
 	}
 	if atomic.LoadUint32(sh.u32(sBroken)) != 0 {
 		fail("marked broken")

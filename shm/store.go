@@ -394,12 +394,31 @@ func (sh *shard) account(b int64, sign int64) {
 }
 
 // reaccount moves the figures of old, the live entry b replaces, to b:
-// account(old, -1) and account(b, 1), so that every figure, the session
-// classes' among them, has one rule. Every figure is derived, and recovery
-// recounts them. Caller holds the lock.
+// what account(old, -1) and then account(b, 1) would leave, with one store
+// per figure that changes and none for those that do not (a same-size
+// overwrite changes none: the bytes used are words other shards' writers
+// read). Every figure is derived, and recovery recounts them. Caller holds
+// the lock.
 func (sh *shard) reaccount(old, b int64) {
-	sh.account(old, -1)
-	sh.account(b, 1)
+	co, cb := chargeOf(sh.blockSize(old)), chargeOf(sh.blockSize(b))
+	clo, session := sh.classOf(old)
+	clb, _ := sh.classOf(b) // the same key: session data or not alike
+	d := cb - co
+	if d != 0 {
+		p := sh.used()
+		storeRelI64(p, atomic.LoadInt64(p)+d)
+		sh.spendCredit(d)
+		if session {
+			sh.addI64(sSessUsed, d)
+		}
+	}
+	switch {
+	case clo != clb || (sh.entryExpireAt(old) != 0) != (sh.entryExpireAt(b) != 0):
+		sh.tallyClass(old, clo, -co)
+		sh.tallyClass(b, clb, cb)
+	case d != 0:
+		sh.tallyClass(b, clb, d)
+	}
 }
 
 // live returns key's slot and block if it holds an entry that has not
