@@ -47,7 +47,7 @@ func (s *Store) reserve(sh *shard, delta int64) bool {
 	default:
 		return false
 	}
-	storeRelI64(sh.credit(), have+grant)
+	storeDerivedI64(sh.credit(), have+grant)
 	return true
 }
 
@@ -59,7 +59,7 @@ func (sh *shard) spendCredit(c int64) {
 	n := have - c
 	n = min(max(n, 0), 2*sh.g.chunk)
 	if n != have {
-		storeRelI64(sh.credit(), n)
+		storeDerivedI64(sh.credit(), n)
 	}
 }
 
@@ -83,7 +83,7 @@ func (s *Store) returnCredit() bool {
 			continue
 		}
 		if atomic.LoadInt64(sh.credit()) != 0 {
-			storeRelI64(sh.credit(), 0)
+			storeDerivedI64(sh.credit(), 0)
 			any = true
 		}
 		s.unlock(sh)

@@ -137,7 +137,7 @@ func (s *Store) evictUntil(policy kv.Policy, w *write, order []class, deficit fu
 				return false
 			}
 			ok := s.evictOne(v, policy, c, w.key)
-			storeRelI64(v.credit(), 0) // what it freed goes to the pool, not to v
+			storeDerivedI64(v.credit(), 0) // what it freed goes to the pool, not to v
 			s.unlock(v)
 			if !ok {
 				// The counts said there was one (they change as others

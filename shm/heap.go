@@ -96,25 +96,25 @@ func unlink(v uint32) int64 {
 func (sh *shard) listInsert(b, size int64) {
 	h := sh.listHead(sizeClass(size))
 	first := unlink(atomic.LoadUint32(h))
-	storeRel32(sh.nextFree(b), link(first))
-	storeRel32(sh.prevFreeLink(b), 0)
+	storeDerived32(sh.nextFree(b), link(first))
+	storeDerived32(sh.prevFreeLink(b), 0)
 	if first != noBlock {
-		storeRel32(sh.prevFreeLink(first), link(b))
+		storeDerived32(sh.prevFreeLink(first), link(b))
 	}
-	storeRel32(h, link(b))
-	storeRel64(sh.g.u64(sh.heap+b+size-8), uint64(size))
+	storeDerived32(h, link(b))
+	storeDerived64(sh.g.u64(sh.heap+b+size-8), uint64(size))
 }
 
 func (sh *shard) listRemove(b, size int64) {
 	next := unlink(atomic.LoadUint32(sh.nextFree(b)))
 	prev := unlink(atomic.LoadUint32(sh.prevFreeLink(b)))
 	if prev == noBlock {
-		storeRel32(sh.listHead(sizeClass(size)), link(next))
+		storeDerived32(sh.listHead(sizeClass(size)), link(next))
 	} else {
-		storeRel32(sh.nextFree(prev), link(next))
+		storeDerived32(sh.nextFree(prev), link(next))
 	}
 	if next != noBlock {
-		storeRel32(sh.prevFreeLink(next), link(prev))
+		storeDerived32(sh.prevFreeLink(next), link(prev))
 	}
 }
 
@@ -181,9 +181,9 @@ func (sh *shard) release(b int64) {
 // initHeap makes the heap one free block.
 func (sh *shard) initHeap() {
 	for c := 0; c < nClasses; c++ {
-		storeRel32(sh.listHead(c), 0)
+		storeDerived32(sh.listHead(c), 0)
 	}
 	sh.setHeader(0, sh.g.heapSize, stateFree, false)
 	sh.listInsert(0, sh.g.heapSize)
-	storeRelI64(sh.i64(sHeapUsed), 0)
+	storeDerivedI64(sh.i64(sHeapUsed), 0)
 }

@@ -73,15 +73,15 @@ func (sh *shard) used() *int64 { return sh.g.i64(hUsed + int64(sh.i)*8) }
 
 func (sh *shard) count(c int) {
 	p := sh.u64(sCounters + int64(c)*8)
-	storeRel64(p, atomic.LoadUint64(p)+1)
+	storeDerived64(p, atomic.LoadUint64(p)+1)
 }
 
 func (sh *shard) addI64(f int64, d int64) {
 	p := sh.i64(f)
-	storeRelI64(p, atomic.LoadInt64(p)+d)
+	storeDerivedI64(p, atomic.LoadInt64(p)+d)
 }
 
 func (sh *shard) addU32(f int64, d int32) {
 	p := sh.u32(f)
-	storeRel32(p, uint32(int32(atomic.LoadUint32(p))+d))
+	storeDerived32(p, uint32(int32(atomic.LoadUint32(p))+d))
 }

@@ -295,9 +295,12 @@ func (s *Store) locate(key string) (*shard, uint64, uint32) {
 
 // lock takes sh's lock, recovering the shard first if its owner died.
 func (s *Store) lock(sh *shard) error {
-	if tookOver, began := s.g.lockWord(sh.u32(sLock), s.tag); tookOver {
-		s.recoverShard(sh)
-		s.noteDeadOwnerWait(now() - began)
+	// lockWord's first step here, where the compiler inlines it.
+	if w := sh.u32(sLock); !atomic.CompareAndSwapUint32(w, 0, s.tag) {
+		if tookOver, began := s.g.lockWordHeld(w, s.tag); tookOver {
+			s.recoverShard(sh)
+			s.noteDeadOwnerWait(now() - began)
+		}
 	}
 	if atomic.LoadUint32(sh.u32(sBroken)) != 0 {
 		unlockWord(sh.u32(sLock))
@@ -384,7 +387,7 @@ func chargeOf(size int64) int64 { return size + entryOverhead }
 func (sh *shard) account(b int64, sign int64) {
 	c := sign * chargeOf(sh.blockSize(b))
 	p := sh.used()
-	storeRelI64(p, atomic.LoadInt64(p)+c)
+	storeDerivedI64(p, atomic.LoadInt64(p)+c)
 	sh.spendCredit(c)
 	cl, session := sh.classOf(b)
 	if session {
@@ -406,7 +409,7 @@ func (sh *shard) reaccount(old, b int64) {
 	d := cb - co
 	if d != 0 {
 		p := sh.used()
-		storeRelI64(p, atomic.LoadInt64(p)+d)
+		storeDerivedI64(p, atomic.LoadInt64(p)+d)
 		sh.spendCredit(d)
 		if session {
 			sh.addI64(sSessUsed, d)
@@ -552,13 +555,13 @@ func (s *Store) sweepSome(sh *shard, n int, t *int64) {
 			sh.count(cExpirations)
 		}
 	}
-	storeRel32(sh.u32(sSweep), uint32((cur+n)&mask))
+	storeDerived32(sh.u32(sSweep), uint32((cur+n)&mask))
 }
 
 // sweepShard removes every expired entry of the shard. Caller holds the
 // lock.
 func (s *Store) sweepShard(sh *shard) {
-	storeRel32(sh.u32(sSweep), 0)
+	storeDerived32(sh.u32(sSweep), 0)
 	var t int64
 	s.sweepSome(sh, s.g.indexSlots, &t)
 }
@@ -712,7 +715,7 @@ func (s *Store) GetInto(key string, dst []byte) (int, bool, error) {
 		return 0, false, nil
 	}
 	if p := sh.entryAccess(b); atomic.LoadUint32(p) != s.lruClock(t) {
-		storeRel32(p, s.lruClock(t))
+		storeDerived32(p, s.lruClock(t))
 	}
 	if sh.entryMeta(b)&flagRead == 0 && s.g.kindOf(key) == kv.KindSession {
 		sh.markRead(b) // a returning user's session
