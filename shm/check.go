@@ -72,6 +72,9 @@ func (s *Store) checkShard(sh *shard) error {
 	// The free lists.
 	listed := 0
 	for c := 0; c < nClasses; c++ {
+		if set, held := atomic.LoadUint32(sh.freeMap())&(1<<c) != 0, atomic.LoadUint32(sh.listHead(c)) != 0; set != held {
+			fail("free list %d: bit %v in the free map, list not empty %v", c, set, held)
+		}
 		prev := int64(noBlock)
 		for b := unlink(atomic.LoadUint32(sh.listHead(c))); b != noBlock; b = unlink(atomic.LoadUint32(sh.nextFree(b))) {
 			if !free[b] {

@@ -30,7 +30,9 @@ const (
 	magic = 0x4d48534d50485045 // "EPHPMSHM" little-endian
 	// layoutVersion 2: session data has a budget of its own (per-shard
 	// tallies, the session rule and budget in the header).
-	layoutVersion = 2
+	// 3: each shard has a word of non-empty free lists (sFreeMap), which a
+	// version-2 library would not keep.
+	layoutVersion = 3
 	headerSize    = 4096
 	readyValue    = 0x52454459 // "REDY"
 

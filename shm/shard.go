@@ -30,6 +30,7 @@ const (
 	sEvictNewTTL = 192
 	sEvictRet    = 200
 	sEvictRetTTL = 208
+	sFreeMap     = 216 // uint32: bit c set while free list c is not empty (derived)
 	sFreeLists   = 256 // [nClasses]uint32: free-list heads (off/8 + 1; 0: empty)
 )
 
