@@ -127,10 +127,10 @@ func (s *Store) lockStep(key string, ft *fenceTable, decide func(old []byte, liv
 	defer s.leave(tk)
 	comp := s.MemoryConfig()
 	sh, h, tag := s.locate(key)
-	for attempt := 0; ; attempt++ {
-		if err := s.lock(sh); err != nil {
-			return kv.LockDecision{}, 0, err
-		}
+	var w write
+	var d kv.LockDecision
+	var fence int64
+	err = s.writeLoop(sh, sh, &w, func() (room, error) {
 		t := now()
 		room := sh.roomFor()
 		pos, b, ins := sh.lookup(tag, key)
@@ -139,17 +139,13 @@ func (s *Store) lockStep(key string, ft *fenceTable, decide func(old []byte, liv
 		if b != noBlock && !gone {
 			var ok bool
 			if old, ok = sh.valueView(b); !ok {
-				err := s.corrupt(sh)
-				s.unlock(sh)
-				return kv.LockDecision{}, 0, err
+				return fits, s.corrupt(sh)
 			}
 		}
-		d, err := decide(old, b != noBlock && !gone, t)
-		if err != nil {
-			s.unlock(sh)
-			return kv.LockDecision{}, 0, err
+		var err error
+		if d, err = decide(old, b != noBlock && !gone, t); err != nil {
+			return fits, err
 		}
-		var w write
 		r := fits
 		switch d.Write {
 		case kv.LockStore:
@@ -159,38 +155,36 @@ func (s *Store) lockStep(key string, ft *fenceTable, decide func(old []byte, liv
 		case kv.LockRemove:
 			s.removeEntry(sh, pos, b, h) // wakes the oldest waiter
 		}
-		var fence int64
-		if r == fits {
-			if gone && d.Write != kv.LockKeep {
-				sh.count(cExpirations)
-			}
+		if r != fits {
+			return r, nil
+		}
+		if gone && d.Write != kv.LockKeep {
+			sh.count(cExpirations)
+		}
+		switch {
+		case ft != nil && d.Granted:
+			fence = ft.mint(h)
+			sh.count(cSetNXWins)
+		case ft != nil:
+			sh.count(cSetNXLosses)
+		}
+		if atomic.LoadUint32(sh.u32(sWaiters)) != 0 {
 			switch {
-			case ft != nil && d.Granted:
-				fence = ft.mint(h)
-				sh.count(cSetNXWins)
-			case ft != nil:
-				sh.count(cSetNXLosses)
-			}
-			if atomic.LoadUint32(sh.u32(sWaiters)) != 0 {
-				switch {
-				case d.Wake == kv.WakeAll:
-					s.wakeAll(sh, h, false)
-				case d.Wake == kv.WakeOne && d.Write != kv.LockRemove:
-					s.wakeOne(sh, h)
-				}
-			}
-			if d.Write != kv.LockKeep {
-				s.sweepSome(sh, sweepPerWrite, &t)
+			case d.Wake == kv.WakeAll:
+				s.wakeAll(sh, h, false)
+			case d.Wake == kv.WakeOne && d.Write != kv.LockRemove:
+				s.wakeOne(sh, h)
 			}
 		}
-		s.unlock(sh)
-		if r == fits {
-			return d, fence, nil
+		if d.Write != kv.LockKeep {
+			s.sweepSome(sh, sweepPerWrite, &t)
 		}
-		if r == neverFits || attempt == writeAttempts || !s.makeRoom(sh, r, &w) {
-			return kv.LockDecision{}, 0, s.noMemory(r, len(key), len(w.stored))
-		}
+		return fits, nil
+	})
+	if err != nil {
+		return kv.LockDecision{}, 0, err
 	}
+	return d, fence, nil
 }
 
 // valueView returns the entry's logical value: the mapping itself when it
