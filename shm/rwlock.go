@@ -98,7 +98,8 @@ func (s *Store) LockInfo(key string) (kv.LockMode, int, error) {
 		return 0, 0, err
 	}
 	defer s.unlockKey(sh, tk)
-	t := now()
+	// The expiry clock, as every TTL of the segment (and kv's lock steps).
+	t := expiryNow()
 	_, b := s.live(sh, h, tag, key, &t)
 	if b == noBlock {
 		mode, n := kv.LockHolders(nil, false, t)
@@ -131,7 +132,9 @@ func (s *Store) lockStep(key string, ft *fenceTable, decide func(old []byte, liv
 	var d kv.LockDecision
 	var fence int64
 	err = s.writeLoop(sh, sh, &w, func() (room, error) {
-		t := now()
+		// The expiry clock: the record's deadlines and the entry's TTL are
+		// compared with every other TTL of the segment on it.
+		t := expiryNow()
 		room := sh.roomFor()
 		pos, b, ins := sh.lookup(tag, key)
 		gone := b != noBlock && expired(sh.entryExpireAt(b), &t)
