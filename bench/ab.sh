@@ -7,17 +7,21 @@
 #
 # Usage: bench/ab.sh A_MODULES B_MODULES ROUNDS SCRIPT [ARGS...]
 # Settings for the runs go in AB_PHP_ARGS (for example
-# AB_PHP_ARGS='-d ephpm.kv_backend=shm://ab').
+# AB_PHP_ARGS='-d ephpm.kv_backend=shm://ab'), and those of one side only in
+# AB_A_ARGS or AB_B_ARGS (two layout versions of a segment need a segment
+# each: AB_A_ARGS='-d ephpm.kv_backend=shm://ab-a' AB_B_ARGS='-d
+# ephpm.kv_backend=shm://ab-b').
 set -euo pipefail
-[ $# -ge 4 ] || { sed -n '2,11p' "$0"; exit 2; }
+[ $# -ge 4 ] || { sed -n '2,14p' "$0"; exit 2; }
 a=$1 b=$2 rounds=$3
 shift 3
 for ((r = 1; r <= rounds; r++)); do
   for side in A B; do
-    dir=$a; [ "$side" = B ] && dir=$b
+    dir=$a side_args=${AB_A_ARGS:-}
+    [ "$side" = B ] && dir=$b side_args=${AB_B_ARGS:-}
     # shellcheck disable=SC2086
     php -n -d extension=apcu -d apc.enable_cli=1 -d apc.shm_size=256M \
-        -d "extension=$dir/ephpm.so" -d ephpm.kv_memory_limit=256M ${AB_PHP_ARGS:-} "$@" |
+        -d "extension=$dir/ephpm.so" -d ephpm.kv_memory_limit=256M ${AB_PHP_ARGS:-} $side_args "$@" |
       sed "s/^/$side $r: /"
   done
 done

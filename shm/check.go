@@ -18,10 +18,11 @@ import (
 // class's). It is for tests and diagnostics: it holds each shard for a
 // walk of its whole heap and index.
 func (s *Store) Check() error {
-	if err := s.enter(); err != nil {
+	tk, err := s.enter()
+	if err != nil {
 		return err
 	}
-	defer s.leave()
+	defer s.leave(tk)
 	var errs []error
 	for i := range s.shards {
 		sh := &s.shards[i]
@@ -71,6 +72,9 @@ func (s *Store) checkShard(sh *shard) error {
 	// The free lists.
 	listed := 0
 	for c := 0; c < nClasses; c++ {
+		if set, held := atomic.LoadUint32(sh.freeMap())&(1<<c) != 0, atomic.LoadUint32(sh.listHead(c)) != 0; set != held {
+			fail("free list %d: bit %v in the free map, list not empty %v", c, set, held)
+		}
 		prev := int64(noBlock)
 		for b := unlink(atomic.LoadUint32(sh.listHead(c))); b != noBlock; b = unlink(atomic.LoadUint32(sh.nextFree(b))) {
 			if !free[b] {
@@ -158,8 +162,8 @@ func (s *Store) checkShard(sh *shard) error {
 			fail("%s: %d counted, %d found", c.name, c.got, c.want)
 		}
 	}
-	if c := atomic.LoadInt64(sh.credit()); c < 0 || c > 2*s.g.creditChunk() {
-		fail("credit %d outside [0, %d]", c, 2*s.g.creditChunk())
+	if c := atomic.LoadInt64(sh.credit()); c < 0 || c > 2*s.g.chunk {
+		fail("credit %d outside [0, %d]", c, 2*s.g.chunk)
 	}
 	if atomic.LoadUint32(sh.u32(sBroken)) != 0 {
 		fail("marked broken")

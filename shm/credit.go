@@ -23,8 +23,8 @@ import "sync/atomic"
 // creditChunk is what a shard reserves beyond a write's need: 1/64 of its
 // share of the limit, at least 4 KiB, so that the credits held (two chunks
 // per shard at most) are under 1/32 of the limit.
-func (g *segment) creditChunk() int64 {
-	return max(g.limit/int64(64*g.shards), 4<<10)
+func creditChunk(limit int64, shards int) int64 {
+	return max(limit/int64(64*shards), 4<<10)
 }
 
 func (sh *shard) credit() *int64 { return sh.i64(sCredit) }
@@ -36,7 +36,7 @@ func (s *Store) reserve(sh *shard, delta int64) bool {
 	if have >= delta {
 		return true
 	}
-	need, chunk := delta-have, s.g.creditChunk()
+	need, chunk := delta-have, s.g.chunk
 	total := s.reserved()
 	var grant int64
 	switch {
@@ -47,7 +47,7 @@ func (s *Store) reserve(sh *shard, delta int64) bool {
 	default:
 		return false
 	}
-	storeRelI64(sh.credit(), have+grant)
+	storeDerivedI64(sh.credit(), have+grant)
 	return true
 }
 
@@ -57,9 +57,9 @@ func (s *Store) reserve(sh *shard, delta int64) bool {
 func (sh *shard) spendCredit(c int64) {
 	have := atomic.LoadInt64(sh.credit())
 	n := have - c
-	n = min(max(n, 0), 2*sh.g.creditChunk())
+	n = min(max(n, 0), 2*sh.g.chunk)
 	if n != have {
-		storeRelI64(sh.credit(), n)
+		storeDerivedI64(sh.credit(), n)
 	}
 }
 
@@ -83,7 +83,7 @@ func (s *Store) returnCredit() bool {
 			continue
 		}
 		if atomic.LoadInt64(sh.credit()) != 0 {
-			storeRelI64(sh.credit(), 0)
+			storeDerivedI64(sh.credit(), 0)
 			any = true
 		}
 		s.unlock(sh)

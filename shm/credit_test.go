@@ -28,7 +28,7 @@ func TestCreditsHeldByOtherShardsDoNotRefuseAWriteThatFits(t *testing.T) {
 	freed := 0
 	for i := 0; i < n; i++ {
 		k := fmt.Sprintf("k%d", i)
-		if sh, _, _ := s.locate(k); sh != target && freed < 2*len(s.shards)*int(s.g.creditChunk())/1000 {
+		if sh, _, _ := s.locate(k); sh != target && freed < 2*len(s.shards)*int(s.g.chunk)/1000 {
 			_, err := s.Del(k)
 			require.NoError(t, err)
 			freed++

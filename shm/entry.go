@@ -66,10 +66,10 @@ func (sh *shard) entryStored(b int64) []byte {
 
 // writeEntry fills the in-flight block b with an entry.
 func (sh *shard) writeEntry(b int64, key string, stored []byte, flags uint32, expireAt int64, access uint32) {
-	sh.setEntryExpireAt(b, expireAt)
-	storeRel32(sh.entryAccess(b), access)
-	storeRel32(sh.g.u32(sh.heap+b+20), uint32(len(stored))|flags)
-	storeRel32(sh.g.u32(sh.heap+b+24), uint32(len(key)))
+	storeDerivedI64(sh.g.i64(sh.heap+b+8), expireAt)
+	storeDerived32(sh.entryAccess(b), access)
+	storeDerived32(sh.g.u32(sh.heap+b+20), uint32(len(stored))|flags)
+	storeDerived32(sh.g.u32(sh.heap+b+24), uint32(len(key)))
 	copy(unsafe.Slice((*byte)(sh.g.ptr(sh.heap+b+entryHeader)), len(key)), key)
 	if len(stored) > 0 {
 		copy(sh.entryStored(b), stored)

@@ -241,11 +241,11 @@ func (s *Store) Fence(name string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	sh, h, _, err := s.lockKey(name)
+	sh, h, _, tk, err := s.lockKey(name)
 	if err != nil {
 		return 0, err
 	}
-	defer s.unlockKey(sh)
+	defer s.unlockKey(sh, tk)
 	n, _ := ft.current(h)
 	return n, nil
 }

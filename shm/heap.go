@@ -93,28 +93,42 @@ func unlink(v uint32) int64 {
 	return int64(v-1) * 8
 }
 
+// freeMap is the shard's word of non-empty free lists: alloc finds the
+// first list that can hold a size in one look, not one load per class.
+func (sh *shard) freeMap() *uint32 { return sh.u32(sFreeMap) }
+
 func (sh *shard) listInsert(b, size int64) {
-	h := sh.listHead(sizeClass(size))
+	c := sizeClass(size)
+	h := sh.listHead(c)
 	first := unlink(atomic.LoadUint32(h))
-	storeRel32(sh.nextFree(b), link(first))
-	storeRel32(sh.prevFreeLink(b), 0)
-	if first != noBlock {
-		storeRel32(sh.prevFreeLink(first), link(b))
+	if first == noBlock {
+		m := sh.freeMap()
+		storeDerived32(m, atomic.LoadUint32(m)|1<<c)
 	}
-	storeRel32(h, link(b))
-	storeRel64(sh.g.u64(sh.heap+b+size-8), uint64(size))
+	storeDerived32(sh.nextFree(b), link(first))
+	storeDerived32(sh.prevFreeLink(b), 0)
+	if first != noBlock {
+		storeDerived32(sh.prevFreeLink(first), link(b))
+	}
+	storeDerived32(h, link(b))
+	storeDerived64(sh.g.u64(sh.heap+b+size-8), uint64(size))
 }
 
 func (sh *shard) listRemove(b, size int64) {
 	next := unlink(atomic.LoadUint32(sh.nextFree(b)))
 	prev := unlink(atomic.LoadUint32(sh.prevFreeLink(b)))
 	if prev == noBlock {
-		storeRel32(sh.listHead(sizeClass(size)), link(next))
+		c := sizeClass(size)
+		storeDerived32(sh.listHead(c), link(next))
+		if next == noBlock {
+			m := sh.freeMap()
+			storeDerived32(m, atomic.LoadUint32(m)&^(1<<c))
+		}
 	} else {
-		storeRel32(sh.nextFree(prev), link(next))
+		storeDerived32(sh.nextFree(prev), link(next))
 	}
 	if next != noBlock {
-		storeRel32(sh.prevFreeLink(next), link(prev))
+		storeDerived32(sh.prevFreeLink(next), link(prev))
 	}
 }
 
@@ -123,7 +137,8 @@ func (sh *shard) listRemove(b, size int64) {
 // fit in the size's class, then the first block of any larger class.
 // Caller holds the shard lock.
 func (sh *shard) alloc(size int64) int64 {
-	for c := sizeClass(size); c < nClasses; c++ {
+	for m := atomic.LoadUint32(sh.freeMap()) >> sizeClass(size) << sizeClass(size); m != 0; m &= m - 1 {
+		c := bits.TrailingZeros32(m)
 		for b := unlink(atomic.LoadUint32(sh.listHead(c))); b != noBlock; b = unlink(atomic.LoadUint32(sh.nextFree(b))) {
 			if s := sh.blockSize(b); s >= size {
 				sh.take(b, s, size)
@@ -181,9 +196,10 @@ func (sh *shard) release(b int64) {
 // initHeap makes the heap one free block.
 func (sh *shard) initHeap() {
 	for c := 0; c < nClasses; c++ {
-		storeRel32(sh.listHead(c), 0)
+		storeDerived32(sh.listHead(c), 0)
 	}
+	storeDerived32(sh.freeMap(), 0)
 	sh.setHeader(0, sh.g.heapSize, stateFree, false)
 	sh.listInsert(0, sh.g.heapSize)
-	storeRelI64(sh.i64(sHeapUsed), 0)
+	storeDerivedI64(sh.i64(sHeapUsed), 0)
 }

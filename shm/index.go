@@ -141,6 +141,6 @@ func (sh *shard) recount() {
 			entries++
 		}
 	}
-	storeRel32(sh.u32(sEntries), entries)
-	storeRel32(sh.u32(sTombs), tombs)
+	storeDerived32(sh.u32(sEntries), entries)
+	storeDerived32(sh.u32(sTombs), tombs)
 }

@@ -52,6 +52,9 @@ func futexSleep(addr *uint32, val uint32, d time.Duration) {
 	futex(addr, futexWait, val, &ts)
 }
 
+// futexWakeOne is kept out of line so that its callers (unlockWord) inline.
+//
+//go:noinline
 func futexWakeOne(addr *uint32) { futex(addr, futexWake, 1, nil) }
 
 // lockWord acquires the lock word w for tag and reports whether it was
@@ -62,6 +65,11 @@ func (g *segment) lockWord(w *uint32, tag uint32) (tookOver bool, began int64) {
 	if atomic.CompareAndSwapUint32(w, 0, tag) {
 		return false, 0
 	}
+	return g.lockWordHeld(w, tag)
+}
+
+// lockWordHeld is lockWord after its first CAS found w held.
+func (g *segment) lockWordHeld(w *uint32, tag uint32) (tookOver bool, began int64) {
 	for i := 0; i < lockSpins; i++ {
 		if atomic.LoadUint32(w) == 0 && atomic.CompareAndSwapUint32(w, 0, tag) {
 			return false, 0

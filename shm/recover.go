@@ -152,6 +152,7 @@ func (s *Store) derive(sh *shard) {
 	for c := 0; c < nClasses; c++ {
 		atomic.StoreUint32(sh.listHead(c), 0)
 	}
+	atomic.StoreUint32(sh.freeMap(), 0)
 	var f figures
 	prevFree := false
 	for b := int64(0); b < s.g.heapSize; {

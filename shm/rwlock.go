@@ -93,12 +93,13 @@ func (s *Store) LockInfo(key string) (kv.LockMode, int, error) {
 	if err := kv.CheckKey(key); err != nil {
 		return 0, 0, err
 	}
-	sh, h, tag, err := s.lockKey(key)
+	sh, h, tag, tk, err := s.lockKey(key)
 	if err != nil {
 		return 0, 0, err
 	}
-	defer s.unlockKey(sh)
-	t := now()
+	defer s.unlockKey(sh, tk)
+	// The expiry clock, as every TTL of the segment (and kv's lock steps).
+	t := expiryNow()
 	_, b := s.live(sh, h, tag, key, &t)
 	if b == noBlock {
 		mode, n := kv.LockHolders(nil, false, t)
@@ -120,17 +121,20 @@ func (s *Store) LockInfo(key string) (kv.LockMode, int, error) {
 // decides again on what the entry is then; if it cannot, the call fails
 // with kv.ErrNoMemory and nothing changed.
 func (s *Store) lockStep(key string, ft *fenceTable, decide func(old []byte, live bool, t int64) (kv.LockDecision, error)) (kv.LockDecision, int64, error) {
-	if err := s.enter(); err != nil {
+	tk, err := s.enter()
+	if err != nil {
 		return kv.LockDecision{}, 0, err
 	}
-	defer s.leave()
+	defer s.leave(tk)
 	comp := s.MemoryConfig()
 	sh, h, tag := s.locate(key)
-	for attempt := 0; ; attempt++ {
-		if err := s.lock(sh); err != nil {
-			return kv.LockDecision{}, 0, err
-		}
-		t := now()
+	var w write
+	var d kv.LockDecision
+	var fence int64
+	err = s.writeLoop(sh, sh, &w, func() (room, error) {
+		// The expiry clock: the record's deadlines and the entry's TTL are
+		// compared with every other TTL of the segment on it.
+		t := expiryNow()
 		room := sh.roomFor()
 		pos, b, ins := sh.lookup(tag, key)
 		gone := b != noBlock && expired(sh.entryExpireAt(b), &t)
@@ -138,17 +142,13 @@ func (s *Store) lockStep(key string, ft *fenceTable, decide func(old []byte, liv
 		if b != noBlock && !gone {
 			var ok bool
 			if old, ok = sh.valueView(b); !ok {
-				err := s.corrupt(sh)
-				s.unlock(sh)
-				return kv.LockDecision{}, 0, err
+				return fits, s.corrupt(sh)
 			}
 		}
-		d, err := decide(old, b != noBlock && !gone, t)
-		if err != nil {
-			s.unlock(sh)
-			return kv.LockDecision{}, 0, err
+		var err error
+		if d, err = decide(old, b != noBlock && !gone, t); err != nil {
+			return fits, err
 		}
-		var w write
 		r := fits
 		switch d.Write {
 		case kv.LockStore:
@@ -158,38 +158,36 @@ func (s *Store) lockStep(key string, ft *fenceTable, decide func(old []byte, liv
 		case kv.LockRemove:
 			s.removeEntry(sh, pos, b, h) // wakes the oldest waiter
 		}
-		var fence int64
-		if r == fits {
-			if gone && d.Write != kv.LockKeep {
-				sh.count(cExpirations)
-			}
+		if r != fits {
+			return r, nil
+		}
+		if gone && d.Write != kv.LockKeep {
+			sh.count(cExpirations)
+		}
+		switch {
+		case ft != nil && d.Granted:
+			fence = ft.mint(h)
+			sh.count(cSetNXWins)
+		case ft != nil:
+			sh.count(cSetNXLosses)
+		}
+		if atomic.LoadUint32(sh.u32(sWaiters)) != 0 {
 			switch {
-			case ft != nil && d.Granted:
-				fence = ft.mint(h)
-				sh.count(cSetNXWins)
-			case ft != nil:
-				sh.count(cSetNXLosses)
-			}
-			if atomic.LoadUint32(sh.u32(sWaiters)) != 0 {
-				switch {
-				case d.Wake == kv.WakeAll:
-					s.wakeAll(sh, h, false)
-				case d.Wake == kv.WakeOne && d.Write != kv.LockRemove:
-					s.wakeOne(sh, h)
-				}
-			}
-			if d.Write != kv.LockKeep {
-				s.sweepSome(sh, sweepPerWrite, &t)
+			case d.Wake == kv.WakeAll:
+				s.wakeAll(sh, h, false)
+			case d.Wake == kv.WakeOne && d.Write != kv.LockRemove:
+				s.wakeOne(sh, h)
 			}
 		}
-		s.unlock(sh)
-		if r == fits {
-			return d, fence, nil
+		if d.Write != kv.LockKeep {
+			s.sweepSome(sh, sweepPerWrite, &t)
 		}
-		if r == neverFits || attempt == writeAttempts || !s.makeRoom(sh, r, &w) {
-			return kv.LockDecision{}, 0, s.noMemory(r, len(key), len(w.stored))
-		}
+		return fits, nil
+	})
+	if err != nil {
+		return kv.LockDecision{}, 0, err
 	}
+	return d, fence, nil
 }
 
 // valueView returns the entry's logical value: the mapping itself when it

@@ -30,7 +30,9 @@ const (
 	magic = 0x4d48534d50485045 // "EPHPMSHM" little-endian
 	// layoutVersion 2: session data has a budget of its own (per-shard
 	// tallies, the session rule and budget in the header).
-	layoutVersion = 2
+	// 3: each shard has a word of non-empty free lists (sFreeMap), which a
+	// version-2 library would not keep.
+	layoutVersion = 3
 	headerSize    = 4096
 	readyValue    = 0x52454459 // "REDY"
 
@@ -96,6 +98,10 @@ type layout struct {
 	heapOff    int64
 	heapSize   int64 // per shard
 	limit      int64
+	// chunk is the credit a shard reserves beyond a write's need (credit.go),
+	// worked out once: a write's accounting uses it, and a division costs
+	// more than the rest of that accounting.
+	chunk int64
 }
 
 // planLayout sizes a segment for a memory limit: the heaps together hold
@@ -129,6 +135,7 @@ func planLayout(limit int64) layout {
 	l.heapOff = off
 	off += int64(l.shards) * l.heapSize
 	l.segSize = off
+	l.chunk = creditChunk(limit, l.shards)
 	return l
 }
 
@@ -377,6 +384,7 @@ func (g *segment) readLayout() {
 	g.heapOff = int64(*g.u64(hHeapOff))
 	g.heapSize = int64(*g.u64(hHeapSize))
 	g.limit = int64(*g.u64(hLimit))
+	g.chunk = creditChunk(g.limit, g.shards)
 }
 
 // validate checks that the header's layout is the one planLayout gives for

@@ -30,6 +30,7 @@ const (
 	sEvictNewTTL = 192
 	sEvictRet    = 200
 	sEvictRetTTL = 208
+	sFreeMap     = 216 // uint32: bit c set while free list c is not empty (derived)
 	sFreeLists   = 256 // [nClasses]uint32: free-list heads (off/8 + 1; 0: empty)
 )
 
@@ -73,15 +74,15 @@ func (sh *shard) used() *int64 { return sh.g.i64(hUsed + int64(sh.i)*8) }
 
 func (sh *shard) count(c int) {
 	p := sh.u64(sCounters + int64(c)*8)
-	storeRel64(p, atomic.LoadUint64(p)+1)
+	storeDerived64(p, atomic.LoadUint64(p)+1)
 }
 
 func (sh *shard) addI64(f int64, d int64) {
 	p := sh.i64(f)
-	storeRelI64(p, atomic.LoadInt64(p)+d)
+	storeDerivedI64(p, atomic.LoadInt64(p)+d)
 }
 
 func (sh *shard) addU32(f int64, d int32) {
 	p := sh.u32(f)
-	storeRel32(p, uint32(int32(atomic.LoadUint32(p))+d))
+	storeDerived32(p, uint32(int32(atomic.LoadUint32(p))+d))
 }

@@ -89,3 +89,69 @@ func TestOverwritesKeepTheFiguresExact(t *testing.T) {
 		require.NoError(t, s.Check(), "after write %d (%s, %d B, TTL %v)", i, c.key, c.size, c.ttl)
 	}
 }
+
+// Close waits for the calls in progress on other goroutines (one asleep in
+// Wait, others writing and reading in a loop) and detaches only then: none
+// of them fails but with the closed error, the waiter returns before Close
+// does, and the segment is whole for the process still attached.
+func TestCloseWaitsForCallsInProgress(t *testing.T) {
+	name := testName(t)
+	removeSegment(name)
+	t.Cleanup(func() { removeSegment(name) })
+	cfg := Options{Memory: kv.MemoryConfig{Limit: 4 << 20}}
+	s, err := Open(name, cfg)
+	require.NoError(t, err)
+	other, err := Open(name, cfg)
+	require.NoError(t, err)
+	defer other.Close()
+	out, err := other.SetNX("held", []byte("t"), time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, kv.Inserted, out)
+
+	var waiterDone atomic.Bool
+	waitErr := make(chan error, 1)
+	go func() {
+		_, err := s.Wait("held", 300*time.Millisecond)
+		waiterDone.Store(true)
+		waitErr <- err
+	}()
+	sh, _, _ := s.locate("held")
+	for atomic.LoadUint32(sh.u32(sWaiters)) == 0 {
+		time.Sleep(100 * time.Microsecond) // until the waiter is registered, asleep in Wait
+	}
+
+	const writers = 4
+	ready := make(chan struct{}, writers)
+	errs := make(chan error, writers)
+	for w := 0; w < writers; w++ {
+		go func() {
+			key, dst := "w"+string(rune('a'+w)), make([]byte, 64)
+			for i := 0; ; i++ {
+				err := s.Set(key, []byte("value"), 0)
+				if err == nil {
+					_, _, err = s.GetInto(key, dst)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				if i == 0 {
+					ready <- struct{}{}
+				}
+			}
+		}()
+	}
+	for w := 0; w < writers; w++ {
+		<-ready
+	}
+	require.NoError(t, s.Close())
+	assert.True(t, waiterDone.Load(), "Close returned while a call was in progress")
+	require.NoError(t, <-waitErr)
+	for w := 0; w < writers; w++ {
+		assert.ErrorIs(t, <-errs, errClosed)
+	}
+	assert.ErrorIs(t, s.Set("k", []byte("v"), 0), errClosed)
+	assert.NoError(t, s.Close(), "a second Close")
+	assert.Equal(t, 1, other.Attached())
+	assert.NoError(t, other.Check())
+}

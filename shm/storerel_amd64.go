@@ -6,5 +6,8 @@ func storeRel64(p *uint64, v uint64)
 //go:noescape
 func storeRel32(p *uint32, v uint32)
 
+func storeDerived64(p *uint64, v uint64) { *p = v }
+func storeDerived32(p *uint32, v uint32) { *p = v }
+
 // cpuRelax is the PAUSE instruction: a spin-wait hint.
 func cpuRelax()

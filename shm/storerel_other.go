@@ -7,4 +7,7 @@ import "sync/atomic"
 func storeRel64(p *uint64, v uint64) { atomic.StoreUint64(p, v) }
 func storeRel32(p *uint32, v uint32) { atomic.StoreUint32(p, v) }
 
+func storeDerived64(p *uint64, v uint64) { atomic.StoreUint64(p, v) }
+func storeDerived32(p *uint32, v uint32) { atomic.StoreUint32(p, v) }
+
 func cpuRelax() {}

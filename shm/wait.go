@@ -150,11 +150,11 @@ func (s *Store) wakeAll(sh *shard, h uint64, anyKey bool) {
 // is bounded by maxWaitSleep, after which the key is looked at again, so a
 // lost wake-up (its waker killed) costs at most that.
 func (s *Store) Wait(key string, timeout time.Duration) (bool, error) {
-	sh, h, tag, err := s.lockKey(key)
+	sh, h, tag, tk, err := s.lockKey(key)
 	if err != nil {
 		return false, err
 	}
-	defer s.leave()
+	defer s.leave(tk)
 	var t int64 // the expiry clock, read when an entry's TTL needs it
 	_, b := s.live(sh, h, tag, key, &t)
 	if b == noBlock || timeout <= 0 {
