@@ -28,7 +28,7 @@ const (
 // writes never make session data go.
 func (s *Store) makeRoom(sh *shard, r room, w *write) bool {
 	size := entrySize(len(w.key), len(w.stored))
-	policy := s.MemoryConfig().Policy
+	policy := s.memoryConfig().Policy
 	order := evictClasses(w.kind)
 	switch r {
 	case overBudget:

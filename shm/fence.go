@@ -191,6 +191,11 @@ func (s *Store) fences() (*fenceTable, error) {
 	if ft := s.fenceTab.Load(); ft != nil {
 		return ft, nil
 	}
+	// Close takes fenceMu to unmap the table once it has removed the
+	// ticket: a table mapped after that would never be unmapped.
+	if s.ticket.Load() == nil {
+		return nil, errClosed
+	}
 	ft, err := openFences(fencesPath(s.g.path))
 	if err != nil {
 		return nil, err

@@ -126,7 +126,7 @@ func (s *Store) lockStep(key string, ft *fenceTable, decide func(old []byte, liv
 		return kv.LockDecision{}, 0, err
 	}
 	defer s.leave(tk)
-	comp := s.MemoryConfig()
+	comp := s.memoryConfig()
 	sh, h, tag := s.locate(key)
 	var w write
 	var d kv.LockDecision
@@ -187,6 +187,9 @@ func (s *Store) lockStep(key string, ft *fenceTable, decide func(old []byte, liv
 	if err != nil {
 		return kv.LockDecision{}, 0, err
 	}
+	// d.Value may view the mapping (a decision that keeps the old record
+	// returns it), valid only under the shard lock, which is gone now.
+	d.Value = nil
 	return d, fence, nil
 }
 

@@ -169,8 +169,19 @@ func (s *Store) applyConfig(cfg kv.MemoryConfig, budget int64) {
 	atomic.StoreUint32(s.g.u32(hMinSize), uint32(cfg.CompressionMinSize))
 }
 
-// MemoryConfig returns the segment's memory setting.
+// MemoryConfig returns the segment's memory setting; the zero setting once
+// the store is closed.
 func (s *Store) MemoryConfig() kv.MemoryConfig {
+	tk, err := s.enter()
+	if err != nil {
+		return kv.MemoryConfig{}
+	}
+	defer s.leave(tk)
+	return s.memoryConfig()
+}
+
+// memoryConfig is MemoryConfig for a call in progress (it holds the ticket).
+func (s *Store) memoryConfig() kv.MemoryConfig {
 	return kv.MemoryConfig{
 		Limit:              s.g.limit,
 		SessionLimit:       atomic.LoadInt64(s.g.i64(hSessSetting)),
@@ -196,6 +207,11 @@ func (s *Store) SetMemoryConfig(cfg kv.MemoryConfig) error {
 	if err != nil {
 		return err
 	}
+	tk, err := s.enter()
+	if err != nil {
+		return err
+	}
+	defer s.leave(tk)
 	s.applyConfig(cfg, budget)
 	return nil
 }
@@ -225,7 +241,9 @@ func (s *Store) Close() error {
 		case <-done:
 			s.g.detach(s.slot)
 			s.g.unmap()
+			s.fenceMu.Lock()
 			s.fenceTab.Load().unmap()
+			s.fenceMu.Unlock()
 			return nil
 		case <-time.After(pause):
 		}
@@ -595,7 +613,7 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 		return false, err
 	}
 	defer s.leave(tk)
-	comp := s.MemoryConfig()
+	comp := s.memoryConfig()
 	stored, cflag := storedForm(value, comp.Compression, comp.CompressionMinSize)
 	sh, h, tag := s.locate(key)
 	// Field by field: a composite literal is built aside and copied, and
@@ -1061,7 +1079,7 @@ func (s *Store) Stats() (kv.Stats, error) {
 		return kv.Stats{}, err
 	}
 	defer s.leave(tk)
-	cfg := s.MemoryConfig()
+	cfg := s.memoryConfig()
 	st := kv.Stats{InstanceID: s.g.instanceID(), MemoryLimit: cfg.Limit, SessionLimit: s.sessionLimit(),
 		Eviction: cfg.Policy.String(), Compression: cfg.Compression}
 	for i := range s.shards {
@@ -1084,12 +1102,20 @@ func (s *Store) Stats() (kv.Stats, error) {
 		st.DelIfEqMismatches += c(cDelIfEqMismatches)
 		s.unlock(sh)
 	}
-	st.Processes = int64(s.Attached())
+	st.Processes = int64(s.g.attached())
 	return st, nil
 }
 
-// Attached returns the number of live processes attached to the segment.
-func (s *Store) Attached() int { return s.g.attached() }
+// Attached returns the number of live processes attached to the segment;
+// 0 once the store is closed.
+func (s *Store) Attached() int {
+	tk, err := s.enter()
+	if err != nil {
+		return 0
+	}
+	defer s.leave(tk)
+	return s.g.attached()
+}
 
 func (s *Store) noteDeadOwnerWait(d int64) {
 	for {
@@ -1106,5 +1132,12 @@ func (s *Store) noteDeadOwnerWait(d int64) {
 func (s *Store) DeadOwnerWait() time.Duration { return time.Duration(s.deadOwnerWait.Load()) }
 
 // Recoveries returns how many times a shard of the segment was recovered
-// from a dead owner since it was created.
-func (s *Store) Recoveries() uint64 { return atomic.LoadUint64(s.g.u64(hRecoveries)) }
+// from a dead owner since it was created; 0 once the store is closed.
+func (s *Store) Recoveries() uint64 {
+	tk, err := s.enter()
+	if err != nil {
+		return 0
+	}
+	defer s.leave(tk)
+	return atomic.LoadUint64(s.g.u64(hRecoveries))
+}
