@@ -549,7 +549,9 @@ typedef struct ephpm_kv_ops {
      *   EXISTS     held against mode for the whole of wait_ms; *fence 0.
      *   E_INVALID  a bad token or mode, or token already holds key for
      *              reading.
-     *   E_NOMEM    key has the most read holds a name keeps (10000), or
+     *   E_NOMEM    key has the most read holds a name keeps (10000; 1000
+     *              on Redis, where each call's server time is linear in
+     *              them and blocks the server), or
      *              the store has no room for the record.
      * A failure is never reported as EXISTS; after E_UNAVAILABLE the lock
      * may have been granted (release it with its token). fence must not

@@ -36,6 +36,15 @@ import (
 // release that leaves a writer's claim alone publishes wakeEveryone, so
 // that the writer wakes wherever it waits.
 
+// MaxReadHolds is the most read holds one name keeps on Redis, fewer
+// than kv.MaxReadHolds: every script on a read-held name decodes and
+// re-encodes its whole record, about 0.35 µs of server time per hold, and
+// a script blocks the whole server while it runs (docs/measurements.md).
+// A shared attempt on a name that has them all fails with kv.ErrNoMemory,
+// as kv's does at its limit; a record with more (written by kv, or by an
+// older library) is read and released, and refuses new holds.
+const MaxReadHolds = 1000
+
 // rwLua is the record's codec and the steps the scripts share. now is the
 // server's clock in ms. A script's cost is linear in the record's holds, so
 // the codec does the least per hold: parse reads each hold's length and
@@ -148,10 +157,10 @@ end
 // lockAttemptScript is one attempt of lock_acquire (kv.DecideAcquire):
 // KEYS name, its fence key (and its line; in line, the caller's lease);
 // ARGV token, mode (0 exclusive, 1 shared), TTL ms ('0': none), claim ms
-// ('0': none), fence keep ms ('0': for ever), kv.MaxReadHolds, the release
+// ('0': none), fence keep ms ('0': for ever), MaxReadHolds, the release
 // channel (and the line's lease prefix; in line, the waiter's id and lease
 // ms). It answers the grant's fence, 0 when refused, -1 when token already
-// holds the name for reading, -2 when the name has kv.MaxReadHolds read
+// holds the name for reading, -2 when the name has MaxReadHolds read
 // holds.
 //
 // In line (queue.go), the attempt is decided only in the caller's turn
@@ -351,7 +360,7 @@ func (s *Store) lockAttempt(key string, token []byte, mode kv.LockMode, ttl, cla
 	// takes to reach the server's clock.
 	claimMs := max(int64(claim/time.Millisecond), 0)
 	keys := []string{rk, fk}
-	argv := []any{token, int64(mode), ms(ttl), claimMs, fenceKeepMs(ttl), int64(kv.MaxReadHolds), releaseChannel(rk)}
+	argv := []any{token, int64(mode), ms(ttl), claimMs, fenceKeepMs(ttl), int64(MaxReadHolds), releaseChannel(rk)}
 	if line, prefix, ok := queueKeys(rk); ok {
 		keys, argv = append(keys, line), append(argv, prefix)
 		if w != nil {
@@ -365,7 +374,7 @@ func (s *Store) lockAttempt(key string, token []byte, mode kv.LockMode, ttl, cla
 	case n == -1:
 		return 0, 0, fmt.Errorf("%w: this token already holds the name for reading", kv.ErrInvalidArgument)
 	case n == -2:
-		return 0, 0, fmt.Errorf("%w: the name has %d read holds, the most one name keeps", kv.ErrNoMemory, kv.MaxReadHolds)
+		return 0, 0, fmt.Errorf("%w: the name has %d read holds, the most one name keeps on Redis", kv.ErrNoMemory, MaxReadHolds)
 	case n == 0:
 		s.setNXLosses.Add(1)
 		return kv.Exists, 0, nil
