@@ -256,3 +256,33 @@ func TestAFullServerKeepsTheLineMoving(t *testing.T) {
 		t.Fatal("the next waiter did not take the lock within 5 s")
 	}
 }
+
+// A guarded write that releases nothing, refused by a full server, is the
+// server's refusal (kv.ErrNoMemory), with the guard still held; so is a
+// fenced write whose lock is no longer held (nothing to release).
+func TestAFullServerRefusesAWriteThatReleasesNothing(t *testing.T) {
+	srv, s, key := heldLock(t, "fullguard")
+	data := session.DataKey("fullguard")
+	require.NoError(t, s.Set(data, []byte("old"), time.Minute))
+	fenced := session.LockKey("fullfenced")
+	_, _, _, fence, err := s.SetNXGetFenced(fenced, []byte("gone"), time.Minute, "unread", nil)
+	require.NoError(t, err)
+	ok, err := s.DelIfEq(fenced, []byte("gone"))
+	require.NoError(t, err)
+	require.True(t, ok)
+	fill(t, admin(t, srv.Addr))
+
+	ok, err = s.SetGuarded(data, []byte("new"), time.Minute, key, []byte("holder"))
+	require.ErrorIs(t, err, kv.ErrNoMemory)
+	assert.False(t, ok)
+	ok, err = s.SetFencedRelease(data, []byte("new"), time.Minute, fenced, fence, []byte("gone"))
+	require.ErrorIs(t, err, kv.ErrNoMemory)
+	assert.NotContains(t, err.Error(), "released", "there was no lock to release")
+	assert.False(t, ok)
+	v, _, err := get(t, s, key)
+	require.NoError(t, err)
+	assert.Equal(t, "holder", string(v), "the guard is still held")
+	v, _, err = get(t, s, data)
+	require.NoError(t, err)
+	assert.Equal(t, "old", string(v))
+}

@@ -273,7 +273,8 @@ func (s *Store) waitInLine(key, id string, timeout time.Duration, sc *script, ar
 }
 
 // LeaveLine takes waiter id out of key's line (a waiter that gives up),
-// telling the next one if the lock is free.
+// telling the next one if the lock is free, or handing it on if it was
+// handed to id; its first write is a ZREM, so a full server runs it all.
 func (s *Store) LeaveLine(key, id string) error {
 	rk := s.redisKey(key)
 	line, prefix, _ := queueKeys(rk)

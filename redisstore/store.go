@@ -397,7 +397,9 @@ if redis.call('exists', KEYS[1]) == 0 then return 0 end
 hand_on(KEYS[1], ARGV[1], KEYS[2], ARGV[2])
 return 1`)
 
-// Del removes key and announces it to waiters.
+// Del removes key and announces it to waiters, handing a lined key to
+// its first live waiter as DelIfEq does; a full server runs it too (see
+// "A full server", queue.go).
 func (s *Store) Del(key string) (bool, error) {
 	if err := s.durable(key); err != nil {
 		return false, err
@@ -555,7 +557,8 @@ hand_on(KEYS[2], ARGV[3], KEYS[3], ARGV[4])
 return 1`)
 
 // ExpireGuardedRelease refreshes a session's TTL and releases its lock in
-// one script: a lazy write's one round trip. Both keys must live on one
+// one script: a lazy write's one round trip. A full server runs it all
+// (PEXPIRE and the release take no memory). Both keys must live on one
 // server, as for SetGuarded.
 func (s *Store) ExpireGuardedRelease(key string, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
 	if err := s.noEviction(); err != nil {
