@@ -50,9 +50,8 @@ func queueKeys(rk string) (queue, leasePrefix string, ok bool) {
 // no new memory: a hand-over DELs the lock before it SETs the head's token
 // there, a waiter already in line renews its lease with PEXPIRE, and a
 // waiter whose turn came leaves the line (ZREM, DEL) before it SETs the
-// lock, which takes about what its place held. A
-// full server then still frees, hands over and keeps the line, while it
-// refuses what would grow: a new waiter's place (the attempt fails with
+// lock, which takes about what its place held. A full server then still
+// frees, hands over and keeps the line, while it refuses what would grow: a new waiter's place (the attempt fails with
 // kv.ErrNoMemory, nothing changed) and a guarded write's value (see
 // setGuardedScript), whose release goes ahead.
 
@@ -90,9 +89,8 @@ end
 
 // handOnLua is the release of a lock that has a line: hand_on(lock, ch,
 // line, prefix) sets lock to the first live waiter's token for its lease
-// (a DEL, then the SET: on a full server too, where the SET takes what the
-// DEL freed)
-// (see the lease's value above), takes the waiter out of line (its lease
+// (see the lease's value above; a DEL, then the SET, which a full server
+// runs too and which takes what the DEL freed), takes the waiter out of line (its lease
 // stays until it claims the lock or the lease lapses, so that its look
 // can tell the lock is its) and publishes its id on ch. With nobody live
 // in line (or no line: line nil), or a head whose lease holds no token, the
