@@ -455,7 +455,11 @@ typedef struct ephpm_kv_ops {
      *   OK    written, and the guard released.
      *   MISS  the guard did not hold (absent, expired or different);
      *         nothing changed.
-     * After a failure both the write and the release are unknown. */
+     *   E_NOMEM  no room for value: nothing written, the old value kept;
+     *         the guard may have been released (on Redis it is, in the same
+     *         step, so that a full server never leaves a lock to its TTL):
+     *         release it with its token as after any failure.
+     * After another failure both the write and the release are unknown. */
     int (*set_guarded_release)(const char *key, size_t key_len,
                                const char *value, size_t value_len, int64_t ttl_ms,
                                const char *guard_key, size_t guard_key_len,
@@ -494,7 +498,8 @@ typedef struct ephpm_kv_ops {
      *              lock; nothing changed.
      *   E_INVALID  fence <= 0, or on a Redis Cluster key and lock are in
      *              different slots.
-     * After a failure both the write and the release are unknown. */
+     *   E_NOMEM    no room for value: as set_guarded_release.
+     * After another failure both the write and the release are unknown. */
     int (*set_fenced_release)(const char *key, size_t key_len,
                               const char *value, size_t value_len, int64_t ttl_ms,
                               const char *lock, size_t lock_len, int64_t fence,
@@ -544,7 +549,9 @@ typedef struct ephpm_kv_ops {
      *   EXISTS     held against mode for the whole of wait_ms; *fence 0.
      *   E_INVALID  a bad token or mode, or token already holds key for
      *              reading.
-     *   E_NOMEM    key has the most read holds a name keeps (10000), or
+     *   E_NOMEM    key has the most read holds a name keeps (10000; 1000
+     *              on Redis, where each call's server time is linear in
+     *              them and blocks the server), or
      *              the store has no room for the record.
      * A failure is never reported as EXISTS; after E_UNAVAILABLE the lock
      * may have been granted (release it with its token). fence must not

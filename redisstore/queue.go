@@ -40,11 +40,27 @@ func queueKeys(rk string) (queue, leasePrefix string, ok bool) {
 	return "ephpm:line:{" + tag + "}", "ephpm:lease:{" + tag + "}:", true
 }
 
+// A full server. A noeviction server over its maxmemory refuses a
+// command that may take memory (SET, ZADD: "denyoom") with OOM, and inside
+// a script (one without a "#!lua flags=" line, as all of these are) only as
+// the script's first write: once a script has written, the rest of it runs
+// (Redis and Valkey cannot stop a script half-way, and do not roll one
+// back; TestAFullServerRefusesOnlyAScriptsFirstWrite holds the servers to
+// it). So every write that releases a lock or keeps a waiter's place needs
+// no new memory: a hand-over DELs the lock before it SETs the head's token
+// there, a waiter already in line renews its lease with PEXPIRE, and a
+// waiter whose turn came leaves the line (ZREM, DEL) before it SETs the
+// lock, which takes about what its place held. A full server then still
+// frees, hands over and keeps the line, while it refuses what would grow: a new waiter's place (the attempt fails with
+// kv.ErrNoMemory, nothing changed) and a guarded write's value (see
+// setGuardedScript), whose release goes ahead.
+
 // liveHeadLua is the first waiter in line whose lease is live (or is
 // me), dropping those whose lease lapsed; nil for an empty line.
 // join_line puts waiter id in line (kept in its place if it is there) with
 // its lease key lease holding value for lease_ms, and keeps the line as
-// long as the lease.
+// long as the lease; a waiter already in line with that lease only has it
+// renewed, which a full server runs too.
 const liveHeadLua = `
 local function live_head(line, prefix, me)
   while true do
@@ -55,9 +71,13 @@ local function live_head(line, prefix, me)
   end
 end
 local function join_line(line, lease, id, lease_ms, value)
-  local t = redis.call('time')
-  redis.call('zadd', line, 'NX', t[1] * 1000000 + t[2], id)
-  redis.call('set', lease, value, 'PX', lease_ms)
+  if redis.call('get', lease) == value and redis.call('zscore', line, id) then
+    redis.call('pexpire', lease, lease_ms)
+  else
+    local t = redis.call('time')
+    redis.call('zadd', line, 'NX', t[1] * 1000000 + t[2], id)
+    redis.call('set', lease, value, 'PX', lease_ms)
+  end
   if redis.call('pttl', line) < tonumber(lease_ms) then redis.call('pexpire', line, lease_ms) end
 end
 local function publish_release(ch, line, prefix)
@@ -69,7 +89,8 @@ end
 
 // handOnLua is the release of a lock that has a line: hand_on(lock, ch,
 // line, prefix) sets lock to the first live waiter's token for its lease
-// (see the lease's value above), takes the waiter out of line (its lease
+// (see the lease's value above; a DEL, then the SET, which a full server
+// runs too and which takes what the DEL freed), takes the waiter out of line (its lease
 // stays until it claims the lock or the lease lapses, so that its look
 // can tell the lock is its) and publishes its id on ch. With nobody live
 // in line (or no line: line nil), or a head whose lease holds no token, the
@@ -82,6 +103,7 @@ local function hand_on(lock, ch, line, prefix)
       local l = redis.call('get', prefix .. h)
       local c = l and string.find(l, ':', 1, true)
       if c and c > 1 then
+        redis.call('del', lock)
         redis.call('set', lock, string.sub(l, c + 1), 'PX', string.sub(l, 1, c - 1))
         redis.call('zrem', line, h)
         redis.call('publish', ch, h)
@@ -114,6 +136,8 @@ local function take_in_line(lock, line, lease, token, ttl, id, lease_ms, prefix)
   local h = nil
   if not held then h = live_head(line, prefix, id) end
   if claimed or (not held and (not h or h == id)) then
+    redis.call('zrem', line, id)
+    redis.call('del', lease)
     if ttl == '0' then
       if claimed then redis.call('persist', lock) else redis.call('set', lock, token) end
     elseif claimed then
@@ -121,8 +145,6 @@ local function take_in_line(lock, line, lease, token, ttl, id, lease_ms, prefix)
     else
       redis.call('set', lock, token, 'PX', ttl)
     end
-    redis.call('zrem', line, id)
-    redis.call('del', lease)
     return true
   end
   if lease_ms ~= '0' then join_line(line, lease, id, lease_ms, lease_ms .. ':' .. token) end
@@ -249,7 +271,8 @@ func (s *Store) waitInLine(key, id string, timeout time.Duration, sc *script, ar
 }
 
 // LeaveLine takes waiter id out of key's line (a waiter that gives up),
-// telling the next one if the lock is free.
+// telling the next one if the lock is free, or handing it on if it was
+// handed to id; its first write is a ZREM, so a full server runs it all.
 func (s *Store) LeaveLine(key, id string) error {
 	rk := s.redisKey(key)
 	line, prefix, _ := queueKeys(rk)

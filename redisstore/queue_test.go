@@ -468,33 +468,6 @@ func TestAFencedWaiterHandedTheLockMintsItsFenceAtTheClaim(t *testing.T) {
 	assert.Greater(t, ttl, 5*time.Second, "claimed: the real TTL")
 }
 
-// A release of a lined lock on a full noeviction server, whose hand-over
-// SET the server refuses (OOM), still releases: the lock is freed (DEL
-// frees memory), the release says so, and the head is woken to take it.
-func TestAReleaseOnAFullServerFreesALinedLock(t *testing.T) {
-	srv, s, key := heldLock(t, "full")
-	out, err := s.SetNXInLine(key, []byte("head"), time.Minute, "headid", 5*time.Second)
-	require.NoError(t, err)
-	require.Equal(t, kv.Exists, out, "in line")
-	require.NoError(t, s.Set("ballast", make([]byte, 2<<20), 0))
-	a := admin(t, srv.Addr)
-	require.NoError(t, a.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err())
-	require.NoError(t, a.ConfigSet(ctx, "maxmemory", "1mb").Err())
-	t.Cleanup(func() { a.ConfigSet(ctx, "maxmemory", "0") })
-	_, err = s.SetNX("other", []byte("x"), time.Minute)
-	require.Error(t, err, "full: writes are refused")
-
-	released, err := s.DelIfEq(key, []byte("holder"))
-	require.NoError(t, err)
-	assert.True(t, released)
-	_, found, err := get(t, s, key)
-	require.NoError(t, err)
-	assert.False(t, found, "freed, not handed over: the server takes no SET")
-	turn, err := s.WaitTurn(key, "headid", time.Second)
-	require.NoError(t, err)
-	assert.True(t, turn, "the head's turn")
-}
-
 // An acquisition that will not wait (a wait of 0), refused, takes no place
 // in line: one attempt, no lease, nothing to leave. For a session-style
 // lock and a read/write lock alike.

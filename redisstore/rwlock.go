@@ -36,6 +36,15 @@ import (
 // release that leaves a writer's claim alone publishes wakeEveryone, so
 // that the writer wakes wherever it waits.
 
+// MaxReadHolds is the most read holds one name keeps on Redis, fewer
+// than kv.MaxReadHolds: every script on a read-held name decodes and
+// re-encodes its whole record, about 0.35 µs of server time per hold, and
+// a script blocks the whole server while it runs (docs/measurements.md).
+// A shared attempt on a name that has them all fails with kv.ErrNoMemory,
+// as kv's does at its limit; a record with more (written by kv, or by an
+// older library) is read and released, and refuses new holds.
+const MaxReadHolds = 1000
+
 // rwLua is the record's codec and the steps the scripts share. now is the
 // server's clock in ms. A script's cost is linear in the record's holds, so
 // the codec does the least per hold: parse reads each hold's length and
@@ -148,10 +157,10 @@ end
 // lockAttemptScript is one attempt of lock_acquire (kv.DecideAcquire):
 // KEYS name, its fence key (and its line; in line, the caller's lease);
 // ARGV token, mode (0 exclusive, 1 shared), TTL ms ('0': none), claim ms
-// ('0': none), fence keep ms ('0': for ever), kv.MaxReadHolds, the release
+// ('0': none), fence keep ms ('0': for ever), MaxReadHolds, the release
 // channel (and the line's lease prefix; in line, the waiter's id and lease
 // ms). It answers the grant's fence, 0 when refused, -1 when token already
-// holds the name for reading, -2 when the name has kv.MaxReadHolds read
+// holds the name for reading, -2 when the name has MaxReadHolds read
 // holds.
 //
 // In line (queue.go), the attempt is decided only in the caller's turn
@@ -161,7 +170,8 @@ end
 // holding "rw" (no "lease_ms:token": a plain release frees the name and
 // names it rather than handing it a token), unless its lease ms is '0' (an
 // attempt that will not wait), and a granted one leaves the line before
-// its shared grant names the next head.
+// it writes the name (so that a full server grants it too: see "A full
+// server", queue.go) and before its shared grant names the next head.
 var lockAttemptScript = newScript(liveHeadLua + mintFenceLua + rwLua + `
 local id = ARGV[9]
 local function refused()
@@ -184,27 +194,31 @@ if v then
 end
 if ARGV[2] == '0' then
   if #r.dls == 0 then
+    leave()
     if ARGV[3] == '0' then
       redis.call('set', KEYS[1], ARGV[1])
     else
       redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[3])
     end
-    leave()
     return mint_fence(KEYS[2], ARGV[5])
   end
+  -- The place in line is kept before the claim is stored: a waiter in
+  -- line renews both on a full server (its renewal is the first write,
+  -- see "A full server", queue.go), where a new one is refused.
+  refused()
   local claim = deadline(ARGV[4], now)
   if claim ~= 0 and claim > r.claim then
     r.claim = claim
     store_record(KEYS[1], r, now)
   end
-  return refused()
+  return 0
 end
 if r.claim ~= 0 then return refused() end
 if find(r, ARGV[1]) then leave(); return -1 end
 if #r.dls >= tonumber(ARGV[6]) then leave(); return -2 end
 add(r, ARGV[1], deadline(ARGV[3], now))
-store_record(KEYS[1], r, now)
 leave()
+store_record(KEYS[1], r, now)
 publish_release(ARGV[7], KEYS[3], ARGV[8])
 return mint_fence(KEYS[2], ARGV[5])`)
 
@@ -249,7 +263,9 @@ return math.max(first - now, 1)`)
 // line (for the claim, the claiming writer: in line, a writer claims only
 // in its turn); for a claim and nobody in line it wakes every waiter
 // instead, since a writer waiting outside a line (Wait) may stand behind
-// readers the claim refuses.
+// readers the claim refuses. The shorter record is stored after a DEL of
+// the old one, so that a full server runs the release too (see "A full
+// server", queue.go).
 var lockReleaseScript = newScript(liveHeadLua + rwLua + `
 local v = redis.call('get', KEYS[1])
 if not v then return 0 end
@@ -264,6 +280,7 @@ end
 local i = find(r, ARGV[1])
 if not i then return 0 end
 remove(r, i)
+redis.call('del', KEYS[1])
 if #r.dls > 0 then
   store_record(KEYS[1], r, now)
 elseif r.claim ~= 0 then
@@ -271,13 +288,14 @@ elseif r.claim ~= 0 then
   local h = KEYS[2] and live_head(KEYS[2], ARGV[3], nil)
   redis.call('publish', ARGV[2], h or '` + wakeEveryone + `')
 else
-  redis.call('del', KEYS[1])
   publish_release(ARGV[2], KEYS[2], ARGV[3])
 end
 return 1`)
 
 // lockRefreshScript is lock_refresh (kv.DecideRefresh): KEYS name; ARGV
-// token, TTL ms ('0': none). 1 if token held the name, else 0.
+// token, TTL ms ('0': none). 1 if token held the name, else 0. A record
+// keeps its size (lapsed holds go), and is stored after a DEL of the old
+// one, as lockReleaseScript stores it: a full server refreshes too.
 var lockRefreshScript = newScript(rwLua + `
 local v = redis.call('get', KEYS[1])
 if not v then return 0 end
@@ -291,6 +309,7 @@ end
 local i = find(r, ARGV[1])
 if not i then return 0 end
 r.dls[i] = deadline(ARGV[2], now); r.at[i] = false; r.toks[i] = ARGV[1]
+redis.call('del', KEYS[1])
 store_record(KEYS[1], r, now)
 return 1`)
 
@@ -341,7 +360,7 @@ func (s *Store) lockAttempt(key string, token []byte, mode kv.LockMode, ttl, cla
 	// takes to reach the server's clock.
 	claimMs := max(int64(claim/time.Millisecond), 0)
 	keys := []string{rk, fk}
-	argv := []any{token, int64(mode), ms(ttl), claimMs, fenceKeepMs(ttl), int64(kv.MaxReadHolds), releaseChannel(rk)}
+	argv := []any{token, int64(mode), ms(ttl), claimMs, fenceKeepMs(ttl), int64(MaxReadHolds), releaseChannel(rk)}
 	if line, prefix, ok := queueKeys(rk); ok {
 		keys, argv = append(keys, line), append(argv, prefix)
 		if w != nil {
@@ -355,7 +374,7 @@ func (s *Store) lockAttempt(key string, token []byte, mode kv.LockMode, ttl, cla
 	case n == -1:
 		return 0, 0, fmt.Errorf("%w: this token already holds the name for reading", kv.ErrInvalidArgument)
 	case n == -2:
-		return 0, 0, fmt.Errorf("%w: the name has %d read holds, the most one name keeps", kv.ErrNoMemory, kv.MaxReadHolds)
+		return 0, 0, fmt.Errorf("%w: the name has %d read holds, the most one name keeps on Redis", kv.ErrNoMemory, MaxReadHolds)
 	case n == 0:
 		s.setNXLosses.Add(1)
 		return kv.Exists, 0, nil

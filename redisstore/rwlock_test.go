@@ -256,24 +256,26 @@ func TestSharedAttemptRefusals(t *testing.T) {
 	_, n := holders(t, s, name)
 	assert.Equal(t, 1, n, "the refused calls changed nothing")
 
-	// A record kv wrote (deadlines 0: no expiry) is read and extended.
+	// A record kv wrote (deadlines 0: no expiry) is read and extended, up
+	// to Redis's limit.
 	full := kv.ReaderRecord{}
-	for i := range kv.MaxReadHolds {
+	for i := range MaxReadHolds {
 		full.Holds = append(full.Holds, kv.ReadHold{Token: []byte("h" + strconv.Itoa(i))})
 	}
 	v := full.AppendTo(nil)
 	require.NoError(t, s.Set(name, v, 0))
 	m, n := holders(t, s, name)
 	assert.Equal(t, shared, m)
-	assert.Equal(t, kv.MaxReadHolds, n)
+	assert.Equal(t, MaxReadHolds, n)
 	_, _, err = s.LockAttempt(name, []byte("one more"), shared, time.Minute, 0)
 	assert.ErrorIs(t, err, kv.ErrNoMemory)
+	assert.Contains(t, err.Error(), "1000 read holds")
 	r, _ := s.do(nil, "get", name)
 	assert.Equal(t, v, r.b, "refused: unchanged")
 	assert.True(t, released(t, s, name, "h0"))
 	granted(t, s, name, "one more", shared, time.Minute)
 	rec := record(t, s, name)
-	assert.Len(t, rec.Holds, kv.MaxReadHolds)
+	assert.Len(t, rec.Holds, MaxReadHolds)
 	assert.Equal(t, "h1", string(rec.Holds[0].Token))
 	assert.Equal(t, "one more", string(rec.Holds[len(rec.Holds)-1].Token))
 	assert.Equal(t, int64(-1), pttl(t, s, name), "kv's holds have no deadline")

@@ -397,7 +397,9 @@ if redis.call('exists', KEYS[1]) == 0 then return 0 end
 hand_on(KEYS[1], ARGV[1], KEYS[2], ARGV[2])
 return 1`)
 
-// Del removes key and announces it to waiters.
+// Del removes key and announces it to waiters, handing a lined key to
+// its first live waiter as DelIfEq does; a full server runs it too (see
+// "A full server", queue.go).
 func (s *Store) Del(key string) (bool, error) {
 	if err := s.durable(key); err != nil {
 		return false, err
@@ -449,11 +451,10 @@ func (s *Store) DelIfEq(key string, token []byte) (bool, error) {
 		return s.countRelease(s.runNative(release, delIfEqScript, []string{rk}, token, ch))
 	}
 	n, err := s.run(delIfEqScript, append([]string{rk}, line...), append([]any{token, ch}, prefix...)...)
-	// A script refused unrun (NOPERM, unknown command) released nothing,
-	// and neither did one whose hand-over SET a full noeviction server
-	// refused (OOM: nothing before it deletes): the native command may
-	// still release there (DEL frees memory, where SET would take it).
-	if script, _ := unrun(err); script || errors.Is(err, kv.ErrNoMemory) {
+	// A script refused unrun (NOPERM, unknown command) released nothing:
+	// the native command may still release there. (A full server runs the
+	// script: its hand-over needs no memory, see "A full server", queue.go.)
+	if script, _ := unrun(err); script {
 		n, err = s.runNative(release, delIfEqScript, []string{rk}, token, ch)
 	}
 	return s.countRelease(n, err)
@@ -473,18 +474,35 @@ func (s *Store) countRelease(n int64, err error) (bool, error) {
 	return n == 1, nil
 }
 
+// setOrFullLua is a guarded write's SET: set_px(k, v, px) writes v under
+// k (PX px; '0': no TTL) and returns nil, or the server's refusal (an
+// error reply: nothing written). full(e) says whether a refusal is a full
+// server's (OOM), after which a release goes ahead: the write is the
+// script's first, so a full server refuses it, and the release after it
+// needs no memory (see "A full server", queue.go).
+const setOrFullLua = `
+local function set_px(k, v, px)
+  local r
+  if px == '0' then r = redis.pcall('set', k, v) else r = redis.pcall('set', k, v, 'PX', px) end
+  if r.err then return r end
+  return nil
+end
+local function full(e) return string.sub(e.err, 1, 3) == 'OOM' end
+`
+
 // setGuardedScript writes KEYS[1] while KEYS[2] holds ARGV[2]; with
 // ARGV[4] (the guard's release channel) it then releases the guard, as
 // DelIfEq does: handed on to the first in the guard's line KEYS[3] (lease
-// prefix ARGV[5]), or deleted, and announced.
-var setGuardedScript = newScript(liveHeadLua + `
+// prefix ARGV[5]), or deleted, and announced. 0: the guard did not hold;
+// 1: written (and released); -1: a full server refused the write (the old
+// value kept) and the guard was released. Without a release a full
+// server's refusal is the script's error, as every other refusal is.
+var setGuardedScript = newScript(liveHeadLua + setOrFullLua + `
 if redis.call('get', KEYS[2]) ~= ARGV[2] then return 0 end
-if ARGV[3] == '0' then
-  redis.call('set', KEYS[1], ARGV[1])
-else
-  redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[3])
-end
+local e = set_px(KEYS[1], ARGV[1], ARGV[3])
+if e and not (ARGV[4] and full(e)) then return e end
 if ARGV[4] then hand_on(KEYS[2], ARGV[4], KEYS[3], ARGV[5]) end
+if e then return -1 end
 return 1`)
 
 // SetGuarded writes key only while guardKey holds guardToken: one script,
@@ -511,10 +529,20 @@ func (s *Store) setGuarded(key string, value []byte, ttl time.Duration, guardKey
 		keys, argv = append(keys, line...), append(append(argv, releaseChannel(rg)), prefix...)
 	}
 	n, err := s.run(setGuardedScript, keys, argv...)
-	if err == nil && n == 1 && release {
+	if err == nil && n != 0 && release {
 		s.delIfEqMatches.Add(1)
 	}
+	if err == nil && n == -1 {
+		return false, s.refusedButReleased(key, guardKey)
+	}
 	return n == 1, err
+}
+
+// refusedButReleased is the error of a write-and-release whose write a
+// full server refused and whose lock it released.
+func (s *Store) refusedButReleased(key, lock string) error {
+	return fmt.Errorf("%w: %s is full (maxmemory, noeviction) and refused the write of %q (its old value is kept); "+
+		"the lock %q was released", kv.ErrNoMemory, s.where, key, lock)
 }
 
 // touchGuardedReleaseScript is ExpireGuardedRelease: while KEYS[2] holds
@@ -529,7 +557,8 @@ hand_on(KEYS[2], ARGV[3], KEYS[3], ARGV[4])
 return 1`)
 
 // ExpireGuardedRelease refreshes a session's TTL and releases its lock in
-// one script: a lazy write's one round trip. Both keys must live on one
+// one script: a lazy write's one round trip. A full server runs it all
+// (PEXPIRE and the release take no memory). Both keys must live on one
 // server, as for SetGuarded.
 func (s *Store) ExpireGuardedRelease(key string, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
 	if err := s.noEviction(); err != nil {

@@ -1,0 +1,77 @@
+--TEST--
+session handler on a full Redis (maxmemory, noeviction): the request's write is refused with a warning and its old data kept, and the request waiting in line gets the lock at once, not at the lock's TTL
+--EXTENSIONS--
+ephpm
+session
+--SKIPIF--
+<?php
+require __DIR__ . '/../inc/redis.inc';
+if (!ephpm_redis_standalone()) die('skip a standalone Redis only (the test fills it)');
+?>
+--INI--
+session.save_handler=ephpm
+session.use_cookies=0
+session.cache_limiter=
+session.lazy_write=0
+ephpm.session_lock_ttl=30
+--FILE--
+<?php
+require __DIR__ . '/../inc/procs.inc';
+require __DIR__ . '/../inc/redis.inc';
+$sid = 's40' . bin2hex(random_bytes(6));
+session_id($sid);
+session_start();                                      // a first request
+$_SESSION['by'] = 'first';
+var_dump(session_write_close());
+session_start();                                      // request A holds the lock
+$_SESSION['by'] = 'A';
+// Request B, a process of its own, waits in line for A's lock.
+$b = ephpm_spawn('session_id("' . $sid . '"); $t = microtime(true); session_start(); $waited = microtime(true) - $t;'
+    . ' echo "B waited less than 5 s: ", var_export($waited < 5, true), "\n";'
+    . ' echo "B read: ", $_SESSION["by"], "\n"; $_SESSION["by"] = "B"; var_dump(session_write_close());', 1,
+    ['session.save_handler' => 'ephpm', 'session.use_cookies' => '0', 'session.cache_limiter' => '',
+     'session.lazy_write' => '0', 'ephpm.session_lock_ttl' => '30']);
+ephpm_release($b);
+for ($i = 0; !ephpm_kv_exists('ephpm:line:{' . $sid . '}') && $i < 2000; $i++) {
+    usleep(5000);
+}
+echo "B in line: ", var_export(ephpm_kv_exists('ephpm:line:{' . $sid . '}'), true), "\n";
+echo ephpm_redis_cmd('SET', 'ballast', str_repeat('x', 2 << 20)), "\n";
+echo ephpm_redis_cmd('CONFIG', 'SET', 'maxmemory-policy', 'noeviction'), "\n";
+echo ephpm_redis_cmd('CONFIG', 'SET', 'maxmemory', '1mb'), "\n";
+var_dump(session_write_close());                     // A: refused, the lock handed to B
+echo ephpm_collect($b)[0];
+echo ephpm_redis_cmd('CONFIG', 'SET', 'maxmemory', '0'), "\n";
+echo ephpm_redis_cmd('DEL', 'ballast'), "\n";
+var_dump(ephpm_kv_get("session:$sid"));              // the first request's data stays
+var_dump(ephpm_kv_exists("session_lock:$sid"));      // B released its lock
+ephpm_kv_del("session:$sid");
+?>
+--CLEAN--
+<?php
+require __DIR__ . '/../inc/redis.inc';
+ephpm_redis_cmd('CONFIG', 'SET', 'maxmemory', '0');
+ephpm_redis_cmd('DEL', 'ballast');
+?>
+--EXPECTF--
+bool(true)
+B in line: true
++OK
++OK
++OK
+
+Warning: session_write_close(): ephpm: session s40%s: not written: the store is out of memory; nothing was written (kv: out of memory: %s is full (maxmemory, noeviction) and refused the write of "session:s40%s" (its old value is kept); the lock "session_lock:s40%s" was released) in %s on line %d
+
+Warning: session_write_close(): Failed to write session data (ephpm). %s
+bool(true)
+B waited less than 5 s: true
+B read: first
+
+Warning: session_write_close(): ephpm: session s40%s: not written: the store is out of memory; %s; the lock "session_lock:s40%s" was released) in %s on line %d
+
+Warning: session_write_close(): Failed to write session data (ephpm). %s
+bool(true)
++OK
+:1
+string(15) "by|s:5:"first";"
+bool(false)
