@@ -455,10 +455,9 @@ typedef struct ephpm_kv_ops {
      *   OK    written, and the guard released.
      *   MISS  the guard did not hold (absent, expired or different);
      *         nothing changed.
-     *   E_NOMEM  no room for value: nothing written, the old value kept;
-     *         the guard may have been released (on Redis it is, in the same
-     *         step, so that a full server never leaves a lock to its TTL):
-     *         release it with its token as after any failure.
+     *   E_NOMEM  no room for value: nothing changed (the old value kept,
+     *         the guard still held); release it with its token (a full
+     *         Redis runs that release, handing the lock on).
      * After another failure both the write and the release are unknown. */
     int (*set_guarded_release)(const char *key, size_t key_len,
                                const char *value, size_t value_len, int64_t ttl_ms,

@@ -91,11 +91,10 @@ return fenced_answer(mint_fence(KEYS[4], ARGV[6]), KEYS[5])`)
 // token; then the key is written or removed (a removal announced as
 // delGuardedScript announces it), the lock released if it holds the
 // token, and the answer is 1, or 2 when it also released the lock. A
-// full server refuses the write (set_px, store.go) and the release goes
-// ahead (-1: refused, the lock released); with no lock to release the
-// refusal is the script's error. A removal is a DEL, which a full server
-// runs.
-var fencedReleaseScript = newScript(liveHeadLua + setOrFullLua + `
+// refused write (a full server's OOM: set_px, store.go) is the script's
+// error, with nothing changed (the holder releases the lock after it). A
+// removal is a DEL, which a full server runs.
+var fencedReleaseScript = newScript(liveHeadLua + setPxLua + `
 if redis.call('get', KEYS[2]) ~= ARGV[2] then return 0 end
 local holder = redis.call('get', KEYS[3])
 if holder and holder ~= ARGV[3] then return 0 end
@@ -104,11 +103,10 @@ if ARGV[1] == 'del' then
   if redis.call('del', KEYS[1]) == 1 then redis.call('publish', ARGV[4], '') end
 else
   e = set_px(KEYS[1], ARGV[4], ARGV[5])
-  if e and not (holder and full(e)) then return e end
+  if e then return e end
 end
 if holder then
   hand_on(KEYS[3], ARGV[6], KEYS[4], ARGV[7])
-  if e then return -1 end
   return 2
 end
 return 1`)
@@ -333,11 +331,8 @@ func (s *Store) fencedRelease(key string, value []byte, ttl time.Duration, lock 
 		argv = []any{"del", strconv.FormatInt(fence, 10), token, releaseChannel(rk), "0"}
 	}
 	n, err := s.run(fencedReleaseScript, keys, append(append(argv, releaseChannel(lk)), prefix...)...)
-	if err == nil && (n == 2 || n == -1) {
+	if err == nil && n == 2 {
 		s.delIfEqMatches.Add(1) // counted as the composed release counts it
-	}
-	if err == nil && n == -1 {
-		return false, s.refusedButReleased(key, lock)
 	}
 	return n >= 1, err
 }

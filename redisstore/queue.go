@@ -51,9 +51,10 @@ func queueKeys(rk string) (queue, leasePrefix string, ok bool) {
 // there, a waiter already in line renews its lease with PEXPIRE, and a
 // waiter whose turn came leaves the line (ZREM, DEL) before it SETs the
 // lock, which takes about what its place held. A full server then still
-// frees, hands over and keeps the line, while it refuses what would grow: a new waiter's place (the attempt fails with
-// kv.ErrNoMemory, nothing changed) and a guarded write's value (see
-// setGuardedScript), whose release goes ahead.
+// frees, hands over and keeps the line, while it refuses what would grow,
+// having changed nothing: a new waiter's place (the attempt fails with
+// kv.ErrNoMemory) and a guarded write's value (see setGuardedScript; the
+// guard stays held, and its holder's release then runs).
 
 // liveHeadLua is the first waiter in line whose lease is live (or is
 // me), dropping those whose lease lapsed; nil for an empty line.

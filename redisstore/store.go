@@ -474,35 +474,33 @@ func (s *Store) countRelease(n int64, err error) (bool, error) {
 	return n == 1, nil
 }
 
-// setOrFullLua is a guarded write's SET: set_px(k, v, px) writes v under
-// k (PX px; '0': no TTL) and returns nil, or the server's refusal (an
-// error reply: nothing written). full(e) says whether a refusal is a full
-// server's (OOM), after which a release goes ahead: the write is the
-// script's first, so a full server refuses it, and the release after it
-// needs no memory (see "A full server", queue.go).
-const setOrFullLua = `
+// setPxLua is a guarded write's SET: set_px(k, v, px) writes v under k
+// (PX px; '0': no TTL) and returns nil, or the server's refusal (an error
+// reply: nothing written), which the script returns before it writes
+// anything else. The write is the script's first, so a full server refuses
+// it there (see "A full server", queue.go), and the call changes nothing.
+const setPxLua = `
 local function set_px(k, v, px)
   local r
   if px == '0' then r = redis.pcall('set', k, v) else r = redis.pcall('set', k, v, 'PX', px) end
   if r.err then return r end
   return nil
 end
-local function full(e) return string.sub(e.err, 1, 3) == 'OOM' end
 `
 
 // setGuardedScript writes KEYS[1] while KEYS[2] holds ARGV[2]; with
 // ARGV[4] (the guard's release channel) it then releases the guard, as
 // DelIfEq does: handed on to the first in the guard's line KEYS[3] (lease
 // prefix ARGV[5]), or deleted, and announced. 0: the guard did not hold;
-// 1: written (and released); -1: a full server refused the write (the old
-// value kept) and the guard was released. Without a release a full
-// server's refusal is the script's error, as every other refusal is.
-var setGuardedScript = newScript(liveHeadLua + setOrFullLua + `
+// 1: written (and released). A refused write (a full server's OOM) is the
+// script's error, with nothing changed: the guard is still held, and its
+// holder releases it (the session handler does at close), which a full
+// server runs.
+var setGuardedScript = newScript(liveHeadLua + setPxLua + `
 if redis.call('get', KEYS[2]) ~= ARGV[2] then return 0 end
 local e = set_px(KEYS[1], ARGV[1], ARGV[3])
-if e and not (ARGV[4] and full(e)) then return e end
+if e then return e end
 if ARGV[4] then hand_on(KEYS[2], ARGV[4], KEYS[3], ARGV[5]) end
-if e then return -1 end
 return 1`)
 
 // SetGuarded writes key only while guardKey holds guardToken: one script,
@@ -529,20 +527,10 @@ func (s *Store) setGuarded(key string, value []byte, ttl time.Duration, guardKey
 		keys, argv = append(keys, line...), append(append(argv, releaseChannel(rg)), prefix...)
 	}
 	n, err := s.run(setGuardedScript, keys, argv...)
-	if err == nil && n != 0 && release {
+	if err == nil && n == 1 && release {
 		s.delIfEqMatches.Add(1)
 	}
-	if err == nil && n == -1 {
-		return false, s.refusedButReleased(key, guardKey)
-	}
 	return n == 1, err
-}
-
-// refusedButReleased is the error of a write-and-release whose write a
-// full server refused and whose lock it released.
-func (s *Store) refusedButReleased(key, lock string) error {
-	return fmt.Errorf("%w: %s is full (maxmemory, noeviction) and refused the write of %q (its old value is kept); "+
-		"the lock %q was released", kv.ErrNoMemory, s.where, key, lock)
 }
 
 // touchGuardedReleaseScript is ExpireGuardedRelease: while KEYS[2] holds

@@ -39,7 +39,7 @@ echo "B in line: ", var_export(ephpm_kv_exists('ephpm:line:{' . $sid . '}'), tru
 echo ephpm_redis_cmd('SET', 'ballast', str_repeat('x', 2 << 20)), "\n";
 echo ephpm_redis_cmd('CONFIG', 'SET', 'maxmemory-policy', 'noeviction'), "\n";
 echo ephpm_redis_cmd('CONFIG', 'SET', 'maxmemory', '1mb'), "\n";
-var_dump(session_write_close());                     // A: refused, the lock handed to B
+var_dump(session_write_close());                     // A: refused; its close hands the lock to B
 echo ephpm_collect($b)[0];
 echo ephpm_redis_cmd('CONFIG', 'SET', 'maxmemory', '0'), "\n";
 echo ephpm_redis_cmd('DEL', 'ballast'), "\n";
@@ -60,14 +60,14 @@ B in line: true
 +OK
 +OK
 
-Warning: session_write_close(): ephpm: session s40%s: not written: the store is out of memory; nothing was written (kv: out of memory: %s is full (maxmemory, noeviction) and refused the write of "session:s40%s" (its old value is kept); the lock "session_lock:s40%s" was released) in %s on line %d
+Warning: session_write_close(): ephpm: session s40%s: not written: the store is out of memory; nothing was written (kv: out of memory: OOM command not allowed when used memory > 'maxmemory'.) in %s on line %d
 
 Warning: session_write_close(): Failed to write session data (ephpm). %s
 bool(true)
 B waited less than 5 s: true
 B read: first
 
-Warning: session_write_close(): ephpm: session s40%s: not written: the store is out of memory; %s; the lock "session_lock:s40%s" was released) in %s on line %d
+Warning: session_write_close(): ephpm: session s40%s: not written: the store is out of memory; nothing was written (kv: out of memory: OOM command not allowed when used memory > 'maxmemory'.) in %s on line %d
 
 Warning: session_write_close(): Failed to write session data (ephpm). %s
 bool(true)
