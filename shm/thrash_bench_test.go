@@ -96,25 +96,23 @@ func thrashOp(b *testing.B, store, op string) func() {
 	v := make([]byte, 64)
 	dst := make([]byte, 64)
 	tok := []byte("0123456789abcdef")
+	var get, set, lock, unlock func()
 	if store == "kv" {
 		s := kv.New(kv.Options{})
 		b.Cleanup(s.Close)
-		s.Set("key", v, 0)
-		switch op {
-		case "get":
-			return func() { s.GetInto("key", dst) }
-		case "set":
-			return func() { s.Set("key", v, 0) }
-		}
-		return func() { s.SetNX("lock", tok, 30*time.Second); s.DelIfEq("lock", tok) }
+		get, set = func() { s.GetInto("key", dst) }, func() { s.Set("key", v, 0) }
+		lock, unlock = func() { s.SetNX("lock", tok, 30*time.Second) }, func() { s.DelIfEq("lock", tok) }
+	} else {
+		s := benchStore(b)
+		get, set = func() { s.GetInto("key", dst) }, func() { s.Set("key", v, 0) }
+		lock, unlock = func() { s.SetNX("lock", tok, 30*time.Second) }, func() { s.DelIfEq("lock", tok) }
 	}
-	s := benchStore(b)
-	s.Set("key", v, 0)
+	set()
 	switch op {
 	case "get":
-		return func() { s.GetInto("key", dst) }
+		return get
 	case "set":
-		return func() { s.Set("key", v, 0) }
+		return set
 	}
-	return func() { s.SetNX("lock", tok, 30*time.Second); s.DelIfEq("lock", tok) }
+	return func() { lock(); unlock() }
 }
