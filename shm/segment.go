@@ -32,7 +32,9 @@ const (
 	// tallies, the session rule and budget in the header).
 	// 3: each shard has a word of non-empty free lists (sFreeMap), which a
 	// version-2 library would not keep.
-	layoutVersion = 3
+	// 4: a key of up to 16 bytes hashes by hashKey's own mix, not
+	// xxhash, so it has another shard and index tag than in version 3.
+	layoutVersion = 4
 	headerSize    = 4096
 	readyValue    = 0x52454459 // "REDY"
 
