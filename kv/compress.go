@@ -96,3 +96,27 @@ func logicalValue(b block) []byte {
 func valueEquals(b block, v []byte) bool {
 	return logicalLen(b) == len(v) && bytes.Equal(logicalValue(b), v)
 }
+
+// valueEqualsHeld is valueEquals for a caller that holds shard mutex a
+// (and c, if not nil) and releases them explicitly rather than by a defer:
+// a compressed value is decompressed for the compare, and a corrupt one
+// panics (readInto), so then it releases them on the panic's way out and
+// the shard stays usable once the bridge has recovered the panic. A plain
+// value is compared in place, with nothing that panics, and no defer.
+func valueEqualsHeld(b block, v []byte, a, c *sync.Mutex) bool {
+	if !blockFlags(b, flagCompressed) {
+		return bytes.Equal(blockStored(b), v)
+	}
+	compared := false
+	defer func() {
+		if !compared {
+			a.Unlock()
+			if c != nil {
+				c.Unlock()
+			}
+		}
+	}()
+	eq := valueEquals(b, v)
+	compared = true
+	return eq
+}

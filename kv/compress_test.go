@@ -66,3 +66,40 @@ func TestCompression(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, ok)
 }
+
+// A corrupt compressed value panics where it is compared (memory
+// corruption: the bridge turns the panic into "outcome unknown"); the
+// shard's lock is released on the panic's way out, so that the next calls
+// on the shard still run. DelIfEq and SetGuarded compare under locks they
+// release explicitly.
+func TestACorruptCompressedValueLeavesItsShardUsable(t *testing.T) {
+	s, _ := newTestStore(t)
+	require.NoError(t, s.Configure(MemoryConfig{Compression: true, CompressionMinSize: 64}))
+	token := bytes.Repeat([]byte("token "), 100)
+	require.NoError(t, s.Set("lock", token, 0))
+	b := stored(s, "lock")
+	require.True(t, blockFlags(b, flagCompressed))
+	st := blockStored(b)
+	for i := 4; i < len(st); i++ {
+		st[i] = 0xff // an lz4 block that cannot decompress to its length
+	}
+	panics := func(f func()) (r any) {
+		defer func() { r = recover() }()
+		f()
+		return nil
+	}
+	assert.NotNil(t, panics(func() { s.DelIfEq("lock", token) }), "DelIfEq")
+	assert.NotNil(t, panics(func() { s.SetGuarded("data", []byte("v"), 0, "lock", token) }), "SetGuarded")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		assert.True(t, s.Del("lock"), "the shard still serves calls")
+		_, err := s.SetGuarded("data", []byte("v"), 0, "lock", token)
+		assert.NoError(t, err)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the shard's lock was left held by the panicking call")
+	}
+}

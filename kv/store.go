@@ -492,13 +492,14 @@ func (s *Store) Del(key string) bool {
 // expired entry never matches.
 //
 // The shard lock is released explicitly, as install releases it, not by a
-// defer: nothing under it panics, and a deferred release costs a call on
-// every lock release.
+// defer, which costs a call on every lock release; the one thing under it
+// that panics, a corrupt compressed value's decompression, releases it
+// itself (valueEqualsHeld).
 func (s *Store) DelIfEq(key string, token []byte) bool {
 	sh, h, _ := s.locate(key)
 	sh.mu.Lock()
 	b, i := s.live(sh, h, key, &clock{s: s})
-	match := b != nil && valueEquals(b, token)
+	match := b != nil && valueEqualsHeld(b, token, &sh.mu, nil)
 	if match {
 		s.removeAt(sh, i, false)
 		sh.c.delIfEqMatches++

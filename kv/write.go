@@ -7,6 +7,7 @@ package kv
 
 import (
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -122,7 +123,11 @@ func (s *Store) install(r *writeReq) (bool, error) {
 			ok = old == nil || oldExpired
 		case modeGuarded:
 			g := gsh.t.get(gh, r.guardKey)
-			ok = g != nil && !c.expired(g) && valueEquals(g, r.guardToken)
+			var secondMu *sync.Mutex
+			if second != nil {
+				secondMu = &second.mu
+			}
+			ok = g != nil && !c.expired(g) && valueEqualsHeld(g, r.guardToken, &first.mu, secondMu)
 		case modeFenced:
 			n, known := gsh.fences.current(s.fenceHash(r.guardKey))
 			ok = known && n == r.fence && !(r.holder && heldByAnother(gsh, gh, r.guardKey, r.guardToken, &c))
