@@ -87,7 +87,9 @@ func (a *args) duration(ms C.int64_t) time.Duration {
 }
 
 func (a *args) checkedDuration(ms C.int64_t) time.Duration {
-	if int64(ms) > math.MaxInt64/int64(time.Millisecond) {
+	// Beyond what a time.Duration holds either way: the product would wrap
+	// (a very negative ms into a valid TTL).
+	if int64(ms) > math.MaxInt64/int64(time.Millisecond) || int64(ms) < math.MinInt64/int64(time.Millisecond) {
 		a.reject(fmt.Errorf("%w: %d ms is beyond %v", kv.ErrInvalidArgument, int64(ms), kv.MaxTTL))
 		return 0
 	}

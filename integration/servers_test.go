@@ -119,12 +119,15 @@ func cgiServer(t *testing.T, n int, ini map[string]string) server {
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "PHP_FCGI_CHILDREN="+strconv.Itoa(n), "PHP_FCGI_MAX_REQUESTS=0")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	dir := workerDir(t)
+	stderr, err := os.Create(filepath.Join(dir, "php-cgi.log"))
+	require.NoError(t, err)
+	defer stderr.Close() // php-cgi keeps its own descriptor
+	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
 	stopGroup(t, cmd)
-	listening(t, addr, stderr.String)
-	return server{dir: workerDir(t), do: fcgiGet("tcp", addr)}
+	listening(t, addr, func() string { b, _ := os.ReadFile(stderr.Name()); return string(b) })
+	return server{dir: dir, do: fcgiGet("tcp", addr)}
 }
 
 // apacheServer starts Apache in the foreground with the prefork MPM and n

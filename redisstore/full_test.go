@@ -86,11 +86,6 @@ func leaseKept(t *testing.T, a *redis.Client, lease string, done <-chan error) {
 	}
 }
 
-// On a full noeviction server every member that releases a lock releases
-// it, handing it to the waiter in line, who takes it at once, not at the
-// lock's TTL (a minute here), having kept its place through a renewal on
-// the full server; a write the server refuses is an error (the old value
-// kept). The server fills only once the waiter stands in line: a new
 // refusedThenReleased checks that a write-and-release the full server
 // refused changed nothing (the lock still holds holder's token), then
 // releases it as its holder does after the refusal (the session handler at
@@ -103,7 +98,13 @@ func refusedThenReleased(t *testing.T, s *Store, a *redis.Client, key string, ho
 	assert.True(t, ok, "released by its holder")
 }
 
-// waiter is refused there (TestANewWaiterOnAFullServerIsRefused).
+// On a full noeviction server every member that releases a lock releases
+// it, handing it to the waiter in line, who takes it at once, not at the
+// lock's TTL (a minute here), having kept its place through a renewal on
+// the full server; a write the server refuses is an error that changes
+// nothing (the old value kept, the lock held until its holder releases
+// it). The server fills only once the waiter stands in line: a new waiter
+// is refused there (TestAFullServerKeepsTheLineMoving).
 func TestAFullServerReleasesLocksAndHandsThemOn(t *testing.T) {
 	srv := redistest.Start(t)
 	s := open(t, "redis://"+srv.Addr)
@@ -298,4 +299,29 @@ func TestAFullServerRefusesAWriteThatReleasesNothing(t *testing.T) {
 	v, _, err = get(t, s, data)
 	require.NoError(t, err)
 	assert.Equal(t, "old", string(v))
+}
+
+// A full server grants no new lock: a caller without a place in line makes
+// no write before its lock's SET (not even one that changes nothing, which
+// would let the server run the rest of the script), so the server refuses
+// it, with nothing changed, on every path that takes a free name.
+func TestAFullServerGrantsNoNewLock(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, "redis://"+srv.Addr)
+	fill(t, admin(t, srv.Addr))
+	free := session.LockKey("fullnew")
+	_, err := s.SetNX(free, []byte("a"), time.Minute)
+	assert.ErrorIs(t, err, kv.ErrNoMemory, "set_nx")
+	_, err = s.SetNXInLine(free, []byte("b"), time.Minute, "newid", 10*time.Second)
+	assert.ErrorIs(t, err, kv.ErrNoMemory, "an attempt through the line")
+	for _, mode := range []kv.LockMode{kv.LockExclusive, kv.LockShared} {
+		_, _, err = s.LockAttempt(free, []byte("c"), mode, time.Minute, 0)
+		assert.ErrorIs(t, err, kv.ErrNoMemory, "lock_acquire, mode %v", mode)
+		_, _, err = (&session.Locker{Store: s}).AcquireLock(s, free, []byte("d"), mode, time.Minute, time.Second)
+		assert.ErrorIs(t, err, kv.ErrNoMemory, "lock_acquire in line, mode %v", mode)
+	}
+	v, found, err := get(t, s, free)
+	require.NoError(t, err)
+	assert.False(t, found, "nothing granted: %q", v)
+	assert.Zero(t, lineLength(t, s, free), "nobody in line")
 }

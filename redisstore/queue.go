@@ -137,8 +137,13 @@ local function take_in_line(lock, line, lease, token, ttl, id, lease_ms, prefix)
   local h = nil
   if not held then h = live_head(line, prefix, id) end
   if claimed or (not held and (not h or h == id)) then
-    redis.call('zrem', line, id)
-    redis.call('del', lease)
+    -- Only a caller with a place frees it first: a write, even one that
+    -- changes nothing, would let a full server run the SET below for a
+    -- caller who had none ("A full server").
+    if redis.call('zscore', line, id) then
+      redis.call('zrem', line, id)
+      redis.call('del', lease)
+    end
     if ttl == '0' then
       if claimed then redis.call('persist', lock) else redis.call('set', lock, token) end
     elseif claimed then

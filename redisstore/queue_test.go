@@ -72,6 +72,7 @@ func TestTheLockPassesInArrivalOrderAcrossProcesses(t *testing.T) {
 			var res session.Result
 			var fence int64
 			var err error
+			start := time.Now()
 			if i%2 == 0 {
 				res, _, fence, err = l.AcquireGetFenced(stores[i], key, tok, time.Minute, 30*time.Second,
 					session.DataKey("order"), nil)
@@ -83,7 +84,9 @@ func TestTheLockPassesInArrivalOrderAcrossProcesses(t *testing.T) {
 			}
 			// The attempt that put it in line, and the claim its turn's
 			// wake led to: a release wakes the head alone, on every server.
-			assert.Equal(t, 2, res.Attempts, "waiter %d", i)
+			// A waiter in line also tries once per LineStep it waits, to
+			// renew its place (a slow host's long wait).
+			assert.LessOrEqual(t, res.Attempts, 2+int(time.Since(start)/session.LineStep), "waiter %d", i)
 			mu.Lock()
 			got = append(got, i)
 			mu.Unlock()

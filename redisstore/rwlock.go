@@ -169,9 +169,10 @@ end
 // before its writer; a refused waiter is put or kept in line, its lease
 // holding "rw" (no "lease_ms:token": a plain release frees the name and
 // names it rather than handing it a token), unless its lease ms is '0' (an
-// attempt that will not wait), and a granted one leaves the line before
-// it writes the name (so that a full server grants it too: see "A full
-// server", queue.go) and before its shared grant names the next head.
+// attempt that will not wait), and a granted one that had a place leaves
+// the line before it writes the name (so that a full server grants it
+// too, and only it: see "A full server", queue.go) and before its shared
+// grant names the next head.
 var lockAttemptScript = newScript(liveHeadLua + mintFenceLua + rwLua + `
 local id = ARGV[9]
 local function refused()
@@ -179,7 +180,7 @@ local function refused()
   return 0
 end
 local function leave()
-  if id then redis.call('zrem', KEYS[3], id); redis.call('del', KEYS[4]) end
+  if id and redis.call('zscore', KEYS[3], id) then redis.call('zrem', KEYS[3], id); redis.call('del', KEYS[4]) end
 end
 if id then
   local h = live_head(KEYS[3], ARGV[8], id)

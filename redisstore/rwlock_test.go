@@ -698,6 +698,7 @@ func TestReadWriteWaitersGetTheNameInArrivalOrder(t *testing.T) {
 			var mu sync.Mutex
 			fences := map[int64]int{} // a grant's fence: the order of the grants
 			attempts := make([]int, len(tc.modes))
+			renewals := make([]int, len(tc.modes)) // attempts a wait of LineStep or more makes to renew its place
 			var wg sync.WaitGroup
 			for i, mode := range tc.modes {
 				s := open(t, "redis://"+srv.Addr)
@@ -705,7 +706,9 @@ func TestReadWriteWaitersGetTheNameInArrivalOrder(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					tok := []byte("w" + strconv.Itoa(i))
+					start := time.Now()
 					res, fence, err := (&session.Locker{Store: s}).AcquireLock(s, name, tok, mode, time.Minute, 30*time.Second)
+					renewals[i] = int(time.Since(start) / session.LineStep)
 					if !assert.NoError(t, err) || !assert.True(t, res.Acquired) {
 						return
 					}
@@ -729,7 +732,9 @@ func TestReadWriteWaitersGetTheNameInArrivalOrder(t *testing.T) {
 			}
 			assert.Equal(t, []int{0, 1, 2, 3, 4, 5}, got, "granted in the order they came")
 			if tc.name == "writers" {
-				assert.Equal(t, []int{2, 2, 2, 2, 2, 2}, attempts, "each woken once, in its turn")
+				for i, n := range attempts {
+					assert.LessOrEqual(t, n, 2+renewals[i], "waiter %d woken once, in its turn (attempts %v)", i, attempts)
+				}
 			}
 			t.Logf("attempts per waiter: %v", attempts)
 			assert.Equal(t, 0, lineLength(t, holder, name), "nobody left in line")
