@@ -36,14 +36,16 @@ for ($i = 1; $i <= 30; $i++) {
 echo "30 requests counted into one store by ", count($pids) > 1 ? 'several processes' : 'one process', "\n";
 echo ephpm_child('echo ephpm_kv_get("www:count"), " ", ephpm_kv_stats()["store"];', ['ephpm.kv_backend' => "shm://$segment"]), "\n";
 
+var_dump(file_exists($file));   // while the server runs, nobody removes it
 // The server ends (the master does not pass SIGTERM on to its workers).
+// From then on any process of this user that opens a segment may remove
+// the file, so the test does not look again until its own opener has.
 $children = array_filter(explode(' ', trim((string) @file_get_contents("/proc/$master/task/$master/children"))));
 exec('kill ' . implode(' ', array_map('intval', [...$children, $master])));
 proc_close($proc);
 for ($i = 0; $i < 100 && array_filter($children, fn ($p) => file_exists("/proc/$p")); $i++) {
     usleep(20_000);
 }
-var_dump(file_exists($file));
 ephpm_child('ephpm_kv_stats();', ['ephpm.kv_backend' => "shm://t30-$port"]);   // the next process to open a segment
 @unlink("/dev/shm/ephpm-t30-$port.$uid");
 var_dump(file_exists($file));
