@@ -401,13 +401,13 @@ func chargeOf(size int64) int64 { return size + entryOverhead }
 
 // account adds (sign 1) or takes away (sign -1) the live entry b's charge
 // to the shard's figures: the bytes used, session data's, and those of
-// b's eviction class. Caller holds the lock.
-func (sh *shard) account(b int64, sign int64) {
+// b's eviction class; kind is the kind of b's key. Caller holds the lock.
+func (sh *shard) account(b int64, kind kv.KeyKind, sign int64) {
 	c := sign * chargeOf(sh.blockSize(b))
 	p := sh.used()
 	storeDerivedI64(p, atomic.LoadInt64(p)+c)
 	sh.spendCredit(c)
-	cl, session := sh.classOf(b)
+	cl, session := sh.classOfKind(b, kind)
 	if session {
 		sh.addI64(sSessUsed, c)
 	}
@@ -418,12 +418,12 @@ func (sh *shard) account(b int64, sign int64) {
 // what account(old, -1) and then account(b, 1) would leave, with one store
 // per figure that changes and none for those that do not (a same-size
 // overwrite changes none: the bytes used are words other shards' writers
-// read). Every figure is derived, and recovery recounts them. Caller holds
-// the lock.
-func (sh *shard) reaccount(old, b int64) {
+// read); kind is the kind of their key. Every figure is derived, and
+// recovery recounts them. Caller holds the lock.
+func (sh *shard) reaccount(old, b int64, kind kv.KeyKind) {
 	co, cb := chargeOf(sh.blockSize(old)), chargeOf(sh.blockSize(b))
-	clo, session := sh.classOf(old)
-	clb, _ := sh.classOf(b) // the same key: session data or not alike
+	clo, session := sh.classOfKind(old, kind) // the same key, of kind
+	clb, _ := sh.classOfKind(b, kind)
 	d := cb - co
 	if d != 0 {
 		p := sh.used()
@@ -477,8 +477,10 @@ func (s *Store) removeEntry(sh *shard, pos int, b int64, h uint64) {
 func (sh *shard) unindex(pos int, b int64) {
 	sh.setState(b, stateInFlight)
 	sh.removeAt(pos)
-	sh.account(b, -1)
-	sh.holdData(sh.entryKey(b), 1)
+	key := sh.entryKey(b)
+	kind := sh.g.kindOf(key)
+	sh.account(b, kind, -1)
+	sh.holdData(kind, key, 1)
 }
 
 // room says why a write did not fit.
@@ -543,15 +545,15 @@ func (s *Store) put(sh *shard, w *write, pos int, old int64, ins int, room bool)
 		sh.setState(old, stateInFlight)
 		storeRel64(sh.slot(pos), makeSlot(w.tag, b))
 	} else {
-		sh.holdData(w.key, -1) // a session's lock arrives: its data is held
+		sh.holdData(w.kind, w.key, -1) // a session's lock arrives: its data is held
 		sh.insertAt(ins, w.tag, b)
 	}
 	sh.setState(b, stateLive)
 	if old != noBlock {
-		sh.reaccount(old, b)
+		sh.reaccount(old, b, w.kind)
 		sh.release(old)
 	} else {
-		sh.account(b, 1)
+		sh.account(b, w.kind, 1)
 	}
 	return fits
 }
@@ -951,9 +953,10 @@ func (s *Store) expireIf(key string, token []byte, ttl time.Duration) (bool, err
 	if ttl != 0 {
 		at = clockAt(&t) + int64(ttl)
 	}
-	sh.account(b, -1)
+	kind := s.g.kindOf(key)
+	sh.account(b, kind, -1)
 	sh.setEntryExpireAt(b, at)
-	sh.account(b, 1)
+	sh.account(b, kind, 1)
 	return true, nil
 }
 
