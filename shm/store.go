@@ -182,13 +182,21 @@ func (s *Store) MemoryConfig() kv.MemoryConfig {
 
 // memoryConfig is MemoryConfig for a call in progress (it holds the ticket).
 func (s *Store) memoryConfig() kv.MemoryConfig {
+	on, minSize := s.compression()
 	return kv.MemoryConfig{
 		Limit:              s.g.limit,
 		SessionLimit:       atomic.LoadInt64(s.g.i64(hSessSetting)),
 		Policy:             kv.Policy(atomic.LoadUint32(s.g.u32(hPolicy))),
-		Compression:        atomic.LoadUint32(s.g.u32(hCompression)) == 1,
-		CompressionMinSize: int(atomic.LoadUint32(s.g.u32(hMinSize))),
+		Compression:        on,
+		CompressionMinSize: minSize,
 	}
+}
+
+// compression is the compression setting for a call in progress: whether
+// it is on, and its minimum size. A write reads these two words only (an
+// atomic load the compiler keeps even when its result goes unused).
+func (s *Store) compression() (on bool, minSize int) {
+	return atomic.LoadUint32(s.g.u32(hCompression)) == 1, int(atomic.LoadUint32(s.g.u32(hMinSize)))
 }
 
 // SetMemoryConfig applies a memory setting to the whole segment, for every
@@ -615,8 +623,8 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 		return false, err
 	}
 	defer s.leave(tk)
-	comp := s.memoryConfig()
-	stored, cflag := storedForm(value, comp.Compression, comp.CompressionMinSize)
+	on, minSize := s.compression()
+	stored, cflag := storedForm(value, on, minSize)
 	sh, h, tag := s.locate(key)
 	// Field by field: a composite literal is built aside and copied, and
 	// that copy's loads wait on its stores (a stall of ~20% of install's
