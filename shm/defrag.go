@@ -165,7 +165,7 @@ func (s *Store) moveEntry(sh *shard, b, lo, hi int64) bool {
 	sh.setState(b, stateInFlight)
 	storeRel64(sh.slot(pos), makeSlot(tag, nb)) // the commit
 	sh.setState(nb, stateLive)
-	sh.reaccount(b, nb)
+	sh.reaccount(b, nb, sh.g.kindOf(sh.entryKey(nb)))
 	return true
 }
 

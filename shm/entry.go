@@ -100,12 +100,20 @@ func (sh *shard) readInto(b int64, dst []byte) bool {
 
 // valueEquals compares the entry's logical (decompressed) value with v; ok
 // is false for a corrupt compressed value.
+//
+// An uncompressed value (a lock's token always is) is compared with one
+// read of the meta word, its length taken from it and the bytes read in
+// place: no second read of the word, and no branch on it beyond the flag.
 func (sh *shard) valueEquals(b int64, v []byte) (equal, ok bool) {
+	if meta := sh.entryMeta(b); meta&flagCompressed == 0 {
+		if int(meta&metaLenMask) != len(v) {
+			return false, true
+		}
+		off := sh.heap + b + align8(entryHeader+int64(sh.entryKeyLen(b)))
+		return string(unsafe.Slice((*byte)(sh.g.ptr(off)), len(v))) == string(v), true
+	}
 	if sh.logicalLen(b) != len(v) {
 		return false, true
-	}
-	if sh.entryMeta(b)&flagCompressed == 0 {
-		return bytes.Equal(sh.entryStored(b), v), true
 	}
 	buf := make([]byte, len(v))
 	if !sh.readInto(b, buf) {

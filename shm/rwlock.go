@@ -126,7 +126,7 @@ func (s *Store) lockStep(key string, ft *fenceTable, decide func(old []byte, liv
 		return kv.LockDecision{}, 0, err
 	}
 	defer s.leave(tk)
-	comp := s.memoryConfig()
+	on, minSize := s.compression()
 	sh, h, tag := s.locate(key)
 	var w write
 	var d kv.LockDecision
@@ -152,7 +152,7 @@ func (s *Store) lockStep(key string, ft *fenceTable, decide func(old []byte, liv
 		r := fits
 		switch d.Write {
 		case kv.LockStore:
-			stored, cflag := storedForm(d.Value, comp.Compression, comp.CompressionMinSize)
+			stored, cflag := storedForm(d.Value, on, minSize)
 			w = write{key: key, kind: s.g.kindOf(key), h: h, tag: tag, stored: stored, flags: flagPinned | cflag, expireAt: d.ExpireAt}
 			r = s.put(sh, &w, pos, b, ins, room)
 		case kv.LockRemove:

@@ -145,15 +145,20 @@ func (sh *shard) pairBlock(kind kv.KeyKind, key string) int64 {
 // classOf returns the class of the live entry b, and whether it is session
 // data. Caller holds the lock.
 func (sh *shard) classOf(b int64) (class, bool) {
+	return sh.classOfKind(b, sh.g.kindOf(sh.entryKey(b)))
+}
+
+// classOfKind is classOf for an entry whose key's kind the caller has
+// already told: a write or a removal tells it once, not once per figure.
+func (sh *shard) classOfKind(b int64, kind kv.KeyKind) (class, bool) {
 	meta := sh.entryMeta(b)
-	key := sh.entryKey(b)
-	session := sh.g.kindOf(key) == kv.KindSession
+	session := kind == kv.KindSession
 	switch {
 	case meta&flagPinned != 0:
 		return classKept, session
 	case !session:
 		return classPlain, false
-	case sh.pairBlock(kv.KindSession, key) != noBlock:
+	case sh.pairBlock(kv.KindSession, sh.entryKey(b)) != noBlock:
 		return classKept, true // held: a request is using it
 	case meta&flagRead != 0:
 		return classReturned, true
@@ -173,12 +178,13 @@ func (sh *shard) tallyClass(b int64, cl class, c int64) {
 	}
 }
 
-// holdData moves the data of the session of lockKey, if there and not
-// pinned, out of its class (sign -1: the lock arrives, the data is held)
-// or back into it (sign 1: the lock left). Caller holds the lock, around
-// the lock entry's insertion or removal.
-func (sh *shard) holdData(lockKey string, sign int64) {
-	if sh.g.kindOf(lockKey) != kv.KindSessionLock {
+// holdData moves the data of the session of lockKey (of kind, the
+// caller's kindOf(lockKey)), if there and not pinned, out of its class
+// (sign -1: the lock arrives, the data is held) or back into it (sign 1:
+// the lock left). Caller holds the lock, around the lock entry's insertion
+// or removal.
+func (sh *shard) holdData(kind kv.KeyKind, lockKey string, sign int64) {
+	if kind != kv.KindSessionLock {
 		return
 	}
 	d := sh.pairBlock(kv.KindSessionLock, lockKey)

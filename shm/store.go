@@ -182,13 +182,21 @@ func (s *Store) MemoryConfig() kv.MemoryConfig {
 
 // memoryConfig is MemoryConfig for a call in progress (it holds the ticket).
 func (s *Store) memoryConfig() kv.MemoryConfig {
+	on, minSize := s.compression()
 	return kv.MemoryConfig{
 		Limit:              s.g.limit,
 		SessionLimit:       atomic.LoadInt64(s.g.i64(hSessSetting)),
 		Policy:             kv.Policy(atomic.LoadUint32(s.g.u32(hPolicy))),
-		Compression:        atomic.LoadUint32(s.g.u32(hCompression)) == 1,
-		CompressionMinSize: int(atomic.LoadUint32(s.g.u32(hMinSize))),
+		Compression:        on,
+		CompressionMinSize: minSize,
 	}
+}
+
+// compression is the compression setting for a call in progress: whether
+// it is on, and its minimum size. A write reads these two words only (an
+// atomic load the compiler keeps even when its result goes unused).
+func (s *Store) compression() (on bool, minSize int) {
+	return atomic.LoadUint32(s.g.u32(hCompression)) == 1, int(atomic.LoadUint32(s.g.u32(hMinSize)))
 }
 
 // SetMemoryConfig applies a memory setting to the whole segment, for every
@@ -401,13 +409,13 @@ func chargeOf(size int64) int64 { return size + entryOverhead }
 
 // account adds (sign 1) or takes away (sign -1) the live entry b's charge
 // to the shard's figures: the bytes used, session data's, and those of
-// b's eviction class. Caller holds the lock.
-func (sh *shard) account(b int64, sign int64) {
+// b's eviction class; kind is the kind of b's key. Caller holds the lock.
+func (sh *shard) account(b int64, kind kv.KeyKind, sign int64) {
 	c := sign * chargeOf(sh.blockSize(b))
 	p := sh.used()
 	storeDerivedI64(p, atomic.LoadInt64(p)+c)
 	sh.spendCredit(c)
-	cl, session := sh.classOf(b)
+	cl, session := sh.classOfKind(b, kind)
 	if session {
 		sh.addI64(sSessUsed, c)
 	}
@@ -418,12 +426,12 @@ func (sh *shard) account(b int64, sign int64) {
 // what account(old, -1) and then account(b, 1) would leave, with one store
 // per figure that changes and none for those that do not (a same-size
 // overwrite changes none: the bytes used are words other shards' writers
-// read). Every figure is derived, and recovery recounts them. Caller holds
-// the lock.
-func (sh *shard) reaccount(old, b int64) {
+// read); kind is the kind of their key. Every figure is derived, and
+// recovery recounts them. Caller holds the lock.
+func (sh *shard) reaccount(old, b int64, kind kv.KeyKind) {
 	co, cb := chargeOf(sh.blockSize(old)), chargeOf(sh.blockSize(b))
-	clo, session := sh.classOf(old)
-	clb, _ := sh.classOf(b) // the same key: session data or not alike
+	clo, session := sh.classOfKind(old, kind) // the same key, of kind
+	clb, _ := sh.classOfKind(b, kind)
 	d := cb - co
 	if d != 0 {
 		p := sh.used()
@@ -477,8 +485,10 @@ func (s *Store) removeEntry(sh *shard, pos int, b int64, h uint64) {
 func (sh *shard) unindex(pos int, b int64) {
 	sh.setState(b, stateInFlight)
 	sh.removeAt(pos)
-	sh.account(b, -1)
-	sh.holdData(sh.entryKey(b), 1)
+	key := sh.entryKey(b)
+	kind := sh.g.kindOf(key)
+	sh.account(b, kind, -1)
+	sh.holdData(kind, key, 1)
 }
 
 // room says why a write did not fit.
@@ -543,15 +553,15 @@ func (s *Store) put(sh *shard, w *write, pos int, old int64, ins int, room bool)
 		sh.setState(old, stateInFlight)
 		storeRel64(sh.slot(pos), makeSlot(w.tag, b))
 	} else {
-		sh.holdData(w.key, -1) // a session's lock arrives: its data is held
+		sh.holdData(w.kind, w.key, -1) // a session's lock arrives: its data is held
 		sh.insertAt(ins, w.tag, b)
 	}
 	sh.setState(b, stateLive)
 	if old != noBlock {
-		sh.reaccount(old, b)
+		sh.reaccount(old, b, w.kind)
 		sh.release(old)
 	} else {
-		sh.account(b, 1)
+		sh.account(b, w.kind, 1)
 	}
 	return fits
 }
@@ -613,8 +623,8 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 		return false, err
 	}
 	defer s.leave(tk)
-	comp := s.memoryConfig()
-	stored, cflag := storedForm(value, comp.Compression, comp.CompressionMinSize)
+	on, minSize := s.compression()
+	stored, cflag := storedForm(value, on, minSize)
 	sh, h, tag := s.locate(key)
 	// Field by field: a composite literal is built aside and copied, and
 	// that copy's loads wait on its stores (a stall of ~20% of install's
@@ -951,9 +961,10 @@ func (s *Store) expireIf(key string, token []byte, ttl time.Duration) (bool, err
 	if ttl != 0 {
 		at = clockAt(&t) + int64(ttl)
 	}
-	sh.account(b, -1)
+	kind := s.g.kindOf(key)
+	sh.account(b, kind, -1)
 	sh.setEntryExpireAt(b, at)
-	sh.account(b, 1)
+	sh.account(b, kind, 1)
 	return true, nil
 }
 
