@@ -25,9 +25,10 @@ $s = ephpm_kv_stats();
 echo "keys {$s['keys']}, evictions {$s['evictions']}\n";
 
 // 750 KB of locks (never evicted) leave too little to evict for 300 KB.
+// Their TTL is an hour: no run, however slow (valgrind), sees one expire.
 ephpm_kv_flush_all();
 for ($i = 0; $i < 750; $i++) {
-    ephpm_kv_setnx("t24:lock$i", str_repeat('l', 1000), 60);
+    ephpm_kv_setnx("t24:lock$i", str_repeat('l', 1000), 3600);
 }
 for ($i = 0; $i < 200; $i++) {
     ephpm_kv_set("t24:c$i", str_repeat('c', 1000));
