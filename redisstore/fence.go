@@ -98,11 +98,10 @@ var fencedReleaseScript = newScript(liveHeadLua + setPxLua + `
 if redis.call('get', KEYS[2]) ~= ARGV[2] then return 0 end
 local holder = redis.call('get', KEYS[3])
 if holder and holder ~= ARGV[3] then return 0 end
-local e
 if ARGV[1] == 'del' then
   if redis.call('del', KEYS[1]) == 1 then redis.call('publish', ARGV[4], '') end
 else
-  e = set_px(KEYS[1], ARGV[4], ARGV[5])
+  local e = set_px(KEYS[1], ARGV[4], ARGV[5])
   if e then return e end
 end
 if holder then
