@@ -9,7 +9,8 @@ import (
 // Check walks every shard, under its lock (so a shard whose owner died is
 // recovered first), and returns an error naming each inconsistency it
 // finds: a heap whose block sizes do not tile it, an in-flight block (none
-// may exist outside a locked shard), adjacent free blocks, a wrong prevFree
+// may exist outside a locked shard), a spare block other than the one the
+// shard names, adjacent free blocks, a wrong prevFree
 // bit or footer, a free list that does not hold exactly the free blocks of
 // its class, an index slot that does not point at a live block whose key
 // hashes to it along an unbroken probe path, a live block no slot refers to
@@ -63,11 +64,19 @@ func (s *Store) checkShard(sh *shard) error {
 			}
 			free[b] = true
 		case stateLive:
+		case stateSpare:
+			if v := atomic.LoadUint32(sh.spare()); unlink(v) != b {
+				fail("block %d: a spare, but the shard's spare is %d", b, unlink(v))
+			}
+			f.heapUsed += size
 		default:
 			fail("block %d: state %d outside a locked shard", b, st)
 		}
 		prevFree = st == stateFree
 		b += size
+	}
+	if v := atomic.LoadUint32(sh.spare()); v != 0 && (!sh.inHeap(unlink(v), minBlock) || !starts.has(unlink(v)/8) || sh.blockState(unlink(v)) != stateSpare) {
+		fail("the shard's spare %d is not a spare block", unlink(v))
 	}
 	// The free lists.
 	listed := 0

@@ -141,7 +141,7 @@ func (s *Store) moveAll(sh *shard, moves []int64, lo, hi int64) bool {
 		old = append(old, b)
 	}
 	for _, b := range old {
-		sh.release(b)
+		sh.freeBlock(b) // not kept as the spare: the stretch is to be one free block
 	}
 	return ok
 }

@@ -219,12 +219,14 @@ func (s *Store) mostEvictable(policy kv.Policy, c class, own *shard, skip int64)
 	return best
 }
 
-// shardHasRoom reports whether sh has what a write refused with r needs.
+// shardHasRoom reports whether sh has what a write refused with r needs,
+// having freed the spare first when r asks for heap.
 // Caller holds the lock.
 func (s *Store) shardHasRoom(sh *shard, r room, size int64) bool {
 	if r == indexFull {
 		return int(atomic.LoadUint32(sh.u32(sEntries)))+1 <= s.g.indexSlots*3/4
 	}
+	sh.dropSpare() // its bytes, merged, may make the block
 	for c := sizeClass(size); c < nClasses; c++ {
 		for b := unlink(atomic.LoadUint32(sh.listHead(c))); b != noBlock; b = unlink(atomic.LoadUint32(sh.nextFree(b))) {
 			if sh.blockSize(b) >= size {

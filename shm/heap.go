@@ -12,8 +12,8 @@ import (
 //	size (a multiple of 8, at least minBlock) | prevFree<<2 | state
 //
 // state is free, inFlight (being written or being removed: only ever inside
-// a locked shard) or live (an entry an index slot refers to). prevFree says
-// the block before is free. A free block holds its free-list links at
+// a locked shard), live (an entry an index slot refers to) or spare (the
+// shard's spare: see release). prevFree says the block before is free. A free block holds its free-list links at
 // [8:12) and [12:16) (offset/8 + 1 of the next and previous free block of
 // its class; 0: none) and its size again in its last 8 bytes, so that the
 // block after it can find its start.
@@ -28,12 +28,17 @@ const (
 	stateFree     = 0
 	stateInFlight = 1
 	stateLive     = 2
+	stateSpare    = 3
 	stateMask     = 3
 	prevFreeBit   = 4
 
 	minBlock = 32
 	nClasses = 32
 	noBlock  = -1
+
+	// spareMax is the largest block kept as a shard's spare: at most
+	// 4 KiB of each shard's heap (1 MiB at least) waits for its size.
+	spareMax = 4096
 )
 
 func (sh *shard) hdrWord(b int64) *uint64 { return sh.g.u64(sh.heap + b) }
@@ -133,10 +138,29 @@ func (sh *shard) listRemove(b, size int64) {
 }
 
 // alloc returns an in-flight block of exactly size bytes (a multiple of 8,
-// at least minBlock), or noBlock if no free block is large enough. First
-// fit in the size's class, then the first block of any larger class.
-// Caller holds the shard lock.
+// at least minBlock), or noBlock if no free block is large enough: the
+// shard's spare if it is size's block (what a rewrite of a value of the
+// same size, or a lock taken again, asks for: no list is touched), else
+// first fit in the size's class, then the first block of any larger class;
+// and if none is, it frees the spare and looks again. Caller holds the
+// shard lock.
 func (sh *shard) alloc(size int64) int64 {
+	if v := atomic.LoadUint32(sh.spare()); v != 0 {
+		b := unlink(v)
+		if have, _, pf := sh.header(b); have >= size && have < size+minBlock {
+			storeDerived32(sh.spare(), 0)
+			sh.setHeader(b, have, stateInFlight, pf)
+			return b
+		}
+	}
+	if b := sh.allocFree(size); b != noBlock || !sh.dropSpare() {
+		return b
+	}
+	return sh.allocFree(size)
+}
+
+// allocFree is alloc from the free lists.
+func (sh *shard) allocFree(size int64) int64 {
 	for m := atomic.LoadUint32(sh.freeMap()) >> sizeClass(size) << sizeClass(size); m != 0; m &= m - 1 {
 		c := bits.TrailingZeros32(m)
 		for b := unlink(atomic.LoadUint32(sh.listHead(c))); b != noBlock; b = unlink(atomic.LoadUint32(sh.nextFree(b))) {
@@ -166,9 +190,47 @@ func (sh *shard) take(b, have, size int64) {
 	sh.addI64(sHeapUsed, size)
 }
 
-// release frees the in-flight block b and merges it with free neighbours.
-// Caller holds the shard lock.
+// spare is the shard's word naming its spare block (link form; 0: none).
+func (sh *shard) spare() *uint32 { return sh.u32(sSpare) }
+
+// release gives back the in-flight block b, which no index slot refers to:
+// a block of up to spareMax bytes becomes the shard's spare, kept whole
+// and off the free lists for the next allocation of its size (the spare
+// it replaces is freed), a larger one is freed. The spare is counted in
+// the heap's used bytes, and anything that needs the free lists to hold
+// all free space (an allocation that found no block, making room,
+// defragmenting) frees it first (dropSpare). A SIGKILL at any step leaves
+// blocks that no slot refers to and that are not free, which recovery
+// frees. Caller holds the shard lock.
 func (sh *shard) release(b int64) {
+	size, _, pf := sh.header(b)
+	if size > spareMax {
+		sh.freeBlock(b)
+		return
+	}
+	old := atomic.LoadUint32(sh.spare())
+	sh.setHeader(b, size, stateSpare, pf)
+	storeDerived32(sh.spare(), link(b))
+	if old != 0 {
+		sh.freeBlock(unlink(old))
+	}
+}
+
+// dropSpare frees the shard's spare, if it has one, and reports whether
+// it had. Caller holds the shard lock.
+func (sh *shard) dropSpare() bool {
+	v := atomic.LoadUint32(sh.spare())
+	if v == 0 {
+		return false
+	}
+	storeDerived32(sh.spare(), 0)
+	sh.freeBlock(unlink(v))
+	return true
+}
+
+// freeBlock frees the in-flight or spare block b and merges it with free
+// neighbours. Caller holds the shard lock.
+func (sh *shard) freeBlock(b int64) {
 	size, _, pf := sh.header(b)
 	sh.addI64(sHeapUsed, -size)
 	if next := b + size; next < sh.g.heapSize {
@@ -199,6 +261,7 @@ func (sh *shard) initHeap() {
 		storeDerived32(sh.listHead(c), 0)
 	}
 	storeDerived32(sh.freeMap(), 0)
+	storeDerived32(sh.spare(), 0)
 	sh.setHeader(0, sh.g.heapSize, stateFree, false)
 	sh.listInsert(0, sh.g.heapSize)
 	storeDerivedI64(sh.i64(sHeapUsed), 0)

@@ -14,7 +14,7 @@ import (
 //     to is live (an in-flight one becomes live again: a removal or a
 //     replacement that had not yet committed, or a new block that had);
 //     every other block that is not free is freed (a new block not yet
-//     published, an old one already replaced or removed).
+//     published, an old one already replaced or removed, the spare).
 //   - An entry in two slots (a compaction cut short) keeps the slot nearer
 //     its probe start; the other becomes a tombstone.
 //   - Adjacent free blocks merge; free lists, prevFree bits, footers and
@@ -153,6 +153,7 @@ func (s *Store) derive(sh *shard) {
 		atomic.StoreUint32(sh.listHead(c), 0)
 	}
 	atomic.StoreUint32(sh.freeMap(), 0)
+	atomic.StoreUint32(sh.spare(), 0) // rebuild freed it
 	var f figures
 	prevFree := false
 	for b := int64(0); b < s.g.heapSize; {

@@ -34,7 +34,9 @@ const (
 	// version-2 library would not keep.
 	// 4: a key of up to 16 bytes hashes by hashKey's own mix, not
 	// xxhash, so it has another shard and index tag than in version 3.
-	layoutVersion = 4
+	// 5: a shard keeps a spare block (sSpare, state stateSpare), which a
+	// version-4 library would read as corruption.
+	layoutVersion = 5
 	headerSize    = 4096
 	readyValue    = 0x52454459 // "REDY"
 

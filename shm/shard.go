@@ -31,6 +31,7 @@ const (
 	sEvictRet    = 200
 	sEvictRetTTL = 208
 	sFreeMap     = 216 // uint32: bit c set while free list c is not empty (derived)
+	sSpare       = 220 // uint32: the spare block (heap.go; off/8 + 1; 0: none; derived)
 	sFreeLists   = 256 // [nClasses]uint32: free-list heads (off/8 + 1; 0: empty)
 )
 
