@@ -181,6 +181,31 @@ final class LaravelTest extends TestCase
         $this->assertNotNull($cache->get('illuminate:cache:flexible:created:' . $key), 'with its creation time');
     }
 
+    public function testAWarmFlexibleReadsTheStoreOnce(): void
+    {
+        if (!method_exists(Repository::class, 'flexible')) {
+            $this->markTestSkipped('Cache::flexible() came with Laravel 11');
+        }
+        $store = new class ('app:') extends EphpmStore {
+            public int $reads = 0;
+
+            public function many(array $keys)
+            {
+                $this->reads++;
+
+                return parent::many($keys);
+            }
+        };
+        $cache = new EphpmRepository($store);
+        $key = $this->lockName();
+        $this->assertSame('fresh', $cache->flexible($key, [5, 10], fn () => 'fresh'));
+        $store->reads = 0;
+        $this->assertSame('fresh', $cache->flexible($key, [5, 10], fn () => 'again'));
+        $this->assertSame(1, $store->reads, 'one read of the value and its creation time');
+        $this->assertSame('fresh', $cache->flexible($key, [5, 10], fn () => 'again'));
+        $this->assertSame(2, $store->reads, 'and one more for the next call: nothing kept between calls');
+    }
+
     public function testRepository(): void
     {
         $cache = new Repository(new EphpmStore('app:'));

@@ -21,6 +21,24 @@ use Illuminate\Cache\Repository;
  */
 class EphpmRepository extends Repository
 {
+    /**
+     * What flexible() read, which Laravel's flexible() on a warm key takes
+     * in place of reading the same two keys again (many()): one crossing
+     * into the store per call, and the read's events fired once.
+     */
+    private ?array $flexibleRead = null;
+
+    public function many(array $keys)
+    {
+        if ($this->flexibleRead !== null && array_keys($this->flexibleRead) === $keys) {
+            [$found, $this->flexibleRead] = [$this->flexibleRead, null];
+
+            return $found;
+        }
+
+        return parent::many($keys);
+    }
+
     public function remember($key, $ttl, Closure $callback)
     {
         $store = $this->getStore();
@@ -47,7 +65,8 @@ class EphpmRepository extends Repository
      * or its creation time is missing, one caller among every process
      * sharing the store computes the value while the others wait for it
      * (Laravel's own computes it in every caller at once); the creation
-     * time is then added if still missing. A warm key is Laravel's.
+     * time is then added if still missing. A warm key is Laravel's, on
+     * what this call read.
      */
     public function flexible($key, $ttl, $callback, $lock = null, $alwaysDefer = false)
     {
@@ -59,7 +78,12 @@ class EphpmRepository extends Repository
         $createdKey = self::FLEXIBLE_CREATED_KEY_PREFIX . $key;
         $found = $this->many([$key, $createdKey]);
         if (!in_array(null, $found, true)) {
-            return parent::flexible($key, $ttl, $callback, $lock, $alwaysDefer);
+            $this->flexibleRead = $found;
+            try {
+                return parent::flexible($key, $ttl, $callback, $lock, $alwaysDefer);
+            } finally {
+                $this->flexibleRead = null;
+            }
         }
         $value = $store->remember($this->itemKey($key), $seconds, fn () => value($callback));
         $this->add($createdKey, time(), $seconds);
