@@ -99,7 +99,7 @@ func valueEquals(b block, v []byte) bool {
 
 // valueEqualsHeld is valueEquals for a caller that holds shard mutex a
 // (and c, if not nil) and releases them explicitly rather than by a defer
-// (see logicalValueHeld).
+// (see logicalValueHeld); a nil a is a caller whose defer releases them.
 func valueEqualsHeld(b block, v []byte, a, c *sync.Mutex) bool {
 	if !blockFlags(b, flagCompressed) {
 		return bytes.Equal(blockStored(b), v)
@@ -126,7 +126,7 @@ func logicalValueHeld(b block, a, c *sync.Mutex) []byte {
 func decompressHeld(b block, a, c *sync.Mutex) []byte {
 	done := false
 	defer func() {
-		if !done {
+		if !done && a != nil {
 			a.Unlock()
 			if c != nil {
 				c.Unlock()

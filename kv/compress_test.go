@@ -71,9 +71,10 @@ func TestCompression(t *testing.T) {
 // A corrupt compressed value panics where it is decompressed under a
 // shard's lock (memory corruption: the bridge turns the panic into
 // "outcome unknown"); the lock is released on the panic's way out, so that
-// the next calls on the shard still run. DelIfEq and SetGuarded compare a
-// token, IncrBy reads a counter and the lock steps a reader record, each
-// under locks install (or DelIfEq) releases explicitly.
+// the next calls on the shard still run. DelIfEq, SetGuarded and
+// SetFencedToken compare a token, IncrBy reads a counter and the lock steps
+// a reader record, each under locks install (or DelIfEq) releases
+// explicitly; DelFencedToken compares under deferred ones.
 func TestACorruptCompressedValueLeavesItsShardUsable(t *testing.T) {
 	token := bytes.Repeat([]byte("token "), 100)
 	var rec ReaderRecord
@@ -82,27 +83,31 @@ func TestACorruptCompressedValueLeavesItsShardUsable(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name  string
-		value []byte         // stored compressed at "key", then corrupted
-		calls []func(*Store) // each panics on it
+		value []byte                        // stored compressed at "key" (a fenced grant), then corrupted
+		calls []func(s *Store, fence int64) // each panics on it
 	}{
-		{"a lock token", token, []func(*Store){
-			func(s *Store) { s.DelIfEq("key", token) },
-			func(s *Store) { s.SetGuarded("data", []byte("v"), 0, "key", token) },
+		{"a lock token", token, []func(*Store, int64){
+			func(s *Store, _ int64) { s.DelIfEq("key", token) },
+			func(s *Store, _ int64) { s.SetGuarded("data", []byte("v"), 0, "key", token) },
+			func(s *Store, f int64) { s.SetFencedToken("data", []byte("v"), 0, "key", f, token) },
+			func(s *Store, f int64) { s.DelFencedToken("data", "key", f, token) },
 		}},
-		{"a counter", append(bytes.Repeat([]byte("0"), 200), '7'), []func(*Store){
-			func(s *Store) { s.IncrBy("key", 1, 0) },
+		{"a counter", append(bytes.Repeat([]byte("0"), 200), '7'), []func(*Store, int64){
+			func(s *Store, _ int64) { s.IncrBy("key", 1, 0) },
 		}},
-		{"a reader record", rec.AppendTo(nil), []func(*Store){
-			func(s *Store) { s.LockAttempt("key", []byte("r"), LockShared, time.Minute, 0) },
-			func(s *Store) { s.LockAttempt("key", []byte("w"), LockExclusive, time.Minute, time.Second) },
-			func(s *Store) { s.LockRelease("key", []byte("reader token 000")) },
-			func(s *Store) { s.LockRefresh("key", []byte("reader token 000"), time.Minute) },
+		{"a reader record", rec.AppendTo(nil), []func(*Store, int64){
+			func(s *Store, _ int64) { s.LockAttempt("key", []byte("r"), LockShared, time.Minute, 0) },
+			func(s *Store, _ int64) { s.LockAttempt("key", []byte("w"), LockExclusive, time.Minute, time.Second) },
+			func(s *Store, _ int64) { s.LockRelease("key", []byte("reader token 000")) },
+			func(s *Store, _ int64) { s.LockRefresh("key", []byte("reader token 000"), time.Minute) },
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, _ := newTestStore(t)
 			require.NoError(t, s.Configure(MemoryConfig{Compression: true, CompressionMinSize: 64}))
-			require.NoError(t, s.Set("key", tc.value, 0))
+			out, fence, err := s.SetNXFenced("key", tc.value, 0)
+			require.NoError(t, err)
+			require.Equal(t, Inserted, out)
 			b := stored(s, "key")
 			require.True(t, blockFlags(b, flagCompressed))
 			st := blockStored(b)
@@ -113,7 +118,7 @@ func TestACorruptCompressedValueLeavesItsShardUsable(t *testing.T) {
 			go func() {
 				defer close(done)
 				for i, call := range tc.calls {
-					assert.NotNil(t, panics(func() { call(s) }), "call %d panics", i)
+					assert.NotNil(t, panics(func() { call(s, fence) }), "call %d panics", i)
 				}
 				assert.True(t, s.Del("key"), "the shard still serves calls")
 				n, err := s.IncrBy("key", 1, 0)

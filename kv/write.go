@@ -123,14 +123,10 @@ func (s *Store) install(r *writeReq) (bool, error) {
 			ok = old == nil || oldExpired
 		case modeGuarded:
 			g := gsh.t.get(gh, r.guardKey)
-			var secondMu *sync.Mutex
-			if second != nil {
-				secondMu = &second.mu
-			}
-			ok = g != nil && !c.expired(g) && valueEqualsHeld(g, r.guardToken, &first.mu, secondMu)
+			ok = g != nil && !c.expired(g) && valueEqualsHeld(g, r.guardToken, &first.mu, mutexOf(second))
 		case modeFenced:
 			n, known := gsh.fences.current(s.fenceHash(r.guardKey))
-			ok = known && n == r.fence && !(r.holder && heldByAnother(gsh, gh, r.guardKey, r.guardToken, &c))
+			ok = known && n == r.fence && !(r.holder && heldByAnother(gsh, gh, r.guardKey, r.guardToken, &c, &first.mu, mutexOf(second)))
 		case modeIncr:
 			if err := s.decideSum(r, old, oldExpired, &c, &first.mu); err != nil {
 				first.mu.Unlock() // one shard: no guard
@@ -246,6 +242,14 @@ func lockOrder(a, b *shard) (first, second *shard) {
 		return b, a
 	}
 	return a, b
+}
+
+// mutexOf is sh's mutex, or nil for no shard (lockOrder's second of one).
+func mutexOf(sh *shard) *sync.Mutex {
+	if sh == nil {
+		return nil
+	}
+	return &sh.mu
 }
 
 // place returns the block for key's new entry with a stored value of n
