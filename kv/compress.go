@@ -98,25 +98,42 @@ func valueEquals(b block, v []byte) bool {
 }
 
 // valueEqualsHeld is valueEquals for a caller that holds shard mutex a
-// (and c, if not nil) and releases them explicitly rather than by a defer:
-// a compressed value is decompressed for the compare, and a corrupt one
-// panics (readInto), so then it releases them on the panic's way out and
-// the shard stays usable once the bridge has recovered the panic. A plain
-// value is compared in place, with nothing that panics, and no defer.
+// (and c, if not nil) and releases them explicitly rather than by a defer
+// (see logicalValueHeld); a nil a is a caller whose defer releases them.
 func valueEqualsHeld(b block, v []byte, a, c *sync.Mutex) bool {
 	if !blockFlags(b, flagCompressed) {
 		return bytes.Equal(blockStored(b), v)
 	}
-	compared := false
+	return logicalLen(b) == len(v) && bytes.Equal(decompressHeld(b, a, c), v)
+}
+
+// logicalValueHeld is logicalValue for a caller that holds shard mutex a
+// (and c, if not nil) and releases them explicitly rather than by a
+// defer: a compressed value is decompressed, and a corrupt one panics
+// (readInto), so then it releases them on the panic's way out and the
+// shard stays usable once the bridge has recovered the panic. A plain
+// value is returned in place, with nothing that panics, and no defer.
+func logicalValueHeld(b block, a, c *sync.Mutex) []byte {
+	if !blockFlags(b, flagCompressed) {
+		return blockStored(b)
+	}
+	return decompressHeld(b, a, c)
+}
+
+// decompressHeld is logicalValue of compressed block b that releases a
+// (and c, if not nil) if it panics. It is a function of its own so that
+// the plain path of valueEqualsHeld and logicalValueHeld has no defer.
+func decompressHeld(b block, a, c *sync.Mutex) []byte {
+	done := false
 	defer func() {
-		if !compared {
+		if !done && a != nil {
 			a.Unlock()
 			if c != nil {
 				c.Unlock()
 			}
 		}
 	}()
-	eq := valueEquals(b, v)
-	compared = true
-	return eq
+	v := logicalValue(b)
+	done = true
+	return v
 }

@@ -3,6 +3,7 @@ package kv
 import (
 	"bytes"
 	"crypto/rand"
+	"fmt"
 	"testing"
 	"time"
 
@@ -67,39 +68,75 @@ func TestCompression(t *testing.T) {
 	assert.True(t, ok)
 }
 
-// A corrupt compressed value panics where it is compared (memory
-// corruption: the bridge turns the panic into "outcome unknown"); the
-// shard's lock is released on the panic's way out, so that the next calls
-// on the shard still run. DelIfEq and SetGuarded compare under locks they
-// release explicitly.
+// A corrupt compressed value panics where it is decompressed under a
+// shard's lock (memory corruption: the bridge turns the panic into
+// "outcome unknown"); the lock is released on the panic's way out, so that
+// the next calls on the shard still run. DelIfEq, SetGuarded and
+// SetFencedToken compare a token, IncrBy reads a counter and the lock steps
+// a reader record, each under locks install (or DelIfEq) releases
+// explicitly; DelFencedToken compares under deferred ones.
 func TestACorruptCompressedValueLeavesItsShardUsable(t *testing.T) {
-	s, _ := newTestStore(t)
-	require.NoError(t, s.Configure(MemoryConfig{Compression: true, CompressionMinSize: 64}))
 	token := bytes.Repeat([]byte("token "), 100)
-	require.NoError(t, s.Set("lock", token, 0))
-	b := stored(s, "lock")
-	require.True(t, blockFlags(b, flagCompressed))
-	st := blockStored(b)
-	for i := 4; i < len(st); i++ {
-		st[i] = 0xff // an lz4 block that cannot decompress to its length
+	var rec ReaderRecord
+	for i := range 20 {
+		rec.Holds = append(rec.Holds, ReadHold{Token: []byte(fmt.Sprintf("reader token %03d", i))})
 	}
-	panics := func(f func()) (r any) {
-		defer func() { r = recover() }()
-		f()
-		return nil
+	for _, tc := range []struct {
+		name  string
+		value []byte                        // stored compressed at "key" (a fenced grant), then corrupted
+		calls []func(s *Store, fence int64) // each panics on it
+	}{
+		{"a lock token", token, []func(*Store, int64){
+			func(s *Store, _ int64) { s.DelIfEq("key", token) },
+			func(s *Store, _ int64) { s.SetGuarded("data", []byte("v"), 0, "key", token) },
+			func(s *Store, f int64) { s.SetFencedToken("data", []byte("v"), 0, "key", f, token) },
+			func(s *Store, f int64) { s.DelFencedToken("data", "key", f, token) },
+		}},
+		{"a counter", append(bytes.Repeat([]byte("0"), 200), '7'), []func(*Store, int64){
+			func(s *Store, _ int64) { s.IncrBy("key", 1, 0) },
+		}},
+		{"a reader record", rec.AppendTo(nil), []func(*Store, int64){
+			func(s *Store, _ int64) { s.LockAttempt("key", []byte("r"), LockShared, time.Minute, 0) },
+			func(s *Store, _ int64) { s.LockAttempt("key", []byte("w"), LockExclusive, time.Minute, time.Second) },
+			func(s *Store, _ int64) { s.LockRelease("key", []byte("reader token 000")) },
+			func(s *Store, _ int64) { s.LockRefresh("key", []byte("reader token 000"), time.Minute) },
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := newTestStore(t)
+			require.NoError(t, s.Configure(MemoryConfig{Compression: true, CompressionMinSize: 64}))
+			out, fence, err := s.SetNXFenced("key", tc.value, 0)
+			require.NoError(t, err)
+			require.Equal(t, Inserted, out)
+			b := stored(s, "key")
+			require.True(t, blockFlags(b, flagCompressed))
+			st := blockStored(b)
+			for i := 4; i < len(st); i++ {
+				st[i] = 0xff // an lz4 block that cannot decompress to its length
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for i, call := range tc.calls {
+					assert.NotNil(t, panics(func() { call(s, fence) }), "call %d panics", i)
+				}
+				assert.True(t, s.Del("key"), "the shard still serves calls")
+				n, err := s.IncrBy("key", 1, 0)
+				assert.NoError(t, err)
+				assert.Equal(t, int64(1), n)
+			}()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the shard's lock was left held by a panicking call")
+			}
+		})
 	}
-	assert.NotNil(t, panics(func() { s.DelIfEq("lock", token) }), "DelIfEq")
-	assert.NotNil(t, panics(func() { s.SetGuarded("data", []byte("v"), 0, "lock", token) }), "SetGuarded")
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		assert.True(t, s.Del("lock"), "the shard still serves calls")
-		_, err := s.SetGuarded("data", []byte("v"), 0, "lock", token)
-		assert.NoError(t, err)
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the shard's lock was left held by the panicking call")
-	}
+}
+
+// panics runs f and returns what it panicked with (nil: it returned).
+func panics(f func()) (r any) {
+	defer func() { r = recover() }()
+	f()
+	return nil
 }

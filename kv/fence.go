@@ -2,6 +2,7 @@ package kv
 
 import (
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -167,10 +168,12 @@ func (s *Store) DelFencedToken(key, lock string, fence int64, token []byte) (boo
 }
 
 // heldByAnother reports whether lock holds a live entry other than token.
-// Caller holds lock's shard (gsh); nothing is removed.
-func heldByAnother(gsh *shard, gh uint32, lock string, token []byte, c *clock) bool {
+// Caller holds lock's shard (gsh) and the shard mutexes a and b, which it
+// releases explicitly (see valueEqualsHeld; a nil: by a defer); nothing is
+// removed.
+func heldByAnother(gsh *shard, gh uint32, lock string, token []byte, c *clock, a, b *sync.Mutex) bool {
 	g := gsh.t.get(gh, lock)
-	return g != nil && !c.expired(g) && !valueEquals(g, token)
+	return g != nil && !c.expired(g) && !valueEqualsHeld(g, token, a, b)
 }
 
 // DelFenced removes key only while fence is still the latest grant of
@@ -188,6 +191,6 @@ func (s *Store) delFenced(key, lock string, fence int64, token []byte, holder bo
 	}
 	return s.delIf(key, lock, func(gsh *shard, gh uint32, c *clock) bool {
 		n, known := gsh.fences.current(s.fenceHash(lock))
-		return known && n == fence && !(holder && heldByAnother(gsh, gh, lock, token, c))
+		return known && n == fence && !(holder && heldByAnother(gsh, gh, lock, token, c, nil, nil))
 	}), nil
 }

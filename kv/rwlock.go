@@ -23,12 +23,13 @@ const (
 // or not) and applies what needs no room: a removal (which wakes the
 // oldest waiter, as every removal does) happens here. It reports whether
 // the decision stores r.value, expiring at r.at, which install then
-// charges and puts as every write. Caller holds sh.mu.
+// charges and puts as every write. Caller holds sh.mu, and releases it
+// explicitly (see logicalValueHeld).
 func (s *Store) decideLock(sh *shard, i int, r *writeReq, old block, oldExpired bool, c *clock) (bool, error) {
 	live := old != nil && !oldExpired
 	var v []byte
 	if live {
-		v = logicalValue(old)
+		v = logicalValueHeld(old, &sh.mu, nil)
 	}
 	now := c.now()
 	var d LockDecision

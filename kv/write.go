@@ -123,16 +123,12 @@ func (s *Store) install(r *writeReq) (bool, error) {
 			ok = old == nil || oldExpired
 		case modeGuarded:
 			g := gsh.t.get(gh, r.guardKey)
-			var secondMu *sync.Mutex
-			if second != nil {
-				secondMu = &second.mu
-			}
-			ok = g != nil && !c.expired(g) && valueEqualsHeld(g, r.guardToken, &first.mu, secondMu)
+			ok = g != nil && !c.expired(g) && valueEqualsHeld(g, r.guardToken, &first.mu, mutexOf(second))
 		case modeFenced:
 			n, known := gsh.fences.current(s.fenceHash(r.guardKey))
-			ok = known && n == r.fence && !(r.holder && heldByAnother(gsh, gh, r.guardKey, r.guardToken, &c))
+			ok = known && n == r.fence && !(r.holder && heldByAnother(gsh, gh, r.guardKey, r.guardToken, &c, &first.mu, mutexOf(second)))
 		case modeIncr:
-			if err := s.decideSum(r, old, oldExpired, &c); err != nil {
+			if err := s.decideSum(r, old, oldExpired, &c, &first.mu); err != nil {
 				first.mu.Unlock() // one shard: no guard
 				s.giveBack(&g)    // a retry found the value changed
 				return false, err
@@ -215,11 +211,12 @@ func (s *Store) install(r *writeReq) (bool, error) {
 // current entry old: its counter plus r.delta, keeping old's pin, read mark
 // and expiry, or r.delta itself, expiring r.ttl after c's now (0: never),
 // if old is missing or expired. It fails as AddToCounter does. Caller holds
-// the key's shard lock: old may be a recyclable block, and the error quotes
+// the key's shard lock mu, and releases it explicitly (see
+// logicalValueHeld): old may be a recyclable block, and the error quotes
 // it.
-func (s *Store) decideSum(r *writeReq, old block, oldExpired bool, c *clock) error {
+func (s *Store) decideSum(r *writeReq, old block, oldExpired bool, c *clock, mu *sync.Mutex) error {
 	if old != nil && !oldExpired {
-		sum, err := AddToCounter(logicalValue(old), r.delta)
+		sum, err := AddToCounter(logicalValueHeld(old, mu, nil), r.delta)
 		if err != nil {
 			return err
 		}
@@ -245,6 +242,14 @@ func lockOrder(a, b *shard) (first, second *shard) {
 		return b, a
 	}
 	return a, b
+}
+
+// mutexOf is sh's mutex, or nil for no shard (lockOrder's second of one).
+func mutexOf(sh *shard) *sync.Mutex {
+	if sh == nil {
+		return nil
+	}
+	return &sh.mu
 }
 
 // place returns the block for key's new entry with a stored value of n

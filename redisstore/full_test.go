@@ -57,18 +57,24 @@ func TestAFullServerRefusesOnlyAScriptsFirstWrite(t *testing.T) {
 func waitingInLine(t *testing.T, a *redis.Client, key string, done <-chan error) string {
 	t.Helper()
 	_, prefix, _ := queueKeys(key)
-	for i := 0; ; i++ {
+	var lease string
+	var ended bool
+	var err error
+	require.Eventually(t, func() bool {
 		select {
-		case err := <-done:
-			t.Fatalf("the waiter's call ended before it stood in line: %v", err)
+		case err = <-done:
+			ended = true
+			return true
 		default:
 		}
-		if ks := a.Keys(ctx, prefix+"*").Val(); len(ks) == 1 {
-			return ks[0]
+		ks := a.Keys(ctx, prefix+"*").Val()
+		if len(ks) == 1 {
+			lease = ks[0]
 		}
-		require.Less(t, i, 1000, "the waiter is in line")
-		time.Sleep(5 * time.Millisecond)
-	}
+		return lease != ""
+	}, 10*time.Second, 5*time.Millisecond, "the waiter is in line")
+	require.False(t, ended, "the waiter's call ended before it stood in line: %v", err)
+	return lease
 }
 
 // leaseKept watches lease for longer than a lease lasts: it is still

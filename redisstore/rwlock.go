@@ -172,7 +172,9 @@ end
 // attempt that will not wait), and a granted one that had a place leaves
 // the line before it writes the name (so that a full server grants it
 // too, and only it: see "A full server", queue.go) and before its shared
-// grant names the next head.
+// grant names the next head. An attempt refused with an error (-1, -2)
+// leaves the line too, its caller giving up, and names the next head as a
+// release does.
 var lockAttemptScript = newScript(liveHeadLua + mintFenceLua + rwLua + `
 local id = ARGV[9]
 local function refused()
@@ -180,7 +182,14 @@ local function refused()
   return 0
 end
 local function leave()
-  if id and redis.call('zscore', KEYS[3], id) then redis.call('zrem', KEYS[3], id); redis.call('del', KEYS[4]) end
+  if id and redis.call('zscore', KEYS[3], id) then redis.call('zrem', KEYS[3], id); redis.call('del', KEYS[4]); return true end
+  return false
+end
+-- give_up is leave for an attempt refused with an error (its caller stops
+-- waiting): a caller that had a place was the head, and the next head's
+-- turn may have come with its leaving, so it is named as a release names it.
+local function give_up()
+  if leave() then publish_release(ARGV[7], KEYS[3], ARGV[8]) end
 end
 if id then
   local h = live_head(KEYS[3], ARGV[8], id)
@@ -215,8 +224,8 @@ if ARGV[2] == '0' then
   return 0
 end
 if r.claim ~= 0 then return refused() end
-if find(r, ARGV[1]) then leave(); return -1 end
-if #r.dls >= tonumber(ARGV[6]) then leave(); return -2 end
+if find(r, ARGV[1]) then give_up(); return -1 end
+if #r.dls >= tonumber(ARGV[6]) then give_up(); return -2 end
 add(r, ARGV[1], deadline(ARGV[3], now))
 leave()
 store_record(KEYS[1], r, now)

@@ -775,3 +775,74 @@ func TestAWriterInLineRenewsItsClaimWhileItWaits(t *testing.T) {
 		t.Fatal("the writer was not let in by the last reader's release")
 	}
 }
+
+// A head in line whose attempt is refused with an error (its token already
+// holds the name for reading; the name has MaxReadHolds read holds) leaves
+// the line, its caller giving up, and names the next head as a release
+// does. The next head here is a writer whose look finds the name read-held
+// with no deadline within its wait: only that message can end its wait
+// before its timeout, which is far longer than the test's bound.
+func TestAHeadRefusedWithAnErrorWakesTheNextWaiter(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, "redis://"+srv.Addr)
+	require.NotNil(t, s.direct, "a standalone server: each waiter has its subscriber connection")
+	const lease = 30 * time.Second
+	inLine := func(name, tok, id string, mode kv.LockMode) {
+		t.Helper()
+		out, _, err := s.LockAttemptInLine(name, []byte(tok), mode, time.Minute, 0, id, lease)
+		require.NoError(t, err, id)
+		require.Equal(t, kv.Exists, out, "%s in line", id)
+	}
+	full := kv.ReaderRecord{}
+	for i := range MaxReadHolds {
+		full.Holds = append(full.Holds, kv.ReadHold{Token: []byte("h" + strconv.Itoa(i))})
+	}
+	for _, tc := range []struct {
+		name  string
+		setUp func(name string) // leaves "head" first in line, the reader whose attempt fails
+		err   error
+	}{
+		{"its token holds the name", func(name string) {
+			granted(t, s, name, "t", shared, time.Minute)
+			inLine(name, "w", "writer", excl) // first in line, refused by the read hold
+			inLine(name, "t", "head", shared)
+			inLine(name, "z", "next", excl)
+			require.NoError(t, s.LeaveLine(name, "writer"))
+		}, kv.ErrInvalidArgument},
+		{"the name has the most read holds", func(name string) {
+			granted(t, s, name, "w", excl, time.Minute)
+			inLine(name, "t", "head", shared)
+			inLine(name, "z", "next", excl)
+			assert.True(t, released(t, s, name, "w"))
+			require.NoError(t, s.Set(name, full.AppendTo(nil), 0))
+		}, kv.ErrNoMemory},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := "rw:giveup:" + tc.name
+			tc.setUp(name)
+			require.Equal(t, 2, lineLength(t, s, name), "head and next in line")
+			ch := releaseChannel(s.redisKey(name))
+			woke := make(chan bool, 1)
+			go func() {
+				turn, err := s.WaitLockTurn(name, "next", excl, time.Minute)
+				assert.NoError(t, err)
+				woke <- turn
+			}()
+			require.Eventually(t, func() bool {
+				n, err := s.c.PubSubNumSub(ctx, ch).Result()
+				return err == nil && n[ch] == 1
+			}, 10*time.Second, time.Millisecond, "the next waiter subscribed")
+
+			_, _, err := s.LockAttemptInLine(name, []byte("t"), shared, time.Minute, 0, "head", lease)
+			require.ErrorIs(t, err, tc.err)
+			assert.Equal(t, 1, lineLength(t, s, name), "the head left the line")
+			select {
+			case turn := <-woke:
+				assert.True(t, turn, "named by the head's leaving, not timed out")
+			case <-time.After(10 * time.Second):
+				t.Fatal("the next waiter was not woken by the head's leaving")
+			}
+			require.NoError(t, s.LeaveLine(name, "next"))
+		})
+	}
+}
