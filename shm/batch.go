@@ -6,7 +6,7 @@ import (
 	"github.com/ephpm/ephpm/backend"
 )
 
-// GetMany reads each key on its own (each under its shard's lock), as the
+// GetMany reads each key on its own (each as GetInto reads one), as the
 // in-process store does: a batch costs one crossing, not one lock.
 func (s *Store) GetMany(keys []string, dst []byte) (int, error) {
 	return backend.GetEach(s.GetInto, keys, dst)

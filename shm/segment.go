@@ -36,7 +36,9 @@ const (
 	// xxhash, so it has another shard and index tag than in version 3.
 	// 5: a shard keeps a spare block (sSpare, state stateSpare), which a
 	// version-4 library would read as corruption.
-	layoutVersion = 5
+	// 6: gets read with no lock, against each shard's count of its lock's
+	// releases (sSeq), which a version-5 library would not keep.
+	layoutVersion = 6
 	headerSize    = 4096
 	readyValue    = 0x52454459 // "REDY"
 
@@ -156,9 +158,15 @@ type segment struct {
 }
 
 func (g *segment) ptr(off int64) unsafe.Pointer { return unsafe.Add(g.base, off) }
-func (g *segment) u32(off int64) *uint32        { return (*uint32)(g.ptr(off)) }
-func (g *segment) u64(off int64) *uint64        { return (*uint64)(g.ptr(off)) }
-func (g *segment) i64(off int64) *int64         { return (*int64)(g.ptr(off)) }
+
+// bytes and str are views of n bytes of the mapping at off.
+func (g *segment) bytes(off int64, n int) []byte {
+	return unsafe.Slice((*byte)(g.ptr(off)), n)
+}
+func (g *segment) str(off int64, n int) string { return unsafe.String((*byte)(g.ptr(off)), n) }
+func (g *segment) u32(off int64) *uint32       { return (*uint32)(g.ptr(off)) }
+func (g *segment) u64(off int64) *uint64       { return (*uint64)(g.ptr(off)) }
+func (g *segment) i64(off int64) *int64        { return (*int64)(g.ptr(off)) }
 
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 

@@ -19,6 +19,7 @@ const (
 	sEvictAll   = 32  // int64: evictable bytes of entries that are not session data (derived)
 	sEvictTTL   = 40  // int64: the same, of entries with a TTL (derived)
 	sHeapUsed   = 48  // int64: bytes of blocks not free (derived)
+	sSeq        = 56  // uint64: the releases of the lock (read.go), in the lock word's line
 	sCounters   = 64  // [nCounters]uint64
 	sRecoveries = 160 // uint64: times this shard was recovered
 	sCredit     = 168 // int64: bytes reserved against the limit beyond used (credit.go; derived)
@@ -35,7 +36,8 @@ const (
 	sFreeLists   = 256 // [nClasses]uint32: free-list heads (off/8 + 1; 0: empty)
 )
 
-// Counters, as kv.Stats names them; changed under the shard lock.
+// Counters, as kv.Stats names them; changed under the shard lock, but for
+// hits and misses, which reads with no lock count too (countRead).
 const (
 	cHits = iota
 	cMisses

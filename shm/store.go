@@ -329,13 +329,21 @@ func (s *Store) lock(sh *shard) error {
 		}
 	}
 	if atomic.LoadUint32(sh.u32(sBroken)) != 0 {
-		unlockWord(sh.u32(sLock))
+		s.unlock(sh)
 		return fmt.Errorf("%w: shard %d of %s: stop the processes using it and remove the file", ErrCorrupt, sh.i, s.g.path)
 	}
 	return nil
 }
 
-func (s *Store) unlock(sh *shard) { unlockWord(sh.u32(sLock)) }
+// unlock counts the release in sh's count of them (read.go), then releases
+// the lock. The count's store needs no order among the shard's others (the
+// lock word covers them), only to come before the release's swap, which
+// orders it.
+func (s *Store) unlock(sh *shard) {
+	p := sh.u64(sSeq)
+	storeDerived64(p, *p+1) // only the holder writes it
+	unlockWord(sh.u32(sLock))
+}
 
 // lockTwo takes the locks of a two-key operation in shard order, so that
 // two such operations never deadlock; b may be a.
@@ -759,17 +767,28 @@ func (s *Store) corrupt(sh *shard) error {
 }
 
 // GetInto copies a live entry's value into dst if it fits, and returns its
-// length either way. The copy is made under the shard lock.
+// length either way. The value copied is one the entry held at one instant:
+// read with no lock when nothing in the read needs writing (readUnlocked),
+// else under the shard lock.
 func (s *Store) GetInto(key string, dst []byte) (int, bool, error) {
-	sh, h, tag, tk, err := s.lockKey(key)
+	tk, err := s.enter()
 	if err != nil {
+		return 0, false, err
+	}
+	sh, h, tag := s.locate(key)
+	if n, found, ok := s.readUnlocked(sh, tag, key, dst); ok {
+		s.leave(tk)
+		return n, found, nil
+	}
+	if err := s.lock(sh); err != nil {
+		s.leave(tk)
 		return 0, false, err
 	}
 	defer s.unlockKey(sh, tk)
 	var t int64
 	_, b := s.live(sh, h, tag, key, &t)
 	if b == noBlock {
-		sh.count(cMisses)
+		sh.countRead(cMisses)
 		return 0, false, nil
 	}
 	if p := sh.entryAccess(b); atomic.LoadUint32(p) != s.lruClock(t) {
@@ -778,7 +797,7 @@ func (s *Store) GetInto(key string, dst []byte) (int, bool, error) {
 	if sh.entryMeta(b)&flagRead == 0 && s.g.kindOf(key) == kv.KindSession {
 		sh.markRead(b) // a returning user's session
 	}
-	sh.count(cHits)
+	sh.countRead(cHits)
 	n := sh.logicalLen(b)
 	if n <= len(dst) && !sh.readInto(b, dst[:n]) {
 		return 0, false, s.corrupt(sh)
