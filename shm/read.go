@@ -22,9 +22,17 @@ import (
 // Because the read can meet a shard half-way through a change, every
 // offset it follows is checked against the heap before it is read through:
 // a torn read copies wrong bytes that the second look then rejects, never
-// reads outside the mapping. Nothing is written but the hit or miss
-// counter, by an atomic add (the locked path adds to the same counters the
-// same way).
+// reads outside the mapping. Nothing in the shard is written but the hit
+// or miss counter, by an atomic add (the locked path adds to the same
+// counters the same way); the segment's LRU clock may advance, as any
+// reader's does. A shard marked broken is left to the locked path, which
+// refuses it.
+//
+// The argument needs loads kept in order and stores kept in order, which
+// x86-TSO gives (and the Go compiler keeps sync/atomic operations and calls
+// in program order); on other architectures an acquire load does not order
+// the plain loads after it, nor an acquiring CAS the holder's plain stores,
+// so there reads take the lock (readsWithoutLock, storerel_*.go).
 //
 // A holder killed with the lock held leaves the lock word held: reads take
 // the lock, and whoever takes it over recovers the shard and counts its
@@ -37,10 +45,13 @@ func (sh *shard) countRead(c int) { atomic.AddUint64(sh.u64(sCounters+int64(c)*8
 // readUnlocked is GetInto with no lock: ok is false when the read has to be
 // made under the lock (see above), and then nothing was counted.
 func (s *Store) readUnlocked(sh *shard, tag uint32, key string, dst []byte) (n int, found, ok bool) {
+	if !readsWithoutLock {
+		return 0, false, false
+	}
 	lockp, seqp := sh.u32(sLock), sh.u64(sSeq)
 	seq := atomic.LoadUint64(seqp)
-	if atomic.LoadUint32(lockp) != 0 {
-		return 0, false, false
+	if atomic.LoadUint32(lockp) != 0 || atomic.LoadUint32(sh.u32(sBroken)) != 0 {
+		return 0, false, false // held, or broken: the locked path answers
 	}
 	b := sh.lookupUnlocked(tag, key)
 	if b == noBlock {

@@ -138,9 +138,9 @@ func TestAnUnlockedReadIsNeverTorn(t *testing.T) {
 
 func (s *Store) hitsOf(sh *shard) uint64 { return atomic.LoadUint64(sh.u64(sCounters + cHits*8)) }
 
-// TestAReadUnderAChangeWaitsForTheLock: with the change count odd (a
-// holder changing the shard) a get does not read with no lock: it waits
-// for the lock and reads what the holder left.
+// TestAReadUnderAChangeWaitsForTheLock: with the shard's lock held (its
+// holder may be changing the shard) a get does not read with no lock: it
+// waits for the lock and reads what the holder left.
 func TestAReadUnderAChangeWaitsForTheLock(t *testing.T) {
 	s := openTest(t, kv.MemoryConfig{Limit: 1 << 20})
 	require.NoError(t, s.Set("key", []byte("old"), 0))
@@ -162,4 +162,20 @@ func TestAReadUnderAChangeWaitsForTheLock(t *testing.T) {
 	copy(sh.entryStored(b), "new")
 	s.unlock(sh)
 	assert.Equal(t, "new", <-got)
+}
+
+// TestABrokenShardAnswersNoRead: a shard marked broken (recovery found it
+// corrupt) fails its gets as its other calls, with no lock taken or not.
+func TestABrokenShardAnswersNoRead(t *testing.T) {
+	s := openTest(t, kv.MemoryConfig{Limit: 1 << 20})
+	require.NoError(t, s.Set("key", []byte("value"), 0))
+	_, found := get(t, s, "key")
+	require.True(t, found)
+	sh, _, _ := s.locate("key")
+	atomic.StoreUint32(sh.u32(sBroken), 1)
+	_, _, err := s.GetInto("key", make([]byte, 16))
+	assert.ErrorIs(t, err, ErrCorrupt)
+	_, _, err = s.GetInto("key", make([]byte, 16))
+	assert.ErrorIs(t, err, ErrCorrupt, "and again, the lock free")
+	atomic.StoreUint32(sh.u32(sBroken), 0) // for the integrity check at cleanup
 }
