@@ -44,7 +44,7 @@ echo "== Shared-memory backend against APCu: one process (ns per operation, best
 grep -m1 'model name' /proc/cpuinfo || true
 shm_name="bench-$$"
 php -d "extension=$PWD/build/modules/ephpm.so" -d apc.enable_cli=1 -d apc.shm_size=256M \
-    -d "ephpm.kv_backend=shm://$shm_name" -d ephpm.kv_memory_limit=256M bench/php/shm_bench.php 8 2
+    -d "ephpm.kv_backend=shm://$shm_name" -d ephpm.kv_memory_limit=256M bench/php/shm_bench.php 8 2 5
 rm -f "/dev/shm/ephpm-$shm_name.$(id -u)" "/dev/shm/ephpm-$shm_name.$(id -u).fences1"
 echo
 echo "== Shared-memory backend: lock hand-off between 8 processes"

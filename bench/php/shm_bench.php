@@ -8,13 +8,16 @@
  * loads in each child on its first call, and APCu's segment, made at
  * startup, is shared by the children.
  *
- * Usage: php shm_bench.php [PROCS [SECONDS]]
+ * Usage: php shm_bench.php [PROCS [SECONDS [ROUNDS]]] (the hammer's rounds,
+ * each ephpm then APCu, printed one by one: on a VM the figure can change
+ * state between rounds, see README).
  */
 declare(strict_types=1);
 
-[$_, $procs, $seconds] = $argv + [null, 8, 2];
+[$_, $procs, $seconds, $rounds] = $argv + [null, 8, 2, 3];
 $procs = (int) $procs;
 $seconds = (float) $seconds;
+$rounds = max(1, (int) $rounds);
 if (!function_exists('apcu_fetch') || !apcu_enabled()) {
     fwrite(STDERR, "APCu is not enabled (apc.enable_cli=1)\n");
     exit(1);
@@ -104,7 +107,7 @@ $apcuMix = $mix(
     function ($k, $t) { if (apcu_add($k, $t, 30)) { apcu_delete($k); } },
 );
 $hammered = [];
-for ($round = 0; $round < 3; $round++) {
+for ($round = 0; $round < $rounds; $round++) {
     $hammered['ephpm'][] = hammer($procs, $seconds, $ephpmMix);
     $hammered['apcu'][] = hammer($procs, $seconds, $apcuMix);
 }
@@ -153,9 +156,15 @@ printf("%-10s %-7s %10s %10s %8s\n", 'op', 'value', 'ephpm shm', 'APCu', 'ratio'
 foreach ($rows as [$op, $label, $te, $ta, $ratio]) {
     printf("%-10s %-7s %7.0f ns %7.0f ns %7.2fx\n", $op, $label, $te, $ta, $ratio);
 }
+printf("\n%d processes at once, %g s, 8 gets + 1 set + 1 lock pair per step on 1000 keys of 64 B (each round, then the median of %d):\n",
+    $procs, $seconds, count($hammered['ephpm']));
+foreach ($hammered['ephpm'] as $r => $e) {
+    printf("  round %d: ephpm shm %.2f M ops/s, APCu %.2f M ops/s, ratio %.2fx\n", $r + 1, $e / 1e6,
+        $hammered['apcu'][$r] / 1e6, $e / $hammered['apcu'][$r]);
+}
 sort($hammered['ephpm']);
 sort($hammered['apcu']);
-printf("\n%d processes at once, 2 s, 8 gets + 1 set + 1 lock pair per step on 1000 keys of 64 B (median of 3 rounds):\n", $procs);
+$mid = intdiv(count($hammered['ephpm']), 2);
 printf("  ephpm shm %.2f M ops/s, APCu %.2f M ops/s, ratio %.2fx (higher is better)\n",
-    $hammered['ephpm'][1] / 1e6, $hammered['apcu'][1] / 1e6, $hammered['ephpm'][1] / $hammered['apcu'][1]);
+    $hammered['ephpm'][$mid] / 1e6, $hammered['apcu'][$mid] / 1e6, $hammered['ephpm'][$mid] / $hammered['apcu'][$mid]);
 printf("\nPHP %s, %s, backend %s; ratio = ephpm / APCu.\n", PHP_VERSION, php_uname('m'), ephpm_kv_stats()['backend']);
