@@ -49,6 +49,7 @@ func (s *Store) checkShard(sh *shard) error {
 	free := map[int64]bool{}
 	var f figures
 	prevFree := false
+	spare, spareSeen := unlink(atomic.LoadUint32(sh.spare())), false
 	for b := int64(0); b < s.g.heapSize; {
 		size, st, pf := sh.header(b)
 		if pf != prevFree {
@@ -65,9 +66,10 @@ func (s *Store) checkShard(sh *shard) error {
 			free[b] = true
 		case stateLive:
 		case stateSpare:
-			if v := atomic.LoadUint32(sh.spare()); unlink(v) != b {
-				fail("block %d: a spare, but the shard's spare is %d", b, unlink(v))
+			if b != spare {
+				fail("block %d: a spare, but the shard's spare is %d", b, spare)
 			}
+			spareSeen = spareSeen || b == spare
 			f.heapUsed += size
 		default:
 			fail("block %d: state %d outside a locked shard", b, st)
@@ -75,8 +77,8 @@ func (s *Store) checkShard(sh *shard) error {
 		prevFree = st == stateFree
 		b += size
 	}
-	if v := atomic.LoadUint32(sh.spare()); v != 0 && (!sh.inHeap(unlink(v), minBlock) || !starts.has(unlink(v)/8) || sh.blockState(unlink(v)) != stateSpare) {
-		fail("the shard's spare %d is not a spare block", unlink(v))
+	if spare != noBlock && !spareSeen {
+		fail("the shard's spare %d is not a spare block", spare)
 	}
 	// The free lists.
 	listed := 0

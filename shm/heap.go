@@ -13,10 +13,10 @@ import (
 //
 // state is free, inFlight (being written or being removed: only ever inside
 // a locked shard), live (an entry an index slot refers to) or spare (the
-// shard's spare: see release). prevFree says the block before is free. A free block holds its free-list links at
-// [8:12) and [12:16) (offset/8 + 1 of the next and previous free block of
-// its class; 0: none) and its size again in its last 8 bytes, so that the
-// block after it can find its start.
+// shard's spare: see release). prevFree says the block before is free. A
+// free block holds its free-list links at [8:12) and [12:16) (offset/8 + 1
+// of the next and previous free block of its class; 0: none) and its size
+// again in its last 8 bytes, so that the block after it can find its start.
 //
 // Sizes change only by single 8-byte stores ordered so that the walk is
 // consistent at every instant: a split writes the remainder's header (inside
