@@ -19,9 +19,10 @@ import (
 //
 // A release hands the lock on in its own script (handOnLua): it sets the
 // lock to the first live waiter's token, with the lease's length as its
-// TTL, takes that waiter out of line and publishes its id, which wakes
-// that waiter alone (on a standalone server through its own subscriber
-// connection, turnwait.go; else through its process's hub: wake). The
+// TTL, takes that waiter out of line and publishes its id on the waiter's
+// own channel (headChannel), which wakes that waiter alone (on a
+// standalone server through its own subscriber connection, turnwait.go;
+// else through its process's hub: wake). The
 // waiter's next attempt finds the lock holding its token and claims it:
 // the real TTL, and the read. A head that died after its last renewal so
 // holds the lock for one lease at most, never for the lock's TTL. The lock goes to the first live waiter,
@@ -62,7 +63,7 @@ func queueKeys(rk string) (queue, leasePrefix string, ok bool) {
 // its lease key lease holding value for lease_ms, and keeps the line as
 // long as the lease; a waiter already in line with that lease only has it
 // renewed, which a full server runs too.
-const liveHeadLua = `
+const liveHeadLua = tellHeadLua + `
 local function live_head(line, prefix, me)
   while true do
     local h = redis.call('zrange', line, 0, 0)[1]
@@ -82,11 +83,20 @@ local function join_line(line, lease, id, lease_ms, value)
   if redis.call('pttl', line) < tonumber(lease_ms) then redis.call('pexpire', line, lease_ms) end
 end
 local function publish_release(ch, line, prefix)
-  local h = ''
-  if line then h = live_head(line, prefix, nil) or '' end
-  redis.call('publish', ch, h)
+  local h = line and live_head(line, prefix, nil)
+  if h then tell_head(ch, h) else redis.call('publish', ch, '') end
 end
 ` + handOnLua
+
+// tellHeadLua is tell_head(ch, h): the release message naming waiter h,
+// on release channel ch's head channel for h and its named channel (see
+// releaseChannel).
+const tellHeadLua = `
+local function tell_head(ch, h)
+  redis.call('publish', ch .. '/' .. h, h)
+  redis.call('publish', ch .. '/', h)
+end
+`
 
 // handOnLua is the release of a lock that has a line: hand_on(lock, ch,
 // line, prefix) sets lock to the first live waiter's token for its lease
@@ -107,11 +117,11 @@ local function hand_on(lock, ch, line, prefix)
         redis.call('del', lock)
         redis.call('set', lock, string.sub(l, c + 1), 'PX', string.sub(l, 1, c - 1))
         redis.call('zrem', line, h)
-        redis.call('publish', ch, h)
+        tell_head(ch, h)
         return
       end
       redis.call('del', lock)
-      redis.call('publish', ch, h)
+      tell_head(ch, h)
       return
     end
   end

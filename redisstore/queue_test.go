@@ -501,3 +501,55 @@ func TestARefusedAttemptThatWillNotWaitTakesNoPlaceInLine(t *testing.T) {
 		})
 	}
 }
+
+// A hand-over names the head on the head's own channel and on the one
+// Wait's waiters listen on besides (releaseChannel), never on the channel
+// every waiter in line listens on: one publish there woke every waiting
+// thread of every process at each hand-over. Redis delivers one
+// subscriber's messages in order, so a message published after the
+// release, read first, says the release published nothing there.
+func TestAHandOverWakesOnlyTheHead(t *testing.T) {
+	_, s, key := heldLock(t, "wakesonlythehead")
+	ch := releaseChannel(testKey(key))
+	numSub := func(ch string) int64 {
+		n, err := s.c.PubSubNumSub(ctx, ch).Result()
+		require.NoError(t, err)
+		return n[ch]
+	}
+	ps := s.c.Subscribe(ctx, ch, namedChannel(ch))
+	defer ps.Close()
+	_, err := ps.Receive(ctx) // the first confirmation
+	require.NoError(t, err)
+	_, err = ps.Receive(ctx)
+	require.NoError(t, err)
+
+	woke := map[string]chan bool{"a": make(chan bool, 1), "b": make(chan bool, 1)}
+	for _, id := range []string{"a", "b"} {
+		out, err := s.SetNXInLine(key, []byte(id), time.Minute, id, 5*time.Second)
+		require.NoError(t, err)
+		require.Equal(t, kv.Exists, out, "in line")
+		waitTurn(t, s, key, id, woke[id])
+		require.Eventually(t, func() bool { return numSub(headChannel(ch, id)) == 1 }, 5*time.Second, time.Millisecond)
+	}
+	require.EqualValues(t, 3, numSub(ch), "both waiters and the test listen on the release channel")
+
+	released, err := s.DelIfEq(key, []byte("holder"))
+	require.NoError(t, err)
+	require.True(t, released)
+	turned(t, woke["a"], "the head was not woken")
+	require.NoError(t, s.c.Publish(ctx, ch, "after").Err())
+	got := map[string][]string{}
+	for len(got[ch]) == 0 {
+		m, err := ps.ReceiveMessage(ctx)
+		require.NoError(t, err)
+		got[m.Channel] = append(got[m.Channel], m.Payload)
+	}
+	assert.Equal(t, []string{"after"}, got[ch], "the hand-over published nothing on the release channel")
+	assert.Equal(t, []string{"a"}, got[namedChannel(ch)], "Wait's waiters hear the hand-over")
+	assert.EqualValues(t, 1, numSub(headChannel(ch, "b")), "the second still waits")
+
+	released, err = s.DelIfEq(key, []byte("a"))
+	require.NoError(t, err)
+	require.True(t, released)
+	turned(t, woke["b"], "the second was not woken by the head's release")
+}

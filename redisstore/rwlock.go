@@ -296,7 +296,7 @@ if #r.dls > 0 then
 elseif r.claim ~= 0 then
   store_record(KEYS[1], r, now)
   local h = KEYS[2] and live_head(KEYS[2], ARGV[3], nil)
-  redis.call('publish', ARGV[2], h or '` + wakeEveryone + `')
+  if h then tell_head(ARGV[2], h) else redis.call('publish', ARGV[2], '` + wakeEveryone + `') end
 else
   publish_release(ARGV[2], KEYS[2], ARGV[3])
 end

@@ -165,7 +165,26 @@ func hasPrefix(key string, prefixes []string) bool {
 }
 
 // releaseChannel is where a release of key is announced to waiters.
+// Every waiter listens there, for the messages that name nobody ("") or
+// everyone (wakeEveryone). A message naming the head of the key's line
+// goes instead to that waiter's own channel (headChannel) and to the one
+// Wait's waiters listen on besides (namedChannel), so that it wakes the
+// head and each process's oldest Wait, not every waiter in line: on a
+// standalone server each waits on a connection of its own (turnwait.go),
+// and one channel for all of them woke every waiting thread of every
+// process at each hand-over, of whom one went on. tellHeadLua publishes
+// so. A key that ends in "/" and a waiter's id (hex) is another key's
+// head channel: a release of it wakes that waiter for nothing, and it
+// looks and waits again.
 func releaseChannel(rkey string) string { return "ephpm:released:" + rkey }
+
+// headChannel is where a release names waiter id, the head of the line
+// of the key whose release channel is ch.
+func headChannel(ch, id string) string { return ch + "/" + id }
+
+// namedChannel is where Wait's waiters on the key whose release channel
+// is ch hear the releases that name a head.
+func namedChannel(ch string) string { return ch + "/" }
 
 // ms is a TTL in whole milliseconds, as PX and PEXPIRE take it: 0 for
 // none, and at least 1 for any positive TTL (0 would mean none, or be

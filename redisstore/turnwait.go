@@ -57,10 +57,11 @@ func (d *direct) putSubscriber(c *wireConn) {
 	}
 }
 
-// subscribe writes SUBSCRIBE ch on c and reads up to its confirmation.
-func (d *direct) subscribe(c *wireConn, ch string) error {
+// subscribe writes SUBSCRIBE ch own on c and reads up to the confirmation
+// of own, which comes last.
+func (d *direct) subscribe(c *wireConn, ch, own string) error {
 	by := deadline(time.Now(), d.readTimeout)
-	c.wbuf = appendCommand(c.wbuf[:0], []any{"subscribe", ch})
+	c.wbuf = appendCommand(c.wbuf[:0], []any{"subscribe", ch, own})
 	if err := c.nc.SetWriteDeadline(deadline(time.Now(), d.writeTimeout)); err != nil {
 		return err
 	}
@@ -75,7 +76,7 @@ func (d *direct) subscribe(c *wireConn, ch string) error {
 		if err != nil {
 			return err
 		}
-		if kind == "subscribe" && channel == ch {
+		if kind == "subscribe" && channel == own {
 			return nil
 		}
 	}
@@ -105,22 +106,23 @@ func (c *wireConn) readPush() (kind, channel, payload string, begun bool, err er
 }
 
 // waitTurnDirect is wait for waiter id of rk's line on a subscriber
-// connection: SUBSCRIBE (confirmed), look, then read messages on ch until
-// one names id (or nobody) or timeout passes. A connection that fails is
+// connection: SUBSCRIBE to ch and id's head channel (confirmed), look,
+// then read messages until one names id (or nobody) or timeout passes. A connection that fails is
 // closed and the wait ends as a timeout would (the caller's next attempt
 // meets the server's state, or its failure); only a failure to subscribe
 // is returned.
 func (s *Store) waitTurnDirect(ch, id string, timeout time.Duration, look func() (bool, time.Duration, error)) (bool, error) {
 	d := s.direct
+	own := headChannel(ch, id)
 	c, reused, err := d.subscriber()
 	if err != nil {
 		return false, err
 	}
-	if err = d.subscribe(c, ch); err != nil && reused {
+	if err = d.subscribe(c, ch, own); err != nil && reused {
 		// The server may have closed an idle connection: one more, new.
 		c.close()
 		if c, err = d.connect(); err == nil {
-			err = d.subscribe(c, ch)
+			err = d.subscribe(c, ch, own)
 		}
 	}
 	if err != nil {
@@ -132,7 +134,7 @@ func (s *Store) waitTurnDirect(ch, id string, timeout time.Duration, look func()
 	keep := true
 	defer func() {
 		if keep {
-			c.wbuf = appendCommand(c.wbuf[:0], []any{"unsubscribe", ch})
+			c.wbuf = appendCommand(c.wbuf[:0], []any{"unsubscribe", ch, own})
 			c.nc.SetWriteDeadline(deadline(time.Now(), d.writeTimeout))
 			if _, err := c.nc.Write(c.wbuf); err != nil {
 				keep = false
@@ -163,7 +165,7 @@ func (s *Store) waitTurnDirect(ch, id string, timeout time.Duration, look func()
 			keep = !begun && errors.Is(err, os.ErrDeadlineExceeded)
 			return false, nil
 		}
-		if kind == "message" && channel == ch && (payload == id || payload == "" || payload == wakeEveryone) {
+		if kind == "message" && (channel == ch || channel == own) && (payload == id || payload == "" || payload == wakeEveryone) {
 			return true, nil
 		}
 	}

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"errors"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -11,8 +12,8 @@ import (
 )
 
 // hub serves Wait for the whole process over one pub/sub connection: a
-// release (Del, DelIfEq) publishes on the key's channel, and the hub wakes
-// this process's oldest waiter for that key. The connection is opened on
+// release (Del, DelIfEq) publishes on the key's channels, and the hub wakes
+// this process's oldest waiter for that key, or the head of its line. The connection is opened on
 // the first wait; channels are subscribed while someone waits on them.
 //
 // The hub has a client of its own whose connections wait on Go's network
@@ -30,7 +31,7 @@ type hub struct {
 
 	mu      sync.Mutex
 	ps      *redis.PubSub
-	waiters map[string][]waiter      // channel -> waiters, oldest first
+	waiters map[string][]*waiter     // channel -> waiters, oldest first
 	pongs   map[string]chan struct{} // a PING's payload -> its waiter (see stood)
 	pinged  uint64                   // PINGs sent, for their payloads
 	closed  bool
@@ -42,10 +43,15 @@ type hub struct {
 type waiter struct {
 	ch chan struct{}
 	id string
+	// woken is set (under the hub's mu) by the first wake. A waiter
+	// stands in two channels' queues (wait), and one already woken takes
+	// no second wake from another queue, which would be lost to the
+	// waiter behind it.
+	woken bool
 }
 
 func newHub(c redis.UniversalClient) *hub {
-	return &hub{c: c, waiters: map[string][]waiter{}, pongs: map[string]chan struct{}{}}
+	return &hub{c: c, waiters: map[string][]*waiter{}, pongs: map[string]chan struct{}{}}
 }
 
 // hubIdle is how long the hub's reader waits for a push before it sends a
@@ -130,20 +136,27 @@ func (h *hub) stood(ps *redis.PubSub, timeout time.Duration) {
 // line's head is named "*".
 const wakeEveryone = "*"
 
-// wake wakes the waiters a release message is for and returns the others.
-// A release names the head of the key's line (WaitTurn's id) when it has
-// one: that waiter is woken, wherever it is in this process's queue, and
-// the oldest plain Wait besides; a message naming nobody ("") wakes the
-// oldest waiter of any kind, who looks and waits again if it is not its
-// turn; wakeEveryone wakes them all.
-func wake(q []waiter, payload string) []waiter {
-	woke := func(i int) {
+// wake wakes the waiters of one channel's queue q that a release message
+// is for and returns the others. A release names the head of the key's
+// line (WaitTurn's id) when it has one, on the head's channel and on the
+// named channel (releaseChannel): that waiter is woken, and the oldest
+// plain Wait; a message naming nobody ("") wakes the oldest waiter of any
+// kind, who looks and waits again if it is not its turn; wakeEveryone
+// wakes them all.
+func wake(q []*waiter, payload string) []*waiter {
+	// Waiters woken from another queue are gone from this one too.
+	q = slices.DeleteFunc(q, func(w *waiter) bool { return w.woken })
+	tell := func(i int) {
+		q[i].woken = true
 		q[i].ch <- struct{}{}
+	}
+	woke := func(i int) {
+		tell(i)
 		q = append(q[:i:i], q[i+1:]...)
 	}
 	if payload == wakeEveryone {
 		for i := range q {
-			q[i].ch <- struct{}{}
+			tell(i)
 		}
 		return nil
 	}
@@ -202,10 +215,15 @@ func (s *Store) Wait(key string, timeout time.Duration) (bool, error) {
 // (-1: none), by which the wait is cut short. Then it waits for a message
 // for it or the timeout.
 func (s *Store) wait(key, id string, timeout time.Duration, look func() (bool, time.Duration, error)) (bool, error) {
-	rk := s.redisKey(key)
-	ch := releaseChannel(rk)
+	ch := releaseChannel(s.redisKey(key))
+	// The waiter listens on the key's release channel and on the one that
+	// names it (a head of the line: its own) or names anybody (Wait).
+	chans := [2]string{ch, namedChannel(ch)}
+	if id != "" {
+		chans[1] = headChannel(ch, id)
+	}
 	h := s.hub
-	w := waiter{ch: make(chan struct{}, 1), id: id}
+	w := &waiter{ch: make(chan struct{}, 1), id: id}
 
 	h.mu.Lock()
 	if h.closed {
@@ -215,13 +233,15 @@ func (s *Store) wait(key, id string, timeout time.Duration, look func() (bool, t
 	if h.ps == nil {
 		h.start()
 	}
-	h.waiters[ch] = append(h.waiters[ch], w)
+	for _, c := range chans {
+		h.waiters[c] = append(h.waiters[c], w)
+	}
 	ps := h.ps
 	h.mu.Unlock()
-	defer h.leave(ch, w.ch)
+	defer h.leave(chans[:], w)
 
 	h.subMu.Lock()
-	err := ps.Subscribe(ctx, ch) // idempotent for a channel already subscribed
+	err := ps.Subscribe(ctx, chans[:]...) // idempotent for a channel already subscribed
 	h.subMu.Unlock()
 	if err != nil {
 		return false, err
@@ -252,42 +272,44 @@ func (s *Store) wait(key, id string, timeout time.Duration, look func() (bool, t
 	}
 }
 
-// leave removes w from ch's queue, and when nobody waits on ch any more
-// drops the subscription in the background: the waiter, woken, makes its
-// next attempt at once rather than after the UNSUBSCRIBE's write.
-func (h *hub) leave(ch string, w chan struct{}) {
+// leave removes w from the queues of chans, and drops the subscription of
+// each that nobody waits on any more in the background: the waiter, woken,
+// makes its next attempt at once rather than after the UNSUBSCRIBE's write.
+func (h *hub) leave(chans []string, w *waiter) {
+	var unused []string
 	h.mu.Lock()
-	q := h.waiters[ch]
-	for i, x := range q {
-		if x.ch == w {
-			q = append(q[:i], q[i+1:]...)
-			break
+	for _, ch := range chans {
+		q := slices.DeleteFunc(h.waiters[ch], func(x *waiter) bool { return x == w })
+		if len(q) == 0 {
+			delete(h.waiters, ch)
+			unused = append(unused, ch)
+		} else {
+			h.waiters[ch] = q
 		}
 	}
-	last := len(q) == 0
-	if last {
-		delete(h.waiters, ch)
-	} else {
-		h.waiters[ch] = q
-	}
 	h.mu.Unlock()
-	if last {
-		go h.unsubscribe(ch)
+	if len(unused) > 0 {
+		go h.unsubscribe(unused)
 	}
 }
 
-// unsubscribe drops the subscription of ch unless someone waits on it
+// unsubscribe drops the subscriptions of chans that nobody waits on
 // again: one who came before the look below subscribes after or has
 // subscribed already (SUBSCRIBE is idempotent), one who comes after it
 // subscribes after this UNSUBSCRIBE (subMu).
-func (h *hub) unsubscribe(ch string) {
+func (h *hub) unsubscribe(chans []string) {
 	h.subMu.Lock()
 	defer h.subMu.Unlock()
 	h.mu.Lock()
-	_, waited := h.waiters[ch]
+	unused := chans[:0]
+	for _, ch := range chans {
+		if _, waited := h.waiters[ch]; !waited {
+			unused = append(unused, ch)
+		}
+	}
 	ps := h.ps
 	h.mu.Unlock()
-	if !waited && ps != nil {
-		ps.Unsubscribe(ctx, ch)
+	if len(unused) > 0 && ps != nil {
+		ps.Unsubscribe(ctx, unused...)
 	}
 }

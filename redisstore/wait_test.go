@@ -126,3 +126,20 @@ func TestAWaitLooksOnlyOnceItsSubscriptionStands(t *testing.T) {
 		t.Fatal("the release that came before the subscription stood was missed")
 	}
 }
+
+// A waiter stands in the queues of two channels; once woken from one, a
+// message on the other wakes the waiter behind it, not it again.
+func TestAWaiterWokenFromOneQueueTakesNoWakeFromTheOther(t *testing.T) {
+	head := &waiter{ch: make(chan struct{}, 1), id: "head"}
+	next := &waiter{ch: make(chan struct{}, 1), id: "next"}
+	release := []*waiter{head, next} // the release channel's queue
+	own := []*waiter{head}           // the head's own channel's queue
+
+	own = wake(own, "head")
+	assert.Empty(t, own)
+	assert.Len(t, head.ch, 1, "the head is woken")
+	release = wake(release, "")
+	assert.Len(t, next.ch, 1, "a message naming nobody wakes the waiter behind the woken head")
+	assert.Empty(t, release)
+	assert.Len(t, head.ch, 1, "the head is not told twice")
+}
