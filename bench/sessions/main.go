@@ -21,11 +21,12 @@
 // against it. With 8 workers a request's start and end overlap the holds
 // of others, so a handler can beat that row; what it cannot beat is the
 // sum of its own holds: each request times, in PHP, from session_start()'s
-// return to session_write_close()'s, and "held" is the sum of those over
-// the requests against the serial limit (the wall time a lock that passed
-// on at no cost would give), "idle" the wall time beyond that sum per
-// request (the lock's hand-off, and the first request's start and the
-// last's end). For the handlers that do not serialize (optimistic, no
+// return to session_write_close()'s, and its usleep() alone. "slept" is
+// the sum of the usleep()s against the serial limit (what the host's
+// timers add to the work), "held" the sum of the holds (the wall time a
+// lock that passed on at no cost would give: beyond "slept", the write
+// and the release), "idle" the wall time beyond that sum per request (the
+// lock's hand-off, and the first request's start and the last's end). For the handlers that do not serialize (optimistic, no
 // locking) the holds overlap and the two say nothing.
 //
 //	go run ./bench/sessions -ext build/modules/ephpm.so -hold-us 1000,5000
@@ -95,6 +96,7 @@ type result struct {
 	p50, p99 time.Duration
 	failed   int
 	held     time.Duration // the sum of the requests' holds, as PHP timed them
+	slept    time.Duration // the sum of their usleep()s, as PHP timed them
 }
 
 func run(sock, add, count string, n int, sid string) result {
@@ -102,7 +104,7 @@ func run(sock, add, count string, n int, sid string) result {
 	lat := make([]time.Duration, n)
 	var mu sync.Mutex
 	failed := 0
-	var held time.Duration
+	var held, slept time.Duration
 	begin := make(chan struct{})
 	for i := 0; i < n; i++ {
 		wg.Add(1)
@@ -115,15 +117,16 @@ func run(sock, add, count string, n int, sid string) result {
 				"QUERY_STRING": "i=" + strconv.Itoa(i), "HTTP_COOKIE": "PHPSESSID=" + sid,
 			}, 120*time.Second)
 			lat[i] = time.Since(t)
-			// The body is "count hold_ns".
-			var count, hold int64
+			// The body is "count hold_ns sleep_ns".
+			var count, hold, sleep int64
 			if err != nil || len(resp.Body) == 0 || resp.Body[0] < '0' || resp.Body[0] > '9' {
 				mu.Lock()
 				failed++
 				mu.Unlock()
-			} else if _, err := fmt.Sscan(string(resp.Body), &count, &hold); err == nil {
+			} else if _, err := fmt.Sscan(string(resp.Body), &count, &hold, &sleep); err == nil {
 				mu.Lock()
 				held += time.Duration(hold)
+				slept += time.Duration(sleep)
 				mu.Unlock()
 			}
 		}(i)
@@ -138,7 +141,7 @@ func run(sock, add, count string, n int, sid string) result {
 	must(err)
 	kept, _ := strconv.Atoi(string(resp.Body))
 	slices.Sort(lat)
-	return result{kept: kept, wall: wall, p50: lat[n/2], p99: lat[n*99/100], failed: failed, held: held}
+	return result{kept: kept, wall: wall, p50: lat[n/2], p99: lat[n*99/100], failed: failed, held: held, slept: slept}
 }
 
 // redisCommands is what INFO commandstats says Redis ran since the last
@@ -257,15 +260,15 @@ func main() {
 		hold, err := strconv.Atoi(strings.TrimSpace(field))
 		must(err)
 		add := filepath.Join(dir, fmt.Sprintf("add%d.php", hold))
-		must(os.WriteFile(add, []byte(fmt.Sprintf("<?php\nsession_start();\n$t = hrtime(true);\nusleep(%d);\n"+
-			"$_SESSION['k' . $_GET['i']] = 1;\nsession_write_close();\necho count($_SESSION), ' ', hrtime(true) - $t;\n", hold)), 0o644))
+		must(os.WriteFile(add, []byte(fmt.Sprintf("<?php\nsession_start();\n$t = hrtime(true);\nusleep(%d);\n$s = hrtime(true) - $t;\n"+
+			"$_SESSION['k' . $_GET['i']] = 1;\nsession_write_close();\necho count($_SESSION), ' ', hrtime(true) - $t, ' ', $s;\n", hold)), 0o644))
 		serial := time.Duration(*n*hold) * time.Microsecond
 		parallel := time.Duration((*n+7)/8*hold) * time.Microsecond
 		fmt.Printf("%d concurrent requests, one session, 8 php-fpm workers (the floor: 1), %d µs of work per request "+
 			"(serial limit %v, parallel limit %v); Redis commands over %d requests (the count request included; "+
 			"commandstats counts the commands scripts run too)\n", *n, hold, serial, parallel, *n+1)
 		w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(w, "handler\tkept\twall time\t/serial\t/floor\theld\tidle\t/parallel\tp50\tp99\tfailed\tRedis commands per request\t\n")
+		fmt.Fprintf(w, "handler\tkept\twall time\t/serial\t/floor\tslept\theld\tidle\t/parallel\tp50\tp99\tfailed\tRedis commands per request\t\n")
 		var floor time.Duration
 		for h, handler := range handlers {
 			if strings.HasPrefix(handler.name, "phpredis") && !phpredis || h > 0 && !strings.Contains(handler.name, *only) {
@@ -314,9 +317,9 @@ func main() {
 			if h == 0 {
 				floor = r.wall
 			}
-			fmt.Fprintf(w, "%s\t%d/%d\t%v\t%.2fx\t%.2fx\t%.2fx\t%v\t%.2fx\t%v\t%v\t%d\t%s\t\n", handler.name, r.kept, *n,
+			fmt.Fprintf(w, "%s\t%d/%d\t%v\t%.2fx\t%.2fx\t%.2fx\t%.2fx\t%v\t%.2fx\t%v\t%v\t%d\t%s\t\n", handler.name, r.kept, *n,
 				r.wall.Round(time.Millisecond), float64(r.wall)/float64(serial), float64(r.wall)/float64(floor),
-				float64(r.held)/float64(serial), ((r.wall - r.held) / time.Duration(*n)).Round(time.Microsecond),
+				float64(r.slept)/float64(serial), float64(r.held)/float64(serial), ((r.wall - r.held) / time.Duration(*n)).Round(time.Microsecond),
 				float64(r.wall)/float64(parallel),
 				r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.failed, cmds)
 		}
