@@ -93,8 +93,8 @@ end
 // releaseChannel).
 const tellHeadLua = `
 local function tell_head(ch, h)
-  redis.call('publish', ch .. '/' .. h, h)
-  redis.call('publish', ch .. '/', h)
+  redis.call('publish', ch .. '\0' .. h, h)
+  redis.call('publish', ch .. '\0', h)
 end
 `
 

@@ -173,18 +173,24 @@ func hasPrefix(key string, prefixes []string) bool {
 // standalone server each waits on a connection of its own (turnwait.go),
 // and one channel for all of them woke every waiting thread of every
 // process at each hand-over, of whom one went on. tellHeadLua publishes
-// so. A key that ends in "/" and a waiter's id (hex) is another key's
-// head channel: a release of it wakes that waiter for nothing, and it
-// looks and waits again.
+// so. Both are the release channel and a NUL byte (channelSep) after it,
+// so that a user whose ACL allows "&ephpm:released:*" reaches them; only
+// a key that itself ends in NUL (and a waiter's id) names another key's
+// channel, and a release of it wakes a waiter for nothing, who looks and
+// waits again.
 func releaseChannel(rkey string) string { return "ephpm:released:" + rkey }
+
+// channelSep ends a release channel in the names of the channels beside
+// it: no key of ephpm's own (sessions, locks) holds a NUL byte.
+const channelSep = "\x00"
 
 // headChannel is where a release names waiter id, the head of the line
 // of the key whose release channel is ch.
-func headChannel(ch, id string) string { return ch + "/" + id }
+func headChannel(ch, id string) string { return ch + channelSep + id }
 
 // namedChannel is where Wait's waiters on the key whose release channel
 // is ch hear the releases that name a head.
-func namedChannel(ch string) string { return ch + "/" }
+func namedChannel(ch string) string { return ch + channelSep }
 
 // ms is a TTL in whole milliseconds, as PX and PEXPIRE take it: 0 for
 // none, and at least 1 for any positive TTL (0 would mean none, or be
