@@ -195,10 +195,14 @@ ZEND_FUNCTION(ephpm_kv_set_many)
         RETURN_THROWS();
     }
     /* The message says how far the batch got; the provider's message
-     * (last_error) names the key that failed. */
+     * (last_error) names the key that failed. E_UNAVAILABLE leaves the
+     * failed entry's outcome unknown (a lost reply may follow a write), so
+     * the message does not say it was not stored. */
     char text[768];
     zend_throw_exception_ex(ephpm_kv_exception_ce, rc < 0 ? -rc : 0,
-        "%s(): entry %zu of %u was not stored, the %zu before it were: %s",
+        rc == EPHPM_KV_E_UNAVAILABLE
+            ? "%s(): the outcome of entry %zu of %u and of those after it is unknown, the %zu before it were stored: %s"
+            : "%s(): entry %zu of %u was not stored, the %zu before it were: %s",
         get_active_function_name(), stored + 1, count, stored, ephpm_failure_text(rc, text, sizeof text));
     RETURN_THROWS();
 }

@@ -182,6 +182,23 @@ func parseURL(raw string) (config, error) {
 			TLSConfig: fo.TLSConfig, ClientName: fo.ClientName, Protocol: fo.Protocol,
 		}
 	}
+	// go-redis reads 0 or a negative timeout as "no bound" (and a dial
+	// timeout so fails every dial at once): a call on a server that stops
+	// answering would then wait for good, which max_execution_time does
+	// not end (NTS PHP counts CPU time). A negative pool_size panics.
+	for _, t := range []struct {
+		name string
+		d    time.Duration
+	}{{"dial_timeout", o.DialTimeout}, {"read_timeout", o.ReadTimeout},
+		{"write_timeout", o.WriteTimeout}, {"pool_timeout", o.PoolTimeout}} {
+		if t.d < 0 || (t.d == 0 && q.Has(t.name)) {
+			return none, fmt.Errorf("%s must be a positive duration (such as 500ms or 2s): "+
+				"0 or a negative one means no bound, and a call on a server that stops answering would wait for good", t.name)
+		}
+	}
+	if o.PoolSize < 0 {
+		return none, errors.New("pool_size must not be negative (0: 10 per CPU)")
+	}
 	o.MaxRetries = -1 // see above: never retry
 	// A native release and its PUBLISH go as a pipeline (see nativeHook):
 	// on the commands' own connections, not a second pool of them per

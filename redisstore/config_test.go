@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -55,4 +56,27 @@ func TestParse(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotNil(t, o.Dialer)
 	assert.Equal(t, 3, o.DB)
+}
+
+// A timeout go-redis reads as "no bound" (0 or a negative value) and a
+// negative pool_size are refused with a message naming the parameter: a
+// call on a server that stops answering must end within a bound, and
+// pool_size=-5 made the client panic.
+func TestParseRefusesUnboundedTimeoutsAndBadPoolSize(t *testing.T) {
+	for _, q := range []string{
+		"read_timeout=0", "read_timeout=-1", "read_timeout=0s", "read_timeout=-2s",
+		"write_timeout=0", "write_timeout=-1", "dial_timeout=-1", "dial_timeout=0",
+		"pool_timeout=-1", "pool_timeout=0", "pool_size=-5",
+	} {
+		for _, url := range []string{"redis://x/0?" + q, "redis+cluster://x:1,y:2?" + q, "redis+sentinel://x:1?master_name=m&" + q} {
+			_, err := parse(url)
+			require.ErrorIs(t, err, ErrConfig, url)
+			name, _, _ := strings.Cut(q, "=")
+			assert.Contains(t, err.Error(), name, url)
+		}
+	}
+	for _, q := range []string{"read_timeout=1ms", "read_timeout=2", "dial_timeout=1s", "pool_size=0", "pool_size=3", "pool_timeout=2s"} {
+		_, err := parse("redis://x/0?" + q)
+		assert.NoError(t, err, q)
+	}
 }

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/backend/backendtest"
@@ -96,4 +98,19 @@ func newCert(t *testing.T, dir, name string, parent *x509.Certificate, parentKey
 	require.NoError(t, os.WriteFile(filepath.Join(dir, name+".pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, name+"-key.pem"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600))
 	return cert, key
+}
+
+// rediss:// to a server that does not serve TLS on that port: the error
+// says the TLS handshake with that address failed, not only "context
+// deadline exceeded", and is still a failure to reach the server.
+func TestTLSToAPlainServerNamesTheHandshake(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, "rediss://"+srv.Addr+"?dial_timeout=300ms")
+	_, _, err := s.GetInto("k", nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "TLS handshake with "+srv.Addr)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	_, err = s.SetNX("lock", []byte("A"), time.Minute)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "TLS handshake with "+srv.Addr)
 }

@@ -169,11 +169,20 @@ func askEviction(where string, info func() (string, error), config func() (map[s
 		ErrEvictingServer, where, n, policy), nil
 }
 
-// refused reports whether err is the server's error reply (a refused
-// command), not a failure to reach it.
+// refused reports whether err is the server refusing the command itself:
+// the user's ACL forbids it (NOPERM) or the server has no such command
+// (renamed or disabled, as managed services do). Any other error reply
+// (WRONGPASS or NOAUTH from the handshake, LOADING, BUSY, too many
+// clients) says nothing about the command and is a failure to reach the
+// server, as a network error is.
 func refused(err error) bool {
 	var re redis.Error
-	return err != nil && errors.As(err, &re)
+	if err == nil || !errors.As(err, &re) {
+		return false
+	}
+	msg := strings.ToLower(err.Error())
+	return strings.HasPrefix(msg, "noperm") || strings.Contains(msg, "unknown command") ||
+		strings.Contains(msg, "unknown subcommand")
 }
 
 func orMissing(err error) string {

@@ -243,3 +243,16 @@ func TestThePolicyFromInfoElseConfig(t *testing.T) {
 	_, err = s.SetNX("lock", []byte("A"), time.Minute)
 	require.NoError(t, err, "learned from CONFIG GET")
 }
+
+// A failed handshake is no refusal of INFO: a wrong password makes the
+// guarded call fail with the server's own reason, not with "may evict".
+func TestAWrongPasswordIsNotBlamedOnEviction(t *testing.T) {
+	srv := redistest.Start(t)
+	require.NoError(t, admin(t, srv.Addr).Do(ctx, "acl", "setuser", "u", "on", ">right", "~*", "&*", "+@all").Err())
+	s := open(t, "redis://u:wrong@"+srv.Addr)
+	_, err := s.SetNX("lock", []byte("A"), time.Minute)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, ErrEvictingServer)
+	assert.Contains(t, err.Error(), "WRONGPASS")
+	assert.NotContains(t, err.Error(), "evict")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -83,7 +84,9 @@ func dialConn(ctx context.Context, d *net.Dialer, tlsConfig *tls.Config, network
 	tc := tls.Client(nc, cfg)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		nc.Close()
-		return nil, nil, err
+		// A timeout alone ("context deadline exceeded") does not say that
+		// the server may not serve TLS on that port.
+		return nil, nil, fmt.Errorf("TLS handshake with %s: %w (does the server serve TLS on that port?)", addr, err)
 	}
 	return tc, raw, nil
 }

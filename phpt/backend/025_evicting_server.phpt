@@ -8,18 +8,9 @@ session
 --FILE--
 <?php
 require __DIR__ . '/../inc/child.inc';
+require __DIR__ . '/../inc/redis.inc';
 // A server of this test's own, which evicts any key when 3 MB are used.
-$sock = stream_socket_server('tcp://127.0.0.1:0');
-$port = (int) substr(strrchr(stream_socket_get_name($sock, false), ':'), 1);
-fclose($sock);
-$redis = proc_open(['redis-server', '--bind', '127.0.0.1', '--port', (string) $port, '--save', '', '--appendonly', 'no',
-                    '--maxmemory', '3mb', '--maxmemory-policy', 'allkeys-lru'],
-                   [1 => ['file', '/dev/null', 'w'], 2 => ['file', '/dev/null', 'w']], $pipes);
-register_shutdown_function(static function () use ($redis): void { proc_terminate($redis); proc_close($redis); });
-for ($i = 0; $i < 100 && !($c = @fsockopen('127.0.0.1', $port, $errno, $errstr, 0.1)); $i++) {
-    usleep(50_000);
-}
-fclose($c);
+$port = ephpm_redis_server('--maxmemory', '3mb', '--maxmemory-policy', 'allkeys-lru');
 
 $code = <<<'PHP'
     try { var_dump(ephpm_kv_lock('report', 300)); } catch (Ephpm\KvException $e) {

@@ -1,0 +1,50 @@
+--TEST--
+Redis backend, replies that do not come (CLIENT PAUSE beyond read_timeout): every call throws UNAVAILABLE, ephpm_kv_set_many() does not claim the entry was not stored, and the next call after the pause works
+--EXTENSIONS--
+ephpm
+--SKIPIF--
+<?php if (!is_executable(trim((string) shell_exec('command -v redis-server')))) die('skip redis-server not installed'); ?>
+--FILE--
+<?php
+require __DIR__ . '/../inc/child.inc';
+require __DIR__ . '/../inc/redis.inc';
+$port = ephpm_redis_server();
+
+// The child pauses the server's writes over a connection of its own for
+// longer than its read_timeout, so a write's reply cannot come in time,
+// then waits the pause out.
+$code = <<<'PHP'
+    $admin = stream_socket_client('tcp://' . $argv[1]);
+    $pause = function () use ($admin): void {
+        fwrite($admin, "*4\r\n$6\r\nCLIENT\r\n$5\r\nPAUSE\r\n$3\r\n600\r\n$5\r\nWRITE\r\n");
+        fgets($admin);
+    };
+    ephpm_kv_set('t75:warm', '1');
+    $calls = [
+        'set'       => fn() => ephpm_kv_set('t75:a', 'x'),
+        'setnx'     => fn() => ephpm_kv_setnx('t75:nx', 'x', 10),
+        'lock'      => fn() => ephpm_kv_lock('t75:l', 10, 0.5),
+        'incr'      => fn() => ephpm_kv_incr('t75:n'),
+        'set_many'  => fn() => ephpm_kv_set_many(['t75:m1' => 'a', 't75:m2' => 'b']),
+    ];
+    foreach ($calls as $name => $call) {
+        $pause();
+        try {
+            var_dump($call());
+        } catch (Ephpm\KvException $e) {
+            echo $name, ': ', $e->getCode() === Ephpm\KvException::UNAVAILABLE ? 'UNAVAILABLE' : $e->getCode(), ': ', $e->getMessage(), "\n";
+        }
+        usleep(700_000);
+    }
+    var_dump(ephpm_kv_get('t75:warm'));
+    PHP;
+echo ephpm_child('$argv = [0, ' . var_export("127.0.0.1:$port", true) . ']; ' . $code,
+    ['ephpm.kv_backend' => "\"redis://127.0.0.1:$port?read_timeout=200ms\""]);
+?>
+--EXPECTF--
+set: UNAVAILABLE: ephpm_kv_set(): the store is unavailable; the outcome is unknown (%si/o timeout)
+setnx: UNAVAILABLE: ephpm_kv_setnx(): the store is unavailable; the outcome is unknown (%si/o timeout)
+lock: UNAVAILABLE: ephpm_kv_lock(): the store is unavailable; the outcome is unknown (%si/o timeout)
+incr: UNAVAILABLE: ephpm_kv_incr(): the store is unavailable; the outcome is unknown (%si/o timeout)
+set_many: UNAVAILABLE: ephpm_kv_set_many(): the outcome of entry 1 of 2 and of those after it is unknown, the 0 before it were stored: the store is unavailable; the outcome is unknown (key "t75:m1": %si/o timeout)
+string(1) "1"
