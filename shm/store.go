@@ -532,6 +532,9 @@ type write struct {
 	flags    uint32
 	expireAt int64
 	holder   uint32 // the lock's holder's tag, 0: none (entry.go)
+	// replaces is the block size of the entry put last found the write
+	// replaces, 0 for none.
+	replaces int64
 	// delta is what put found the write adds to the bytes charged.
 	delta int64
 }
@@ -547,9 +550,10 @@ func (s *Store) put(sh *shard, w *write, pos int, old int64, ins int, room bool)
 	if size > s.g.heapSize || chargeOf(size) > s.g.limit {
 		return neverFits
 	}
-	w.delta = chargeOf(size)
+	w.delta, w.replaces = chargeOf(size), 0
 	if old != noBlock {
-		w.delta -= chargeOf(sh.blockSize(old))
+		w.replaces = sh.blockSize(old)
+		w.delta -= chargeOf(w.replaces)
 	}
 	if old == noBlock && (!room || ins < 0) {
 		return indexFull
@@ -732,7 +736,7 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 			return ok, nil
 		}
 		if r == neverFits || attempt == writeAttempts || !s.makeRoom(sh, r, &w) {
-			return false, s.noMemory(r, len(key), len(stored))
+			return false, s.noMemory(r, &w)
 		}
 	}
 }
@@ -756,21 +760,26 @@ func (s *Store) writeLoop(sh, gsh *shard, w *write, step func() (room, error)) e
 			return err
 		}
 		if r == neverFits || attempt == writeAttempts || !s.makeRoom(sh, r, w) {
-			return s.noMemory(r, len(w.key), len(w.stored))
+			return s.noMemory(r, w)
 		}
 	}
 }
 
-// noMemory is the error of a write of keyLen and storedLen bytes that r
-// refused.
-func (s *Store) noMemory(r room, keyLen, storedLen int) error {
+// noMemory is the error of the write w that r refused.
+func (s *Store) noMemory(r room, w *write) error {
 	if r == overBudget {
 		return s.g.sess.OverBudget(s.sessionLimit())
 	}
-	size := entrySize(keyLen, storedLen)
+	size := entrySize(len(w.key), len(w.stored))
 	if size > s.g.heapSize {
 		return fmt.Errorf("%w: an entry of %d bytes exceeds the largest this segment holds (%d bytes, a shard's heap)",
 			kv.ErrNoMemory, size, s.g.heapSize)
+	}
+	// The old entry stays until the new one is in place (put), so both
+	// are in the shard's heap at once.
+	if r == heapFull && w.replaces > 0 && size+w.replaces > s.g.heapSize {
+		return fmt.Errorf("%w: an entry of %d bytes cannot replace the key's entry of %d bytes: a shard's heap (%d bytes) holds both while the new one is written (delete the key first, or keep such values under half of that)",
+			kv.ErrNoMemory, size, w.replaces, s.g.heapSize)
 	}
 	return kv.ErrNoMemory
 }
