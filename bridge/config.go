@@ -39,6 +39,11 @@ var settings = []setting{
 		return err
 	})},
 	{"compression", memorySetting(func(c *kv.MemoryConfig, v string) (err error) {
+		if v == "" {
+			// PHP's ini reader turns the bare words none, off, no, false
+			// and null into "": ephpm.kv_compression = none arrives so.
+			v = kv.CompressionName(false)
+		}
 		c.Compression, err = kv.ParseCompression(v)
 		return err
 	})},

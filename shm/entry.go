@@ -18,12 +18,21 @@ import (
 //	[16:20)  access    uint32  coarse clock (ms) at the last write or read (LRU)
 //	[20:24)  meta      uint32  stored value length | flagCompressed | flagPinned | flagRead
 //	[24:28)  keyLen    uint32
+//	[28:32)  holder    uint32  tag of the process holding a session's lock (see holderDead); 0: none
 //	[32:...) the key, padding to 8 bytes, the stored value
 //
 // The stored value is the value, or with flagCompressed its length as 4
 // little-endian bytes followed by its lz4 block (as kv stores it). An entry
 // is written while its block is in flight, before any index slot refers to
 // it, and never changes afterwards except expireAt, access and flagRead.
+//
+// A session's lock granted to the session handler (SetNXGet,
+// SetNXGetFenced) records its holder: the request holding it runs in that
+// process, so once the process is dead (killed by php-fpm's
+// request_terminate_timeout, a reload, a crash) the lock has lapsed as if
+// its TTL had passed, and the next request gets the session when a waiter
+// looks again (at most maxWaitSleep later), not a lock TTL later. Other
+// locks record none: they outlive the process that took them by design.
 const (
 	entryHeader    = 32
 	metaLenMask    = 1<<29 - 1
@@ -47,6 +56,7 @@ func (sh *shard) entryAccess(b int64) *uint32 { return sh.g.u32(sh.heap + b + 16
 func (sh *shard) entryMeta(b int64) uint32    { return atomic.LoadUint32(sh.g.u32(sh.heap + b + 20)) }
 func (sh *shard) entryKeyLen(b int64) int     { return int(atomic.LoadUint32(sh.g.u32(sh.heap + b + 24))) }
 func (sh *shard) entryPinned(b int64) bool    { return sh.entryMeta(b)&flagPinned != 0 }
+func (sh *shard) entryHolder(b int64) uint32  { return atomic.LoadUint32(sh.g.u32(sh.heap + b + 28)) }
 
 // entryKey returns the key of the entry in b, as a view of the mapping:
 // valid only while the shard lock is held.
@@ -66,11 +76,13 @@ func (sh *shard) entryStored(b int64) []byte {
 }
 
 // writeEntry fills the in-flight block b with an entry.
-func (sh *shard) writeEntry(b int64, key string, stored []byte, flags uint32, expireAt int64, access uint32) {
+// holder is the tag of the lock's holder, 0 for none.
+func (sh *shard) writeEntry(b int64, key string, stored []byte, flags uint32, expireAt int64, access, holder uint32) {
 	storeDerivedI64(sh.g.i64(sh.heap+b+8), expireAt)
 	storeDerived32(sh.entryAccess(b), access)
 	storeDerived32(sh.g.u32(sh.heap+b+20), uint32(len(stored))|flags)
 	storeDerived32(sh.g.u32(sh.heap+b+24), uint32(len(key)))
+	storeDerived32(sh.g.u32(sh.heap+b+28), holder)
 	copy(unsafe.Slice((*byte)(sh.g.ptr(sh.heap+b+entryHeader)), len(key)), key)
 	if len(stored) > 0 {
 		copy(sh.entryStored(b), stored)

@@ -219,6 +219,12 @@ type fenceReq struct {
 // SetNXFenced is SetNX that also mints the grant's fence in the same step
 // (see above); the fence is 0 when the key was held.
 func (s *Store) SetNXFenced(key string, value []byte, ttl time.Duration) (kv.SetNXOutcome, int64, error) {
+	return s.setNXFenced(key, value, ttl, false)
+}
+
+// setNXFenced is SetNXFenced; with held, the entry records this process as
+// the lock's holder (entry.go).
+func (s *Store) setNXFenced(key string, value []byte, ttl time.Duration, held bool) (kv.SetNXOutcome, int64, error) {
 	if err := kv.CheckWrite(key, value, ttl); err != nil {
 		return 0, 0, err
 	}
@@ -227,7 +233,7 @@ func (s *Store) SetNXFenced(key string, value []byte, ttl time.Duration) (kv.Set
 		return 0, 0, err
 	}
 	fr := fenceReq{ft: ft, mint: true}
-	ok, err := s.install(key, value, ttl, flagPinned, modeSetNX, "", nil, &fr)
+	ok, err := s.install(key, value, ttl, flagPinned, modeSetNX, "", nil, &fr, held)
 	switch {
 	case err != nil:
 		return 0, 0, err
@@ -277,7 +283,7 @@ func (s *Store) setFenced(key string, value []byte, ttl time.Duration, lock stri
 		return false, err
 	}
 	fr.ft = ft
-	return s.install(key, value, ttl, s.pinFlag(key), modeFenced, lock, nil, &fr)
+	return s.install(key, value, ttl, s.pinFlag(key), modeFenced, lock, nil, &fr, false)
 }
 
 // DelFenced removes key only while fence is still the latest grant of

@@ -30,7 +30,7 @@ func TestRecoveryReadsEachStepOfAWrite(t *testing.T) {
 			b := sh.alloc(entrySize(3, len(stored)))
 			do := []func(){
 				func() {},
-				func() { sh.writeEntry(b, "key", stored, 0, 0, 0) },
+				func() { sh.writeEntry(b, "key", stored, 0, 0, 0, 0) },
 				func() { sh.setState(old, stateInFlight) },
 				func() { atomic.StoreUint64(sh.slot(pos), makeSlot(tag, b)) },
 				func() { sh.setState(b, stateLive) },

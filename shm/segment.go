@@ -38,7 +38,9 @@ const (
 	// version-4 library would read as corruption.
 	// 6: gets read with no lock, against each shard's count of its lock's
 	// releases (sSeq), which a version-5 library would not keep.
-	layoutVersion = 6
+	// 7: an entry's word at [28:32) is its holder (entry.go), which a
+	// version-6 library leaves as whatever the block held before.
+	layoutVersion = 7
 	headerSize    = 4096
 	readyValue    = 0x52454459 // "REDY"
 

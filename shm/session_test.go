@@ -134,7 +134,7 @@ func TestRecoveryRecountsTheSessionTallies(t *testing.T) {
 	// ... having published a lock entry, before any tally.
 	_, _, ins := sh.lookup(tag, lockPrefix+"sid")
 	b := sh.alloc(entrySize(len(lockPrefix+"sid"), 3))
-	sh.writeEntry(b, lockPrefix+"sid", []byte("tok"), flagPinned, 0, 0)
+	sh.writeEntry(b, lockPrefix+"sid", []byte("tok"), flagPinned, 0, 0, 0)
 	sh.insertAt(ins, tag, b)
 	sh.setState(b, stateLive)
 	storeRelI64(sh.sessUsed(), 12345)

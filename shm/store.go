@@ -465,12 +465,23 @@ func (s *Store) live(sh *shard, h uint64, tag uint32, key string, t *int64) (int
 	if pos < 0 {
 		return -1, noBlock
 	}
-	if expired(sh.entryExpireAt(b), t) {
+	if s.lapsed(sh, b, t) {
 		s.removeEntry(sh, pos, b, h)
 		sh.count(cExpirations)
 		return -1, noBlock
 	}
 	return pos, b
+}
+
+// lapsed reports whether the entry b has expired at *t (read into *t if
+// needed) or is a session's lock whose holder's process is dead (see
+// entry.go). Caller holds the lock.
+func (s *Store) lapsed(sh *shard, b int64, t *int64) bool {
+	if expired(sh.entryExpireAt(b), t) {
+		return true
+	}
+	o := sh.entryHolder(b)
+	return o != 0 && o != s.tag && !s.g.tagAlive(o)
 }
 
 // removeEntry removes the entry b in slot pos, whose key hashes to h, and
@@ -520,6 +531,10 @@ type write struct {
 	stored   []byte
 	flags    uint32
 	expireAt int64
+	holder   uint32 // the lock's holder's tag, 0: none (entry.go)
+	// replaces is the block size of the entry put last found the write
+	// replaces, 0 for none.
+	replaces int64
 	// delta is what put found the write adds to the bytes charged.
 	delta int64
 }
@@ -535,9 +550,10 @@ func (s *Store) put(sh *shard, w *write, pos int, old int64, ins int, room bool)
 	if size > s.g.heapSize || chargeOf(size) > s.g.limit {
 		return neverFits
 	}
-	w.delta = chargeOf(size)
+	w.delta, w.replaces = chargeOf(size), 0
 	if old != noBlock {
-		w.delta -= chargeOf(sh.blockSize(old))
+		w.replaces = sh.blockSize(old)
+		w.delta -= chargeOf(w.replaces)
 	}
 	if old == noBlock && (!room || ins < 0) {
 		return indexFull
@@ -556,7 +572,7 @@ func (s *Store) put(sh *shard, w *write, pos int, old int64, ins int, room bool)
 		sh.spendCredit(0) // what reserve took for it beyond the cap goes back
 		return heapFull
 	}
-	sh.writeEntry(b, w.key, w.stored, w.flags, w.expireAt, s.lruClock(0))
+	sh.writeEntry(b, w.key, w.stored, w.flags, w.expireAt, s.lruClock(0), w.holder)
 	if old != noBlock {
 		sh.setState(old, stateInFlight)
 		storeRel64(sh.slot(pos), makeSlot(w.tag, b))
@@ -624,8 +640,9 @@ const (
 // it did. A write that does not fit makes room (makeRoom) with no lock held
 // and tries again; if it cannot, it fails with kv.ErrNoMemory and nothing
 // changed. ttl counts from the moment the condition is decided. A grant
-// with fr.mint mints its fence into fr.fence under the same lock.
-func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint32, m mode, guardKey string, guardToken []byte, fr *fenceReq) (bool, error) {
+// with fr.mint mints its fence into fr.fence under the same lock. With
+// held, the entry records this process as the lock's holder (entry.go).
+func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint32, m mode, guardKey string, guardToken []byte, fr *fenceReq, held bool) (bool, error) {
 	tk, err := s.enter()
 	if err != nil {
 		return false, err
@@ -639,6 +656,9 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 	// own time in perf).
 	var w write
 	w.key, w.kind, w.h, w.tag, w.stored, w.flags = key, s.g.kindOf(key), h, tag, stored, flags|cflag
+	if held {
+		w.holder = s.tag
+	}
 	gsh, gh, gtag := sh, uint64(0), uint32(0)
 	if m == modeGuarded || m == modeFenced {
 		gsh, gh, gtag = s.locate(guardKey)
@@ -678,7 +698,7 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 		}
 		room := sh.roomFor()
 		pos, old, ins := sh.lookup(tag, key)
-		oldExpired := old != noBlock && expired(sh.entryExpireAt(old), &t)
+		oldExpired := old != noBlock && s.lapsed(sh, old, &t)
 		if m == modeSetNX && old != noBlock && !oldExpired {
 			ok = false
 		}
@@ -716,7 +736,7 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 			return ok, nil
 		}
 		if r == neverFits || attempt == writeAttempts || !s.makeRoom(sh, r, &w) {
-			return false, s.noMemory(r, len(key), len(stored))
+			return false, s.noMemory(r, &w)
 		}
 	}
 }
@@ -740,21 +760,26 @@ func (s *Store) writeLoop(sh, gsh *shard, w *write, step func() (room, error)) e
 			return err
 		}
 		if r == neverFits || attempt == writeAttempts || !s.makeRoom(sh, r, w) {
-			return s.noMemory(r, len(w.key), len(w.stored))
+			return s.noMemory(r, w)
 		}
 	}
 }
 
-// noMemory is the error of a write of keyLen and storedLen bytes that r
-// refused.
-func (s *Store) noMemory(r room, keyLen, storedLen int) error {
+// noMemory is the error of the write w that r refused.
+func (s *Store) noMemory(r room, w *write) error {
 	if r == overBudget {
 		return s.g.sess.OverBudget(s.sessionLimit())
 	}
-	size := entrySize(keyLen, storedLen)
+	size := entrySize(len(w.key), len(w.stored))
 	if size > s.g.heapSize {
 		return fmt.Errorf("%w: an entry of %d bytes exceeds the largest this segment holds (%d bytes, a shard's heap)",
 			kv.ErrNoMemory, size, s.g.heapSize)
+	}
+	// The old entry stays until the new one is in place (put), so both
+	// are in the shard's heap at once.
+	if r == heapFull && w.replaces > 0 && size+w.replaces > s.g.heapSize {
+		return fmt.Errorf("%w: an entry of %d bytes cannot replace the key's entry of %d bytes: a shard's heap (%d bytes) holds both while the new one is written (delete the key first, or keep such values under half of that)",
+			kv.ErrNoMemory, size, w.replaces, s.g.heapSize)
 	}
 	return kv.ErrNoMemory
 }
@@ -810,17 +835,23 @@ func (s *Store) Set(key string, value []byte, ttl time.Duration) error {
 	if err := kv.CheckWrite(key, value, ttl); err != nil {
 		return err
 	}
-	_, err := s.install(key, value, ttl, s.pinFlag(key), modeSet, "", nil, nil)
+	_, err := s.install(key, value, ttl, s.pinFlag(key), modeSet, "", nil, nil, false)
 	return err
 }
 
 // SetNX stores value under key only if no live entry is there, with its
 // TTL in the same step; the entry is a lock and is never evicted.
 func (s *Store) SetNX(key string, value []byte, ttl time.Duration) (kv.SetNXOutcome, error) {
+	return s.setNX(key, value, ttl, false)
+}
+
+// setNX is SetNX; with held, the entry records this process as the lock's
+// holder (entry.go).
+func (s *Store) setNX(key string, value []byte, ttl time.Duration, held bool) (kv.SetNXOutcome, error) {
 	if err := kv.CheckWrite(key, value, ttl); err != nil {
 		return 0, err
 	}
-	ok, err := s.install(key, value, ttl, flagPinned, modeSetNX, "", nil, nil)
+	ok, err := s.install(key, value, ttl, flagPinned, modeSetNX, "", nil, nil, held)
 	switch {
 	case err != nil:
 		return 0, err
@@ -839,7 +870,7 @@ func (s *Store) SetGuarded(key string, value []byte, ttl time.Duration, guardKey
 	if err := kv.CheckKey(guardKey); err != nil {
 		return false, err
 	}
-	return s.install(key, value, ttl, s.pinFlag(key), modeGuarded, guardKey, guardToken, nil)
+	return s.install(key, value, ttl, s.pinFlag(key), modeGuarded, guardKey, guardToken, nil, false)
 }
 
 // DelGuarded removes key only while guardKey holds a live entry equal to

@@ -1,0 +1,56 @@
+--TEST--
+session handler on a shared-memory segment: when the killed holder's lock lapses, 10 requests waiting for the session at once take it one at a time (each increment is kept: no two held it together)
+--EXTENSIONS--
+ephpm
+session
+--FILE--
+<?php
+require __DIR__ . '/../inc/procs.inc';
+$segment = 's34-' . getmypid();
+$ini = ['ephpm.kv_backend' => "shm://$segment", 'session.save_handler' => 'ephpm',
+    'session.use_cookies' => '0', 'session.cache_limiter' => '', 'ephpm.session_lock_ttl' => '60',
+    'ephpm.session_lock_wait' => '20', 'ephpm.session_lock_timeout_action' => 'fail'];
+$args = getenv('TEST_PHP_EXTRA_ARGS');
+foreach ($ini as $k => $v) {
+    $args .= ' -d ' . escapeshellarg("$k=$v");
+}
+$sid = 's34' . bin2hex(random_bytes(8));
+
+// The holder: holds the session until it is killed.
+$code = "session_id('$sid'); session_start(); \$_SESSION['n'] = 0; session_write_close(); session_start(); \$_SESSION['n'] = 100; echo \"held\\n\"; sleep(120);";
+$p = proc_open('exec ' . getenv('TEST_PHP_EXECUTABLE') . " $args -r " . escapeshellarg($code), [1 => ['pipe', 'w'], 2 => ['redirect', 1]], $pipes);
+$line = fgets($pipes[1]);
+echo $line;
+
+// Ten requests released together wait for it; the holder is killed once
+// they are released.
+$children = ephpm_spawn(<<<PHP
+    session_id('$sid');
+    if (!session_start()) { echo "not started\n"; exit; }
+    \$n = \$_SESSION['n'];
+    usleep(20000); // a request's work, with the session held
+    \$_SESSION['n'] = \$n + 1;
+    session_write_close();
+    echo "ok\n";
+    PHP, 10, $ini);
+ephpm_release($children);
+usleep(100000);
+proc_terminate($p, 9);
+fclose($pipes[1]);
+proc_close($p);
+$out = ephpm_collect($children);
+echo implode('', array_count_values($out) === ["ok\n" => 10] ? ["10 ok\n"] : $out);
+
+$r = shell_exec(getenv('TEST_PHP_EXECUTABLE') . " $args -r " . escapeshellarg("session_id('$sid'); session_start(); echo \$_SESSION['n'], \"\\n\";"));
+echo $r;
+?>
+--CLEAN--
+<?php
+foreach (glob('/dev/shm/ephpm-s34-*') as $f) {
+    @unlink($f);
+}
+?>
+--EXPECT--
+held
+10 ok
+10
