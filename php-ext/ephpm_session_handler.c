@@ -174,13 +174,15 @@ static int ephpm_session_remove(const ephpm_kv_ops *ops, const ephpm_session_key
     return rc == EPHPM_KV_MISS ? EPHPM_KV_OK : rc;
 }
 
-/* The warning for a write or destroy refused because the lock expired. */
+/* The warning for a write or destroy refused because the lock is gone: it
+ * expired, or the store lost it (a Redis server restarted empty, flushed,
+ * or failed over before the lock reached its replica). */
 static void ephpm_session_warn_lock_lost(const zend_string *sid, const char *what)
 {
     php_error_docref(NULL, E_WARNING,
         "ephpm: session %s: not %s, this request no longer holds the session lock "
-        "(it expired after ephpm.session_lock_ttl=" ZEND_LONG_FMT " s and another request "
-        "may hold it); the stored session is left as it is",
+        "(it expired after ephpm.session_lock_ttl=" ZEND_LONG_FMT " s, or the store lost it, "
+        "and another request may hold it); the stored session is left as it is",
         ZSTR_VAL(sid), what, ES(lock_ttl));
 }
 

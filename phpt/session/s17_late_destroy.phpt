@@ -38,7 +38,7 @@ var_dump(session_destroy(), ephpm_kv_exists('session:s17intime'), ephpm_kv_exist
 --EXPECTF--
 bool(true)
 
-Warning: session_destroy(): ephpm: session s17destroy: not destroyed, this request no longer holds the session lock (it expired after ephpm.session_lock_ttl=1 s and another request may hold it); the stored session is left as it is in %s on line %d
+Warning: session_destroy(): ephpm: session s17destroy: not destroyed, this request no longer holds the session lock (it expired after ephpm.session_lock_ttl=1 s, or the store lost it, and another request may hold it); the stored session is left as it is in %s on line %d
 
 Warning: session_destroy(): Session object destruction failed in %s on line %d
 bool(false)
@@ -46,7 +46,7 @@ string(12) "who|s:1:"B";"
 string(7) "B-token"
 bool(true)
 
-Warning: session_regenerate_id(): ephpm: session s17regenerate: not destroyed, this request no longer holds the session lock (it expired after ephpm.session_lock_ttl=1 s and another request may hold it); the stored session is left as it is in %s on line %d
+Warning: session_regenerate_id(): ephpm: session s17regenerate: not destroyed, this request no longer holds the session lock (it expired after ephpm.session_lock_ttl=1 s, or the store lost it, and another request may hold it); the stored session is left as it is in %s on line %d
 
 Warning: session_regenerate_id(): Session object destruction failed. ID: ephpm (path: %S) in %s on line %d
 bool(false)

@@ -38,7 +38,7 @@ foreach (['write', 'empty', 'destroy'] as $how) {
 bool(true)
 bool(true)
 
-Warning: session_write_close(): ephpm: session s31write: not written, this request no longer holds the session lock (it expired after ephpm.session_lock_ttl=1 s and another request may hold it); the stored session is left as it is in %s on line %d
+Warning: session_write_close(): ephpm: session s31write: not written, this request no longer holds the session lock (it expired after ephpm.session_lock_ttl=1 s, or the store lost it, and another request may hold it); the stored session is left as it is in %s on line %d
 
 Warning: session_write_close(): Failed to write session data (ephpm). %s
 bool(true)
@@ -47,7 +47,7 @@ bool(true)
 bool(true)
 bool(true)
 
-Warning: session_write_close(): ephpm: session s31empty: not written, this request no longer holds the session lock (it expired after ephpm.session_lock_ttl=1 s and another request may hold it); the stored session is left as it is in %s on line %d
+Warning: session_write_close(): ephpm: session s31empty: not written, this request no longer holds the session lock (it expired after ephpm.session_lock_ttl=1 s, or the store lost it, and another request may hold it); the stored session is left as it is in %s on line %d
 
 Warning: session_write_close(): Failed to write session data (ephpm). %s
 bool(true)
@@ -56,7 +56,7 @@ bool(true)
 bool(true)
 bool(true)
 
-Warning: session_destroy(): ephpm: session s31destroy: not destroyed, this request no longer holds the session lock (it expired after ephpm.session_lock_ttl=1 s and another request may hold it); the stored session is left as it is in %s on line %d
+Warning: session_destroy(): ephpm: session s31destroy: not destroyed, this request no longer holds the session lock (it expired after ephpm.session_lock_ttl=1 s, or the store lost it, and another request may hold it); the stored session is left as it is in %s on line %d
 
 Warning: session_destroy(): Session object destruction failed in %s on line %d
 bool(false)

@@ -36,7 +36,7 @@ ephpm_kv_del("session:$sid");
 --EXPECTF--
 B: bool(true)
 
-Warning: session_write_close(): ephpm: session s32%s: not written, this request no longer holds the session lock (it expired after ephpm.session_lock_ttl=1 s and another request may hold it); the stored session is left as it is in %s on line %d
+Warning: session_write_close(): ephpm: session s32%s: not written, this request no longer holds the session lock (it expired after ephpm.session_lock_ttl=1 s, or the store lost it, and another request may hold it); the stored session is left as it is in %s on line %d
 
 Warning: session_write_close(): Failed to write session data (ephpm). %s
 bool(true)
