@@ -40,14 +40,20 @@ type hub struct {
 // waiter is one caller blocked in Wait (id "") or WaitTurn (its place in
 // the key's line, see queue.go; on a standalone server WaitTurn waits on a
 // connection of its own instead: turnwait.go).
+//
+// A caller stands in two channels' queues (wait): the key's release
+// channel (onRelease) and its head channel or the key's named channel,
+// with one waiter for each, which share ch and woken. A channel's name can
+// be two keys' at once (a key that ends in a NUL byte, releaseChannel), so
+// each waiter takes only the messages of its own kind of channel.
 type waiter struct {
-	ch chan struct{}
-	id string
-	// woken is set (under the hub's mu) by the first wake. A waiter
-	// stands in two channels' queues (wait), and one already woken takes
-	// no second wake from another queue, which would be lost to the
-	// waiter behind it.
-	woken bool
+	ch        chan struct{}
+	id        string
+	onRelease bool
+	// woken is set (under the hub's mu) by the first wake: a caller
+	// already woken from one queue takes no second wake from the other,
+	// which would be lost to the waiter behind it.
+	woken *bool
 }
 
 func newHub(c redis.UniversalClient) *hub {
@@ -89,7 +95,13 @@ func (h *hub) start() {
 			h.mu.Lock()
 			switch m := m.(type) {
 			case *redis.Message:
-				h.waiters[m.Channel] = wake(h.waiters[m.Channel], m.Payload)
+				// Only a queue someone waits in: a message after the last
+				// waiter left must not make an entry, which would keep the
+				// channel subscribed for good (a head's channel is never
+				// waited on again).
+				if q, ok := h.waiters[m.Channel]; ok {
+					h.waiters[m.Channel] = wake(q, m.Payload)
+				}
 			case *redis.Pong:
 				if c, ok := h.pongs[m.Payload]; ok {
 					close(c)
@@ -140,44 +152,38 @@ const wakeEveryone = "*"
 // is for and returns the others. A release names the head of the key's
 // line (WaitTurn's id) when it has one, on the head's channel and on the
 // named channel (releaseChannel): that waiter is woken, and the oldest
-// plain Wait; a message naming nobody ("") wakes the oldest waiter of any
-// kind, who looks and waits again if it is not its turn; wakeEveryone
-// wakes them all.
+// plain Wait (on the named channel, and on the release channel, where an
+// earlier build names the head); a message naming nobody ("") wakes the
+// oldest waiter of any kind on the release channel, who looks and waits
+// again if it is not its turn; wakeEveryone wakes them all there.
 func wake(q []*waiter, payload string) []*waiter {
 	// Waiters woken from another queue are gone from this one too.
-	q = slices.DeleteFunc(q, func(w *waiter) bool { return w.woken })
+	q = slices.DeleteFunc(q, func(w *waiter) bool { return *w.woken })
 	tell := func(i int) {
-		q[i].woken = true
+		*q[i].woken = true
 		q[i].ch <- struct{}{}
 	}
-	woke := func(i int) {
-		tell(i)
-		q = append(q[:i:i], q[i+1:]...)
-	}
-	if payload == wakeEveryone {
-		for i := range q {
+	woke := func(match func(w *waiter) bool) {
+		if i := slices.IndexFunc(q, match); i >= 0 {
 			tell(i)
+			q = append(q[:i:i], q[i+1:]...)
 		}
-		return nil
 	}
-	if payload == "" {
-		if len(q) > 0 {
-			woke(0)
+	switch payload {
+	case wakeEveryone:
+		for i := range q {
+			if q[i].onRelease {
+				tell(i)
+			}
 		}
+		return slices.DeleteFunc(q, func(w *waiter) bool { return w.onRelease })
+	case "":
+		woke(func(w *waiter) bool { return w.onRelease })
 		return q
 	}
-	for i := range q {
-		if q[i].id == payload {
-			woke(i)
-			break
-		}
-	}
-	for i := range q {
-		if q[i].id == "" {
-			woke(i)
-			break
-		}
-	}
+	woke(func(w *waiter) bool { return w.id == payload })
+	woke(func(w *waiter) bool { return w.id == "" && w.onRelease })
+	woke(func(w *waiter) bool { return w.id == "" && !w.onRelease })
 	return q
 }
 
@@ -223,7 +229,9 @@ func (s *Store) wait(key, id string, timeout time.Duration, look func() (bool, t
 		chans[1] = headChannel(ch, id)
 	}
 	h := s.hub
-	w := &waiter{ch: make(chan struct{}, 1), id: id}
+	woken := false
+	w := &waiter{ch: make(chan struct{}, 1), id: id, woken: &woken}
+	ws := [2]*waiter{{ch: w.ch, id: id, onRelease: true, woken: &woken}, w}
 
 	h.mu.Lock()
 	if h.closed {
@@ -233,8 +241,8 @@ func (s *Store) wait(key, id string, timeout time.Duration, look func() (bool, t
 	if h.ps == nil {
 		h.start()
 	}
-	for _, c := range chans {
-		h.waiters[c] = append(h.waiters[c], w)
+	for i, c := range chans {
+		h.waiters[c] = append(h.waiters[c], ws[i])
 	}
 	ps := h.ps
 	h.mu.Unlock()
@@ -279,7 +287,7 @@ func (h *hub) leave(chans []string, w *waiter) {
 	var unused []string
 	h.mu.Lock()
 	for _, ch := range chans {
-		q := slices.DeleteFunc(h.waiters[ch], func(x *waiter) bool { return x == w })
+		q := slices.DeleteFunc(h.waiters[ch], func(x *waiter) bool { return x.ch == w.ch })
 		if len(q) == 0 {
 			delete(h.waiters, ch)
 			unused = append(unused, ch)

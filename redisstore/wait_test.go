@@ -5,6 +5,7 @@ import (
 	"net"
 	"runtime"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -127,19 +128,83 @@ func TestAWaitLooksOnlyOnceItsSubscriptionStands(t *testing.T) {
 	}
 }
 
-// A waiter stands in the queues of two channels; once woken from one, a
+// A caller stands in the queues of two channels; once woken from one, a
 // message on the other wakes the waiter behind it, not it again.
 func TestAWaiterWokenFromOneQueueTakesNoWakeFromTheOther(t *testing.T) {
-	head := &waiter{ch: make(chan struct{}, 1), id: "head"}
-	next := &waiter{ch: make(chan struct{}, 1), id: "next"}
-	release := []*waiter{head, next} // the release channel's queue
-	own := []*waiter{head}           // the head's own channel's queue
+	headWoken, nextWoken := false, false
+	headCh, nextCh := make(chan struct{}, 1), make(chan struct{}, 1)
+	release := []*waiter{ // the release channel's queue
+		{ch: headCh, id: "head", onRelease: true, woken: &headWoken},
+		{ch: nextCh, id: "next", onRelease: true, woken: &nextWoken},
+	}
+	own := []*waiter{{ch: headCh, id: "head", woken: &headWoken}} // the head's own channel's queue
 
 	own = wake(own, "head")
 	assert.Empty(t, own)
-	assert.Len(t, head.ch, 1, "the head is woken")
+	assert.Len(t, headCh, 1, "the head is woken")
 	release = wake(release, "")
-	assert.Len(t, next.ch, 1, "a message naming nobody wakes the waiter behind the woken head")
+	assert.Len(t, nextCh, 1, "a message naming nobody wakes the waiter behind the woken head")
 	assert.Empty(t, release)
-	assert.Len(t, head.ch, 1, "the head is not told twice")
+	assert.Len(t, headCh, 1, "the head is not told twice")
+}
+
+// One channel's name can be two keys' channels (a key that ends in NUL:
+// releaseChannel): each waiter takes only its own kind of message there.
+func TestAWaiterTakesOnlyItsOwnChannelsKindOfMessage(t *testing.T) {
+	fresh := func(id string, onRelease bool) *waiter {
+		woken := false
+		return &waiter{ch: make(chan struct{}, 1), id: id, onRelease: onRelease, woken: &woken}
+	}
+	// "k" NUL is key k's named channel and key "k\x00"'s release channel.
+	named := fresh("", false) // a Wait on k, first
+	other := fresh("", true)  // a Wait on "k\x00"
+	q := wake([]*waiter{named, other}, "")
+	assert.Len(t, other.ch, 1, "a release of k\\0 naming nobody wakes its own waiter")
+	assert.Empty(t, named.ch, "not k's, which waits for k's hand-overs")
+	assert.Equal(t, []*waiter{named}, q)
+
+	named, other = fresh("", false), fresh("", true)
+	wake([]*waiter{other, named}, "someone")
+	assert.Len(t, named.ch, 1, "a hand-over of k wakes k's oldest Wait")
+	assert.Len(t, other.ch, 1, "and, as an earlier build's head-naming release may be for it, the other key's")
+
+	named, other = fresh("", false), fresh("", true)
+	q = wake([]*waiter{named, other}, wakeEveryone)
+	assert.Len(t, other.ch, 1)
+	assert.Empty(t, named.ch, "wakeEveryone is a release channel's message")
+	assert.Equal(t, []*waiter{named}, q)
+}
+
+// A message on a head's channel after its waiter left (a second release
+// naming it, before the UNSUBSCRIBE ran) must not leave the hub subscribed
+// there for good: a head's channel is never waited on again.
+func TestAHeadsChannelIsUnsubscribedAfterALateMessage(t *testing.T) {
+	_, s, key := heldLock(t, "latemessage")
+	s.direct = nil // the hub's path, as on a Cluster or through Sentinel
+	ch := releaseChannel(testKey(key))
+	numSub := func(ch string) int64 {
+		n, err := s.c.PubSubNumSub(ctx, ch).Result()
+		require.NoError(t, err)
+		return n[ch]
+	}
+	var heads []string
+	for i := 0; i < 20; i++ {
+		id := "late" + strconv.Itoa(i)
+		heads = append(heads, headChannel(ch, id))
+		woke := make(chan bool, 1)
+		waitTurn(t, s, key, id, woke)
+		require.Eventually(t, func() bool { return numSub(headChannel(ch, id)) == 1 }, 5*time.Second, time.Millisecond)
+		for j := 0; j < 2; j++ {
+			require.NoError(t, s.c.Publish(ctx, headChannel(ch, id), id).Err())
+		}
+		turned(t, woke, "the head was not woken")
+	}
+	for _, c := range heads {
+		require.Eventually(t, func() bool { return numSub(c) == 0 }, 5*time.Second, time.Millisecond, "%q still subscribed", c)
+	}
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	for _, c := range heads {
+		assert.NotContains(t, s.hub.waiters, c)
+	}
 }
