@@ -3,6 +3,8 @@
 # error and no leak attributable to the extension. The Go library is built
 # without DWARF for this run (valgrind 3.19 cannot read Go's DWARF 5), and
 # tests/valgrind/go-runtime.supp hides what the Go runtime does on purpose.
+# The tests run one per CPU at once (-j): memcheck runs a process on one
+# CPU, and each test's store, segment and servers are its own.
 #
 # Usage: tests/valgrind/run.sh BUILD_DIR
 set -euo pipefail
@@ -20,7 +22,7 @@ export VALGRIND_OPTS="--suppressions=$here/go-runtime.supp"
 log=$(mktemp)
 status=0
 NO_INTERACTION=1 TEST_PHP_EXECUTABLE=$(command -v php) \
-  php "$(php-config --extension-dir)/build/run-tests.php" -q -n -m -d "extension=$out/ephpm.so" \
+  php "$(php-config --extension-dir)/build/run-tests.php" -q -n -m -j"$(nproc)" -d "extension=$out/ephpm.so" \
       -d pcre.jit=0 phpt | tee "$log" || status=$? # PCRE's JIT code reads past buffers on purpose
 # run-tests.php exits 1 when a test failed, borked or leaked. A failed or
 # borked test fails this run; so does a leak, unless every error of the
