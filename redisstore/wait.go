@@ -229,9 +229,8 @@ func (s *Store) wait(key, id string, timeout time.Duration, look func() (bool, t
 		chans[1] = headChannel(ch, id)
 	}
 	h := s.hub
-	woken := false
-	w := &waiter{ch: make(chan struct{}, 1), id: id, woken: &woken}
-	ws := [2]*waiter{{ch: w.ch, id: id, onRelease: true, woken: &woken}, w}
+	woke, woken := make(chan struct{}, 1), false
+	ws := [2]*waiter{{ch: woke, id: id, onRelease: true, woken: &woken}, {ch: woke, id: id, woken: &woken}}
 
 	h.mu.Lock()
 	if h.closed {
@@ -246,7 +245,7 @@ func (s *Store) wait(key, id string, timeout time.Duration, look func() (bool, t
 	}
 	ps := h.ps
 	h.mu.Unlock()
-	defer h.leave(chans[:], w)
+	defer h.leave(chans[:], woke)
 
 	h.subMu.Lock()
 	err := ps.Subscribe(ctx, chans[:]...) // idempotent for a channel already subscribed
@@ -273,21 +272,21 @@ func (s *Store) wait(key, id string, timeout time.Duration, look func() (bool, t
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
-	case <-w.ch:
+	case <-woke:
 		return true, nil
 	case <-t.C:
 		return false, nil
 	}
 }
 
-// leave removes w from the queues of chans, and drops the subscription of
+// leave removes the caller woken through woke from the queues of chans, and drops the subscription of
 // each that nobody waits on any more in the background: the waiter, woken,
 // makes its next attempt at once rather than after the UNSUBSCRIBE's write.
-func (h *hub) leave(chans []string, w *waiter) {
+func (h *hub) leave(chans []string, woke chan struct{}) {
 	var unused []string
 	h.mu.Lock()
 	for _, ch := range chans {
-		q := slices.DeleteFunc(h.waiters[ch], func(x *waiter) bool { return x.ch == w.ch })
+		q := slices.DeleteFunc(h.waiters[ch], func(x *waiter) bool { return x.ch == woke })
 		if len(q) == 0 {
 			delete(h.waiters, ch)
 			unused = append(unused, ch)
