@@ -79,9 +79,9 @@ func (o SetNXOutcome) String() string {
 // without a memory limit.
 type Options struct {
 	// Now returns a monotonic time in nanoseconds from any fixed origin: the
-	// clock of TTL deadlines and expiry checks. Tests substitute a fake
-	// clock; nil means CLOCK_MONOTONIC_COARSE (internal/coarse), which
-	// keeps a TTL to within one kernel tick.
+	// clock of TTL deadlines and expiry checks: an entry is gone once it
+	// reads the entry's deadline. Tests substitute a fake clock; nil means
+	// CLOCK_MONOTONIC_COARSE (internal/coarse).
 	Now func() int64
 	// SweepInterval is how often the sweeper removes expired entries and
 	// advances the LRU clock. 0 means DefaultSweepInterval; a negative

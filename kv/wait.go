@@ -18,7 +18,7 @@ type waitQueue struct{ list []*waiter }
 // comes first, and reports whether the key is free when it returns.
 //
 // It returns early when the entry is removed (Del, DelIfEq, expiry) or when
-// its TTL passes (at most a tick late: the store's clock is coarse); a
+// its TTL passes on the store's clock; a
 // renewed TTL keeps it waiting in its place. Removals wake waiters one at a time, oldest first, so that
 // callers who wait in order to take the key (a lock) are served roughly in
 // arrival order instead of all racing for it; a woken caller is expected to
@@ -49,8 +49,8 @@ func (s *Store) Wait(key string, timeout time.Duration) bool {
 	q.list = append(q.list, w)
 	for {
 		sleep := time.Until(end)
-		// The entry is gone once the store's clock reaches its expiry,
-		// which on the coarse clock is up to a tick after that instant.
+		// The entry is gone once the store's clock reaches its expiry:
+		// sleep a tick past it, and again if the coarse clock lags more.
 		if at := blockExpireAt(b); at != 0 {
 			sleep = min(sleep, time.Duration(at-c.now()+s.tick))
 		}

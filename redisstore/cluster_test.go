@@ -25,7 +25,7 @@ func clusterURL(nodes []*redistest.Server) string {
 func TestClusterPassesTheContract(t *testing.T) {
 	s := open(t, clusterURL(redistest.StartCluster(t)))
 	require.Nil(t, s.direct, "Cluster commands go through go-redis")
-	backendtest.Run(t, s)
+	backendtest.Run(t, s, backendtest.ServerMillis)
 }
 
 // In Cluster mode go-redis retries a command whose reply was lost (a cut

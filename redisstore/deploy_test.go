@@ -32,7 +32,7 @@ func TestUnixSocket(t *testing.T) {
 	s, err := Open("unix://"+sock+"?db=2", testOptions)
 	require.NoError(t, err)
 	defer s.Close()
-	backendtest.Run(t, s)
+	backendtest.Run(t, s, backendtest.ServerMillis)
 }
 
 func TestSentinel(t *testing.T) {
@@ -42,7 +42,7 @@ func TestSentinel(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	require.Equal(t, Sentinel, s.mode)
-	backendtest.Run(t, s)
+	backendtest.Run(t, s, backendtest.ServerMillis)
 }
 
 func TestTLS(t *testing.T) {
@@ -60,7 +60,7 @@ func TestTLS(t *testing.T) {
 	s, err := Open(url, testOptions)
 	require.NoError(t, err)
 	defer s.Close()
-	backendtest.Run(t, s)
+	backendtest.Run(t, s, backendtest.ServerMillis)
 
 	// Without the client certificate the server refuses: an error, not a miss.
 	bare, err := Open("rediss://127.0.0.1:"+strconv.Itoa(port)+"?tls_ca="+f("ca.pem")+"&dial_timeout=1s", testOptions)

@@ -23,7 +23,7 @@ func TestDirectAuthAndDatabase(t *testing.T) {
 	srv := redistest.Start(t, "requirepass secret", "user app on >apppass ~* &* +@all")
 	s := open(t, "redis://:secret@"+srv.Addr+"/3")
 	require.NotNil(t, s.direct)
-	backendtest.Run(t, s)
+	backendtest.Run(t, s, backendtest.ServerMillis)
 	require.NoError(t, s.Set("where", []byte("db3"), 0))
 	v, err := s.c.Get(ctx, "where").Result()
 	require.NoError(t, err)
@@ -92,7 +92,7 @@ func TestDirectPoolTimeout(t *testing.T) {
 func TestDirectSmallPool(t *testing.T) {
 	srv := redistest.Start(t)
 	s := open(t, "redis://"+srv.Addr+"?pool_size=2")
-	backendtest.Run(t, s)
+	backendtest.Run(t, s, backendtest.ServerMillis)
 }
 
 // An idle connection the server closed (a restart, its idle timeout) is

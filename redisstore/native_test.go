@@ -79,7 +79,7 @@ func TestRedisPassesTheContractWithScriptsOnly(t *testing.T) {
 	srv := redistest.Start(t)
 	s := open(t, "redis://"+srv.Addr+"/0?read_timeout=2s")
 	s.scriptsOnly = true
-	backendtest.Run(t, s)
+	backendtest.Run(t, s, backendtest.ServerMillis)
 }
 
 // Where the server has the native commands, a release of a key that

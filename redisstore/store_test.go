@@ -37,7 +37,7 @@ func TestRedisPassesTheContract(t *testing.T) {
 	s, err := Open("redis://"+srv.Addr+"/0?read_timeout=2s", testOptions)
 	require.NoError(t, err)
 	defer s.Close()
-	backendtest.Run(t, s)
+	backendtest.Run(t, s, backendtest.ServerMillis)
 }
 
 func TestSessionKeysShareASlot(t *testing.T) {

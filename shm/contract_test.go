@@ -14,10 +14,10 @@ var _ backend.Backend = (*Store)(nil)
 func TestShmPassesTheContract(t *testing.T) {
 	s := openWith(t, Options{Memory: kv.MemoryConfig{Limit: 8 << 20},
 		SessionDataPrefix: session.DataPrefix, SessionLockPrefix: session.LockPrefix})
-	backendtest.Run(t, s)
+	backendtest.Run(t, s, backendtest.Coarse)
 }
 
 func TestShmPassesTheContractCompressed(t *testing.T) {
 	s := openTest(t, kv.MemoryConfig{Limit: 8 << 20, Compression: true, Policy: kv.AllKeysLRU})
-	backendtest.Run(t, s)
+	backendtest.Run(t, s, backendtest.Coarse)
 }

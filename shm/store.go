@@ -94,8 +94,9 @@ func nanotime() int64
 func now() int64 { return nanotime() }
 
 // expiryNow is CLOCK_MONOTONIC_COARSE in ns, the clock of TTL deadlines
-// and expiry checks: the same clock in every process, up to one tick
-// (tick ns) behind now, and a few loads to read (internal/coarse).
+// and expiry checks: the same clock in every process, behind now by a lag
+// the kernel does not bound (a tick or more), and a few loads to read
+// (internal/coarse).
 func expiryNow() int64 { return coarse.Now() }
 
 // tick is expiryNow's resolution: the kernel's tick.

@@ -176,8 +176,8 @@ func (s *Store) Wait(key string, timeout time.Duration) (bool, error) {
 		}
 		d := min(time.Duration(deadline-now()), maxWaitSleep)
 		if at != 0 {
-			// The entry is gone once the expiry clock reaches at, which
-			// is up to a tick after that instant.
+			// The entry is gone once the expiry clock reaches at: sleep
+			// a tick past it, and again if the coarse clock lags more.
 			d = min(d, time.Duration(at-expiryNow()+tick))
 		}
 		if slot < 0 {

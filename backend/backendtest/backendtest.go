@@ -21,21 +21,47 @@ import (
 	"github.com/ephpm/ephpm/session"
 )
 
-// Run runs the contract against the backend b. Keys are prefixed by test
-// name, so b may be shared with other tests.
-func Run(t *testing.T, b backend.Backend) {
+// A Clock is the clock a backend keeps its TTL deadlines and expiry checks
+// on, as this test process reads it. The contract times TTLs on it, so
+// that it asserts what the backend promises and nothing of how this host's
+// clocks drift against each other.
+type Clock struct {
+	// Now reads the clock, in nanoseconds from any fixed origin.
+	Now func() int64
+	// Resolution is how far the backend's deadlines may lie from the
+	// instants Now gives: 0 when Now reads the backend's own clock.
+	Resolution time.Duration
+}
+
+// Coarse is the clock of ephpm's own stores, the in-process store and the
+// shared-memory segment: CLOCK_MONOTONIC_COARSE, read as they read it
+// (internal/coarse).
+var Coarse = Clock{Now: coarse.Now}
+
+// ServerMillis is the clock of a Redis or Valkey server on this machine: it
+// keeps deadlines in whole milliseconds of the machine's time.
+var ServerMillis = Clock{Now: sinceStart, Resolution: time.Millisecond}
+
+var start = time.Now()
+
+func sinceStart() int64 { return int64(time.Since(start)) }
+
+// Run runs the contract against the backend b, whose TTLs are kept on
+// clock. Keys are prefixed by test name, so b may be shared with other
+// tests.
+func Run(t *testing.T, b backend.Backend, clock Clock) {
 	for _, c := range contract {
 		t.Run(c.name, func(t *testing.T) {
-			c.run(t, b, strings.ReplaceAll(t.Name(), "/", ":")+":")
+			c.run(t, b, strings.ReplaceAll(t.Name(), "/", ":")+":", clock)
 		})
 	}
 }
 
 var contract = []struct {
 	name string
-	run  func(t *testing.T, b backend.Backend, p string)
+	run  func(t *testing.T, b backend.Backend, p string, clock Clock)
 }{
-	{"GetSetDel", func(t *testing.T, b backend.Backend, p string) {
+	{"GetSetDel", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		n, found, err := b.GetInto(p+"k", nil)
 		require.NoError(t, err)
 		assert.False(t, found)
@@ -54,7 +80,7 @@ var contract = []struct {
 		removed, _ = b.Del(p + "k")
 		assert.False(t, removed)
 	}},
-	{"BinarySafe", func(t *testing.T, b backend.Backend, p string) {
+	{"BinarySafe", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		key, val := p+"a\x00b", []byte{0, 'x', 0, 255}
 		require.NoError(t, b.Set(key, val, 0))
 		dst := make([]byte, 8)
@@ -65,7 +91,7 @@ var contract = []struct {
 		_, found, _ = b.GetInto(p+"a", dst)
 		assert.False(t, found)
 	}},
-	{"TTL", func(t *testing.T, b backend.Backend, p string) {
+	{"TTL", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		require.NoError(t, b.Set(p+"t", []byte("v"), 150*time.Millisecond))
 		ttl, found, err := b.PTTL(p + "t")
 		require.NoError(t, err)
@@ -81,36 +107,37 @@ var contract = []struct {
 		require.NoError(t, err)
 		assert.False(t, ok, "expired")
 	}},
-	{"TTLToWithinATick", func(t *testing.T, b backend.Backend, p string) {
-		// An entry lives its TTL give or take one kernel tick (the stores'
-		// coarse clock). Each bound is taken from the precise clock on the
-		// side a scheduling delay cannot help: absence is timed from before
-		// the write to after the check that saw it, presence from after the
+	{"TTLOnItsClock", func(t *testing.T, b backend.Backend, p string, clock Clock) {
+		// An entry lives its TTL on the backend's clock, to that clock's
+		// resolution against clock.Now. Each bound is read on the side a
+		// scheduling delay cannot help: absence is timed from before the
+		// write to after the check that saw it, presence from after the
 		// write to before the check that saw it.
-		tick := time.Duration(coarse.Resolution())
 		const ttl = 30 * time.Millisecond
+		early, late := int64(ttl-clock.Resolution), int64(ttl+clock.Resolution)
 		for round := range 5 {
-			key := fmt.Sprintf("%stick%d", p, round)
-			before := time.Now()
+			key := fmt.Sprintf("%sttl%d", p, round)
+			before := clock.Now()
 			require.NoError(t, b.Set(key, []byte("v"), ttl))
-			after := time.Now()
+			after := clock.Now()
 			for {
-				checked := time.Now()
+				checking := clock.Now()
 				ok, err := b.Exists(key)
+				checked := clock.Now()
 				require.NoError(t, err)
 				if !ok {
-					assert.Greater(t, time.Since(before), ttl-tick, "round %d: gone more than a tick early", round)
+					assert.GreaterOrEqual(t, checked-before, early, "round %d: gone before its TTL", round)
 					break
 				}
-				assert.Less(t, checked.Sub(after), ttl+tick, "round %d: alive more than a tick late", round)
-				if time.Since(before) > ttl+time.Second {
-					t.Fatalf("round %d: still there %v after its TTL of %v", round, time.Since(before), ttl)
+				assert.Less(t, checking-after, late, "round %d: alive after its TTL", round)
+				if checked-before > late+int64(time.Second) {
+					t.Fatalf("round %d: still there %v after its write, TTL %v", round, time.Duration(checked-before), ttl)
 				}
 				time.Sleep(200 * time.Microsecond)
 			}
 		}
 	}},
-	{"SetNXAndDelIfEq", func(t *testing.T, b backend.Backend, p string) {
+	{"SetNXAndDelIfEq", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		out, err := b.SetNX(p+"l", []byte("A"), time.Minute)
 		require.NoError(t, err)
 		assert.Equal(t, kv.Inserted, out)
@@ -122,7 +149,7 @@ var contract = []struct {
 		ok, _ = b.DelIfEq(p+"l", []byte("A"))
 		assert.True(t, ok)
 	}},
-	{"StaleRelease", func(t *testing.T, b backend.Backend, p string) {
+	{"StaleRelease", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		// A's lock expires, B takes it, A's late release must not remove it.
 		out, _ := b.SetNX(p+"lock", []byte("A"), 100*time.Millisecond)
 		require.Equal(t, kv.Inserted, out)
@@ -135,7 +162,7 @@ var contract = []struct {
 		out, _ = b.SetNX(p+"lock", []byte("C"), time.Minute)
 		assert.Equal(t, kv.Exists, out)
 	}},
-	{"ExpireAndExpireIfEq", func(t *testing.T, b backend.Backend, p string) {
+	{"ExpireAndExpireIfEq", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		ok, err := b.Expire(p+"none", time.Second)
 		require.NoError(t, err)
 		assert.False(t, ok)
@@ -153,7 +180,7 @@ var contract = []struct {
 		ok, _ = b.ExpireIfEq(p+"k", []byte("tok"), time.Minute)
 		assert.True(t, ok)
 	}},
-	{"IncrBy", func(t *testing.T, b backend.Backend, p string) {
+	{"IncrBy", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		n, err := b.IncrBy(p+"c", 5, time.Minute)
 		require.NoError(t, err)
 		assert.Equal(t, int64(5), n)
@@ -168,7 +195,7 @@ var contract = []struct {
 		_, err = b.IncrBy(p+"m", 1, 0)
 		assert.ErrorIs(t, err, kv.ErrOverflow)
 	}},
-	{"IncrByReadsIntegersAsRedisDoes", func(t *testing.T, b backend.Backend, p string) {
+	{"IncrByReadsIntegersAsRedisDoes", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		// An integer is an optional '-' and digits without a leading zero
 		// ("0" itself excepted), within int64: Redis's rule, which every
 		// backend follows so that a counter means the same everywhere.
@@ -188,7 +215,7 @@ var contract = []struct {
 			assert.Equal(t, want, n, "%q", value)
 		}
 	}},
-	{"EmptyTokenMatchesOnlyAnEmptyValue", func(t *testing.T, b backend.Backend, p string) {
+	{"EmptyTokenMatchesOnlyAnEmptyValue", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		// "Equal to token" holds for an empty token as for any other: it
 		// matches a live empty value, and nothing else.
 		require.NoError(t, b.Set(p+"empty", []byte{}, 0))
@@ -218,7 +245,7 @@ var contract = []struct {
 		require.NoError(t, err)
 		assert.True(t, ok)
 	}},
-	{"SetGuarded", func(t *testing.T, b backend.Backend, p string) {
+	{"SetGuarded", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
 		ok, err := b.SetGuarded(data, []byte("v1"), time.Minute, lock, []byte("tok"))
 		require.NoError(t, err)
@@ -233,7 +260,7 @@ var contract = []struct {
 		n, _, _ := b.GetInto(data, dst)
 		assert.Equal(t, "v1", string(dst[:n]))
 	}},
-	{"DelGuarded", func(t *testing.T, b backend.Backend, p string) {
+	{"DelGuarded", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
 		require.NoError(t, b.Set(data, []byte("v1"), time.Minute))
 		held, err := b.DelGuarded(data, lock, []byte("tok"))
@@ -254,7 +281,7 @@ var contract = []struct {
 		found, _ = b.Exists(lock)
 		assert.True(t, found, "the lock is left to its holder")
 	}},
-	{"SetNXGet", func(t *testing.T, b backend.Backend, p string) {
+	{"SetNXGet", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
 		dst := make([]byte, 8)
 		out, n, found, err := b.SetNXGet(lock, []byte("tok"), time.Minute, data, dst)
@@ -304,7 +331,7 @@ var contract = []struct {
 		assert.True(t, found, "an empty value is a value")
 		assert.Equal(t, 0, n)
 	}},
-	{"SetNXGetRaceHasOneWinner", func(t *testing.T, b backend.Backend, p string) {
+	{"SetNXGetRaceHasOneWinner", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		// Odd rounds through SetNXGetFenced, whose winner has a fence too.
 		for round := 0; round < 20; round++ {
 			sid := fmt.Sprintf("%ssid%d", p, round)
@@ -334,7 +361,7 @@ var contract = []struct {
 			require.Equal(t, 1, wins, "round %d", round)
 		}
 	}},
-	{"SetGuardedRelease", func(t *testing.T, b backend.Backend, p string) {
+	{"SetGuardedRelease", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
 		require.NoError(t, b.Set(data, []byte("v0"), time.Minute))
 		ok, err := b.SetGuardedRelease(data, []byte("v1"), time.Minute, lock, []byte("tok"))
@@ -363,7 +390,7 @@ var contract = []struct {
 		ok, _ = b.SetGuardedRelease(data, []byte("v2"), time.Minute, lock, []byte("tok"))
 		assert.False(t, ok, "released once: the guard is gone")
 	}},
-	{"ExpireGuardedRelease", func(t *testing.T, b backend.Backend, p string) {
+	{"ExpireGuardedRelease", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
 		require.NoError(t, b.Set(data, []byte("v0"), time.Minute))
 		ok, err := b.ExpireGuardedRelease(data, 2*time.Minute, lock, []byte("tok"))
@@ -401,7 +428,7 @@ var contract = []struct {
 		ok, _ = b.ExpireGuardedRelease(data, time.Minute, lock, []byte("tok"))
 		assert.False(t, ok, "released once: the guard is gone")
 	}},
-	{"SetGuardedReleaseWakesAWaiter", func(t *testing.T, b backend.Backend, p string) {
+	{"SetGuardedReleaseWakesAWaiter", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
 		_, err := b.SetNX(lock, []byte("tok"), time.Minute)
 		require.NoError(t, err)
@@ -409,7 +436,7 @@ var contract = []struct {
 			return b.SetGuardedRelease(data, []byte("v"), time.Minute, lock, []byte("tok"))
 		})
 	}},
-	{"DelGuardedRefusesAnExpiredGuard", func(t *testing.T, b backend.Backend, p string) {
+	{"DelGuardedRefusesAnExpiredGuard", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
 		require.NoError(t, b.Set(data, []byte("v1"), time.Minute))
 		_, err := b.SetNX(lock, []byte("tok"), 20*time.Millisecond)
@@ -421,7 +448,7 @@ var contract = []struct {
 		found, _ := b.Exists(data)
 		assert.True(t, found)
 	}},
-	{"WaitWakesOnRelease", func(t *testing.T, b backend.Backend, p string) {
+	{"WaitWakesOnRelease", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		free, err := b.Wait(p+"free", time.Second)
 		require.NoError(t, err)
 		assert.True(t, free)
@@ -442,7 +469,7 @@ var contract = []struct {
 		require.True(t, ok)
 		assert.Less(t, <-done, 5*time.Second, "woken by the release, not the timeout")
 	}},
-	{"SetNXRaceOneWinner", func(t *testing.T, b backend.Backend, p string) {
+	{"SetNXRaceOneWinner", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		for r := 0; r < 20; r++ {
 			key := fmt.Sprintf("%srace:%d", p, r)
 			wins := barrier.Race(32, func(i int) bool {
@@ -453,7 +480,7 @@ var contract = []struct {
 			require.Equal(t, 1, wins, "round %d", r)
 		}
 	}},
-	{"LockerThroughBackend", func(t *testing.T, b backend.Backend, p string) {
+	{"LockerThroughBackend", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		// 20 requests on one session through the real acquisition loop.
 		l := &session.Locker{Store: b}
 		data, lock := session.DataKey(p+"s"), session.LockKey(p+"s")
@@ -481,7 +508,7 @@ var contract = []struct {
 		n, _, _ := b.GetInto(data, dst)
 		assert.Equal(t, 20, n)
 	}},
-	{"GetManySetMany", func(t *testing.T, b backend.Backend, p string) {
+	{"GetManySetMany", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		keys := []string{p + "m:a", p + "m:\x00b", p + "m:none", p + "m:empty", p + "m:a"}
 		stored, err := b.SetMany(keys[:2], [][]byte{[]byte("alpha"), {0, 'x', 0}}, 0)
 		require.NoError(t, err)
@@ -519,7 +546,7 @@ var contract = []struct {
 		values, _ = DecodeRecords(t, dst[:n], 1)
 		assert.Equal(t, "2", string(values[0]), "a key given twice ends with its later value")
 	}},
-	{"SetManyRefusesABadBatchWhole", func(t *testing.T, b backend.Backend, p string) {
+	{"SetManyRefusesABadBatchWhole", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		for name, keys := range map[string][]string{
 			"empty key":   {p + "r:1", "", p + "r:3"},
 			"long key":    {p + "r:1", strings.Repeat("k", kv.MaxKeyLen+1), p + "r:3"},
@@ -537,7 +564,7 @@ var contract = []struct {
 		_, err := b.SetMany([]string{p + "r:1"}, [][]byte{[]byte("1")}, -time.Second)
 		assert.ErrorIs(t, err, kv.ErrInvalidArgument, "negative TTL")
 	}},
-	{"FencesIncreaseWithEveryGrant", func(t *testing.T, b backend.Backend, p string) {
+	{"FencesIncreaseWithEveryGrant", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		lock := p + "lock"
 		f, err := b.Fence(lock)
 		require.NoError(t, err)
@@ -574,7 +601,7 @@ var contract = []struct {
 		other, _ := b.Fence(p + "other")
 		assert.Zero(t, other, "each name has its own fence")
 	}},
-	{"SetFencedRefusesAStaleFence", func(t *testing.T, b backend.Backend, p string) {
+	{"SetFencedRefusesAStaleFence", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		// One hash tag: in a Cluster the key and the lock share a slot.
 		key, lock := "{"+p+"res}:data", "{"+p+"res}:lock"
 		_, fa, err := b.SetNXFenced(lock, []byte("a"), 20*time.Millisecond)
@@ -607,7 +634,7 @@ var contract = []struct {
 		n, _, _ = b.GetInto(key, dst)
 		assert.Equal(t, "by b", string(dst[:n]))
 	}},
-	{"DelFencedRefusesAStaleFence", func(t *testing.T, b backend.Backend, p string) {
+	{"DelFencedRefusesAStaleFence", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		key, lock := "{"+p+"res}:data", "{"+p+"res}:lock"
 		require.NoError(t, b.Set(key, []byte("v"), time.Minute))
 		held, err := b.DelFenced(key, lock, 1)
@@ -633,7 +660,7 @@ var contract = []struct {
 		_, err = b.DelFenced(key, lock, 0)
 		assert.ErrorIs(t, err, kv.ErrInvalidArgument)
 	}},
-	{"SetNXGetFenced", func(t *testing.T, b backend.Backend, p string) {
+	{"SetNXGetFenced", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
 		dst := make([]byte, 8)
 		out, n, found, f1, err := b.SetNXGetFenced(lock, []byte("tok"), time.Minute, data, dst)
@@ -693,7 +720,7 @@ var contract = []struct {
 		assert.True(t, found, "an empty value is a value")
 		assert.Zero(t, n)
 	}},
-	{"SetFencedReleaseKeepsAnOverrunWithoutContender", func(t *testing.T, b backend.Backend, p string) {
+	{"SetFencedReleaseKeepsAnOverrunWithoutContender", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
 		dst := make([]byte, 16)
 		_, _, _, fa, err := b.SetNXGetFenced(lock, []byte("a"), 20*time.Millisecond, data, dst)
@@ -730,7 +757,7 @@ var contract = []struct {
 		_, err = b.DelFencedRelease(data, lock, -1, []byte("b"))
 		assert.ErrorIs(t, err, kv.ErrInvalidArgument)
 	}},
-	{"FencedReleaseRefusesAfterAnotherGrant", func(t *testing.T, b backend.Backend, p string) {
+	{"FencedReleaseRefusesAfterAnotherGrant", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		dst := make([]byte, 16)
 		for _, del := range []bool{false, true} {
 			sid := fmt.Sprintf("%ssid-%v", p, del)
@@ -782,7 +809,7 @@ var contract = []struct {
 			stays("by d", "d")
 		}
 	}},
-	{"FencedReleaseWakesAWaiter", func(t *testing.T, b backend.Backend, p string) {
+	{"FencedReleaseWakesAWaiter", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		for _, del := range []bool{false, true} {
 			sid := fmt.Sprintf("%ssid-%v", p, del)
 			data, lock := session.DataKey(sid), session.LockKey(sid)
@@ -796,7 +823,7 @@ var contract = []struct {
 			})
 		}
 	}},
-	{"FencesStrictlyIncreaseUnderContention", func(t *testing.T, b backend.Backend, p string) {
+	{"FencesStrictlyIncreaseUnderContention", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		// 16 callers at a barrier take one lock 25 times each; under the
 		// lock, each grant's fence must exceed the one before it.
 		lock := p + "hot"
@@ -824,7 +851,7 @@ var contract = []struct {
 		f, _ := b.Fence(lock)
 		assert.Equal(t, last, f)
 	}},
-	{"ReadLocksShareAndAWriterWaitsForThem", func(t *testing.T, b backend.Backend, p string) {
+	{"ReadLocksShareAndAWriterWaitsForThem", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		// One hash tag: in a Cluster the lock and the fenced write share a slot.
 		lock := "{" + p + "rw}"
 		release, _ := lockCalls(t, b, lock)
@@ -913,7 +940,7 @@ var contract = []struct {
 		_, holders, _ = b.LockInfo(lock)
 		assert.Zero(t, holders)
 	}},
-	{"LockHoldsLapseAndRefresh", func(t *testing.T, b backend.Backend, p string) {
+	{"LockHoldsLapseAndRefresh", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		lock := p + "rw"
 		release, refresh := lockCalls(t, b, lock)
 		out, _, err := b.LockAttempt(lock, []byte("short"), kv.LockShared, 100*time.Millisecond, 0)
@@ -955,7 +982,7 @@ var contract = []struct {
 		_, n, _ := b.LockInfo(lock)
 		assert.Equal(t, 2, n)
 	}},
-	{"LockAttemptRefusesBadArguments", func(t *testing.T, b backend.Backend, p string) {
+	{"LockAttemptRefusesBadArguments", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		lock := p + "rw"
 		for _, tok := range [][]byte{{}, make([]byte, 256)} {
 			_, _, err := b.LockAttempt(lock, tok, kv.LockShared, time.Minute, 0)
@@ -978,7 +1005,7 @@ var contract = []struct {
 		got, _ := b.Fence(lock)
 		assert.Equal(t, f, got, "a refused call mints nothing")
 	}},
-	{"ReadersAndWritersNeverOverlap", func(t *testing.T, b backend.Backend, p string) {
+	{"ReadersAndWritersNeverOverlap", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		// 16 callers at a barrier, 4 of them writers, each takes the lock
 		// 15 times through the wait loop. A writer must hold it alone; a
 		// reader only beside readers. Every grant's fence exceeds that of
@@ -1035,7 +1062,7 @@ var contract = []struct {
 		_, n, _ := b.LockInfo(lock)
 		assert.Zero(t, n, "every hold released")
 	}},
-	{"AWaitingWriterIsNotStarvedByReaders", func(t *testing.T, b backend.Backend, p string) {
+	{"AWaitingWriterIsNotStarvedByReaders", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		// Readers keep the name read-held without a gap (each re-enters
 		// while the others hold); a writer waiting for them gets it.
 		lock := p + "rw"
