@@ -137,7 +137,8 @@ ZEND_COLD void ephpm_throw_status(int rc);
 /* Argument checks of the ephpm_kv_* functions: each throws ValueError
  * naming argument arg_num and returns false. A key is 1..
  * EPHPM_KV_MAX_KEY_LEN bytes, a value at most EPHPM_KV_MAX_VALUE_LEN; a
- * TTL is whole seconds, min..EPHPM_KV_MAX_TTL_SECONDS, put in *ttl_ms. */
+ * TTL is whole seconds, min..EPHPM_KV_MAX_TTL_SECONDS, put in *ttl_ms
+ * (0 when refused). */
 bool ephpm_check_key(const zend_string *key, uint32_t arg_num);
 bool ephpm_check_value(const zend_string *value, uint32_t arg_num);
 bool ephpm_ttl_ms(zend_long ttl, zend_long min, uint32_t arg_num, int64_t *ttl_ms);
