@@ -107,8 +107,14 @@ const char *ephpm_status_cause(int rc);
 
 /* The cause of a failure status with the provider's own message for it
  * (last_error), e.g. "the store is unavailable; the outcome is unknown
- * (dial tcp 127.0.0.1:6379: connect: connection refused)", in buf. */
+ * (dial tcp 127.0.0.1:6379: connect: connection refused)", in buf. An
+ * E_UNAVAILABLE the provider refused before doing anything reads "the
+ * store is unavailable; nothing was written or granted (...)" instead. */
 const char *ephpm_failure_text(int rc, char *buf, size_t buf_len);
+
+/* ephpm_failure_text, and in *unknown whether the failure leaves the
+ * outcome unknown (an E_UNAVAILABLE the provider did not say it refused). */
+const char *ephpm_failure_outcome(int rc, char *buf, size_t buf_len, bool *unknown);
 
 /* Writes a fresh lock token (EPHPM_TOKEN_LEN hex digits of
  * EPHPM_SESSION_TOKEN_BYTES CSPRNG bytes, NUL-terminated) into out. Returns
