@@ -15,6 +15,14 @@ set -euo pipefail
 [ $# -ge 4 ] || { sed -n '2,14p' "$0"; exit 2; }
 a=$1 b=$2 rounds=$3
 shift 3
+# Each side's compiler flags, from its DWARF producer string (a build
+# without -g, such as CMake's Release, has none): an A/B of an -O0 build
+# against an optimised one measures the compiler, not the change.
+for side in "A $a" "B $b"; do
+  producer=$(readelf --debug-dump=info "${side#* }/ephpm.so" 2>/dev/null | grep -m1 DW_AT_producer || true)
+  [ -n "$producer" ] && producer=${producer##*: } || producer="no DWARF (built without -g): flags unknown"
+  echo "$side/ephpm.so: $producer"
+done
 for ((r = 1; r <= rounds; r++)); do
   for side in A B; do
     dir=$a side_args=${AB_A_ARGS:-}

@@ -8,6 +8,13 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh demo
 . scripts/go-env.sh
 
+# Figures are only worth having from an optimised build: setup.sh builds
+# RelWithDebInfo (-O2 -g). Say what build/ holds, and refuse an
+# unoptimised one. (The Go library is optimised by go build itself.)
+ext_flags=$(sed -n 's/^C_FLAGS = //p' build/CMakeFiles/ephpm.dir/flags.make)
+echo "== Build: CMAKE_BUILD_TYPE=$(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' build/CMakeCache.txt), ephpm.so compiled with$(grep -o -- ' -O[0-3s]\| -g\b\| -DNDEBUG' <<< " $ext_flags" | tr -d '\n')"
+grep -q -- ' -O[1-3s]' <<< " $ext_flags" || { echo "bench: build/ is not optimised ($ext_flags)" >&2; exit 1; }
+
 peers=(php8.2-apcu php8.2-redis php8.2-memcached php8.2-fpm redis-server memcached)
 missing=()
 for p in "${peers[@]}"; do

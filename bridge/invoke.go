@@ -57,6 +57,8 @@ static int call_member(int op, const char *k, size_t kl, const char *v, size_t v
     }
     return -100;
 }
+
+static const char *nothing_done_text(void) { return EPHPM_KV_NOTHING_DONE; }
 */
 import "C"
 
@@ -91,3 +93,8 @@ func invokeMember(op int, key, value []byte, nullKey, nullValue bool, arg int64,
 	}
 	return int(rc), out
 }
+
+// nothingDoneText is include/ephpm_kv.h's EPHPM_KV_NOTHING_DONE, the
+// beginning of last_error by which the extension knows that a refused call
+// did nothing.
+func nothingDoneText() string { return C.GoString(C.nothing_done_text()) }

@@ -97,7 +97,10 @@ typedef enum ephpm_kv_status {
     EPHPM_KV_E_NOMEM = -1,
     /* The outcome is unknown: the backend is unreachable, timed out, or its
      * reply was lost. The operation may or may not have taken effect. Never
-     * read this as "absent" or "held". */
+     * read this as "absent" or "held". Unless last_error begins with
+     * EPHPM_KV_NOTHING_DONE: then the provider refused the call before it
+     * sent, wrote or granted anything (a Redis server that may evict keys,
+     * a fence file that cannot be made), and nothing changed. */
     EPHPM_KV_E_UNAVAILABLE = -2,
     /* An argument is outside the limits above, or a required pointer is
      * NULL; last_error says which. Nothing changed. */
@@ -117,6 +120,11 @@ typedef enum ephpm_kv_status {
     /* incr_by: the result would leave the 64-bit range. Nothing changed. */
     EPHPM_KV_E_OVERFLOW = -8
 } ephpm_kv_status;
+
+/* How last_error begins, followed by ": " and the cause, for an
+ * E_UNAVAILABLE that the provider refused before it did anything (see
+ * EPHPM_KV_E_UNAVAILABLE). Go's kv.ErrNothingDone has this text. */
+#define EPHPM_KV_NOTHING_DONE "nothing was written or granted"
 
 /* Filled by the stats member. The caller sets struct_size to the size of
  * its own struct; the provider fills only the fields that lie within it, so

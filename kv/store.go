@@ -53,6 +53,15 @@ var (
 	ErrNotInteger = errors.New("kv: value is not an integer")
 	// ErrOverflow: IncrBy would leave the int64 range.
 	ErrOverflow = errors.New("kv: increment would overflow")
+	// ErrNothingDone is wrapped by an error that refused a call before it
+	// wrote, granted or sent anything, for a cause outside its arguments:
+	// a Redis server that may evict keys, a fence file that cannot be
+	// made. Any other failure without one of the errors above (a lost
+	// reply, a timeout) leaves the outcome unknown; this one does not.
+	// The bridge still reports it as E_UNAVAILABLE, and its text, first
+	// in the message, is include/ephpm_kv.h's EPHPM_KV_NOTHING_DONE, from
+	// which the extension tells the two apart.
+	ErrNothingDone = errors.New("nothing was written or granted")
 )
 
 // SetNXOutcome says what SetNX did.

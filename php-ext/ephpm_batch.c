@@ -197,13 +197,16 @@ ZEND_FUNCTION(ephpm_kv_set_many)
     /* The message says how far the batch got; the provider's message
      * (last_error) names the key that failed. E_UNAVAILABLE leaves the
      * failed entry's outcome unknown (a lost reply may follow a write), so
-     * the message does not say it was not stored. */
+     * the message does not say it was not stored, unless the provider
+     * refused it before sending anything. */
     char text[768];
+    bool unknown;
+    ephpm_failure_outcome(rc, text, sizeof text, &unknown);
     zend_throw_exception_ex(ephpm_kv_exception_ce, rc < 0 ? -rc : 0,
-        rc == EPHPM_KV_E_UNAVAILABLE
+        unknown
             ? "%s(): the outcome of entry %zu of %u and of those after it is unknown, the %zu before it were stored: %s"
             : "%s(): entry %zu of %u was not stored, the %zu before it were: %s",
-        get_active_function_name(), stored + 1, count, stored, ephpm_failure_text(rc, text, sizeof text));
+        get_active_function_name(), stored + 1, count, stored, text);
     RETURN_THROWS();
 }
 /* }}} */

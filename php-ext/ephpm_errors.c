@@ -7,6 +7,7 @@
 #include "config.h"
 #endif
 
+#include <string.h>
 #include <unistd.h>
 
 #include "php.h"
@@ -41,6 +42,12 @@ const char *ephpm_status_cause(int rc)
 
 const char *ephpm_failure_text(int rc, char *buf, size_t buf_len)
 {
+    return ephpm_failure_outcome(rc, buf, buf_len, NULL);
+}
+
+const char *ephpm_failure_outcome(int rc, char *buf, size_t buf_len, bool *unknown)
+{
+    static const char nothing_done[] = EPHPM_KV_NOTHING_DONE ": ";
     const ephpm_kv_ops *ops = ephpm_provider_loaded();
     char detail[512];
     size_t len = 0;
@@ -51,10 +58,24 @@ const char *ephpm_failure_text(int rc, char *buf, size_t buf_len)
     bool from_provider = rc == EPHPM_KV_E_NOMEM || rc == EPHPM_KV_E_UNAVAILABLE
                          || rc == EPHPM_KV_E_NOT_INTEGER || rc == EPHPM_KV_E_OVERFLOW
                          || (rc == EPHPM_KV_E_INVALID && ops != NULL && EPHPM_KV_OPS_HAS(ops, get_many));
+    if (unknown != NULL) {
+        *unknown = rc == EPHPM_KV_E_UNAVAILABLE;
+    }
     if (from_provider && ops != NULL && EPHPM_KV_OPS_HAS(ops, last_error)
         && ops->last_error(detail, sizeof detail - 1, &len) == EPHPM_KV_OK && len > 0) {
         detail[len] = '\0';
-        snprintf(buf, buf_len, "%s (%s)", ephpm_status_cause(rc), detail);
+        /* Refused before anything was sent, written or granted (an
+         * evicting Redis, a fence file that cannot be made): the outcome
+         * is known, and the message says so instead. */
+        if (rc == EPHPM_KV_E_UNAVAILABLE && strncmp(detail, nothing_done, sizeof nothing_done - 1) == 0) {
+            if (unknown != NULL) {
+                *unknown = false;
+            }
+            snprintf(buf, buf_len, "the store is unavailable; " EPHPM_KV_NOTHING_DONE " (%s)",
+                     detail + sizeof nothing_done - 1);
+        } else {
+            snprintf(buf, buf_len, "%s (%s)", ephpm_status_cause(rc), detail);
+        }
     } else {
         snprintf(buf, buf_len, "%s", ephpm_status_cause(rc));
     }

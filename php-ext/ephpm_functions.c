@@ -43,10 +43,14 @@ bool ephpm_check_value(const zend_string *value, uint32_t arg_num)
     return true;
 }
 
-/* A TTL in whole seconds, min..EPHPM_KV_MAX_TTL_SECONDS, to milliseconds. */
+/* A TTL in whole seconds, min..EPHPM_KV_MAX_TTL_SECONDS, to milliseconds.
+ * *ttl_ms is set on both paths (0 when refused): at -O3 gcc looks into
+ * this function from its callers, and takes a write on one path only for
+ * a maybe-uninitialised ttl_ms in each of them. */
 bool ephpm_ttl_ms(zend_long ttl, zend_long min, uint32_t arg_num, int64_t *ttl_ms)
 {
     if (UNEXPECTED(ttl < min || (int64_t)ttl > EPHPM_KV_MAX_TTL_SECONDS)) {
+        *ttl_ms = 0;
         zend_argument_value_error(arg_num, "must be between " ZEND_LONG_FMT " and %" PRId64 " seconds",
                                   min, (int64_t)EPHPM_KV_MAX_TTL_SECONDS);
         return false;

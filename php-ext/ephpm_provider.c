@@ -82,7 +82,10 @@ static void ephpm_own_dir(char *dir, size_t dir_len)
 {
     Dl_info info;
     dir[0] = '\0';
-    if (dladdr((void *)ephpm_own_dir, &info) && info.dli_fname && strchr(info.dli_fname, '/')) {
+    /* Any object of this file names ephpm.so's path (an object, not a
+     * function: ISO C has no function-to-object pointer conversion, and
+     * PHP's CFLAGS have -pedantic). */
+    if (dladdr(loaded_origin, &info) && info.dli_fname && strchr(info.dli_fname, '/')) {
         size_t n = (size_t)(strrchr(info.dli_fname, '/') - info.dli_fname) + 1;
         if (n < dir_len) {
             memcpy(dir, info.dli_fname, n);
@@ -114,6 +117,18 @@ static void *ephpm_dlopen_masked(const char *path)
     return handle;
 }
 
+/* dlsym of the provider's entry point in handle. ISO C has no conversion
+ * from an object pointer to a function pointer (PHP's CFLAGS have
+ * -pedantic); POSIX gives the two one representation, so the pointer's
+ * bytes are copied. */
+static ephpm_kv_get_ops_fn ephpm_find_get_ops(void *handle)
+{
+    void *sym = dlsym(handle, EPHPM_KV_GET_OPS_SYMBOL);
+    ephpm_kv_get_ops_fn fn;
+    memcpy(&fn, &sym, sizeof fn);
+    return fn;
+}
+
 /* Tries the three places in order. Caller holds load_mutex. Returns the
  * table, or NULL with an explanation in err. */
 static const ephpm_kv_ops *ephpm_load(char *err, size_t err_len)
@@ -122,7 +137,7 @@ static const ephpm_kv_ops *ephpm_load(char *err, size_t err_len)
     const char *bad;
 
     /* 1. A host process that links the bridge into its own Go runtime. */
-    ephpm_kv_get_ops_fn get_ops = (ephpm_kv_get_ops_fn)dlsym(RTLD_DEFAULT, EPHPM_KV_GET_OPS_SYMBOL);
+    ephpm_kv_get_ops_fn get_ops = ephpm_find_get_ops(RTLD_DEFAULT);
     if (get_ops != NULL) {
         const ephpm_kv_ops *ops = get_ops();
         if ((bad = ephpm_check_table(ops, why, sizeof why)) != NULL) {
@@ -151,7 +166,7 @@ static const ephpm_kv_ops *ephpm_load(char *err, size_t err_len)
                  path, dl ? dl : "unknown error");
         return NULL;
     }
-    get_ops = (ephpm_kv_get_ops_fn)dlsym(handle, EPHPM_KV_GET_OPS_SYMBOL);
+    get_ops = ephpm_find_get_ops(handle);
     if (get_ops == NULL) {
         snprintf(err, err_len, "the library %s does not export %s", path, EPHPM_KV_GET_OPS_SYMBOL);
         return NULL;

@@ -47,7 +47,7 @@
 #include "ephpm_provider.h"
 #include "ephpm_session_handler.h"
 
-PS_FUNCS_UPDATE_TIMESTAMP(ephpm);
+PS_FUNCS_UPDATE_TIMESTAMP(ephpm) /* the macro ends in its own semicolon (-pedantic) */
 
 /* A member of the session handler's state (ephpm_session_state), as PS()
  * is of the session module's. */

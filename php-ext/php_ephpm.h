@@ -107,8 +107,14 @@ const char *ephpm_status_cause(int rc);
 
 /* The cause of a failure status with the provider's own message for it
  * (last_error), e.g. "the store is unavailable; the outcome is unknown
- * (dial tcp 127.0.0.1:6379: connect: connection refused)", in buf. */
+ * (dial tcp 127.0.0.1:6379: connect: connection refused)", in buf. An
+ * E_UNAVAILABLE the provider refused before doing anything reads "the
+ * store is unavailable; nothing was written or granted (...)" instead. */
 const char *ephpm_failure_text(int rc, char *buf, size_t buf_len);
+
+/* ephpm_failure_text, and in *unknown whether the failure leaves the
+ * outcome unknown (an E_UNAVAILABLE the provider did not say it refused). */
+const char *ephpm_failure_outcome(int rc, char *buf, size_t buf_len, bool *unknown);
 
 /* Writes a fresh lock token (EPHPM_TOKEN_LEN hex digits of
  * EPHPM_SESSION_TOKEN_BYTES CSPRNG bytes, NUL-terminated) into out. Returns
@@ -137,7 +143,8 @@ ZEND_COLD void ephpm_throw_status(int rc);
 /* Argument checks of the ephpm_kv_* functions: each throws ValueError
  * naming argument arg_num and returns false. A key is 1..
  * EPHPM_KV_MAX_KEY_LEN bytes, a value at most EPHPM_KV_MAX_VALUE_LEN; a
- * TTL is whole seconds, min..EPHPM_KV_MAX_TTL_SECONDS, put in *ttl_ms. */
+ * TTL is whole seconds, min..EPHPM_KV_MAX_TTL_SECONDS, put in *ttl_ms
+ * (0 when refused). */
 bool ephpm_check_key(const zend_string *key, uint32_t arg_num);
 bool ephpm_check_value(const zend_string *value, uint32_t arg_num);
 bool ephpm_ttl_ms(zend_long ttl, zend_long min, uint32_t arg_num, int64_t *ttl_ms);

@@ -11,14 +11,16 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ephpm/ephpm/kv"
 )
 
 // ErrEvictingServer is wrapped by the error of every call that needs
 // exclusion or durability while a master may evict keys, or while whether
 // it may cannot be learned (see Store.noEviction). It wraps none of kv's
-// errors, so the bridge reports it as E_UNAVAILABLE; the call has sent
-// nothing and changed nothing.
-var ErrEvictingServer = errors.New("the Redis server may evict keys")
+// errors but kv.ErrNothingDone, so the bridge reports it as E_UNAVAILABLE
+// and the message says that the call sent nothing and changed nothing.
+var ErrEvictingServer = fmt.Errorf("%w: the Redis server may evict keys", kv.ErrNothingDone)
 
 // evictionCheckEvery is the longest a learned eviction policy is trusted:
 // a CONFIG SET on the server is noticed within it.

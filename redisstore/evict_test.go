@@ -38,11 +38,14 @@ func checkEvictionEvery(t *testing.T, d time.Duration) {
 }
 
 // refusedForEviction asserts that err is the guard's: it names the policy
-// and the fix, and wraps none of kv's errors (the bridge reports it as
-// E_UNAVAILABLE).
+// and the fix, says that nothing was done (kv.ErrNothingDone: nothing was
+// sent, so the outcome is known), and wraps none of kv's other errors (the
+// bridge reports it as E_UNAVAILABLE).
 func refusedForEviction(t *testing.T, err error, what string, names ...string) {
 	t.Helper()
 	require.ErrorIs(t, err, ErrEvictingServer, what)
+	assert.ErrorIs(t, err, kv.ErrNothingDone, what)
+	assert.True(t, strings.HasPrefix(err.Error(), "nothing was written or granted: the Redis server may evict keys: "), "%s: %v", what, err)
 	for _, s := range append(names, "noeviction", "allow_evicting_server=1") {
 		assert.Contains(t, err.Error(), s, what)
 	}

@@ -254,9 +254,14 @@ func (s *Store) fencedReply(r reply, err error, dst []byte) (kv.SetNXOutcome, in
 }
 
 // Fence is GET of the fence key: 0 if the name was never granted (or its
-// fence key was removed).
+// fence key was removed). Refused on a server that may evict
+// (noEviction), as the fenced calls are: there an evicted fence key
+// would read as 0, below fences already granted.
 func (s *Store) Fence(name string) (int64, error) {
 	if err := kv.CheckKey(name); err != nil {
+		return 0, err
+	}
+	if err := s.noEviction(); err != nil {
 		return 0, err
 	}
 	_, fk, err := s.fenceKeys(name)

@@ -429,12 +429,14 @@ func (s *Store) LockRefresh(key string, token []byte, ttl time.Duration) (bool, 
 }
 
 // LockInfo is kv.LockHolders of key, read by one script on the server's
-// clock.
+// clock. Refused on a server that may evict (noEviction), as the lock
+// calls are: there an evicted lock would read as free while its holder
+// still works under it.
 func (s *Store) LockInfo(key string) (kv.LockMode, int, error) {
 	if err := kv.CheckKey(key); err != nil {
 		return kv.LockExclusive, 0, err
 	}
-	if err := s.durable(key); err != nil {
+	if err := s.noEviction(); err != nil {
 		return kv.LockExclusive, 0, err
 	}
 	n, err := s.run(lockInfoScript, []string{s.redisKey(key)})

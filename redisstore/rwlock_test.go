@@ -359,6 +359,12 @@ func TestAnEvictingServerRefusesReadWriteLocks(t *testing.T) {
 	refusedForEviction(t, err, "LockRelease", "allkeys-lru")
 	_, err = s.LockRefresh("rw", []byte("r"), time.Minute)
 	refusedForEviction(t, err, "LockRefresh", "allkeys-lru")
+	// The reads of a lock answer from keys the server may have evicted: a
+	// lock reported free while its holder works, a fence gone back to 0.
+	_, _, err = s.LockInfo("rw")
+	refusedForEviction(t, err, "LockInfo", "allkeys-lru")
+	_, err = s.Fence("rw")
+	refusedForEviction(t, err, "Fence", "allkeys-lru")
 	n, err := admin(t, srv.Addr).Exists(ctx, "rw", fenceKey("rw")).Result()
 	require.NoError(t, err)
 	assert.Zero(t, n, "nothing was sent")

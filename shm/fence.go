@@ -198,7 +198,10 @@ func (s *Store) fences() (*fenceTable, error) {
 	}
 	ft, err := openFences(fencesPath(s.g.path))
 	if err != nil {
-		return nil, err
+		// Every caller asks for the table before it changes anything: a
+		// file that cannot be made (ENOSPC, EACCES) or is refused leaves
+		// the call undone, not its outcome unknown.
+		return nil, fmt.Errorf("%w: %w", kv.ErrNothingDone, err)
 	}
 	s.fenceTab.Store(ft)
 	return ft, nil

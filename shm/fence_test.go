@@ -7,11 +7,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/ephpm/ephpm/kv"
 )
@@ -89,8 +91,70 @@ func TestAFenceFileOfAnotherSizeIsRefused(t *testing.T) {
 	defer os.Remove(path)
 	_, _, err := s.SetNXFenced("lock", nil, 0)
 	assert.ErrorIs(t, err, ErrIncompatible)
+	assert.ErrorIs(t, err, kv.ErrNothingDone, "the message says nothing was granted")
 	found, _ := s.Exists("lock")
 	assert.False(t, found, "refused before anything changed")
+}
+
+// refusedUndone asserts that a fenced call failed for the fence file it
+// could not have, with kv.ErrNothingDone (the message says nothing was
+// written or granted, not that the outcome is unknown) and none of the
+// errors that blame the caller.
+func refusedUndone(t *testing.T, err error, cause error, what string) {
+	t.Helper()
+	require.ErrorIs(t, err, cause, what)
+	assert.ErrorIs(t, err, kv.ErrNothingDone, what)
+	assert.True(t, strings.HasPrefix(err.Error(), "nothing was written or granted: "), "%s: %v", what, err)
+	assert.NotErrorIs(t, err, kv.ErrInvalidArgument, what)
+}
+
+// refusedFencedCalls makes every call that needs the fence file fail with
+// cause, and checks that none granted or wrote anything.
+func refusedFencedCalls(t *testing.T, s *Store, cause error) {
+	t.Helper()
+	_, _, err := s.SetNXFenced("lock", []byte("A"), time.Minute)
+	refusedUndone(t, err, cause, "SetNXFenced")
+	_, _, err = s.LockAttempt("lock", []byte("A"), kv.LockShared, time.Minute, 0)
+	refusedUndone(t, err, cause, "LockAttempt")
+	_, err = s.Fence("lock")
+	refusedUndone(t, err, cause, "Fence")
+	_, err = s.SetFenced("data", []byte("v"), 0, "lock", 1)
+	refusedUndone(t, err, cause, "SetFenced")
+	for _, key := range []string{"lock", "data"} {
+		found, err := s.Exists(key)
+		require.NoError(t, err)
+		assert.False(t, found, "%s: nothing was written or granted", key)
+	}
+	require.NoError(t, s.Set("plain", []byte("v"), 0), "calls without fences go on")
+}
+
+// A tmpfs with room for the segment and not for its fence file: the
+// fenced calls are refused with ENOSPC and say that they did nothing.
+func TestAFenceFileWithNoRoomRefusesAndSaysNothingWasDone(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=1m,mode=0700"); err != nil {
+		t.Skipf("mount tmpfs: %v", err)
+	}
+	defer syscall.Unmount(dir, syscall.MNT_DETACH)
+	s, err := Open("nofence", Options{Dir: dir, Memory: kv.MemoryConfig{Limit: MinMemoryLimit}})
+	require.NoError(t, err, "the segment fits")
+	defer s.Close()
+	refusedFencedCalls(t, s, unix.ENOSPC)
+}
+
+// A fence file this user may not write (EACCES; root may write any).
+func TestAFenceFileWithNoAccessRefusesAndSaysNothingWasDone(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root opens a file of mode 0400 for writing")
+	}
+	s := openTest(t, kv.MemoryConfig{})
+	path := fencesPath(s.Path())
+	require.NoError(t, os.WriteFile(path, nil, 0o400))
+	defer os.Remove(path)
+	refusedFencedCalls(t, s, unix.EACCES)
 }
 
 // bucketNames returns n lock names of one fence bucket.

@@ -154,3 +154,32 @@ func TestBadNamesAreRefused(t *testing.T) {
 		assert.ErrorIs(t, err, kv.ErrInvalidArgument, "%q", n)
 	}
 }
+
+// The segment's size as README ("Shared-memory backend") and docs/design.md
+// state it: heaps of 1.25 × the limit, an index of 8 bytes per 64 heap
+// bytes rounded up to a power of two of slots (1/8 to 1/4 of the heaps),
+// and ~116 KiB of headers: 1.41-1.57 × the limit from 4 MiB up, 1.50-1.51 ×
+// at powers of two from 16 MiB (64 MiB: 100 782 080 bytes), more below.
+func TestTheSegmentSizeIsAsDocumented(t *testing.T) {
+	ratio := func(limit int64) float64 { return float64(planLayout(limit).segSize) / float64(limit) }
+	assert.Equal(t, int64(100_782_080), planLayout(DefaultMemoryLimit).segSize, "README's figure for 64 MiB")
+	for limit := int64(4 << 20); limit <= 8<<30; limit += limit/7 + 12345 {
+		r := ratio(limit)
+		assert.True(t, r >= 1.40 && r <= 1.58, "limit %d: %.3f ×", limit, r)
+	}
+	for limit := int64(16 << 20); limit <= 8<<30; limit *= 2 {
+		r := ratio(limit)
+		assert.True(t, r >= 1.50 && r < 1.51, "limit %d: %.3f ×", limit, r)
+	}
+	assert.InDelta(t, 1.60, ratio(1<<20), 0.01, "1 MiB")
+	assert.InDelta(t, 1.91, ratio(MinMemoryLimit), 0.01, "the smallest limit")
+
+	// The file is that size.
+	dir := t.TempDir()
+	s, err := Open("sized", Options{Dir: dir, Memory: kv.MemoryConfig{Limit: 16 << 20}})
+	require.NoError(t, err)
+	defer s.Close()
+	fi, err := os.Stat(Path(dir, "sized"))
+	require.NoError(t, err)
+	assert.Equal(t, planLayout(16<<20).segSize, fi.Size())
+}

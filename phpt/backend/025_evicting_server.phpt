@@ -1,5 +1,5 @@
 --TEST--
-Redis backend on a server that may evict keys: locks and sessions fail with UNAVAILABLE naming the policy and the fix, plain values work; allow_evicting_server=1 opts in
+Redis backend on a server that may evict keys: locks, lock_info, fence and sessions fail with UNAVAILABLE naming the policy and the fix and saying nothing was done, plain values work; allow_evicting_server=1 opts in
 --EXTENSIONS--
 ephpm
 session
@@ -13,8 +13,12 @@ require __DIR__ . '/../inc/redis.inc';
 $port = ephpm_redis_server('--maxmemory', '3mb', '--maxmemory-policy', 'allkeys-lru');
 
 $code = <<<'PHP'
-    try { var_dump(ephpm_kv_lock('report', 300)); } catch (Ephpm\KvException $e) {
-        echo $e->getCode() === Ephpm\KvException::UNAVAILABLE ? 'UNAVAILABLE' : $e->getCode(), ': ', $e->getMessage(), "\n";
+    $calls = ['ephpm_kv_lock' => ['report', 300], 'ephpm_kv_lock_info' => ['report'], 'ephpm_kv_fence' => ['report'],
+              'ephpm_kv_set_many' => [['t25:a' => '1', 'session:t25' => '2']]];
+    foreach ($calls as $f => $args) {
+        try { var_dump($f(...$args)); } catch (Ephpm\KvException $e) {
+            echo $e->getCode() === Ephpm\KvException::UNAVAILABLE ? 'UNAVAILABLE' : $e->getCode(), ': ', $e->getMessage(), "\n";
+        }
     }
     for ($i = 0; $i < 1000; $i++) { ephpm_kv_set("cache:$i", str_repeat('x', 4096)); }
     var_dump(strlen(ephpm_kv_get('cache:999')), ephpm_kv_incr('hits'));
@@ -29,15 +33,26 @@ echo "-- allow_evicting_server=1\n";
 echo ephpm_child($code, $ini + ['ephpm.kv_backend' => "\"redis://127.0.0.1:$port?allow_evicting_server=1\""]);
 ?>
 --EXPECTF--
-UNAVAILABLE: ephpm_kv_lock(): the store is unavailable; the outcome is unknown (the Redis server may evict keys: 127.0.0.1:%d has maxmemory 3145728 and maxmemory-policy allkeys-lru, so when full it evicts keys, and an evicted lock is granted to a second holder and an evicted session is lost; locks, sessions and compare-and-set calls are refused. Set maxmemory-policy noeviction (or maxmemory 0) on the server, or add allow_evicting_server=1 to ephpm.kv_backend to accept that risk)
+UNAVAILABLE: ephpm_kv_lock(): the store is unavailable; nothing was written or granted (the Redis server may evict keys: 127.0.0.1:%d has maxmemory 3145728 and maxmemory-policy allkeys-lru, so when full it evicts keys, and an evicted lock is granted to a second holder and an evicted session is lost; locks, sessions and compare-and-set calls are refused. Set maxmemory-policy noeviction (or maxmemory 0) on the server, or add allow_evicting_server=1 to ephpm.kv_backend to accept that risk)
+UNAVAILABLE: ephpm_kv_lock_info(): the store is unavailable; nothing was written or granted (the Redis server may evict keys: 127.0.0.1:%d has maxmemory 3145728 and maxmemory-policy allkeys-lru%s)
+UNAVAILABLE: ephpm_kv_fence(): the store is unavailable; nothing was written or granted (the Redis server may evict keys: 127.0.0.1:%d has maxmemory 3145728 and maxmemory-policy allkeys-lru%s)
+UNAVAILABLE: ephpm_kv_set_many(): entry 1 of 2 was not stored, the 0 before it were: the store is unavailable; nothing was written or granted (the Redis server may evict keys: %s)
 int(4096)
 int(1)
-warning: session_start(): ephpm: session t25: lock not acquired: the store is unavailable; the outcome is unknown (the Redis server may evict keys: %s); continuing without the lock (ephpm.session_lock_timeout_action=proceed)
+warning: session_start(): ephpm: session t25: lock not acquired: the store is unavailable; nothing was written or granted (the Redis server may evict keys: %s); continuing without the lock (ephpm.session_lock_timeout_action=proceed)
 warning: session_start(): ephpm: session t25: reading its data failed: %s
 %A
 bool(false)
 -- allow_evicting_server=1
 string(32) "%s"
+array(2) {
+  ["mode"]=>
+  string(9) "exclusive"
+  ["holders"]=>
+  int(1)
+}
+int(%d)
+bool(true)
 int(4096)
 int(%d)
 bool(true)
