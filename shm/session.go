@@ -80,7 +80,7 @@ var sessionSalts = [...]uint64{kv.KindPlain: 0, kv.KindSession: 0x9e3779b9 << 32
 // Most keys are told apart by one load, inline.
 func (g *segment) hashOf(key string) uint64 {
 	if len(key) == 0 || !g.sess.MayBeSession(key[0]) {
-		return hashKey(key)
+		return g.seed.hash(key)
 	}
 	return g.sessionHash(key)
 }
@@ -96,7 +96,7 @@ func (g *segment) kindOf(key string) kv.KeyKind {
 
 func (g *segment) sessionHash(key string) uint64 {
 	kind, sid := g.sess.Split(key)
-	return hashKey(sid) ^ sessionSalts[kind]
+	return g.seed.hash(sid) ^ sessionSalts[kind]
 }
 
 // writeSessionRule records the session prefixes in a header being made.
