@@ -255,8 +255,11 @@ func (s *Store) sessionShare(limit int64) int64 {
 // and the caller charges them to sh and then calls giveBudget. Caller
 // holds sh's lock, which guards sh's tally.
 func (s *Store) takeBudget(sh *shard, delta int64) room {
-	if limit := s.sessionLimit(); limit > 0 && atomic.LoadInt64(sh.sessUsed())+delta > s.sessionShare(limit) {
-		return overShare
+	// A share that is the whole budget (one shard) is the budget's check.
+	if limit := s.sessionLimit(); limit > 0 {
+		if share := s.sessionShare(limit); share < limit && atomic.LoadInt64(sh.sessUsed())+delta > share {
+			return overShare
+		}
 	}
 	if tookOver, began := s.g.lockWord(s.g.u32(hBudgetLock), s.tag); tookOver {
 		s.noteDeadOwnerWait(now() - began) // it guards no data: nothing to recover
