@@ -118,4 +118,3 @@ func TestKeysAimedByTheUnseededHashSpread(t *testing.T) {
 		})
 	}
 }
-
