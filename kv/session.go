@@ -133,6 +133,15 @@ func (r *SessionRule) OverBudget(limit int64) error {
 	return fmt.Errorf("%w: session data would exceed %s (%d bytes)", ErrNoMemory, r.limitName, limit)
 }
 
+// OverShare is the error of a session write that one shard's share of the
+// budget refuses: share bytes of a budget of limit bytes over shards
+// shards (a store whose shards each have a heap of their own: package
+// shm).
+func (r *SessionRule) OverShare(share, limit int64, shards int) error {
+	return fmt.Errorf("%w: session data in one shard would exceed its share of %s (%d of %d bytes over %d shards)",
+		ErrNoMemory, r.limitName, share, limit, shards)
+}
+
 // pairOf returns the block of the other key of key's session (the lock of
 // session data, the data of a lock), or nil if it is not in the table or
 // key is not a session key. It has the same hash h. Caller holds sh.mu.

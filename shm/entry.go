@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/pierrec/lz4/v4"
 )
 
@@ -134,21 +133,34 @@ func (sh *shard) valueEquals(b int64, v []byte) (equal, ok bool) {
 	return bytes.Equal(buf, v), true
 }
 
-// hashKey is the key's 64-bit hash, the same in every process (fixed
-// constants, no seed). Its low bits choose the shard, its high half is the
-// tag. A key of up to 16 bytes is read as two (possibly overlapping) words
-// and mixed by two 64x64->128-bit multiplies: no loop over its bytes, so
-// its cost does not hang on branches that PHP's executor, running between
-// two calls, leaves mispredicted (xxhash's tail loop over a short key cost
-// ~12 ns from PHP against ~2 ns in a Go loop: docs/measurements.md). A
-// longer key is xxhash with its fixed seed.
-func hashKey(key string) uint64 {
+// hashSeed is a segment's secret for the key hash: four words drawn from
+// crypto/rand when the segment is made, kept in its header (hSeed) and
+// read by every process that maps it. Every choice a key's hash makes (its
+// shard, its index slot and tag, its fence bucket, its wait slot's key)
+// depends on them, so that nobody who does not know them (a client
+// choosing session ids, cache keys built from request data) can compute
+// keys that meet in one shard or one index chain; and every process of the
+// segment, knowing them, hashes a key alike.
+type hashSeed [4]uint64
+
+// hash is key's 64-bit hash under the seed. Its low bits choose the shard,
+// its high half is the index tag. The construction is wyhash's, the one
+// Go's runtime uses for its maps where the CPU has no AES (memhashFallback),
+// with the seed's words as its secrets: a key of up to 16 bytes is read as
+// two (possibly overlapping) words and mixed by two 64x64->128-bit
+// multiplies, with no loop over its bytes, so its cost does not hang on
+// branches that PHP's executor, running between two calls, leaves
+// mispredicted (xxhash's tail loop over a short key cost ~12 ns from PHP
+// against ~2 ns in a Go loop: docs/measurements.md). A longer key (a
+// session id's) is folded 16 bytes at a time, and 48 at a time beyond 48
+// bytes, by hashLong.
+func (k *hashSeed) hash(key string) uint64 {
 	n := len(key)
-	if n > 16 {
-		return xxhash.Sum64String(key)
-	}
 	var a, b uint64
+	seed := k[0]
 	switch {
+	case n > 16:
+		return k.hashLong(key)
 	case n >= 8:
 		a, b = load64(key, 0), load64(key, n-8)
 	case n >= 4:
@@ -156,15 +168,29 @@ func hashKey(key string) uint64 {
 	case n > 0:
 		a = uint64(key[0])<<16 | uint64(key[n>>1])<<8 | uint64(key[n-1])
 	}
-	return mix(mix(a^hashK0, b^hashK1)^hashK2, uint64(n)^hashK3)
+	return mix(mix(a^k[1], b^seed)^k[2], uint64(n)^k[3])
 }
 
-const (
-	hashK0 = 0xa0761d6478bd642f
-	hashK1 = 0xe7037ed1a0b428db
-	hashK2 = 0x8ebc6af09c88c6e3
-	hashK3 = 0x589965cc75374cc3
-)
+// hashLong is hash for a key of more than 16 bytes.
+func (k *hashSeed) hashLong(key string) uint64 {
+	n := len(key)
+	seed, p := k[0], key
+	if len(p) > 48 {
+		s1, s2 := seed, seed
+		for ; len(p) > 48; p = p[48:] {
+			seed = mix(load64(p, 0)^k[1], load64(p, 8)^seed)
+			s1 = mix(load64(p, 16)^k[2], load64(p, 24)^s1)
+			s2 = mix(load64(p, 32)^k[3], load64(p, 40)^s2)
+		}
+		seed ^= s1 ^ s2
+	}
+	for ; len(p) > 16; p = p[16:] {
+		seed = mix(load64(p, 0)^k[1], load64(p, 8)^seed)
+	}
+	// The last 16 bytes of the key, which may overlap those folded.
+	a, b := load64(key, n-16), load64(key, n-8)
+	return mix(mix(a^k[1], b^seed)^k[2], uint64(n)^k[3])
+}
 
 // mix folds the 128-bit product of a and b into 64 bits.
 func mix(a, b uint64) uint64 {

@@ -35,6 +35,8 @@ func (s *Store) makeRoom(sh *shard, r room, w *write) bool {
 		// Only session data makes room for session data.
 		return s.evictUntil(policy, w, []class{classNew, classReturned},
 			func() int64 { return s.sessionBytes() + w.delta - s.sessionLimit() })
+	case overShare:
+		return s.makeShareRoom(sh, w, size, policy)
 	case overLimit:
 		deficit := func() int64 { return s.reserved() + w.delta - s.g.limit }
 		if s.returnCredit() && deficit() <= 0 {
@@ -82,6 +84,49 @@ func (s *Store) makeRoom(sh *shard, r room, w *write) bool {
 		}
 	}
 	return s.shardHasRoom(sh, r, size)
+}
+
+// makeShareRoom makes room for the session write w that its shard's
+// share of the session budget refused (sessionShare): only session data
+// of sh makes room for it, never-read before returning, as for the budget.
+// A write larger than the share alone, or one that all of sh's evictable
+// session data would not make fit, evicts nothing (expired entries go).
+func (s *Store) makeShareRoom(sh *shard, w *write, size int64, policy kv.Policy) bool {
+	if s.lock(sh) != nil {
+		return false
+	}
+	defer s.unlock(sh)
+	share := s.sessionShare(s.sessionLimit())
+	if chargeOf(size) > share {
+		return false
+	}
+	deficit := func() int64 { return atomic.LoadInt64(sh.sessUsed()) + w.delta - share }
+	order := []class{classNew, classReturned}
+	fitsIfEvicted := func() bool {
+		var evictable int64
+		for _, c := range order {
+			evictable += atomic.LoadInt64(sh.i64(classField(c, policy == kv.VolatileLRU)))
+		}
+		own, _ := s.protected(nil, w, policy, order)
+		return evictable-own >= deficit()
+	}
+	if policy == kv.NoEviction || !fitsIfEvicted() {
+		s.sweepShard(sh)
+		if deficit() <= 0 {
+			return true
+		}
+		if policy == kv.NoEviction || !fitsIfEvicted() {
+			return false
+		}
+	}
+	for _, c := range order {
+		for deficit() > 0 && atomic.LoadInt64(sh.i64(classField(c, policy == kv.VolatileLRU))) > 0 {
+			if !s.evictOne(sh, policy, c, w.key) {
+				break
+			}
+		}
+	}
+	return deficit() <= 0
 }
 
 // evictUntil evicts entries of the classes in order (the next only once

@@ -40,7 +40,10 @@ const (
 	// releases (sSeq), which a version-5 library would not keep.
 	// 7: an entry's word at [28:32) is its holder (entry.go), which a
 	// version-6 library leaves as whatever the block held before.
-	layoutVersion = 7
+	// 8: the key hash is seeded by the segment's own random words (hSeed),
+	// so every key has another shard, index tag and fence bucket than in
+	// version 7.
+	layoutVersion = 8
 	headerSize    = 4096
 	readyValue    = 0x52454459 // "REDY"
 
@@ -70,6 +73,7 @@ const (
 	hBudgetLock  = 140 // uint32: the session budget's lock word (session.go)
 	hSessLimit   = 144 // atomic int64: the session budget in force, bytes; 0: none
 	hSessSetting = 152 // atomic int64: MemoryConfig.SessionLimit as configured
+	hSeed        = 160 // [4]uint64: the key hash's seed (hashSeed), random, fixed when the segment is made
 	hUsed        = 256 // [maxShards]int64, atomic: bytes charged per shard
 	// hAnchor (atomic) is the ident of the process the segment lives for
 	// (lifecycle.go), 0 for none. Like magic and version it stays at this
@@ -157,6 +161,9 @@ type segment struct {
 	// sess is the segment's session rule (from its header), which every
 	// process applies alike: it decides where a key hashes.
 	sess kv.SessionRule
+	// seed is the segment's key hash seed (from its header), copied here
+	// so that a hash reads it from this process's memory.
+	seed hashSeed
 }
 
 func (g *segment) ptr(off int64) unsafe.Pointer { return unsafe.Add(g.base, off) }
@@ -399,6 +406,14 @@ func (g *segment) readLayout() {
 	g.heapSize = int64(*g.u64(hHeapSize))
 	g.limit = int64(*g.u64(hLimit))
 	g.chunk = creditChunk(g.limit, g.shards)
+	g.readSeed()
+}
+
+// readSeed copies the header's hash seed into g.seed.
+func (g *segment) readSeed() {
+	for i := range g.seed {
+		g.seed[i] = *g.u64(hSeed + int64(i)*8)
+	}
 }
 
 // validate checks that the header's layout is the one planLayout gives for
@@ -460,6 +475,13 @@ func initSegment(fd int, path string, limit int64, anchor uint64, init func(g *s
 		g.unmap()
 		return nil, fmt.Errorf("shm: instance id: %w", err)
 	}
+	// The hash seed: secret to anyone who cannot read the file, so that
+	// no client can choose keys that meet in one shard (hashSeed).
+	if _, err := rand.Read(unsafe.Slice((*byte)(g.ptr(hSeed)), len(g.seed)*8)); err != nil {
+		g.unmap()
+		return nil, fmt.Errorf("shm: hash seed: %w", err)
+	}
+	g.readSeed()
 	init(g)
 	// The anchor before the magic: a file that is a segment always has
 	// its anchor, so that a creator killed now leaves one the sweep knows.

@@ -19,7 +19,9 @@ import (
 //     lookup under the lock the caller holds, and the lock's arrival and
 //     departure move the data's charge in the same step.
 //   - Session data is charged to the store's limit and to the session
-//     budget: the per-shard tallies sSessUsed, summed, within hSessLimit.
+//     budget: the per-shard tallies sSessUsed, summed, within hSessLimit,
+//     and each within its shard's share of it (sessionShare), so that
+//     sessions whose ids land in one shard leave its locks room.
 //     A write that grows them takes the budget's lock word (hBudgetLock)
 //     from the sum to its own tally's update, under its shard lock, so
 //     that concurrent session writes in different shards never pass the
@@ -80,7 +82,7 @@ var sessionSalts = [...]uint64{kv.KindPlain: 0, kv.KindSession: 0x9e3779b9 << 32
 // Most keys are told apart by one load, inline.
 func (g *segment) hashOf(key string) uint64 {
 	if len(key) == 0 || !g.sess.MayBeSession(key[0]) {
-		return hashKey(key)
+		return g.seed.hash(key)
 	}
 	return g.sessionHash(key)
 }
@@ -96,7 +98,7 @@ func (g *segment) kindOf(key string) kv.KeyKind {
 
 func (g *segment) sessionHash(key string) uint64 {
 	kind, sid := g.sess.Split(key)
-	return hashKey(sid) ^ sessionSalts[kind]
+	return g.seed.hash(sid) ^ sessionSalts[kind]
 }
 
 // writeSessionRule records the session prefixes in a header being made.
@@ -225,18 +227,48 @@ func (s *Store) sessionBytes() int64 {
 	return n
 }
 
-// takeBudget takes the budget's lock word and reports whether delta more
-// bytes of session data fit the budget; if they do, the caller charges
-// them to its shard and then calls giveBudget. Caller holds a shard lock.
-func (s *Store) takeBudget(delta int64) bool {
+// sessionShare is the most session data one shard may hold under the
+// budget in force, limit bytes (0: none): an even split of it over the
+// shards and a quarter more, at most the budget. A shard's heap holds
+// 1.25 × memory_limit / S, so the share leaves every shard's other keys
+// and locks 1.25 × (memory_limit − budget) / S, the same part of its heap
+// as the budget leaves them of the limit (half, at the default budget):
+// session ids that land in one shard, whoever chose them, fill only its
+// share, and locks and cache writes there keep their room. The quarter
+// is slack for ids spread at random (the hash is seeded): with 200
+// sessions a shard the fullest of 32 shards is a quarter above the mean
+// about once in 200 fillings, so the share bites before the budget only
+// for a budget held by a few sessions each shard, and then it evicts that
+// shard's own never-read sessions a little early, as the budget would.
+func (s *Store) sessionShare(limit int64) int64 {
+	if limit <= 0 {
+		return 0
+	}
+	return min(limit, (limit+limit/4)/int64(len(s.shards)))
+}
+
+// takeBudget decides whether delta more bytes of session data fit in sh:
+// the one place session data's limits are applied. They must fit in sh's
+// share of the budget (sessionShare), else it answers overShare, and in
+// the budget summed over every shard, else overBudget; then it holds
+// nothing. If they fit it answers fits holding the budget's lock word,
+// and the caller charges them to sh and then calls giveBudget. Caller
+// holds sh's lock, which guards sh's tally.
+func (s *Store) takeBudget(sh *shard, delta int64) room {
+	// A share that is the whole budget (one shard) is the budget's check.
+	if limit := s.sessionLimit(); limit > 0 {
+		if share := s.sessionShare(limit); share < limit && atomic.LoadInt64(sh.sessUsed())+delta > share {
+			return overShare
+		}
+	}
 	if tookOver, began := s.g.lockWord(s.g.u32(hBudgetLock), s.tag); tookOver {
 		s.noteDeadOwnerWait(now() - began) // it guards no data: nothing to recover
 	}
 	if limit := s.sessionLimit(); limit > 0 && s.sessionBytes()+delta > limit {
 		unlockWord(s.g.u32(hBudgetLock))
-		return false
+		return overBudget
 	}
-	return true
+	return fits
 }
 
 func (s *Store) giveBudget() { unlockWord(s.g.u32(hBudgetLock)) }

@@ -520,6 +520,7 @@ const (
 	heapFull        // no free block large enough in the shard
 	indexFull       // no index slot for a new key in the shard
 	overBudget      // session data over the session budget
+	overShare       // session data in the shard over its share of the budget
 	neverFits       // larger than a shard's heap, or than the limit
 )
 
@@ -560,8 +561,8 @@ func (s *Store) put(sh *shard, w *write, pos int, old int64, ins int, room bool)
 		return indexFull
 	}
 	if w.kind == kv.KindSession && w.delta > 0 {
-		if !s.takeBudget(w.delta) {
-			return overBudget
+		if r := s.takeBudget(sh, w.delta); r != fits {
+			return r
 		}
 		defer s.giveBudget() // once account has charged it below
 	}
@@ -772,6 +773,15 @@ func (s *Store) noMemory(r room, w *write) error {
 		return s.g.sess.OverBudget(s.sessionLimit())
 	}
 	size := entrySize(len(w.key), len(w.stored))
+	if r == overShare {
+		limit := s.sessionLimit()
+		share := s.sessionShare(limit)
+		err := s.g.sess.OverShare(share, limit, len(s.shards))
+		if chargeOf(size) > share {
+			return fmt.Errorf("%w: a session entry of %d bytes is larger than that alone", err, chargeOf(size))
+		}
+		return err
+	}
 	if size > s.g.heapSize {
 		return fmt.Errorf("%w: an entry of %d bytes exceeds the largest this segment holds (%d bytes, a shard's heap)",
 			kv.ErrNoMemory, size, s.g.heapSize)
