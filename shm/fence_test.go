@@ -25,7 +25,7 @@ func grantFenced(t *testing.T, s *Store, name string) int64 {
 }
 
 func TestFencesOutliveFlushAndTheSegment(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{})
+	s := openRemovable(t, testName(t)) // its file is removed below
 	f1 := grantFenced(t, s, "lock")
 	require.NoError(t, s.Flush())
 	f, err := s.Fence("lock")
@@ -43,7 +43,7 @@ func TestFencesOutliveFlushAndTheSegment(t *testing.T) {
 	assert.Equal(t, f1, f)
 	f2 := grantFenced(t, other, "lock2")
 	other.Close()
-	require.NoError(t, os.Remove(s.Path())) // s keeps its mapping of the old file
+	require.NoError(t, os.Remove(s.Path())) // s refuses calls once it sees that (removed.go)
 	again, err := Open(testName(t), Options{})
 	require.NoError(t, err)
 	defer again.Close()

@@ -73,6 +73,14 @@ type Store struct {
 	// owner had died: from the start of its wait until the shard was
 	// recovered (ns).
 	deadOwnerWait atomic.Int64
+
+	// The check that the segment's file is still the one mapped
+	// (removed.go): check is checkNotDue, checkDue (checkTimer marked it)
+	// or checkRunning; gone is the error every call returns once the file
+	// was found removed.
+	check      atomic.Uint32
+	gone       atomic.Pointer[error]
+	checkTimer *time.Timer
 }
 
 var (
@@ -147,6 +155,7 @@ func Open(name string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.applyConfig(cfg, budget)
+	s.armCheck()
 	return s, nil
 }
 
@@ -238,6 +247,7 @@ func (s *Store) Close() error {
 	if tk == nil {
 		return nil
 	}
+	s.checkTimer.Stop()
 	done := tk.done
 	tk = nil
 	// The ticket is unreachable once no call holds it: every call keeps it
@@ -280,11 +290,17 @@ func newTicket() *ticket {
 }
 
 // enter begins a call: it returns the ticket the call holds until leave,
-// or fails if the store is closed.
+// or fails if the store is closed or its file was removed (removed.go),
+// checking the file first when that is due.
 func (s *Store) enter() (*ticket, error) {
 	tk := s.ticket.Load()
 	if tk == nil {
 		return nil, errClosed
+	}
+	if s.check.Load() != checkNotDue {
+		if err := s.checkDue(); err != nil {
+			return nil, err
+		}
 	}
 	return tk, nil
 }
