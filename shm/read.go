@@ -48,8 +48,8 @@ func (sh *shard) countRead(c int) { atomic.AddUint64(sh.u64(sCounters+int64(c)*8
 // readUnlocked is GetInto with no lock: ok is false when the read has to be
 // made under the lock (see above), and then nothing was counted.
 func (s *Store) readUnlocked(sh *shard, tag uint32, key string, dst []byte) (n int, found, ok bool) {
-	if !readsWithoutLock {
-		return 0, false, false
+	if !readsWithoutLock || s.check.Load() != checkNotDue {
+		return 0, false, false // or the file's check is due: lock makes it (removed.go)
 	}
 	lockp, seqp := sh.u32(sLock), sh.u64(sSeq)
 	seq := atomic.LoadUint64(seqp)

@@ -290,17 +290,11 @@ func newTicket() *ticket {
 }
 
 // enter begins a call: it returns the ticket the call holds until leave,
-// or fails if the store is closed or its file was removed (removed.go),
-// checking the file first when that is due.
+// or fails if the store is closed.
 func (s *Store) enter() (*ticket, error) {
 	tk := s.ticket.Load()
 	if tk == nil {
 		return nil, errClosed
-	}
-	if s.check.Load() != checkNotDue {
-		if err := s.checkDue(); err != nil {
-			return nil, err
-		}
 	}
 	return tk, nil
 }
@@ -335,8 +329,17 @@ func (s *Store) locate(key string) (*shard, uint64, uint32) {
 	return &s.shards[h&uint64(len(s.shards)-1)], h, tagOfHash(h)
 }
 
-// lock takes sh's lock, recovering the shard first if its owner died.
+// lock takes sh's lock, recovering the shard first if its owner died. It
+// fails instead once the segment's file was removed, checking the file
+// first when that is due (removed.go): every call that reads or writes
+// entries takes a shard's lock, or reads with none (readUnlocked) only
+// while no check is due.
 func (s *Store) lock(sh *shard) error {
+	if s.check.Load() != checkNotDue {
+		if err := s.checkDue(); err != nil {
+			return err
+		}
+	}
 	// lockWord's first step here, where the compiler inlines it.
 	if w := sh.u32(sLock); !atomic.CompareAndSwapUint32(w, 0, s.tag) {
 		if tookOver, began := s.g.lockWordHeld(w, s.tag); tookOver {
