@@ -54,9 +54,17 @@ var _ backend.Revalidator = (*Store)(nil)
 // making calls.
 var checkInterval = 100 * time.Millisecond
 
-// ErrSegmentRemoved is wrapped by every error of a Store whose segment
-// file was removed, or replaced, while the Store was open.
+// ErrSegmentRemoved is what every error of a Store whose segment file was
+// removed, or replaced, while the Store was open is (errors.Is).
 var ErrSegmentRemoved = errors.New("shm: the segment file was removed")
+
+// removedError is that error: its message starts with the file, not with
+// ErrSegmentRemoved's text, so that it fits last_error's 512 bytes whole
+// (531 with a 64-character name otherwise).
+type removedError string
+
+func (e removedError) Error() string        { return string(e) }
+func (e removedError) Is(target error) bool { return target == ErrSegmentRemoved }
 
 // check states (Store.check).
 const (
@@ -124,11 +132,11 @@ func (s *Store) checkFile() error {
 	if lerr == nil {
 		what = "replaced by another file"
 	}
-	err := fmt.Errorf("%w: %s was %s while this process (pid %d) had it mapped (systemd-logind's RemoveIPC=yes "+
-		"removes a user's /dev/shm files when their last login session ends): the name now leads to another "+
-		"segment, so this process refuses every call, doing nothing, rather than split the store. Fix: "+
-		"RemoveIPC=no in /etc/systemd/logind.conf (or run PHP as a system user), then restart the processes using it",
-		ErrSegmentRemoved, s.g.path, what, os.Getpid())
+	var err error = removedError(fmt.Sprintf("shm: %s was %s while this process (pid %d) had it mapped "+
+		"(systemd-logind's RemoveIPC=yes removes a user's /dev/shm files when their last login session ends): "+
+		"the name now leads to another segment, so this process refuses every call, doing nothing, rather than "+
+		"split the store. Fix: RemoveIPC=no in /etc/systemd/logind.conf (or run PHP as a system user), then "+
+		"restart the processes using it", s.g.path, what, os.Getpid()))
 	s.gone.CompareAndSwap(nil, &err)
 	s.check.Store(checkRunning)
 	return *s.gone.Load()
