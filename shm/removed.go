@@ -35,7 +35,7 @@ var _ backend.Revalidator = (*Store)(nil)
 // Once the file is found gone, every call that reads or writes entries
 // (every one that takes a shard's lock: all but Close and the figures
 // MemoryConfig, SetMemoryConfig, Attached and Recoveries) fails, for good,
-// with an error wrapping ErrSegmentRemoved that names the cause and the fix.
+// with an error that is ErrSegmentRemoved and names the cause and the fix.
 // Every such call, not only those that grant or check a lock: this process's
 // mapping is no longer the store its name names, so a get could return a
 // value another process has since deleted or replaced in the new segment, a
