@@ -107,3 +107,12 @@ type Backend interface {
 	// when the table stops serving it.
 	Close() error
 }
+
+// Revalidator is a Backend whose store can be taken away from under a
+// running process: a shared-memory segment whose file was removed
+// (shm.Store.Revalidate). The begin_request member calls Revalidate as each
+// request begins; an error fails that member, and the backend fails every
+// later call with it. A Backend that is not one answers begin_request OK.
+type Revalidator interface {
+	Revalidate() error
+}

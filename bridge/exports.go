@@ -642,6 +642,18 @@ func ephpmGoFlush() (rc C.int) {
 	return C.EPHPM_KV_OK
 }
 
+//export ephpmGoBeginRequest
+func ephpmGoBeginRequest() (rc C.int) {
+	rc = unanswered
+	defer recoverStatus(&rc)
+	if r, ok := current().(backend.Revalidator); ok {
+		if err := r.Revalidate(); err != nil {
+			return failure(err)
+		}
+	}
+	return C.EPHPM_KV_OK
+}
+
 // setText copies s into a fixed C char array, NUL-terminated, cut to fit.
 func setText(dst []C.char, s string) {
 	n := min(len(s), len(dst)-1)

@@ -54,6 +54,7 @@ static int call_member(int op, const char *k, size_t kl, const char *v, size_t v
     case EPHPM_MEMBER_LOCK_REFRESH: return o->lock_refresh(k, kl, v, vl, ttl);
     case EPHPM_MEMBER_LOCK_INFO: { int32_t mode; return o->lock_info(k, kl, &mode, num); }
     case EPHPM_MEMBER_EXPIRE_GUARDED_RELEASE: return o->expire_guarded_release(k, kl, ttl, v, vl, k, kl);
+    case EPHPM_MEMBER_BEGIN_REQUEST: return o->begin_request();
     }
     return -100;
 }

@@ -453,6 +453,15 @@ static int ephpm_op_expire_guarded_release(const char *key, size_t key_len, int6
     return ephpmGoExpireGuardedRelease((char *)key, key_len, ttl_ms, (char *)guard_key, guard_key_len, (char *)guard_token, guard_token_len);
 }
 
+/* Crosses into Go: ephpmGoBeginRequest. */
+static int ephpm_op_begin_request(void)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    return ephpmGoBeginRequest();
+}
+
 static const ephpm_kv_ops ephpm_ops = {
     .abi_version = EPHPM_KV_ABI_VERSION,
     .struct_size = sizeof(ephpm_kv_ops),
@@ -490,6 +499,7 @@ static const ephpm_kv_ops ephpm_ops = {
     .lock_refresh = ephpm_op_lock_refresh,
     .lock_info = ephpm_op_lock_info,
     .expire_guarded_release = ephpm_op_expire_guarded_release,
+    .begin_request = ephpm_op_begin_request,
 };
 
 /* The provider's one exported symbol. */

@@ -38,7 +38,8 @@ const (
 	memberLockRefresh
 	memberLockInfo
 	memberExpireGuardedRelease
+	memberBeginRequest
 )
 
 // tableMembers is how many members the table has.
-const tableMembers = 34
+const tableMembers = 35

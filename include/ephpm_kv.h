@@ -607,6 +607,21 @@ typedef struct ephpm_kv_ops {
                                   const char *guard_key, size_t guard_key_len,
                                   const char *guard_token, size_t guard_token_len);
 
+    /* ---- appended for a segment removed under its processes ---- */
+
+    /* begin_request: the consumer calls it as each request begins, in a
+     * process that has the provider loaded (it never loads one for this).
+     * A backend whose store can be taken away from under a running process
+     * checks now: a shared-memory segment whose file was removed or
+     * replaced (systemd-logind's RemoveIPC=yes removes a user's files in
+     * /dev/shm when the user's last login session ends) answers this and
+     * every later call of the process with E_UNAVAILABLE and nothing done,
+     * last_error naming the cause and the fix, rather than answer from a
+     * store the other processes no longer share (it also checks by itself,
+     * at a call at most every 100 ms). OK otherwise, and at once on every
+     * other backend. Changes nothing in the store. */
+    int (*begin_request)(void);
+
     /* Members appended by later versions go here, and only here: this
      * struct is the one list of members that bridge/members.c is generated
      * from (docs/design.md, "To append a member"). */

@@ -171,13 +171,25 @@ static PHP_MINIT_FUNCTION(ephpm)
 
 /* The get buffer is request memory: a request starts without one. (It is
  * freed after the request too, but PHP runs the post-deactivate hooks in
- * one zend_try, so an earlier module's bailout can skip ours.) */
+ * one zend_try, so an earlier module's bailout can skip ours.)
+ *
+ * Where this process has the library loaded (an earlier request used it),
+ * the backend checks that its store is still the one other processes
+ * share (begin_request: a shared-memory segment whose file systemd-logind
+ * removed). Its answer is not shown here: if the store is gone, every call
+ * of the request fails with the cause and the fix. A process that has not
+ * loaded the library loads it at its first call, which opens the store
+ * afresh. */
 static PHP_RINIT_FUNCTION(ephpm)
 {
 #if defined(COMPILE_DL_EPHPM) && defined(ZTS)
     ZEND_TSRMLS_CACHE_UPDATE();
 #endif
     EPHPM_G(get_buf) = NULL;
+    const ephpm_kv_ops *ops = ephpm_provider_loaded();
+    if (ops != NULL && EPHPM_KV_OPS_HAS(ops, begin_request)) {
+        (void)ops->begin_request();
+    }
     return SUCCESS;
 }
 

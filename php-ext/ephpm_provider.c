@@ -30,6 +30,10 @@ static pid_t loaded_pid;
 /* Whether the loaded table serves its in-process store: ephpm.kv_backend is
  * memory, or the library refused auto (older than the shared default). */
 static bool loaded_private;
+/* Which store the loaded table serves, from the backend setting it took:
+ * "memory", "shm", "redis", or NULL if unknown (a library without
+ * configure). See ephpm_provider_backend. */
+static const char *loaded_backend;
 static pthread_mutex_t load_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 /* A fork while another thread loads the provider (a ZTS server) must not
@@ -185,7 +189,27 @@ struct ephpm_configure_call {
     char *err;
     size_t err_len;
     bool private_store; /* see loaded_private */
+    const char *backend; /* see loaded_backend */
 };
+
+static const char *ephpm_one_of_several_processes(void);
+
+/* The kind of store a backend setting the library took serves: "auto" is
+ * a shared-memory segment where several processes serve requests, else the
+ * in-process store (the library's rule, bridge/auto.go). */
+static const char *ephpm_backend_kind(const char *value)
+{
+    if (strcmp(value, "memory") == 0) {
+        return "memory";
+    }
+    if (strcmp(value, "auto") == 0) {
+        return ephpm_one_of_several_processes() != NULL ? "shm" : "memory";
+    }
+    if (strncmp(value, "shm", 3) == 0) {
+        return "shm";
+    }
+    return "redis";
+}
 
 /* Sends one setting. A library that refuses a value that is the setting's
  * default is older than the setting, and does what the default says
@@ -199,6 +223,7 @@ static bool ephpm_send_setting(const char *ini, const char *name, const char *va
     if (rc == EPHPM_KV_OK || (rc == EPHPM_KV_E_INVALID && strcmp(value, default_value) == 0)) {
         if (is_backend) {
             call->private_store = rc != EPHPM_KV_OK || strcmp(value, "memory") == 0;
+            call->backend = rc != EPHPM_KV_OK ? "memory" : ephpm_backend_kind(value);
         }
         return true;
     }
@@ -227,12 +252,13 @@ static bool ephpm_configure(const ephpm_kv_ops *ops, char *err, size_t err_len)
         loaded_private = true;
         return true;
     }
-    struct ephpm_configure_call call = {ops, err, err_len, false};
+    struct ephpm_configure_call call = {ops, err, err_len, false, NULL};
     const char *sapi = sapi_module.name ? sapi_module.name : "";
     /* Sent as its own default: an older library, which knows no "sapi", may refuse it. */
     bool ok = ephpm_send_setting("the server API", "sapi", sapi, sapi, &call)
            && ephpm_each_store_setting(ephpm_send_setting, &call);
     loaded_private = call.private_store;
+    loaded_backend = call.backend;
     return ok;
 }
 
@@ -331,4 +357,9 @@ const char *ephpm_provider_origin(void)
 pid_t ephpm_provider_pid(void)
 {
     return loaded_pid;
+}
+
+const char *ephpm_provider_backend(void)
+{
+    return loaded_backend;
 }

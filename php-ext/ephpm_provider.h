@@ -45,4 +45,10 @@ typedef bool (*ephpm_setting_fn)(const char *ini, const char *name, const char *
 bool ephpm_each_store_setting(ephpm_setting_fn fn, void *arg);
 pid_t ephpm_provider_pid(void);
 
+/* The kind of store the loaded table serves, as its backend setting said
+ * when it was loaded: "memory" (this process's own), "shm" (a
+ * shared-memory segment) or "redis"; NULL if not loaded or unknown. It
+ * never enters the library, so a forked child can ask it. */
+const char *ephpm_provider_backend(void);
+
 #endif /* EPHPM_PROVIDER_H */

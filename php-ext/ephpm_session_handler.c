@@ -36,6 +36,7 @@
 #endif
 
 #include <time.h>
+#include <unistd.h>
 
 #include "php.h"
 #include "zend_execute.h"
@@ -186,6 +187,39 @@ static void ephpm_session_warn_lock_lost(const zend_string *sid, const char *wha
         ZSTR_VAL(sid), what, ES(lock_ttl));
 }
 
+/* The warning of a forked child that cannot release the session lock of
+ * the request it was forked in. The lock is the parent's, which took it
+ * (the child cannot take one: it cannot enter the library) and releases it
+ * at its own request end; what frees it if the parent dies first depends
+ * on the store: a shared-memory segment records the parent as the lock's
+ * holder and lets the lock lapse at once (the next call that meets it),
+ * Redis records no holder and waits for the lock's TTL, and the in-process
+ * store is the parent's own and ends with it. */
+static void ephpm_session_warn_forked_release(const zend_string *key)
+{
+    const char *backend = ephpm_provider_backend();
+    long parent = (long)ephpm_provider_pid();
+    char then[160];
+    if (backend != NULL && strcmp(backend, "shm") == 0) {
+        snprintf(then, sizeof then,
+                 "if pid %ld dies first, the lock lapses at once (the shared-memory segment records "
+                 "pid %ld as its holder)", parent, parent);
+    } else if (backend != NULL && strcmp(backend, "redis") == 0) {
+        snprintf(then, sizeof then,
+                 "if pid %ld dies first, the lock expires by its TTL (ephpm.session_lock_ttl=" ZEND_LONG_FMT
+                 " s)", parent, ES(lock_ttl));
+    } else if (backend != NULL && strcmp(backend, "memory") == 0) {
+        snprintf(then, sizeof then, "the lock is in pid %ld's own in-process store, and ends with it", parent);
+    } else {
+        snprintf(then, sizeof then, "if pid %ld dies first, the lock lapses with it or by its TTL", parent);
+    }
+    php_error_docref(NULL, E_WARNING,
+        "ephpm: releasing the session lock %s failed: this process (pid %ld) was forked from pid %ld "
+        "after the ephpm library was loaded there, and cannot use it; the lock stays with pid %ld, "
+        "which took it and releases it when its request ends; %s",
+        ZSTR_VAL(key), (long)getpid(), parent, parent, then);
+}
+
 /* Releases the request's lock, if it has (or may have) one, with its token.
  * A failure is warned about unless quiet (after the request's globals are
  * gone, a warning's message would outlive its memory). Crosses into Go. */
@@ -198,7 +232,9 @@ static void ephpm_session_release_ex(const ephpm_kv_ops *ops, bool quiet)
     if (ops != NULL) {
         int rc = ops->del_if_eq(ZSTR_VAL(key), ZSTR_LEN(key), ES(lock_token),
                                 strlen(ES(lock_token)));
-        if (rc < 0 && !quiet) {
+        if (rc == EPHPM_KV_E_FORKED && !quiet) {
+            ephpm_session_warn_forked_release(key);
+        } else if (rc < 0 && !quiet) {
             php_error_docref(NULL, E_WARNING,
                 "ephpm: releasing the session lock %s failed: %s; it expires by its TTL",
                 ZSTR_VAL(key), EPHPM_CAUSE(rc));

@@ -27,7 +27,7 @@ func grantFenced(t *testing.T, s *Store, name string) int64 {
 }
 
 func TestFencesOutliveFlushAndTheSegment(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{})
+	s := openRemovable(t, testName(t)) // its file is removed below
 	f1 := grantFenced(t, s, "lock")
 	require.NoError(t, s.Flush())
 	f, err := s.Fence("lock")
@@ -48,7 +48,7 @@ func TestFencesOutliveFlushAndTheSegment(t *testing.T) {
 	// has a hash seed of its own: the names' old fences sit in the file
 	// under their old hashes, as forgotten names, and their next grants
 	// are still above them (a fence is at least the wall clock in µs).
-	require.NoError(t, os.Remove(s.Path())) // s keeps its mapping of the old file
+	require.NoError(t, os.Remove(s.Path())) // s refuses calls once it sees that (removed.go)
 	again, err := Open(testName(t), Options{})
 	require.NoError(t, err)
 	defer again.Close()

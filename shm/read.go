@@ -16,8 +16,11 @@ import (
 // count is stored before the release, and the second look reads the lock
 // word before the count), so what was copied is the entry as it stood at
 // one instant. Otherwise, or when the read would have to write (an expired
-// entry to remove, an LRU stamp to renew, a session's first read to mark)
-// or decompress, the get takes the lock as before.
+// entry to remove, an LRU stamp to renew, a session's first read to mark),
+// decompress, or decide whether a session lock's holder lives (an entry
+// that records another process as its holder: it has lapsed if that
+// process is dead, entry.go, and the locked path removes it as it answers),
+// the get takes the lock as before.
 //
 // Because the read can meet a shard half-way through a change, every
 // offset it follows is checked against the heap before it is read through:
@@ -45,8 +48,8 @@ func (sh *shard) countRead(c int) { atomic.AddUint64(sh.u64(sCounters+int64(c)*8
 // readUnlocked is GetInto with no lock: ok is false when the read has to be
 // made under the lock (see above), and then nothing was counted.
 func (s *Store) readUnlocked(sh *shard, tag uint32, key string, dst []byte) (n int, found, ok bool) {
-	if !readsWithoutLock {
-		return 0, false, false
+	if !readsWithoutLock || s.check.Load() != checkNotDue {
+		return 0, false, false // or the file's check is due: lock makes it (removed.go)
 	}
 	lockp, seqp := sh.u32(sLock), sh.u64(sSeq)
 	seq := atomic.LoadUint64(seqp)
@@ -64,6 +67,9 @@ func (s *Store) readUnlocked(sh *shard, tag uint32, key string, dst []byte) (n i
 	meta := sh.entryMeta(b)
 	if meta&flagCompressed != 0 || meta&flagRead == 0 && s.g.kindOf(key) == kv.KindSession {
 		return 0, false, false
+	}
+	if o := sh.entryHolder(b); o != 0 && o != s.tag {
+		return 0, false, false // another process's session lock: lapsed if it died (lapsed)
 	}
 	var t int64
 	if expired(sh.entryExpireAt(b), &t) || atomic.LoadUint32(sh.entryAccess(b)) != s.lruClock(t) {

@@ -179,3 +179,34 @@ func TestABrokenShardAnswersNoRead(t *testing.T) {
 	assert.ErrorIs(t, err, ErrCorrupt, "and again, the lock free")
 	atomic.StoreUint32(sh.u32(sBroken), 0) // for the integrity check at cleanup
 }
+
+// TestAGetAppliesTheDeadHolderRule: a session lock whose holder's process
+// is dead has lapsed (entry.go) for a get as for every other call. A get
+// reads with no lock where it can (readUnlocked); it must not answer the
+// dead holder's token as held until some locked call removes the entry.
+func TestAGetAppliesTheDeadHolderRule(t *testing.T) {
+	a := openTest(t, kv.MemoryConfig{Limit: 1 << 20})
+	b, err := Open(testName(t), Options{})
+	require.NoError(t, err)
+	defer b.Close()
+	const lock = "sess:lock"
+	out, err := sessionGrants{b}.SetNX(lock, []byte("token"), time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, kv.Inserted, out)
+	v, found := get(t, a, lock)
+	require.True(t, found, "held by a live process")
+	require.Equal(t, "token", v)
+
+	// b's process dies: its slot names a process that has exited, as one
+	// killed while attached leaves it.
+	atomic.StoreUint64(a.g.procIdent(b.slot), atomic.LoadUint64(a.g.procIdent(deadSlot(t, a))))
+	_, found = get(t, a, lock)
+	assert.False(t, found, "a get sees the dead holder's lock lapsed")
+	exists, err := a.Exists(lock)
+	require.NoError(t, err)
+	assert.False(t, exists)
+}
+
+// deadSlot claims a slot for a process that has exited (deadTag) and
+// returns it.
+func deadSlot(t *testing.T, s *Store) int { return tagSlot(deadTag(t, s)) }

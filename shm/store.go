@@ -73,6 +73,14 @@ type Store struct {
 	// owner had died: from the start of its wait until the shard was
 	// recovered (ns).
 	deadOwnerWait atomic.Int64
+
+	// The check that the segment's file is still the one mapped
+	// (removed.go): check is checkNotDue, checkDue (checkTimer marked it)
+	// or checkRunning; gone is the error every call returns once the file
+	// was found removed.
+	check      atomic.Uint32
+	gone       atomic.Pointer[error]
+	checkTimer *time.Timer
 }
 
 var (
@@ -148,6 +156,7 @@ func Open(name string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.applyConfig(cfg, budget)
+	s.armCheck()
 	return s, nil
 }
 
@@ -239,6 +248,7 @@ func (s *Store) Close() error {
 	if tk == nil {
 		return nil
 	}
+	s.checkTimer.Stop()
 	done := tk.done
 	tk = nil
 	// The ticket is unreachable once no call holds it: every call keeps it
@@ -320,8 +330,17 @@ func (s *Store) locate(key string) (*shard, uint64, uint32) {
 	return &s.shards[h&uint64(len(s.shards)-1)], h, tagOfHash(h)
 }
 
-// lock takes sh's lock, recovering the shard first if its owner died.
+// lock takes sh's lock, recovering the shard first if its owner died. It
+// fails instead once the segment's file was removed, checking the file
+// first when that is due (removed.go): every call that reads or writes
+// entries takes a shard's lock, or reads with none (readUnlocked) only
+// while no check is due.
 func (s *Store) lock(sh *shard) error {
+	if s.check.Load() != checkNotDue {
+		if err := s.checkDue(); err != nil {
+			return err
+		}
+	}
 	// lockWord's first step here, where the compiler inlines it.
 	if w := sh.u32(sLock); !atomic.CompareAndSwapUint32(w, 0, s.tag) {
 		if tookOver, began := s.g.lockWordHeld(w, s.tag); tookOver {

@@ -883,6 +883,34 @@ static void test_rwlock_members(void)
     CHECK(ops->lock_info(S("rw:hot"), &mode, &holders) == EPHPM_KV_MISS, "every hold released");
 }
 
+/* begin_request: OK on the in-process store; on a shared-memory segment
+ * whose file was removed (as systemd-logind's RemoveIPC=yes removes it),
+ * E_UNAVAILABLE naming the cause and the fix, and so is every call after
+ * it. Leaves the in-process store served. */
+static void test_begin_request_member(void)
+{
+    CHECK(EPHPM_KV_OPS_HAS(ops, begin_request), "begin_request present (size %u)", ops->struct_size);
+    CHECK(ops->begin_request() == EPHPM_KV_OK, "the in-process store stays");
+
+    char name[64], backend[80], path[128], msg[512];
+    snprintf(name, sizeof name, "ctest-removed-%ld", (long)getpid());
+    snprintf(backend, sizeof backend, "shm://%s", name);
+    snprintf(path, sizeof path, "/dev/shm/ephpm-%s.%ld", name, (long)geteuid());
+    CHECK(ops->configure(S("backend"), backend, strlen(backend)) == EPHPM_KV_OK, "segment opened");
+    CHECK(ops->set(S("r:k"), S("v"), 0) == EPHPM_KV_OK, "set on the segment");
+    CHECK(ops->begin_request() == EPHPM_KV_OK, "its file is in place");
+    CHECK(unlink(path) == 0, "remove %s", path);
+    CHECK(ops->begin_request() == EPHPM_KV_E_UNAVAILABLE, "the file is gone");
+    size_t len = 0;
+    CHECK(ops->last_error(msg, sizeof msg - 1, &len) == EPHPM_KV_OK, "last_error");
+    msg[len] = '\0';
+    CHECK(strstr(msg, path) != NULL && strstr(msg, "RemoveIPC=no") != NULL, "names the file and the fix: %s", msg);
+    CHECK(ops->set_nx(S("r:lock"), S("t"), 1000) == EPHPM_KV_E_UNAVAILABLE, "set_nx refused");
+    CHECK(ops->get(S("r:k"), msg, sizeof msg, &len) == EPHPM_KV_E_UNAVAILABLE, "get refused");
+    CHECK(ops->configure(S("backend"), S("memory")) == EPHPM_KV_OK, "back to the in-process store");
+    CHECK(ops->begin_request() == EPHPM_KV_OK, "the in-process store serves");
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -902,6 +930,7 @@ int main(int argc, char **argv)
     test_batch_members();
     test_fence_members();
     test_rwlock_members();
+    test_begin_request_member();
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

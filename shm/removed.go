@@ -1,0 +1,143 @@
+package shm
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ephpm/ephpm/backend"
+)
+
+var _ backend.Revalidator = (*Store)(nil)
+
+// A segment's file removed under the processes that map it.
+//
+// systemd-logind with RemoveIPC=yes (its default for users that are not
+// system users) removes every file a user owns in /dev/shm when that
+// user's last login session ends, while processes of the user still map
+// them; an operator's rm does the same. The processes keep their mapping,
+// of a file no name leads to any more, and the next process to open the
+// name creates a new, empty segment: two stores under one name, each
+// granting the same locks, and none of their processes would be told.
+//
+// So a Store checks that its path still names the file it maps: fstat of
+// its open descriptor shows a link count above 0, and lstat of the path
+// finds the same device and inode (a file put in its place, or the name
+// removed). It checks when the host says a request begins (Revalidate),
+// and at the first call once checkInterval has passed since its last
+// check: a timer marks the check due, so a call reads no clock and makes
+// no system call, only one load of the mark, in lock and in readUnlocked
+// (not in enter, which then stays inlined).
+//
+// Once the file is found gone, every call that reads or writes entries
+// (every one that takes a shard's lock: all but Close and the figures
+// MemoryConfig, SetMemoryConfig, Attached and Recoveries) fails, for good,
+// with an error that is ErrSegmentRemoved and names the cause and the fix.
+// Every such call, not only those that grant or check a lock: this process's
+// mapping is no longer the store its name names, so a get could return a
+// value another process has since deleted or replaced in the new segment, a
+// miss could hide one it wrote there, a counter would count apart, and a
+// session written here is lost to every other process. Each of those is a
+// plausible answer that is false; an outcome that cannot be known is an
+// error. The process must be restarted (the fix first: it would happen
+// again). Between the removal and a process's next check (the next request,
+// or up to checkInterval) its calls are still answered from the old mapping:
+// a lock granted there before the removal is still held there, and a process
+// of the new segment may be granted it too. Only the fix closes that window.
+
+// checkInterval is how long a Store serves calls after a check of its file
+// before it checks again: each check costs two system calls (about 2-6 µs on
+// this project's VMs), made at most this often and only by a process that is
+// making calls.
+var checkInterval = 100 * time.Millisecond
+
+// ErrSegmentRemoved is what every error of a Store whose segment file was
+// removed, or replaced, while the Store was open is (errors.Is).
+var ErrSegmentRemoved = errors.New("shm: the segment file was removed")
+
+// removedError is that error: its message starts with the file, not with
+// ErrSegmentRemoved's text, so that it fits last_error's 512 bytes whole
+// (531 with a 64-character name otherwise).
+type removedError string
+
+func (e removedError) Error() string        { return string(e) }
+func (e removedError) Is(target error) bool { return target == ErrSegmentRemoved }
+
+// check states (Store.check).
+const (
+	checkNotDue = iota
+	checkDue
+	checkRunning // a call is checking, or the file is gone (Store.gone)
+)
+
+// armCheck starts the timer that marks the file's check due. Open calls it
+// once.
+func (s *Store) armCheck() {
+	s.checkTimer = time.AfterFunc(checkInterval, func() { s.check.Store(checkDue) })
+}
+
+// checkDue checks the file if the check is due and no other call is at
+// it, and returns the error once the file is gone. lock calls it when
+// s.check is not checkNotDue.
+func (s *Store) checkDue() error {
+	if err := s.gone.Load(); err != nil {
+		return *err
+	}
+	if !s.check.CompareAndSwap(checkDue, checkRunning) {
+		return nil // another call checks now
+	}
+	if err := s.checkFile(); err != nil {
+		return err // check stays checkRunning: every call comes here and fails
+	}
+	s.check.Store(checkNotDue)
+	s.checkTimer.Reset(checkInterval)
+	return nil
+}
+
+// Revalidate checks now that the segment file is still the one this Store
+// maps, and fails as every call then does if it is not (see above). A host
+// calls it as each request begins, so that a request's calls are refused
+// from its first one, not up to checkInterval later.
+func (s *Store) Revalidate() error {
+	if err := s.gone.Load(); err != nil {
+		return *err
+	}
+	tk, err := s.enter()
+	if err != nil {
+		return err
+	}
+	defer s.leave(tk)
+	return s.checkFile()
+}
+
+// checkFile reports whether the segment's path still names the file this
+// Store maps; if not, it records the error every call returns from then on
+// and returns it. Caller holds a ticket (the descriptor stays open).
+func (s *Store) checkFile() error {
+	var open, named unix.Stat_t
+	if err := unix.Fstat(s.g.fd, &open); err != nil {
+		return nil // not known to be gone: a failed fstat of an open descriptor proves nothing
+	}
+	lerr := unix.Lstat(s.g.path, &named)
+	if open.Nlink > 0 && lerr == nil && named.Dev == open.Dev && named.Ino == open.Ino {
+		return nil
+	}
+	if lerr != nil && !errors.Is(lerr, unix.ENOENT) && open.Nlink > 0 {
+		return nil // the path cannot be looked at now (EACCES, ...): not known to be gone
+	}
+	what := "removed"
+	if lerr == nil {
+		what = "replaced by another file"
+	}
+	var err error = removedError(fmt.Sprintf("shm: %s was %s while this process (pid %d) had it mapped "+
+		"(systemd-logind's RemoveIPC=yes removes a user's /dev/shm files when their last login session ends): "+
+		"the name now leads to another segment, so this process refuses every call, doing nothing, rather than "+
+		"split the store. Fix: RemoveIPC=no in /etc/systemd/logind.conf (or run PHP as a system user), then "+
+		"restart the processes using it", s.g.path, what, os.Getpid()))
+	s.gone.CompareAndSwap(nil, &err)
+	s.check.Store(checkRunning)
+	return *s.gone.Load()
+}
