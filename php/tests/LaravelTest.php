@@ -16,6 +16,125 @@ final class LaravelTest extends TestCase
         return 'lv:' . bin2hex(random_bytes(6));
     }
 
+    private function skipUnlessShared(): void
+    {
+        if (ini_get('ephpm.kv_backend') === 'memory') {
+            $this->markTestSkipped('processes share keys only through a shared backend (a segment, Redis)');
+        }
+    }
+
+    /** Waits until the store no longer has $key (its TTL ran out), at most 10 s. */
+    private function waitUntilGone(string $key): void
+    {
+        $deadline = microtime(true) + 10;
+        while (ephpm_kv_exists($key)) {
+            if (microtime(true) > $deadline) {
+                $this->fail("$key still there 10 s later");
+            }
+            usleep(20_000);
+        }
+    }
+
+    /**
+     * The lines each process of ephpm_test_race() printed, "KEY WINNER",
+     * gathered as KEY => list of winners.
+     *
+     * @param list<string> $outputs
+     * @return array<string, list<string>>
+     */
+    private function winners(array $outputs): array
+    {
+        $winners = [];
+        foreach ($outputs as $output) {
+            foreach (explode("\n", trim($output)) as $line) {
+                if ($line !== '') {
+                    [$key, $winner] = explode(' ', $line, 2);
+                    $winners[$key][] = $winner;
+                }
+            }
+        }
+
+        return $winners;
+    }
+
+    /** Keys of 0 to $n - 1 that $winners gives fewer or more than one winner. */
+    private function notWonOnce(array $winners, int $n): array
+    {
+        $wrong = [];
+        for ($k = 0; $k < $n; $k++) {
+            if (\count($winners[$k] ?? []) !== 1) {
+                $wrong[$k] = $winners[$k] ?? [];
+            }
+        }
+
+        return $wrong;
+    }
+
+    /** add() as Laravel's Redis store's: only onto no live entry, one holding null counts. */
+    public function testAdd(): void
+    {
+        $cache = new Repository(new EphpmStore('app:'));
+        $key = $this->lockName();
+        $this->assertTrue($cache->add($key, 'first', 60));
+        $this->assertFalse($cache->add($key, 'second', 60));
+        $this->assertSame('first', $cache->get($key));
+        $this->assertGreaterThan(50, ephpm_kv_ttl('app:' . $key));
+        // Laravel's testRedisCacheAddNull.
+        $cache->forever("$key:null", null);
+        $this->assertFalse($cache->add("$key:null", 'v', 60), 'a null stored is there');
+        $this->assertNull($cache->get("$key:null"));
+        $cache->forever("$key:false", false);
+        $this->assertFalse($cache->add("$key:false", 'v', 60));
+        $this->assertFalse($cache->get("$key:false", 'default'));
+        // What RateLimiter does: add 0, then count on it.
+        $this->assertTrue($cache->add("$key:n", 0, 60));
+        $this->assertSame(1, $cache->increment("$key:n"));
+        $this->assertFalse($cache->add("$key:n", 0, 60));
+        $this->assertSame(1, $cache->get("$key:n"));
+        // An expired entry is no entry.
+        $cache->put("$key:e", 'old', 1);
+        $this->waitUntilGone("app:$key:e");
+        $this->assertTrue($cache->add("$key:e", 'new', 60));
+        $this->assertSame('new', $cache->get("$key:e"));
+        // Laravel's Repository adds nothing for no time.
+        $this->assertFalse($cache->add("$key:z", 'v', 0));
+        $this->assertFalse($cache->has("$key:z"));
+    }
+
+    /** EphpmRepository's add() with no TTL adds forever, in the same one step. */
+    public function testAddForever(): void
+    {
+        $cache = new EphpmRepository(new EphpmStore('app:'));
+        $key = $this->lockName();
+        $this->assertTrue($cache->add($key, 'v'));
+        $this->assertSame(-1, ephpm_kv_ttl('app:' . $key), 'forever');
+        $this->assertFalse($cache->add($key, 'w'));
+        $this->assertSame('v', $cache->get($key));
+        $cache->forever("$key:null", null);
+        $this->assertFalse($cache->add("$key:null", 'v'), 'a null stored is there');
+    }
+
+    /**
+     * Laravel's Cache::add() on 200 fresh keys by six processes released
+     * together: one winner per key, whose value the key keeps. (Without the
+     * store's add(), Laravel's Repository reads then writes, and two
+     * processes both "add" a key.)
+     */
+    public function testAddIsAtomicAcrossProcesses(): void
+    {
+        $this->skipUnlessShared();
+        $key = $this->lockName();
+        $winners = $this->winners(ephpm_test_race(6, sprintf(
+            '$cache = new Illuminate\Cache\Repository(new Ephpm\Laravel\EphpmStore("app:"));'
+            . ' for ($k = 0; $k < 200; $k++) { if ($cache->add(%s . $k, getmypid(), 10)) { echo $k, " ", getmypid(), "\n"; } }',
+            var_export($key . ':', true))));
+        $this->assertSame([], $this->notWonOnce($winners, 200), 'keys not added exactly once');
+        $cache = new Repository(new EphpmStore('app:'));
+        for ($k = 0; $k < 200; $k++) {
+            $this->assertSame((int) $winners[$k][0], $cache->get("$key:$k"), "key $k holds its winner's value");
+        }
+    }
+
     public function testLockGetReleaseOwner(): void
     {
         $store = new EphpmStore();

@@ -25,3 +25,55 @@ function ephpm_test_spawn(string $code): array
     $proc = proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
     return [$proc, $pipes];
 }
+
+/**
+ * Runs $code in $n PHP processes of their own (the extension, this
+ * process's backend and this bootstrap loaded; $i is each one's number, 0
+ * to $n - 1), released together at a barrier: each blocks reading its
+ * stdin, which is written only once all $n have said they are ready.
+ * Returns what each wrote to stdout after that, in order; throws if one
+ * did not get ready, wrote to stderr or exited with an error.
+ *
+ * @return list<string>
+ */
+function ephpm_test_race(int $n, string $code): array
+{
+    // No php.ini, as ephpm_test_spawn(); mbstring, which Laravel's Carbon
+    // needs, where it is a module of its own.
+    $modules = is_file(ini_get('extension_dir') . '/mbstring.so') ? ['-d', 'extension=mbstring'] : [];
+    $children = [];
+    for ($i = 0; $i < $n; $i++) {
+        $cmd = [PHP_BINARY, '-n', ...$modules, '-d', 'display_errors=stderr', '-d', 'error_reporting=-1',
+            '-d', 'extension=' . getenv('EPHPM_SO'), '-d', 'ephpm.kv_backend=' . ini_get('ephpm.kv_backend'),
+            '-r', sprintf('$i = %d; require %s; echo "ready\n"; if (fgets(STDIN) !== "go\n") { exit(3); } %s', $i, var_export(__FILE__, true), $code)];
+        $proc = proc_open($cmd, [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
+        $children[] = [$proc, $pipes];
+    }
+    // If one is not ready, the others are let go without "go" and end
+    // there, so that no process waits at the barrier forever.
+    $ready = true;
+    foreach ($children as [, $pipes]) {
+        $ready = $ready && fgets($pipes[1]) === "ready\n";
+    }
+    foreach ($children as [, $pipes]) {
+        if ($ready) {
+            fwrite($pipes[0], "go\n");
+        }
+        fclose($pipes[0]);
+    }
+    $outputs = [];
+    $errors = '';
+    foreach ($children as $i => [$proc, $pipes]) {
+        $outputs[] = stream_get_contents($pipes[1]);
+        $stderr = stream_get_contents($pipes[2]);
+        $status = proc_close($proc);
+        if ($stderr !== '' || $status !== 0) {
+            $errors .= "process $i (exit status $status): $stderr\n";
+        }
+    }
+    if (!$ready || $errors !== '') {
+        throw new RuntimeException(($ready ? '' : "not every process got ready\n") . $errors);
+    }
+
+    return $outputs;
+}

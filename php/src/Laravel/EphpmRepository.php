@@ -39,6 +39,20 @@ class EphpmRepository extends Repository
         return parent::many($keys);
     }
 
+    /**
+     * Laravel's add(), with no TTL (forever) in one step on the store too
+     * (EphpmStore::add), where Laravel's own reads then writes.
+     */
+    public function add($key, $value, $ttl = null)
+    {
+        $store = $this->getStore();
+        if ($ttl !== null || !$store instanceof EphpmStore || $key instanceof \UnitEnum) {
+            return parent::add($key, $value, $ttl);
+        }
+
+        return $store->add($this->itemKey($key), $value, 0);
+    }
+
     public function remember($key, $ttl, Closure $callback)
     {
         $store = $this->getStore();

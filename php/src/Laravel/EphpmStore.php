@@ -63,6 +63,19 @@ class EphpmStore implements Store, LockProvider, LockFlushing
     }
 
     /**
+     * Stores $value for $seconds (0: forever) only if $key has no live
+     * entry, in one step on the store (ephpm_kv_setnx): of callers adding
+     * one key at once, in every process sharing the store, exactly one gets
+     * true. An entry holding null is an entry, as in Laravel's Redis store.
+     * Laravel's Repository::add() comes here (without it, it reads then
+     * writes, and two callers can both add).
+     */
+    public function add($key, $value, $seconds)
+    {
+        return ephpm_kv_setnx($this->prefix . $key, $this->pack($value), max(0, (int) $seconds));
+    }
+
+    /**
      * The value of $key; on a miss exactly one caller, among every process
      * sharing the store, runs $callback (ephpm_kv_remember) and stores its
      * value for $seconds (0: forever), while the others wait up to $wait
