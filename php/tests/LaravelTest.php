@@ -135,6 +135,75 @@ final class LaravelTest extends TestCase
         }
     }
 
+    /** $got is the float $want, bit for bit (so -0.0 is not 0.0, and 1.0 not 1). */
+    private function assertSameFloat(float $want, mixed $got, string $what): void
+    {
+        $this->assertIsFloat($got, $what);
+        if (is_nan($want)) {
+            $this->assertNan($got, $what);
+        } else {
+            $this->assertSame(bin2hex(pack('E', $want)), bin2hex(pack('E', $got)), "$what: " . var_export($got, true));
+        }
+    }
+
+    /** Floats come back identical through every way in and out of the store. */
+    public function testFloatsRoundTripExactly(): void
+    {
+        $floats = [0.1 + 0.2, M_PI, 123456789.12345678, 1.0, -0.0, 0.0, -1.5, 1e300, 5e-324, PHP_FLOAT_EPSILON,
+            9007199254740993.0, (float) PHP_INT_MAX, INF, -INF, NAN];
+        $store = new EphpmStore('app:');
+        $plain = new Repository($store);
+        $cache = new EphpmRepository($store);
+        $key = $this->lockName();
+        foreach ($floats as $n => $f) {
+            $what = "float $n (" . var_export($f, true) . ')';
+            $plain->put("$key:put:$n", $f, 60);
+            $this->assertSameFloat($f, $plain->get("$key:put:$n"), "$what, put()");
+            $plain->forever("$key:forever:$n", $f);
+            $this->assertSameFloat($f, $plain->get("$key:forever:$n"), "$what, forever()");
+            $this->assertTrue($plain->add("$key:add:$n", $f, 60));
+            $this->assertSameFloat($f, $plain->get("$key:add:$n"), "$what, add()");
+            $this->assertSameFloat($f, $cache->remember("$key:remember:$n", 60, fn () => $f), "$what, remember() computing");
+            $this->assertSameFloat($f, $cache->remember("$key:remember:$n", 60, fn () => 'computed again'), "$what, remember() stored");
+            $this->assertSameFloat($f, $cache->rememberForever("$key:rf:$n", fn () => $f), "$what, rememberForever() computing");
+            $this->assertSameFloat($f, $cache->rememberForever("$key:rf:$n", fn () => 'computed again'), "$what, rememberForever() stored");
+            $plain->remember("$key:plain:$n", 60, fn () => $f);
+            $this->assertSameFloat($f, $plain->remember("$key:plain:$n", 60, fn () => 'computed again'), "$what, Laravel's remember()");
+        }
+        $many = [];
+        foreach ($floats as $n => $f) {
+            $many["$key:many:$n"] = $f;
+        }
+        $this->assertTrue($plain->putMany($many, 60));
+        foreach ($plain->many(array_keys($many)) as $k => $got) {
+            $this->assertSameFloat($many[$k], $got, "$k, putMany()/many()");
+        }
+    }
+
+    /** Integers stay integers, and increment() and decrement() count on them whichever way they were stored. */
+    public function testIntegersStayCountable(): void
+    {
+        $cache = new EphpmRepository(new EphpmStore('app:'));
+        $key = $this->lockName();
+        foreach ([0, 7, -12, PHP_INT_MAX, PHP_INT_MIN] as $n => $i) {
+            $cache->put("$key:$n", $i, 60);
+            $this->assertSame($i, $cache->get("$key:$n"));
+        }
+        $cache->put("$key:put", 5, 60);
+        $cache->forever("$key:forever", 5);
+        $cache->add("$key:add", 5, 60);
+        $cache->putMany(["$key:many" => 5], 60);
+        $cache->remember("$key:remember", 60, fn () => 5);
+        $cache->rememberForever("$key:rf", fn () => 5);
+        foreach (['put', 'forever', 'add', 'many', 'remember', 'rf'] as $how) {
+            $this->assertSame(8, $cache->increment("$key:$how", 3), $how);
+            $this->assertSame(6, $cache->decrement("$key:$how", 2), $how);
+            $this->assertSame(6, $cache->get("$key:$how"), $how);
+        }
+        $cache->put("$key:s", '5', 60);
+        $this->assertSame('5', $cache->get("$key:s"), 'a numeric string stays a string');
+    }
+
     public function testLockGetReleaseOwner(): void
     {
         $store = new EphpmStore();

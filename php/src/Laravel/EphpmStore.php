@@ -11,10 +11,11 @@ use RuntimeException;
 
 /**
  * A Laravel cache store on ephpm, with atomic locks (LockProvider). Values
- * are serialized, except numbers, which are stored as they are so that
- * increment() and decrement() work on them atomically. Locks live in the
- * same store as the cache (hasSeparateLockStore() is false), so flush()
- * removes them too and flushLocks() refuses, as Laravel's own stores do.
+ * are serialized, except integers, which are stored as their digits so
+ * that increment() and decrement() work on them atomically; floats come
+ * back identical. Locks live in the same store as the cache
+ * (hasSeparateLockStore() is false), so flush() removes them too and
+ * flushLocks() refuses, as Laravel's own stores do.
  */
 class EphpmStore implements Store, LockProvider, LockFlushing
 {
@@ -144,9 +145,17 @@ class EphpmStore implements Store, LockProvider, LockFlushing
         return $this->lock($name, 0, $owner);
     }
 
+    /**
+     * An integer as its digits, which increment() and decrement() count
+     * on in the store; anything else serialized. Floats are serialized
+     * too: serialize() writes the digits that read back as the same
+     * float (with PHP's default serialize_precision, -1), and keeps 1.0 a
+     * float, -0.0 negative, INF and NAN, where a float's own string has 14
+     * digits and "1" for 1.0.
+     */
     private function pack(mixed $value): string
     {
-        return \is_int($value) || (\is_float($value) && is_finite($value)) ? (string) $value : serialize($value);
+        return \is_int($value) ? (string) $value : serialize($value);
     }
 
     private function unpack(string $value): mixed
