@@ -204,6 +204,44 @@ final class LaravelTest extends TestCase
         $this->assertSame('5', $cache->get("$key:s"), 'a numeric string stays a string');
     }
 
+    /** A held lock's key read through the cache is its owner, as on Laravel's Redis store; a free one's null. */
+    public function testReadingALocksKeyThroughTheCache(): void
+    {
+        $cache = new Repository(new EphpmStore('app:'));
+        $name = $this->lockName();
+        $lock = $cache->lock($name, 10);
+        $this->assertNull($cache->get($name));
+        $this->assertTrue($lock->get());
+        $this->assertSame($lock->owner(), $cache->get($name));
+        $this->assertSame([$name => $lock->owner()], $cache->many([$name]));
+        $this->assertTrue($cache->has($name));
+        $custom = $cache->lock($name . ':custom', 10, 'owner with spaces; and: colons');
+        $this->assertTrue($custom->block(1));
+        $this->assertSame('owner with spaces; and: colons', $cache->get($name . ':custom'));
+        $this->assertTrue($lock->release());
+        $this->assertNull($cache->get($name));
+    }
+
+    /**
+     * Laravel's testConcurrentRedisLocksAreReleasedSafely: a holder whose
+     * lock expired and was taken by another releases nothing, and the key
+     * reads as held.
+     */
+    public function testConcurrentLocksAreReleasedSafely(): void
+    {
+        $cache = new Repository(new EphpmStore('app:'));
+        $name = $this->lockName();
+        $cache->lock($name)->forceRelease();
+        $first = $cache->lock($name, 1);
+        $this->assertTrue($first->acquire());
+        $this->waitUntilGone('app:' . $name);
+        $second = $cache->lock($name, 10);
+        $this->assertTrue($second->acquire());
+        $this->assertFalse($first->release());
+        $this->assertNotNull($cache->get($name));
+        $this->assertSame($second->owner(), $cache->get($name));
+    }
+
     public function testLockGetReleaseOwner(): void
     {
         $store = new EphpmStore();

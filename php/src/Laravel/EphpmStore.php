@@ -158,8 +158,19 @@ class EphpmStore implements Store, LockProvider, LockFlushing
         return \is_int($value) ? (string) $value : serialize($value);
     }
 
+    /**
+     * What pack() wrote; digits as a number (ephpm_kv_incr() writes them
+     * too); and any other string that is no serialized value, as a lock's
+     * owner is, as it is: a held lock's key read through the cache is its
+     * owner, as on Laravel's Redis store.
+     */
     private function unpack(string $value): mixed
     {
-        return is_numeric($value) ? $value + 0 : unserialize($value);
+        if (is_numeric($value)) {
+            return $value + 0;
+        }
+        $unpacked = @unserialize($value);
+
+        return $unpacked === false && $value !== 'b:0;' ? $value : $unpacked;
     }
 }
