@@ -135,6 +135,161 @@ final class LaravelTest extends TestCase
         }
     }
 
+    /** increment() and decrement() start a missing or expired key at 0, with no TTL, as on Laravel's Redis store. */
+    public function testIncrementAndDecrementOnMissingAndExpiredKeys(): void
+    {
+        $cache = new Repository(new EphpmStore('app:'));
+        $key = $this->lockName();
+        $this->assertSame(1, $cache->increment("$key:a"));
+        $this->assertSame(4, $cache->increment("$key:a", 3));
+        $this->assertSame(-2, $cache->decrement("$key:b", 2));
+        $this->assertSame(4, $cache->get("$key:a"));
+        $this->assertSame(-1, ephpm_kv_ttl("app:$key:a"), 'no TTL');
+        $cache->put("$key:e", 10, 1);
+        $cache->put("$key:f", 10, 1);
+        $this->waitUntilGone("app:$key:e");
+        $this->waitUntilGone("app:$key:f");
+        $this->assertSame(1, $cache->increment("$key:e"), 'an expired counter starts again at 0');
+        $this->assertSame(-1, $cache->decrement("$key:f"));
+        $this->assertSame(-1, ephpm_kv_ttl("app:$key:e"), 'without the old TTL');
+        $this->assertSame(1, $cache->get("$key:e"));
+    }
+
+    /** Six processes count on one missing key at once: no count is lost. */
+    public function testIncrementIsAtomicAcrossProcesses(): void
+    {
+        $this->skipUnlessShared();
+        $key = $this->lockName();
+        ephpm_test_race(6, sprintf(
+            '$cache = new Illuminate\Cache\Repository(new Ephpm\Laravel\EphpmStore("app:"));'
+            . ' for ($n = 0; $n < 100; $n++) { $cache->increment(%1$s, 3); $cache->decrement(%1$s); }',
+            var_export($key, true)));
+        $this->assertSame(1200, (new Repository(new EphpmStore('app:')))->get($key));
+    }
+
+    /** null and false are values: Laravel reads a null as a miss, but it is stored (and add() sees it). */
+    public function testNullAndFalseValues(): void
+    {
+        $store = new EphpmStore('app:');
+        $cache = new Repository($store);
+        $key = $this->lockName();
+        $cache->put("$key:n", null, 60);
+        $this->assertSame('default', $cache->get("$key:n", 'default'));
+        $this->assertFalse($cache->has("$key:n"));
+        $this->assertTrue(ephpm_kv_exists("app:$key:n"), 'stored');
+        $cache->put("$key:f", false, 60);
+        $this->assertFalse($cache->get("$key:f", 'default'));
+        $this->assertTrue($cache->has("$key:f"));
+        $this->assertTrue($store->putMany(["$key:mn" => null, "$key:mf" => false, "$key:m0" => 0, "$key:ms" => ''], 60));
+        $this->assertSame(["$key:mn" => null, "$key:mf" => false, "$key:m0" => 0, "$key:ms" => '', "$key:none" => null],
+            $store->many(["$key:mn", "$key:mf", "$key:m0", "$key:ms", "$key:none"]));
+        $this->assertSame(["$key:mf" => false, "$key:mn" => 'default'], $cache->many(["$key:mf", "$key:mn" => 'default']));
+    }
+
+    /** forever() stores with no TTL, and clears the TTL of what it replaces. */
+    public function testForever(): void
+    {
+        $cache = new Repository(new EphpmStore('app:'));
+        $key = $this->lockName();
+        $cache->put($key, 'short', 60);
+        $this->assertTrue($cache->forever($key, ['long']));
+        $this->assertSame(-1, ephpm_kv_ttl('app:' . $key));
+        $this->assertSame(['long'], $cache->get($key));
+        $cache->forever("$key:n", 3);
+        $this->assertSame(4, $cache->increment("$key:n"));
+        $this->assertSame(-1, ephpm_kv_ttl("app:$key:n"));
+    }
+
+    /** Six processes try the same 200 locks at once: one holder each. */
+    public function testLockGetIsExclusiveAcrossProcesses(): void
+    {
+        $this->skipUnlessShared();
+        $name = $this->lockName();
+        $winners = $this->winners(ephpm_test_race(6, sprintf(
+            '$store = new Ephpm\Laravel\EphpmStore("app:");'
+            . ' for ($k = 0; $k < 200; $k++) { $lock = $store->lock(%s . $k, 10); if ($lock->get()) { echo $k, " ", $lock->owner(), "\n"; } }',
+            var_export($name . ':', true))));
+        $this->assertSame([], $this->notWonOnce($winners, 200), 'locks not held exactly once');
+        $store = new EphpmStore('app:');
+        for ($k = 0; $k < 200; $k++) {
+            $this->assertTrue($store->restoreLock("$name:$k", $winners[$k][0])->release(), "lock $k released by its owner");
+        }
+    }
+
+    /**
+     * Six processes each run a read-then-write of one counter 20 times
+     * under lock()->block(): no update is lost, so no two ran it at once,
+     * and every release let the next waiter in.
+     */
+    public function testBlockIsMutualExclusionAcrossProcesses(): void
+    {
+        $this->skipUnlessShared();
+        $name = $this->lockName();
+        ephpm_test_race(6, sprintf(
+            '$store = new Ephpm\Laravel\EphpmStore("app:");'
+            . ' for ($r = 0; $r < 20; $r++) { $store->lock(%1$s, 10)->block(30, function () {'
+            . ' $n = (int) ephpm_kv_get(%2$s); ephpm_kv_set(%2$s, (string) ($n + 1)); }); }',
+            var_export($name, true), var_export($name . ':count', true)));
+        $this->assertSame('120', ephpm_kv_get($name . ':count'));
+        $this->assertNull(ephpm_kv_get('app:' . $name), 'every hold released');
+    }
+
+    /** A lock restored in another process (a queued job) by its owner releases it; another owner cannot. */
+    public function testRestoreLockInAnotherProcess(): void
+    {
+        $this->skipUnlessShared();
+        $store = new EphpmStore('app:');
+        $name = $this->lockName();
+        $lock = $store->lock($name, 30);
+        $this->assertTrue($lock->get());
+        [$output] = ephpm_test_race(1, sprintf(
+            '$store = new Ephpm\Laravel\EphpmStore("app:");'
+            . ' var_export([$store->restoreLock(%1$s, "not the owner")->release(), ephpm_kv_get("app:" . %1$s),'
+            . ' $store->restoreLock(%1$s, %2$s)->release()]);',
+            var_export($name, true), var_export($lock->owner(), true)));
+        $this->assertSame(var_export([false, $lock->owner(), true], true), $output);
+        $this->assertNull(ephpm_kv_get('app:' . $name), 'released by the other process');
+        $this->assertTrue($store->lock($name, 30)->get());
+    }
+
+    /**
+     * A force release frees a lock held for 600 s for the process waiting
+     * in block() for up to 60 s.
+     */
+    public function testForceReleaseLetsAWaiterIn(): void
+    {
+        $this->skipUnlessShared();
+        $store = new EphpmStore('app:');
+        $name = $this->lockName();
+        $this->assertTrue($store->lock($name, 600)->get());
+        [$proc, $pipes] = ephpm_test_spawn(sprintf(
+            'require %s; $lock = (new Ephpm\Laravel\EphpmStore("app:"))->lock(%s, 10); echo "waiting\n";'
+            . ' var_export($lock->block(60)); echo " ", $lock->owner() === ephpm_kv_get("app:" . %2$s) ? "owner" : "not owner";',
+            var_export(__DIR__ . '/bootstrap.php', true), var_export($name, true)));
+        $this->assertSame("waiting\n", fgets($pipes[1]));
+        // Whether the child waits already or not yet, it gets the lock.
+        $store->lock($name)->forceRelease();
+        $output = stream_get_contents($pipes[1]);
+        $errors = stream_get_contents($pipes[2]);
+        proc_close($proc);
+        $this->assertSame('true owner', $output, $errors);
+    }
+
+    /** block() with a callback releases the lock when the callback throws. */
+    public function testBlockReleasesWhenTheCallbackThrows(): void
+    {
+        $store = new EphpmStore('app:');
+        $name = $this->lockName();
+        try {
+            $store->lock($name, 10)->block(1, fn () => throw new RuntimeException('failed'));
+            $this->fail('no exception');
+        } catch (RuntimeException $e) {
+            $this->assertSame('failed', $e->getMessage());
+        }
+        $this->assertNull(ephpm_kv_get('app:' . $name));
+        $this->assertTrue($store->lock($name, 10)->get());
+    }
+
     /** $got is the float $want, bit for bit (so -0.0 is not 0.0, and 1.0 not 1). */
     private function assertSameFloat(float $want, mixed $got, string $what): void
     {
