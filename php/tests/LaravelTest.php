@@ -70,6 +70,45 @@ final class LaravelTest extends TestCase
         return $wrong;
     }
 
+    /**
+     * Six processes released together pull() the same 200 keys through
+     * EphpmRepository: each value goes to one of them, the others get the
+     * default. (Laravel's pull() reads then forgets: every caller that read
+     * before the first forget gets the value.)
+     */
+    public function testPullGivesAValueToOneCallerAcrossProcesses(): void
+    {
+        $this->skipUnlessShared();
+        $key = $this->lockName();
+        $cache = new EphpmRepository(new EphpmStore('app:'));
+        for ($k = 0; $k < 200; $k++) {
+            $cache->put("$key:$k", "value $k", 60);
+        }
+        $winners = $this->winners(ephpm_test_race(6, sprintf(
+            '$cache = new Ephpm\Laravel\EphpmRepository(new Ephpm\Laravel\EphpmStore("app:"));'
+            . ' for ($k = 0; $k < 200; $k++) { $v = $cache->pull(%s . $k, "none"); if ($v !== "none") { echo $k, " ", $v, "\n"; } }',
+            var_export($key . ':', true))));
+        $this->assertSame([], $this->notWonOnce($winners, 200), 'values not pulled exactly once');
+        for ($k = 0; $k < 200; $k++) {
+            $this->assertSame("value $k", $winners[$k][0]);
+            $this->assertFalse($cache->has("$key:$k"));
+        }
+    }
+
+    public function testPull(): void
+    {
+        $cache = new EphpmRepository(new EphpmStore('app:'));
+        $key = $this->lockName();
+        $cache->put($key, ['v' => 1.5], 60);
+        $this->assertSame(['v' => 1.5], $cache->pull($key));
+        $this->assertFalse($cache->has($key));
+        $this->assertSame('default', $cache->pull($key, 'default'));
+        $this->assertSame('computed', $cache->pull($key, fn () => 'computed'));
+        $cache->forever("$key:f", false);
+        $this->assertFalse($cache->pull("$key:f", 'default'));
+        $this->assertFalse(ephpm_kv_exists("app:$key:f"));
+    }
+
     /** add() as Laravel's Redis store's: only onto no live entry, one holding null counts. */
     public function testAdd(): void
     {

@@ -53,6 +53,22 @@ class EphpmRepository extends Repository
         return $store->add($this->itemKey($key), $value, 0);
     }
 
+    /**
+     * Laravel's pull(), with the value given to one caller only
+     * (EphpmStore::pull), where Laravel's own reads then forgets and gives
+     * it to every caller that read before the first forget. Laravel's
+     * cache events are not fired for it.
+     */
+    public function pull($key, $default = null)
+    {
+        $store = $this->getStore();
+        if (!$store instanceof EphpmStore || $key instanceof \UnitEnum) {
+            return parent::pull($key, $default);
+        }
+
+        return $store->pull($this->itemKey($key)) ?? value($default);
+    }
+
     public function remember($key, $ttl, Closure $callback)
     {
         $store = $this->getStore();

@@ -87,6 +87,25 @@ class EphpmStore implements Store, LockProvider, LockFlushing
         return $this->unpack(ephpm_kv_remember($this->prefix . $key, $seconds, fn (): string => $this->pack($callback()), $wait));
     }
 
+    /**
+     * Removes $key and returns its value (null if there is none), so that
+     * of callers pulling one entry at once, in every process sharing the
+     * store, one gets it and the others null: what it read is removed with
+     * ephpm_kv_del_if_eq(), and read again if it changed in between.
+     * EphpmRepository::pull() comes here.
+     */
+    public function pull($key): mixed
+    {
+        do {
+            $value = ephpm_kv_get($this->prefix . $key);
+            if ($value === null) {
+                return null;
+            }
+        } while (!ephpm_kv_del_if_eq($this->prefix . $key, $value));
+
+        return $this->unpack($value);
+    }
+
     public function increment($key, $value = 1)
     {
         return ephpm_kv_incr_by($this->prefix . $key, (int) $value);
