@@ -71,7 +71,7 @@ final class LaravelTest extends TestCase
     }
 
     /**
-     * Six processes released together pull() the same 200 keys through
+     * Six processes released together pull() each of 200 keys through
      * EphpmRepository: each value goes to one of them, the others get the
      * default. (Laravel's pull() reads then forgets: every caller that read
      * before the first forget gets the value.)
@@ -85,9 +85,9 @@ final class LaravelTest extends TestCase
             $cache->put("$key:$k", "value $k", 60);
         }
         $winners = $this->winners(ephpm_test_race(6, sprintf(
-            '$cache = new Ephpm\Laravel\EphpmRepository(new Ephpm\Laravel\EphpmStore("app:"));'
-            . ' for ($k = 0; $k < 200; $k++) { $v = $cache->pull(%s . $k, "none"); if ($v !== "none") { echo $k, " ", $v, "\n"; } }',
-            var_export($key . ':', true))));
+            '$cache ??= new Ephpm\Laravel\EphpmRepository(new Ephpm\Laravel\EphpmStore("app:"));'
+            . ' $v = $cache->pull(%s . $r, "none"); if ($v !== "none") { echo $r, " ", $v, "\n"; }',
+            var_export($key . ':', true)), 200));
         $this->assertSame([], $this->notWonOnce($winners, 200), 'values not pulled exactly once');
         for ($k = 0; $k < 200; $k++) {
             $this->assertSame("value $k", $winners[$k][0]);
@@ -154,19 +154,19 @@ final class LaravelTest extends TestCase
     }
 
     /**
-     * Laravel's Cache::add() on 200 fresh keys by six processes released
-     * together: one winner per key, whose value the key keeps. (Without the
-     * store's add(), Laravel's Repository reads then writes, and two
-     * processes both "add" a key.)
+     * Laravel's Cache::add() on each of 200 fresh keys by six processes
+     * released together: one winner per key, whose value the key keeps.
+     * (Without the store's add(), Laravel's Repository reads then writes,
+     * and two processes both "add" a key.)
      */
     public function testAddIsAtomicAcrossProcesses(): void
     {
         $this->skipUnlessShared();
         $key = $this->lockName();
         $winners = $this->winners(ephpm_test_race(6, sprintf(
-            '$cache = new Illuminate\Cache\Repository(new Ephpm\Laravel\EphpmStore("app:"));'
-            . ' for ($k = 0; $k < 200; $k++) { if ($cache->add(%s . $k, getmypid(), 10)) { echo $k, " ", getmypid(), "\n"; } }',
-            var_export($key . ':', true))));
+            '$cache ??= new Illuminate\Cache\Repository(new Ephpm\Laravel\EphpmStore("app:"));'
+            . ' if ($cache->add(%s . $r, getmypid(), 10)) { echo $r, " ", getmypid(), "\n"; }',
+            var_export($key . ':', true)), 200));
         $this->assertSame([], $this->notWonOnce($winners, 200), 'keys not added exactly once');
         $cache = new Repository(new EphpmStore('app:'));
         for ($k = 0; $k < 200; $k++) {
@@ -239,15 +239,15 @@ final class LaravelTest extends TestCase
         $this->assertSame(-1, ephpm_kv_ttl("app:$key:n"));
     }
 
-    /** Six processes try the same 200 locks at once: one holder each. */
+    /** Six processes released together try each of 200 locks: one holder each. */
     public function testLockGetIsExclusiveAcrossProcesses(): void
     {
         $this->skipUnlessShared();
         $name = $this->lockName();
         $winners = $this->winners(ephpm_test_race(6, sprintf(
-            '$store = new Ephpm\Laravel\EphpmStore("app:");'
-            . ' for ($k = 0; $k < 200; $k++) { $lock = $store->lock(%s . $k, 10); if ($lock->get()) { echo $k, " ", $lock->owner(), "\n"; } }',
-            var_export($name . ':', true))));
+            '$store ??= new Ephpm\Laravel\EphpmStore("app:");'
+            . ' $lock = $store->lock(%s . $r, 10); if ($lock->get()) { echo $r, " ", $lock->owner(), "\n"; }',
+            var_export($name . ':', true)), 200));
         $this->assertSame([], $this->notWonOnce($winners, 200), 'locks not held exactly once');
         $store = new EphpmStore('app:');
         for ($k = 0; $k < 200; $k++) {

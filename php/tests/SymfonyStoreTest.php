@@ -328,8 +328,8 @@ final class SymfonyStoreTest extends TestCase
     }
 
     /**
-     * Six processes released together save() the same 200 resources,
-     * each with a Key of its own, and then for reading: one writer per
+     * Six processes released together save() each of 200 resources,
+     * each with a Key of its own, and then 200 others for reading: one writer per
      * resource; then every process's read locks share.
      */
     public function testSaveIsExclusiveAcrossProcesses(): void
@@ -339,12 +339,12 @@ final class SymfonyStoreTest extends TestCase
         }
         $resource = 'sf:' . bin2hex(random_bytes(6)) . ':';
         $outputs = ephpm_test_race(6, sprintf(
-            '$store = new Ephpm\Symfony\EphpmStore(30);'
-            . ' for ($k = 0; $k < 200; $k++) { try { $store->save(new Symfony\Component\Lock\Key(%1$s . $k)); echo $k, "\n"; }'
-            . ' catch (Symfony\Component\Lock\Exception\LockConflictedException) {} }'
-            . ' $read = 0; for ($k = 0; $k < 200; $k++) { $store->saveRead(new Symfony\Component\Lock\Key(%1$s . "r" . $k)); $read++; }'
-            . ' echo "read ", $read, "\n";',
-            var_export($resource, true)));
+            '$store ??= new Ephpm\Symfony\EphpmStore(30);'
+            . ' try { $store->save(new Symfony\Component\Lock\Key(%1$s . $r)); echo $r, "\n"; }'
+            . ' catch (Symfony\Component\Lock\Exception\LockConflictedException) {}'
+            . ' if ($r === 199) { $read = 0; for ($k = 0; $k < 200; $k++) { $store->saveRead(new Symfony\Component\Lock\Key(%1$s . "r" . $k)); $read++; }'
+            . ' echo "read ", $read, "\n"; }',
+            var_export($resource, true)), 200);
         $won = [];
         foreach ($outputs as $i => $output) {
             $lines = explode("\n", trim($output));

@@ -27,16 +27,17 @@ function ephpm_test_spawn(string $code): array
 }
 
 /**
- * Runs $code in $n PHP processes of their own (the extension, this
- * process's backend and this bootstrap loaded; $i is each one's number, 0
- * to $n - 1), released together at a barrier: each blocks reading its
- * stdin, which is written only once all $n have said they are ready.
- * Returns what each wrote to stdout after that, in order; throws if one
+ * Runs $code $rounds times in each of $n PHP processes of their own (the
+ * extension, this process's backend and this bootstrap loaded; $i is each
+ * one's number, 0 to $n - 1, and $r the round's, 0 to $rounds - 1),
+ * released together at a barrier before each round: each process says it
+ * is ready and blocks reading its stdin, which is written only once all $n
+ * have said so. Returns what each wrote to stdout, in order; throws if one
  * did not get ready, wrote to stderr or exited with an error.
  *
  * @return list<string>
  */
-function ephpm_test_race(int $n, string $code): array
+function ephpm_test_race(int $n, string $code, int $rounds = 1): array
 {
     // No php.ini, as ephpm_test_spawn(); mbstring, which Laravel's Carbon
     // needs, where it is a module of its own.
@@ -45,26 +46,32 @@ function ephpm_test_race(int $n, string $code): array
     for ($i = 0; $i < $n; $i++) {
         $cmd = [PHP_BINARY, '-n', ...$modules, '-d', 'display_errors=stderr', '-d', 'error_reporting=-1',
             '-d', 'extension=' . getenv('EPHPM_SO'), '-d', 'ephpm.kv_backend=' . ini_get('ephpm.kv_backend'),
-            '-r', sprintf('$i = %d; require %s; echo "ready\n"; if (fgets(STDIN) !== "go\n") { exit(3); } %s', $i, var_export(__FILE__, true), $code)];
+            '-r', sprintf('$i = %d; require %s; for ($r = 0; $r < %d; $r++) { echo "ready\n"; if (fgets(STDIN) !== "go\n") { exit(3); } %s }',
+                $i, var_export(__FILE__, true), $rounds, $code)];
         $proc = proc_open($cmd, [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
         $children[] = [$proc, $pipes];
     }
-    // If one is not ready, the others are let go without "go" and end
-    // there, so that no process waits at the barrier forever.
+    $outputs = array_fill(0, $n, '');
     $ready = true;
-    foreach ($children as [, $pipes]) {
-        $ready = $ready && fgets($pipes[1]) === "ready\n";
-    }
-    foreach ($children as [, $pipes]) {
-        if ($ready) {
-            fwrite($pipes[0], "go\n");
+    for ($r = 0; $r < $rounds && $ready; $r++) {
+        foreach ($children as $i => [, $pipes]) {
+            while ($ready && ($line = fgets($pipes[1])) !== "ready\n") {
+                $ready = $line !== false;
+                $outputs[$i] .= $line;
+            }
         }
-        fclose($pipes[0]);
+        foreach ($children as [, $pipes]) {
+            if ($ready) {
+                fwrite($pipes[0], "go\n");
+            }
+        }
     }
-    $outputs = [];
+    // If one was not ready, the others are let go without "go" and end
+    // there, so that no process waits at the barrier forever.
     $errors = '';
     foreach ($children as $i => [$proc, $pipes]) {
-        $outputs[] = stream_get_contents($pipes[1]);
+        fclose($pipes[0]);
+        $outputs[$i] .= stream_get_contents($pipes[1]);
         $stderr = stream_get_contents($pipes[2]);
         $status = proc_close($proc);
         if ($stderr !== '' || $status !== 0) {
