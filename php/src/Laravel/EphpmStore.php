@@ -167,10 +167,10 @@ class EphpmStore implements Store, LockProvider, LockFlushing
     /**
      * An integer as its digits, which increment() and decrement() count
      * on in the store; anything else serialized. Floats are serialized
-     * too: serialize() writes the digits that read back as the same
-     * float (with PHP's default serialize_precision, -1), and keeps 1.0 a
-     * float, -0.0 negative, INF and NAN, where a float's own string has 14
-     * digits and "1" for 1.0.
+     * too: serialize() writes the digits that read back as the same float
+     * (with PHP's default serialize_precision, -1) and keeps 1.0 a float,
+     * -0.0 negative, INF and NAN, where (string) keeps 14 digits and
+     * writes 1.0 as "1".
      */
     private function pack(mixed $value): string
     {
