@@ -57,8 +57,8 @@ final class Psr16Test extends TestCase
     {
         $values = ['m1' => false, 'm2' => null, '3' => ['x' => 1], 'm4' => 0.5];
         $this->assertTrue($this->cache->setMultiple(new ArrayIterator($values), 60));
-        $this->assertSame(['m1' => false, 'm2' => null, 3 => ['x' => 1], 'm4' => 0.5, 'none' => 'd'],
-            $this->cache->getMultiple(['m1', 'm2', '3', 'm4', 'none'], 'd'));
+        $this->assertSame([['m1', false], ['m2', null], ['3', ['x' => 1]], ['m4', 0.5], ['none', 'd']],
+            $this->pairs($this->cache->getMultiple(['m1', 'm2', '3', 'm4', 'none'], 'd')));
         $this->assertGreaterThan(50, ephpm_kv_ttl($this->prefixed('m1')), 'the TTL applies to every entry');
         try {
             $this->cache->setMultiple(['m5' => 1, 'bad:key' => 2]);
@@ -69,6 +69,36 @@ final class Psr16Test extends TestCase
         $this->assertTrue($this->cache->setMultiple(['m1' => 1, 'm4' => 2], 0));
         $this->assertFalse($this->cache->has('m1'), 'a TTL of 0 deletes');
         $this->assertFalse($this->cache->has('m4'));
+    }
+
+    /**
+     * getMultiple() gives every key back as the caller gave it, a string,
+     * even one that a PHP array would make an integer ('123'), and get(),
+     * has() and delete() take what it gives.
+     */
+    public function testGetMultipleGivesTheCallersKeys(): void
+    {
+        $this->assertTrue($this->cache->setMultiple(['123' => 'a', '0' => 'z', 'k' => 'b']));
+        $got = $this->pairs($this->cache->getMultiple(['123', '0', 'k', '-7', '123'], 'd'));
+        $this->assertSame([['123', 'a'], ['0', 'z'], ['k', 'b'], ['-7', 'd']], $got);
+        foreach ($this->cache->getMultiple(['123', '0', 'k', '-7']) as $key => $value) {
+            $this->assertSame($value, $this->cache->get($key), "get($key)");
+            $this->assertSame($value !== null, $this->cache->has($key), "has($key)");
+            $this->assertTrue($this->cache->delete($key), "delete($key)");
+            $this->assertFalse($this->cache->has($key));
+        }
+        $this->assertSame(['k' => null], $this->cache->getMultiple(['k']), 'keys a PHP array keeps as strings: an array, as before');
+    }
+
+    /** What getMultiple() gave, as [key, value] pairs in order. */
+    private function pairs(iterable $values): array
+    {
+        $pairs = [];
+        foreach ($values as $key => $value) {
+            $pairs[] = [$key, $value];
+        }
+
+        return $pairs;
     }
 
     public function testKeyRules(): void

@@ -326,4 +326,35 @@ final class SymfonyStoreTest extends TestCase
         $this->assertGreaterThanOrEqual($releasedAt - 0.01, $acquiredAt);
         $lock->release();
     }
+
+    /**
+     * Six processes released together save() each of 200 resources,
+     * each with a Key of its own, and then 200 others for reading: one writer per
+     * resource; then every process's read locks share.
+     */
+    public function testSaveIsExclusiveAcrossProcesses(): void
+    {
+        if (ini_get('ephpm.kv_backend') === 'memory') {
+            $this->markTestSkipped('processes share locks only through a shared backend');
+        }
+        $resource = 'sf:' . bin2hex(random_bytes(6)) . ':';
+        $outputs = ephpm_test_race(6, sprintf(
+            '$store ??= new Ephpm\Symfony\EphpmStore(30);'
+            . ' try { $store->save(new Symfony\Component\Lock\Key(%1$s . $r)); echo $r, "\n"; }'
+            . ' catch (Symfony\Component\Lock\Exception\LockConflictedException) {}'
+            . ' if ($r === 199) { $read = 0; for ($k = 0; $k < 200; $k++) { $store->saveRead(new Symfony\Component\Lock\Key(%1$s . "r" . $k)); $read++; }'
+            . ' echo "read ", $read, "\n"; }',
+            var_export($resource, true)), 200);
+        $won = [];
+        foreach ($outputs as $i => $output) {
+            $lines = explode("\n", trim($output));
+            $this->assertSame('read 200', array_pop($lines), "process $i took every read lock");
+            foreach ($lines as $k) {
+                $won[$k] = ($won[$k] ?? 0) + 1;
+            }
+        }
+        ksort($won);
+        $this->assertSame(array_fill(0, 200, 1), $won, 'one writer per resource');
+        $this->assertSame(['mode' => 'shared', 'holders' => 6], ephpm_kv_lock_info($resource . 'r0'));
+    }
 }

@@ -39,6 +39,36 @@ class EphpmRepository extends Repository
         return parent::many($keys);
     }
 
+    /**
+     * Laravel's add(), with no TTL (forever) in one step on the store too
+     * (EphpmStore::add), where Laravel's own reads then writes.
+     */
+    public function add($key, $value, $ttl = null)
+    {
+        $store = $this->getStore();
+        if ($ttl !== null || !$store instanceof EphpmStore || $key instanceof \UnitEnum) {
+            return parent::add($key, $value, $ttl);
+        }
+
+        return $store->add($this->itemKey($key), $value, 0);
+    }
+
+    /**
+     * Laravel's pull(), with the value given to one caller only
+     * (EphpmStore::pull), where Laravel's own reads then forgets and gives
+     * it to every caller that read before the first forget. Laravel's
+     * cache events are not fired for it.
+     */
+    public function pull($key, $default = null)
+    {
+        $store = $this->getStore();
+        if (!$store instanceof EphpmStore || $key instanceof \UnitEnum) {
+            return parent::pull($key, $default);
+        }
+
+        return $store->pull($this->itemKey($key)) ?? value($default);
+    }
+
     public function remember($key, $ttl, Closure $callback)
     {
         $store = $this->getStore();

@@ -11,10 +11,11 @@ use RuntimeException;
 
 /**
  * A Laravel cache store on ephpm, with atomic locks (LockProvider). Values
- * are serialized, except numbers, which are stored as they are so that
- * increment() and decrement() work on them atomically. Locks live in the
- * same store as the cache (hasSeparateLockStore() is false), so flush()
- * removes them too and flushLocks() refuses, as Laravel's own stores do.
+ * are serialized, except integers, which are stored as their digits so
+ * that increment() and decrement() work on them atomically; floats come
+ * back identical. Locks live in the same store as the cache
+ * (hasSeparateLockStore() is false), so flush() removes them too and
+ * flushLocks() refuses, as Laravel's own stores do.
  */
 class EphpmStore implements Store, LockProvider, LockFlushing
 {
@@ -63,6 +64,19 @@ class EphpmStore implements Store, LockProvider, LockFlushing
     }
 
     /**
+     * Stores $value for $seconds (0: forever) only if $key has no live
+     * entry, in one step on the store (ephpm_kv_setnx): of callers adding
+     * one key at once, in every process sharing the store, exactly one gets
+     * true. An entry holding null is an entry, as in Laravel's Redis store.
+     * Laravel's Repository::add() comes here (without it, it reads then
+     * writes, and two callers can both add).
+     */
+    public function add($key, $value, $seconds)
+    {
+        return ephpm_kv_setnx($this->prefix . $key, $this->pack($value), max(0, (int) $seconds));
+    }
+
+    /**
      * The value of $key; on a miss exactly one caller, among every process
      * sharing the store, runs $callback (ephpm_kv_remember) and stores its
      * value for $seconds (0: forever), while the others wait up to $wait
@@ -71,6 +85,25 @@ class EphpmStore implements Store, LockProvider, LockFlushing
     public function remember(string $key, int $seconds, Closure $callback, float $wait = 10.0): mixed
     {
         return $this->unpack(ephpm_kv_remember($this->prefix . $key, $seconds, fn (): string => $this->pack($callback()), $wait));
+    }
+
+    /**
+     * Removes $key and returns its value (null if there is none), so that
+     * of callers pulling one entry at once, in every process sharing the
+     * store, one gets it and the others null: what it read is removed with
+     * ephpm_kv_del_if_eq(), and read again if it changed in between.
+     * EphpmRepository::pull() comes here.
+     */
+    public function pull($key): mixed
+    {
+        do {
+            $value = ephpm_kv_get($this->prefix . $key);
+            if ($value === null) {
+                return null;
+            }
+        } while (!ephpm_kv_del_if_eq($this->prefix . $key, $value));
+
+        return $this->unpack($value);
     }
 
     public function increment($key, $value = 1)
@@ -131,13 +164,32 @@ class EphpmStore implements Store, LockProvider, LockFlushing
         return $this->lock($name, 0, $owner);
     }
 
+    /**
+     * An integer as its digits, which increment() and decrement() count
+     * on in the store; anything else serialized. Floats are serialized
+     * too: serialize() writes the digits that read back as the same float
+     * (with PHP's default serialize_precision, -1) and keeps 1.0 a float,
+     * -0.0 negative, INF and NAN, where (string) keeps 14 digits and
+     * writes 1.0 as "1".
+     */
     private function pack(mixed $value): string
     {
-        return \is_int($value) || (\is_float($value) && is_finite($value)) ? (string) $value : serialize($value);
+        return \is_int($value) ? (string) $value : serialize($value);
     }
 
+    /**
+     * What pack() wrote; digits as a number (ephpm_kv_incr() writes them
+     * too); and any other string that is no serialized value, as a lock's
+     * owner is, as it is: a held lock's key read through the cache is its
+     * owner, as on Laravel's Redis store.
+     */
     private function unpack(string $value): mixed
     {
-        return is_numeric($value) ? $value + 0 : unserialize($value);
+        if (is_numeric($value)) {
+            return $value + 0;
+        }
+        $unpacked = @unserialize($value);
+
+        return $unpacked === false && $value !== 'b:0;' ? $value : $unpacked;
     }
 }

@@ -55,7 +55,12 @@ final class EphpmCache implements CacheInterface
         return ephpm_kv_flush_all();
     }
 
-    /** One call into the store (ephpm_kv_get_many) for all the keys. */
+    /**
+     * One call into the store (ephpm_kv_get_many) for all the keys. The
+     * keys come back as the caller gave them, strings: in an array, or,
+     * when one of them is a string a PHP array makes an integer ("123"),
+     * in a Generator, which yields it as the string.
+     */
     public function getMultiple($keys, $default = null): iterable
     {
         $keys = $this->keys($keys);
@@ -64,6 +69,11 @@ final class EphpmCache implements CacheInterface
         foreach ($keys as $key) {
             $value = $found[$this->prefix . $key] ?? null;
             $values[$key] = $value === null ? $default : unserialize($value);
+        }
+        foreach ($values as $key => $_) {
+            if (\is_int($key)) {
+                return self::withStringKeys($values);
+            }
         }
         return $values;
     }
@@ -104,6 +114,14 @@ final class EphpmCache implements CacheInterface
     public function has($key): bool
     {
         return ephpm_kv_exists($this->key($key));
+    }
+
+    /** $values with each integer key yielded as the string it was made of. */
+    private static function withStringKeys(array $values): \Generator
+    {
+        foreach ($values as $key => $value) {
+            yield (string) $key => $value;
+        }
     }
 
     private function key(mixed $key): string
