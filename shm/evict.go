@@ -25,8 +25,10 @@ const (
 // makeRoom tries to make w, which put refused with r in sh, fit, holding
 // one shard lock at a time, and reports whether it may fit now. A write
 // evicts only the classes evictClasses gives its kind, in that order: other
-// writes never make session data go.
-func (s *Store) makeRoom(sh *shard, r room, w *write) bool {
+// writes never make session data go. Another shard found corrupt is left
+// out; sh found corrupt (or broken) is the error.
+func (s *Store) makeRoom(sh *shard, r room, w *write) (fit bool, err error) {
+	defer s.catch(&err)
 	size := entrySize(len(w.key), len(w.stored))
 	policy := s.memoryConfig().Policy
 	order := evictClasses(w.kind)
@@ -34,24 +36,24 @@ func (s *Store) makeRoom(sh *shard, r room, w *write) bool {
 	case overBudget:
 		// Only session data makes room for session data.
 		return s.evictUntil(policy, w, []class{classNew, classReturned},
-			func() int64 { return s.sessionBytes() + w.delta - s.sessionLimit() })
+			func() int64 { return s.sessionBytes() + w.delta - s.sessionLimit() }), nil
 	case overLimit:
 		deficit := func() int64 { return s.reserved() + w.delta - s.g.limit }
 		if s.returnCredit() && deficit() <= 0 {
-			return true
+			return true, nil
 		}
-		return s.evictUntil(policy, w, order, deficit)
+		return s.evictUntil(policy, w, order, deficit), nil
 	}
-	if s.lock(sh) != nil {
-		return false
+	if err := s.lock(sh); err != nil {
+		return false, err
 	}
 	defer s.unlock(sh)
 	if s.shardHasRoom(sh, r, size) {
-		return true
+		return true, nil
 	}
 	// Free bytes enough but in pieces: gather them before evicting anything.
 	if r == heapFull && s.defragment(sh, size) {
-		return true
+		return true, nil
 	}
 	fitsIfEvicted := func() bool {
 		var evictable int64
@@ -68,10 +70,10 @@ func (s *Store) makeRoom(sh *shard, r room, w *write) bool {
 	if policy == kv.NoEviction || !fitsIfEvicted() {
 		s.sweepShard(sh)
 		if s.shardHasRoom(sh, r, size) {
-			return true
+			return true, nil
 		}
 		if policy == kv.NoEviction || !fitsIfEvicted() {
-			return false
+			return false, nil
 		}
 	}
 	for _, c := range order {
@@ -81,7 +83,7 @@ func (s *Store) makeRoom(sh *shard, r room, w *write) bool {
 			}
 		}
 	}
-	return s.shardHasRoom(sh, r, size)
+	return s.shardHasRoom(sh, r, size), nil
 }
 
 // evictUntil evicts entries of the classes in order (the next only once
@@ -118,9 +120,7 @@ func (s *Store) evictUntil(policy kv.Policy, w *write, order []class, deficit fu
 	}
 	if policy == kv.NoEviction || evictable() < deficit() {
 		// Only expired entries can go: reclaim them all.
-		if !s.sweepAll() {
-			return false
-		}
+		s.sweepAll()
 		if deficit() <= 0 {
 			return true
 		}
@@ -139,12 +139,13 @@ func (s *Store) evictUntil(policy kv.Policy, w *write, order []class, deficit fu
 			if v == nil {
 				break
 			}
-			if s.lock(v) != nil {
-				return false
+			var ok bool
+			if s.inShard(v, func() {
+				ok = s.evictOne(v, policy, c, w.key)
+				storeDerivedI64(v.credit(), 0) // what it freed goes to the pool, not to v
+			}) != nil {
+				continue // broken: mostEvictable leaves it out from now on
 			}
-			ok := s.evictOne(v, policy, c, w.key)
-			storeDerivedI64(v.credit(), 0) // what it freed goes to the pool, not to v
-			s.unlock(v)
 			evicted = evicted || ok
 			if !ok {
 				// The counts said there was one (they change as others
@@ -158,16 +159,13 @@ func (s *Store) evictUntil(policy kv.Policy, w *write, order []class, deficit fu
 	return deficit() <= 0 || evicted
 }
 
-// sweepAll reclaims every expired entry, one shard lock at a time.
-func (s *Store) sweepAll() bool {
+// sweepAll reclaims every expired entry, one shard lock at a time, of
+// every shard not broken.
+func (s *Store) sweepAll() {
 	for i := range s.shards {
-		if s.lock(&s.shards[i]) != nil {
-			return false
-		}
-		s.sweepShard(&s.shards[i])
-		s.unlock(&s.shards[i])
+		sh := &s.shards[i]
+		s.inShard(sh, func() { s.sweepShard(sh) })
 	}
-	return true
 }
 
 // protected is the charge of w's key's own entry, and its class, if the
@@ -202,12 +200,15 @@ func (s *Store) evictableTotal(policy kv.Policy, c class) int64 {
 	return n
 }
 
-// mostEvictable is the shard with the most evictable bytes of class c,
-// counting skip bytes fewer in shard own, or nil.
+// mostEvictable is the shard not broken with the most evictable bytes of
+// class c, counting skip bytes fewer in shard own, or nil.
 func (s *Store) mostEvictable(policy kv.Policy, c class, own *shard, skip int64) *shard {
 	var best *shard
 	var most int64
 	for i := range s.shards {
+		if s.shards[i].isBroken() {
+			continue
+		}
 		n := atomic.LoadInt64(s.shards[i].i64(classField(c, policy == kv.VolatileLRU)))
 		if &s.shards[i] == own {
 			n -= skip
@@ -228,8 +229,8 @@ func (s *Store) shardHasRoom(sh *shard, r room, size int64) bool {
 	}
 	sh.dropSpare() // its bytes, merged, may make the block
 	for c := sizeClass(size); c < nClasses; c++ {
-		for b := unlink(atomic.LoadUint32(sh.listHead(c))); b != noBlock; b = unlink(atomic.LoadUint32(sh.nextFree(b))) {
-			if sh.blockSize(b) >= size {
+		for b, n := sh.linked(atomic.LoadUint32(sh.listHead(c))), 1; b != noBlock; b, n = sh.nextListed(b), n+1 {
+			if sh.listed(b, n) >= size {
 				return true
 			}
 		}
@@ -261,7 +262,7 @@ func (s *Store) evictOne(sh *shard, policy kv.Policy, c class, protect string) b
 		if v == slotEmpty || v == slotTomb {
 			return false
 		}
-		b := slotBlock(v)
+		b := sh.blockOf(v)
 		if expired(sh.entryExpireAt(b), &t) {
 			// Expired: gone already, whatever the policy; reclaim it first.
 			s.removeEntry(sh, i, b, sh.g.hashOf(sh.entryKey(b)))
