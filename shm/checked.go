@@ -34,14 +34,14 @@ import (
 // unwinds the call to its entry, releasing on the way every lock it holds:
 // each lock is released by a deferred unlock of the function that took
 // it, or, in a call that takes and releases locks in a loop (install,
-// writeLoop, Wait), by catchHeld. The call's catch marks the shard broken
-// (sBroken, as recovery marks a shard it cannot repair) and turns the
-// corruption into the shard's error (corruptError), the one every later
-// call on the shard gets from lock.
-// A refused call therefore changes no shard that serves: what it may have
-// changed is in the shard it found broken. The other shards' locks, and
-// their calls, go on; the calls that go over every shard (eviction, the
-// sweep of expired entries) leave a broken one out.
+// writeLoop, Wait), by catchHeld. The call's catch (catch,
+// unlockKeyCatching or catchHeld) marks the shard broken (sBroken, as
+// recovery marks a shard it cannot repair) and turns the corruption into
+// the shard's error (corruptError), the one every later call on the shard
+// gets from lock. A refused call therefore changes no shard that serves:
+// what it may have changed is in the shard it found broken. The other
+// shards' locks, and their calls, go on; the calls that go over every
+// shard (eviction, the sweep of expired entries) leave a broken one out.
 //
 // Checks cost a compare and a branch on loads the paths make anyway, and
 // the accessors inline as before. A lock word forged to name a live
@@ -86,6 +86,19 @@ func (s *Store) catch(err *error) {
 	if r := recover(); r != nil {
 		*err = s.caught(r)
 	}
+}
+
+// unlockKeyCatching is unlockKey and catch in one deferred call, for a
+// call on one key that holds its shard's lock to its end: a corruption
+// that unwinds it marks the shard broken and becomes its error, then the
+// lock is released.
+func (s *Store) unlockKeyCatching(sh *shard, tk *ticket, err *error) {
+	if r := recover(); r != nil {
+		defer s.unlockKey(sh, tk) // once the shard is marked broken; for another panic too
+		*err = s.caught(r)
+		return
+	}
+	s.unlockKey(sh, tk)
 }
 
 // catchHeld is catch for a call that takes and releases the locks of a

@@ -64,9 +64,11 @@ func (sh *shard) setHeader(b, size int64, state int, prevFree bool) {
 func (sh *shard) blockSize(b int64) int64 { s, _, _ := sh.header(b); return s }
 func (sh *shard) blockState(b int64) int  { _, st, _ := sh.header(b); return st }
 
+// setState changes block b's state, keeping its size and prevFree bit as
+// they are: nothing is read through them here, so they are not checked.
 func (sh *shard) setState(b int64, state int) {
-	s, _, pf := sh.header(b)
-	sh.setHeader(b, s, state, pf)
+	w := atomic.LoadUint64(sh.hdrWord(b))
+	storeRel64(sh.hdrWord(b), w&^stateMask|uint64(state))
 }
 
 func (sh *shard) setPrevFree(b int64, pf bool) {
@@ -150,8 +152,13 @@ func (sh *shard) listRemove(b, size int64) {
 // and if none is, it frees the spare and looks again. Caller holds the
 // shard lock.
 func (sh *shard) alloc(size int64) int64 {
-	if b := sh.spareBlock(); b != noBlock {
-		if have, _, pf := sh.header(b); have >= size && have < size+minBlock {
+	if v := atomic.LoadUint32(sh.spare()); v != 0 {
+		b := sh.linked(v)
+		have, st, pf := sh.header(b)
+		if st != stateSpare {
+			panic(corruption{sh, "the spare word names a block that is not the spare", b})
+		}
+		if have >= size && have < size+minBlock {
 			storeDerived32(sh.spare(), 0)
 			sh.setHeader(b, have, stateInFlight, pf)
 			return b
@@ -197,16 +204,6 @@ func (sh *shard) take(b, have, size int64) {
 // spare is the shard's word naming its spare block (link form; 0: none).
 func (sh *shard) spare() *uint32 { return sh.u32(sSpare) }
 
-// spareBlock is the block the spare word names, checked to be a spare
-// block, or noBlock. Caller holds the lock.
-func (sh *shard) spareBlock() int64 {
-	b := sh.linked(atomic.LoadUint32(sh.spare()))
-	if b != noBlock && sh.blockState(b) != stateSpare {
-		panic(corruption{sh, "the spare word names a block that is not the spare", b})
-	}
-	return b
-}
-
 // release gives back the in-flight block b, which no index slot refers to:
 // a block of up to spareMax bytes becomes the shard's spare, kept whole
 // and off the free lists for the next allocation of its size (the spare
@@ -222,7 +219,7 @@ func (sh *shard) release(b int64) {
 		sh.freeBlock(b)
 		return
 	}
-	old := sh.spareBlock()
+	old := sh.linked(atomic.LoadUint32(sh.spare()))
 	sh.setHeader(b, size, stateSpare, pf)
 	storeDerived32(sh.spare(), link(b))
 	if old != noBlock {
@@ -233,7 +230,7 @@ func (sh *shard) release(b int64) {
 // dropSpare frees the shard's spare, if it has one, and reports whether
 // it had. Caller holds the shard lock.
 func (sh *shard) dropSpare() bool {
-	b := sh.spareBlock()
+	b := sh.linked(atomic.LoadUint32(sh.spare()))
 	if b == noBlock {
 		return false
 	}
@@ -245,7 +242,10 @@ func (sh *shard) dropSpare() bool {
 // freeBlock frees the in-flight or spare block b and merges it with free
 // neighbours. Caller holds the shard lock.
 func (sh *shard) freeBlock(b int64) {
-	size, _, pf := sh.header(b)
+	size, st, pf := sh.header(b)
+	if st == stateFree || st == stateLive {
+		panic(corruption{sh, "a block to free is free or live (the spare word names it?)", b})
+	}
 	sh.addI64(sHeapUsed, -size)
 	if next := b + size; next < sh.g.heapSize {
 		if ns, nst, _ := sh.header(next); nst == stateFree {

@@ -97,8 +97,7 @@ func (s *Store) LockInfo(key string) (mode kv.LockMode, holders int, err error) 
 	if err != nil {
 		return 0, 0, err
 	}
-	defer s.unlockKey(sh, tk)
-	defer s.catch(&err)
+	defer s.unlockKeyCatching(sh, tk, &err)
 	// The expiry clock, as every TTL of the segment (and kv's lock steps).
 	t := expiryNow()
 	_, b := s.live(sh, h, tag, key, &t)

@@ -814,8 +814,7 @@ func (s *Store) GetInto(key string, dst []byte) (n int, found bool, err error) {
 		s.leave(tk)
 		return 0, false, err
 	}
-	defer s.unlockKey(sh, tk)
-	defer s.catch(&err)
+	defer s.unlockKeyCatching(sh, tk, &err)
 	var t int64
 	_, b := s.live(sh, h, tag, key, &t)
 	if b == noBlock {
@@ -929,8 +928,7 @@ func (s *Store) Del(key string) (removed bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	defer s.unlockKey(sh, tk)
-	defer s.catch(&err)
+	defer s.unlockKeyCatching(sh, tk, &err)
 	pos, b, _ := sh.lookup(tag, key)
 	if pos < 0 {
 		return false, nil
@@ -951,8 +949,7 @@ func (s *Store) DelIfEq(key string, token []byte) (removed bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	defer s.unlockKey(sh, tk)
-	defer s.catch(&err)
+	defer s.unlockKeyCatching(sh, tk, &err)
 	var t int64
 	pos, b := s.live(sh, h, tag, key, &t)
 	if b != noBlock && sh.valueEquals(b, token) {
@@ -988,8 +985,7 @@ func (s *Store) expireIf(key string, token []byte, ttl time.Duration) (set bool,
 	if err != nil {
 		return false, err
 	}
-	defer s.unlockKey(sh, tk)
-	defer s.catch(&err)
+	defer s.unlockKeyCatching(sh, tk, &err)
 	var t int64
 	_, b := s.live(sh, h, tag, key, &t)
 	if b == noBlock || token != nil && !sh.valueEquals(b, token) {
@@ -1012,8 +1008,7 @@ func (s *Store) Exists(key string) (exists bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	defer s.unlockKey(sh, tk)
-	defer s.catch(&err)
+	defer s.unlockKeyCatching(sh, tk, &err)
 	var t int64
 	_, b := s.live(sh, h, tag, key, &t)
 	return b != noBlock, nil
@@ -1025,8 +1020,7 @@ func (s *Store) PTTL(key string) (ttl time.Duration, found bool, err error) {
 	if err != nil {
 		return 0, false, err
 	}
-	defer s.unlockKey(sh, tk)
-	defer s.catch(&err)
+	defer s.unlockKeyCatching(sh, tk, &err)
 	var t int64
 	_, b := s.live(sh, h, tag, key, &t)
 	if b == noBlock {
