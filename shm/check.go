@@ -16,8 +16,10 @@ import (
 // hashes to it along an unbroken probe path, a live block no slot refers to
 // or two slots refer to, or a derived count that differs from what the
 // walk finds (among them the session data's bytes and each eviction
-// class's). It is for tests and diagnostics: it holds each shard for a
-// walk of its whole heap and index.
+// class's). A shard that is broken, or that it finds too damaged to walk
+// (checked.go: then it marks it broken), is named with its corrupt error.
+// It is for tests and diagnostics: it holds each shard for a walk of its
+// whole heap and index.
 func (s *Store) Check() error {
 	tk, err := s.enter()
 	if err != nil {
@@ -27,13 +29,12 @@ func (s *Store) Check() error {
 	var errs []error
 	for i := range s.shards {
 		sh := &s.shards[i]
-		if err := s.lock(sh); err != nil {
-			return err
+		var found error
+		if err := s.inShard(sh, func() { found = s.checkShard(sh) }); err != nil {
+			errs = append(errs, err)
+		} else if found != nil {
+			errs = append(errs, fmt.Errorf("shard %d: %w", i, found))
 		}
-		if err := s.checkShard(sh); err != nil {
-			errs = append(errs, fmt.Errorf("shard %d: %w", i, err))
-		}
-		s.unlock(sh)
 	}
 	return errors.Join(errs...)
 }

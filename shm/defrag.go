@@ -157,6 +157,9 @@ func (s *Store) moveEntry(sh *shard, b, lo, hi int64) bool {
 		return false
 	}
 	need := sh.entryNeed(b)
+	if need > sh.blockSize(b) {
+		panic(corruption{sh, "an entry is larger than its block", b})
+	}
 	nb := sh.allocBestFit(need, lo, hi)
 	if nb == noBlock {
 		return false
@@ -174,8 +177,8 @@ func (s *Store) moveEntry(sh *shard, b, lo, hi int64) bool {
 func (sh *shard) allocBestFit(size, lo, hi int64) int64 {
 	best, bestSize := int64(noBlock), int64(0)
 	for c := sizeClass(size); c < nClasses; c++ {
-		for b := unlink(atomic.LoadUint32(sh.listHead(c))); b != noBlock; b = unlink(atomic.LoadUint32(sh.nextFree(b))) {
-			if s := sh.blockSize(b); s >= size && (b+s <= lo || b >= hi) && (best == noBlock || s < bestSize) {
+		for b, n := sh.linked(atomic.LoadUint32(sh.listHead(c))), 1; b != noBlock; b, n = sh.nextListed(b), n+1 {
+			if s := sh.listed(b, n); s >= size && (b+s <= lo || b >= hi) && (best == noBlock || s < bestSize) {
 				best, bestSize = b, s
 			}
 		}

@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"github.com/pierrec/lz4/v4"
+
+	"github.com/ephpm/ephpm/kv"
 )
 
 // A live block holds one entry after its header word:
@@ -58,20 +60,29 @@ func (sh *shard) entryPinned(b int64) bool    { return sh.entryMeta(b)&flagPinne
 func (sh *shard) entryHolder(b int64) uint32  { return atomic.LoadUint32(sh.g.u32(sh.heap + b + 28)) }
 
 // entryKey returns the key of the entry in b, as a view of the mapping:
-// valid only while the shard lock is held.
+// valid only while the shard lock is held. The key must lie in the heap
+// (checked.go).
 func (sh *shard) entryKey(b int64) string {
-	return unsafe.String((*byte)(sh.g.ptr(sh.heap+b+entryHeader)), sh.entryKeyLen(b))
+	n := int64(sh.entryKeyLen(b))
+	if n > sh.g.heapSize-b-entryHeader {
+		panic(corruption{sh, "an entry's key runs past the heap", b})
+	}
+	return unsafe.String((*byte)(sh.g.ptr(sh.heap+b+entryHeader)), n)
 }
 
 // entryStored returns the stored value of the entry in b, as a view of the
-// mapping: valid only while the shard lock is held.
+// mapping: valid only while the shard lock is held. The value must lie in
+// the heap (checked.go).
 func (sh *shard) entryStored(b int64) []byte {
-	n := int(sh.entryMeta(b) & metaLenMask)
+	n := int64(sh.entryMeta(b) & metaLenMask)
 	if n == 0 {
 		return []byte{}
 	}
-	off := sh.heap + b + align8(entryHeader+int64(sh.entryKeyLen(b)))
-	return unsafe.Slice((*byte)(sh.g.ptr(off)), n)
+	off := b + align8(entryHeader+int64(sh.entryKeyLen(b)))
+	if n > sh.g.heapSize-off {
+		panic(corruption{sh, "an entry's value runs past the heap", b})
+	}
+	return unsafe.Slice((*byte)(sh.g.ptr(sh.heap+off)), n)
 }
 
 // writeEntry fills the in-flight block b with an entry.
@@ -88,49 +99,60 @@ func (sh *shard) writeEntry(b int64, key string, stored []byte, flags uint32, ex
 	}
 }
 
-// logicalLen is the length of the entry's value as callers see it.
+// logicalLen is the length of the entry's value as callers see it: a
+// compressed value's length word, which no value kv stores exceeds.
 func (sh *shard) logicalLen(b int64) int {
-	if sh.entryMeta(b)&flagCompressed == 0 {
-		return int(sh.entryMeta(b) & metaLenMask)
+	meta := sh.entryMeta(b)
+	if meta&flagCompressed == 0 {
+		return int(meta & metaLenMask)
 	}
-	return int(binary.LittleEndian.Uint32(sh.entryStored(b)))
+	stored := sh.entryStored(b)
+	if len(stored) < 4 || binary.LittleEndian.Uint32(stored) > kv.MaxValueLen {
+		panic(corruption{sh, "a compressed value has no length word, or a length no value has", b})
+	}
+	return int(binary.LittleEndian.Uint32(stored))
 }
 
-// readInto writes the entry's value into dst, exactly logicalLen long, and
-// reports false if a compressed value does not decompress to it (a corrupt
-// segment).
-func (sh *shard) readInto(b int64, dst []byte) bool {
+// readInto writes the entry's value into dst, exactly logicalLen long; a
+// compressed value that does not decompress to that is damage
+// (checked.go).
+func (sh *shard) readInto(b int64, dst []byte) {
 	stored := sh.entryStored(b)
 	if sh.entryMeta(b)&flagCompressed == 0 {
 		copy(dst, stored)
-		return true
+		return
 	}
-	n, err := lz4.UncompressBlock(stored[4:], dst)
-	return err == nil && n == len(dst)
+	if len(stored) < 4 {
+		panic(corruption{sh, "a compressed value has no length word", b})
+	}
+	if n, err := lz4.UncompressBlock(stored[4:], dst); err != nil || n != len(dst) {
+		panic(corruption{sh, "a compressed value does not decompress to its length", b})
+	}
 }
 
-// valueEquals compares the entry's logical (decompressed) value with v; ok
-// is false for a corrupt compressed value.
+// valueEquals reports whether the entry's logical (decompressed) value
+// equals v.
 //
 // An uncompressed value (a lock's token always is) is compared with one
 // read of the meta word, its length taken from it and the bytes read in
 // place: no second read of the word, and no branch on it beyond the flag.
-func (sh *shard) valueEquals(b int64, v []byte) (equal, ok bool) {
+func (sh *shard) valueEquals(b int64, v []byte) bool {
 	if meta := sh.entryMeta(b); meta&flagCompressed == 0 {
 		if int(meta&metaLenMask) != len(v) {
-			return false, true
+			return false
 		}
-		off := sh.heap + b + align8(entryHeader+int64(sh.entryKeyLen(b)))
-		return string(unsafe.Slice((*byte)(sh.g.ptr(off)), len(v))) == string(v), true
+		off := b + align8(entryHeader+int64(sh.entryKeyLen(b)))
+		if int64(len(v)) > sh.g.heapSize-off {
+			panic(corruption{sh, "an entry's value runs past the heap", b})
+		}
+		return string(unsafe.Slice((*byte)(sh.g.ptr(sh.heap+off)), len(v))) == string(v)
 	}
 	if sh.logicalLen(b) != len(v) {
-		return false, true
+		return false
 	}
 	buf := make([]byte, len(v))
-	if !sh.readInto(b, buf) {
-		return false, false
-	}
-	return bytes.Equal(buf, v), true
+	sh.readInto(b, buf)
+	return bytes.Equal(buf, v)
 }
 
 // hashSeed is a segment's secret for the key hash: four words drawn from

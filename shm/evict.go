@@ -25,8 +25,10 @@ const (
 // makeRoom tries to make w, which put refused with r in sh, fit, holding
 // one shard lock at a time, and reports whether it may fit now. A write
 // evicts only the classes evictClasses gives its kind, in that order: other
-// writes never make session data go.
-func (s *Store) makeRoom(sh *shard, r room, w *write) bool {
+// writes never make session data go. Another shard found corrupt is left
+// out; sh found corrupt (or broken) is the error.
+func (s *Store) makeRoom(sh *shard, r room, w *write) (fit bool, err error) {
+	defer s.catch(&err)
 	size := entrySize(len(w.key), len(w.stored))
 	policy := s.memoryConfig().Policy
 	order := evictClasses(w.kind)
@@ -34,26 +36,26 @@ func (s *Store) makeRoom(sh *shard, r room, w *write) bool {
 	case overBudget:
 		// Only session data makes room for session data.
 		return s.evictUntil(policy, w, []class{classNew, classReturned},
-			func() int64 { return s.sessionBytes() + w.delta - s.sessionLimit() })
+			func() int64 { return s.sessionBytes() + w.delta - s.sessionLimit() }), nil
 	case overShare:
 		return s.makeShareRoom(sh, w, size, policy)
 	case overLimit:
 		deficit := func() int64 { return s.reserved() + w.delta - s.g.limit }
 		if s.returnCredit() && deficit() <= 0 {
-			return true
+			return true, nil
 		}
-		return s.evictUntil(policy, w, order, deficit)
+		return s.evictUntil(policy, w, order, deficit), nil
 	}
-	if s.lock(sh) != nil {
-		return false
+	if err := s.lock(sh); err != nil {
+		return false, err
 	}
 	defer s.unlock(sh)
 	if s.shardHasRoom(sh, r, size) {
-		return true
+		return true, nil
 	}
 	// Free bytes enough but in pieces: gather them before evicting anything.
 	if r == heapFull && s.defragment(sh, size) {
-		return true
+		return true, nil
 	}
 	fitsIfEvicted := func() bool {
 		var evictable int64
@@ -70,10 +72,10 @@ func (s *Store) makeRoom(sh *shard, r room, w *write) bool {
 	if policy == kv.NoEviction || !fitsIfEvicted() {
 		s.sweepShard(sh)
 		if s.shardHasRoom(sh, r, size) {
-			return true
+			return true, nil
 		}
 		if policy == kv.NoEviction || !fitsIfEvicted() {
-			return false
+			return false, nil
 		}
 	}
 	for _, c := range order {
@@ -83,7 +85,7 @@ func (s *Store) makeRoom(sh *shard, r room, w *write) bool {
 			}
 		}
 	}
-	return s.shardHasRoom(sh, r, size)
+	return s.shardHasRoom(sh, r, size), nil
 }
 
 // makeShareRoom makes room for the session write w that its shard's
@@ -91,14 +93,16 @@ func (s *Store) makeRoom(sh *shard, r room, w *write) bool {
 // of sh makes room for it, never-read before returning, as for the budget.
 // A write larger than the share alone, or one that all of sh's evictable
 // session data would not make fit, evicts nothing (expired entries go).
-func (s *Store) makeShareRoom(sh *shard, w *write, size int64, policy kv.Policy) bool {
-	if s.lock(sh) != nil {
-		return false
+// sh found broken is the error; a corruption found here unwinds to
+// makeRoom's catch, sh's lock released by the deferred unlock.
+func (s *Store) makeShareRoom(sh *shard, w *write, size int64, policy kv.Policy) (bool, error) {
+	if err := s.lock(sh); err != nil {
+		return false, err
 	}
 	defer s.unlock(sh)
 	share := s.sessionShare(s.sessionLimit())
 	if chargeOf(size) > share {
-		return false
+		return false, nil
 	}
 	deficit := func() int64 { return atomic.LoadInt64(sh.sessUsed()) + w.delta - share }
 	order := []class{classNew, classReturned}
@@ -113,10 +117,10 @@ func (s *Store) makeShareRoom(sh *shard, w *write, size int64, policy kv.Policy)
 	if policy == kv.NoEviction || !fitsIfEvicted() {
 		s.sweepShard(sh)
 		if deficit() <= 0 {
-			return true
+			return true, nil
 		}
 		if policy == kv.NoEviction || !fitsIfEvicted() {
-			return false
+			return false, nil
 		}
 	}
 	for _, c := range order {
@@ -126,7 +130,7 @@ func (s *Store) makeShareRoom(sh *shard, w *write, size int64, policy kv.Policy)
 			}
 		}
 	}
-	return deficit() <= 0
+	return deficit() <= 0, nil
 }
 
 // evictUntil evicts entries of the classes in order (the next only once
@@ -163,9 +167,7 @@ func (s *Store) evictUntil(policy kv.Policy, w *write, order []class, deficit fu
 	}
 	if policy == kv.NoEviction || evictable() < deficit() {
 		// Only expired entries can go: reclaim them all.
-		if !s.sweepAll() {
-			return false
-		}
+		s.sweepAll()
 		if deficit() <= 0 {
 			return true
 		}
@@ -184,12 +186,13 @@ func (s *Store) evictUntil(policy kv.Policy, w *write, order []class, deficit fu
 			if v == nil {
 				break
 			}
-			if s.lock(v) != nil {
-				return false
+			var ok bool
+			if s.inShard(v, func() {
+				ok = s.evictOne(v, policy, c, w.key)
+				storeDerivedI64(v.credit(), 0) // what it freed goes to the pool, not to v
+			}) != nil {
+				continue // broken: mostEvictable leaves it out from now on
 			}
-			ok := s.evictOne(v, policy, c, w.key)
-			storeDerivedI64(v.credit(), 0) // what it freed goes to the pool, not to v
-			s.unlock(v)
 			evicted = evicted || ok
 			if !ok {
 				// The counts said there was one (they change as others
@@ -203,16 +206,13 @@ func (s *Store) evictUntil(policy kv.Policy, w *write, order []class, deficit fu
 	return deficit() <= 0 || evicted
 }
 
-// sweepAll reclaims every expired entry, one shard lock at a time.
-func (s *Store) sweepAll() bool {
+// sweepAll reclaims every expired entry, one shard lock at a time, of
+// every shard not broken.
+func (s *Store) sweepAll() {
 	for i := range s.shards {
-		if s.lock(&s.shards[i]) != nil {
-			return false
-		}
-		s.sweepShard(&s.shards[i])
-		s.unlock(&s.shards[i])
+		sh := &s.shards[i]
+		s.inShard(sh, func() { s.sweepShard(sh) })
 	}
-	return true
 }
 
 // protected is the charge of w's key's own entry, and its class, if the
@@ -247,12 +247,15 @@ func (s *Store) evictableTotal(policy kv.Policy, c class) int64 {
 	return n
 }
 
-// mostEvictable is the shard with the most evictable bytes of class c,
-// counting skip bytes fewer in shard own, or nil.
+// mostEvictable is the shard not broken with the most evictable bytes of
+// class c, counting skip bytes fewer in shard own, or nil.
 func (s *Store) mostEvictable(policy kv.Policy, c class, own *shard, skip int64) *shard {
 	var best *shard
 	var most int64
 	for i := range s.shards {
+		if s.shards[i].isBroken() {
+			continue
+		}
 		n := atomic.LoadInt64(s.shards[i].i64(classField(c, policy == kv.VolatileLRU)))
 		if &s.shards[i] == own {
 			n -= skip
@@ -273,8 +276,8 @@ func (s *Store) shardHasRoom(sh *shard, r room, size int64) bool {
 	}
 	sh.dropSpare() // its bytes, merged, may make the block
 	for c := sizeClass(size); c < nClasses; c++ {
-		for b := unlink(atomic.LoadUint32(sh.listHead(c))); b != noBlock; b = unlink(atomic.LoadUint32(sh.nextFree(b))) {
-			if sh.blockSize(b) >= size {
+		for b, n := sh.linked(atomic.LoadUint32(sh.listHead(c))), 1; b != noBlock; b, n = sh.nextListed(b), n+1 {
+			if sh.listed(b, n) >= size {
 				return true
 			}
 		}
@@ -306,7 +309,7 @@ func (s *Store) evictOne(sh *shard, policy kv.Policy, c class, protect string) b
 		if v == slotEmpty || v == slotTomb {
 			return false
 		}
-		b := slotBlock(v)
+		b := sh.blockOf(v)
 		if expired(sh.entryExpireAt(b), &t) {
 			// Expired: gone already, whatever the policy; reclaim it first.
 			s.removeEntry(sh, i, b, sh.g.hashOf(sh.entryKey(b)))

@@ -316,21 +316,13 @@ func (s *Store) delFenced(key, lock string, fence int64, holder bool, token []by
 		if !holder {
 			return true, nil
 		}
-		other, err := s.heldByAnother(gsh, gh, gtag, lock, token, t)
-		return !other, err
+		return !s.heldByAnother(gsh, gh, gtag, lock, token, t), nil
 	})
 }
 
 // heldByAnother reports whether lock holds a live entry other than token.
 // Caller holds lock's shard, gsh.
-func (s *Store) heldByAnother(gsh *shard, gh uint64, gtag uint32, lock string, token []byte, t *int64) (bool, error) {
+func (s *Store) heldByAnother(gsh *shard, gh uint64, gtag uint32, lock string, token []byte, t *int64) bool {
 	_, g := s.live(gsh, gh, gtag, lock, t)
-	if g == noBlock {
-		return false, nil
-	}
-	eq, good := gsh.valueEquals(g, token)
-	if !good {
-		return false, s.corrupt(gsh)
-	}
-	return !eq, nil
+	return g != noBlock && !gsh.valueEquals(g, token)
 }

@@ -43,9 +43,14 @@ const (
 
 func (sh *shard) hdrWord(b int64) *uint64 { return sh.g.u64(sh.heap + b) }
 
+// header reads block b's header word, checked: its size must fit the heap
+// from b (checked.go). Caller holds the lock.
 func (sh *shard) header(b int64) (size int64, state int, prevFree bool) {
 	w := atomic.LoadUint64(sh.hdrWord(b))
-	return int64(w &^ 7), int(w & stateMask), w&prevFreeBit != 0
+	if size = int64(w &^ 7); size < minBlock || size > sh.g.heapSize-b {
+		panic(corruption{sh, "a block's size does not fit the heap", b})
+	}
+	return size, int(w & stateMask), w&prevFreeBit != 0
 }
 
 func (sh *shard) setHeader(b, size int64, state int, prevFree bool) {
@@ -59,9 +64,11 @@ func (sh *shard) setHeader(b, size int64, state int, prevFree bool) {
 func (sh *shard) blockSize(b int64) int64 { s, _, _ := sh.header(b); return s }
 func (sh *shard) blockState(b int64) int  { _, st, _ := sh.header(b); return st }
 
+// setState changes block b's state, keeping its size and prevFree bit as
+// they are: nothing is read through them here, so they are not checked.
 func (sh *shard) setState(b int64, state int) {
-	s, _, pf := sh.header(b)
-	sh.setHeader(b, s, state, pf)
+	w := atomic.LoadUint64(sh.hdrWord(b))
+	storeRel64(sh.hdrWord(b), w&^stateMask|uint64(state))
 }
 
 func (sh *shard) setPrevFree(b int64, pf bool) {
@@ -105,7 +112,7 @@ func (sh *shard) freeMap() *uint32 { return sh.u32(sFreeMap) }
 func (sh *shard) listInsert(b, size int64) {
 	c := sizeClass(size)
 	h := sh.listHead(c)
-	first := unlink(atomic.LoadUint32(h))
+	first := sh.linked(atomic.LoadUint32(h))
 	if first == noBlock {
 		m := sh.freeMap()
 		storeDerived32(m, atomic.LoadUint32(m)|1<<c)
@@ -120,8 +127,8 @@ func (sh *shard) listInsert(b, size int64) {
 }
 
 func (sh *shard) listRemove(b, size int64) {
-	next := unlink(atomic.LoadUint32(sh.nextFree(b)))
-	prev := unlink(atomic.LoadUint32(sh.prevFreeLink(b)))
+	next := sh.nextListed(b)
+	prev := sh.linked(atomic.LoadUint32(sh.prevFreeLink(b)))
 	if prev == noBlock {
 		c := sizeClass(size)
 		storeDerived32(sh.listHead(c), link(next))
@@ -146,8 +153,12 @@ func (sh *shard) listRemove(b, size int64) {
 // shard lock.
 func (sh *shard) alloc(size int64) int64 {
 	if v := atomic.LoadUint32(sh.spare()); v != 0 {
-		b := unlink(v)
-		if have, _, pf := sh.header(b); have >= size && have < size+minBlock {
+		b := sh.linked(v)
+		have, st, pf := sh.header(b)
+		if st != stateSpare {
+			panic(corruption{sh, "the spare word names a block that is not the spare", b})
+		}
+		if have >= size && have < size+minBlock {
 			storeDerived32(sh.spare(), 0)
 			sh.setHeader(b, have, stateInFlight, pf)
 			return b
@@ -163,8 +174,8 @@ func (sh *shard) alloc(size int64) int64 {
 func (sh *shard) allocFree(size int64) int64 {
 	for m := atomic.LoadUint32(sh.freeMap()) >> sizeClass(size) << sizeClass(size); m != 0; m &= m - 1 {
 		c := bits.TrailingZeros32(m)
-		for b := unlink(atomic.LoadUint32(sh.listHead(c))); b != noBlock; b = unlink(atomic.LoadUint32(sh.nextFree(b))) {
-			if s := sh.blockSize(b); s >= size {
+		for b, n := sh.linked(atomic.LoadUint32(sh.listHead(c))), 1; b != noBlock; b, n = sh.nextListed(b), n+1 {
+			if s := sh.listed(b, n); s >= size {
 				sh.take(b, s, size)
 				return b
 			}
@@ -208,30 +219,33 @@ func (sh *shard) release(b int64) {
 		sh.freeBlock(b)
 		return
 	}
-	old := atomic.LoadUint32(sh.spare())
+	old := sh.linked(atomic.LoadUint32(sh.spare()))
 	sh.setHeader(b, size, stateSpare, pf)
 	storeDerived32(sh.spare(), link(b))
-	if old != 0 {
-		sh.freeBlock(unlink(old))
+	if old != noBlock {
+		sh.freeBlock(old)
 	}
 }
 
 // dropSpare frees the shard's spare, if it has one, and reports whether
 // it had. Caller holds the shard lock.
 func (sh *shard) dropSpare() bool {
-	v := atomic.LoadUint32(sh.spare())
-	if v == 0 {
+	b := sh.linked(atomic.LoadUint32(sh.spare()))
+	if b == noBlock {
 		return false
 	}
 	storeDerived32(sh.spare(), 0)
-	sh.freeBlock(unlink(v))
+	sh.freeBlock(b)
 	return true
 }
 
 // freeBlock frees the in-flight or spare block b and merges it with free
 // neighbours. Caller holds the shard lock.
 func (sh *shard) freeBlock(b int64) {
-	size, _, pf := sh.header(b)
+	size, st, pf := sh.header(b)
+	if st == stateFree || st == stateLive {
+		panic(corruption{sh, "a block to free is free or live (the spare word names it?)", b})
+	}
 	sh.addI64(sHeapUsed, -size)
 	if next := b + size; next < sh.g.heapSize {
 		if ns, nst, _ := sh.header(next); nst == stateFree {
@@ -242,9 +256,19 @@ func (sh *shard) freeBlock(b int64) {
 	}
 	start := b
 	if pf {
+		// The block before, found by its footer: a free block of that size.
+		if b < minBlock {
+			panic(corruption{sh, "the heap's first block says the block before it is free", b})
+		}
 		ps := int64(atomic.LoadUint64(sh.g.u64(sh.heap + b - 8)))
+		if ps < minBlock || ps > b {
+			panic(corruption{sh, "a free block's footer steps outside the heap", b})
+		}
 		start = b - ps
-		_, _, ppf := sh.header(start)
+		s, st, ppf := sh.header(start)
+		if s != ps || st != stateFree {
+			panic(corruption{sh, "a footer does not lead to a free block of its size", start})
+		}
 		sh.listRemove(start, ps)
 		size += ps
 		sh.setHeader(start, size, stateFree, ppf)

@@ -55,8 +55,10 @@ func (sh *shard) lookup(tag uint32, key string) (pos int, b int64, ins int) {
 			if ins < 0 {
 				ins = i
 			}
-		case slotTag(v) == tag && sh.entryKey(slotBlock(v)) == key:
-			return i, slotBlock(v), ins
+		case slotTag(v) == tag:
+			if b := sh.blockOf(v); sh.entryKey(b) == key {
+				return i, b, ins
+			}
 		}
 	}
 	return -1, noBlock, ins

@@ -88,7 +88,11 @@ func (s *Store) checkSlot(sh *shard, pos int, v uint64, starts bitset) error {
 	return nil
 }
 
-func (s *Store) rebuild(sh *shard) error {
+// rebuild is recoverShard's work: an error if the shard matches none of
+// the states the write protocol leaves, among them a value its checks
+// refuse (checked.go).
+func (s *Store) rebuild(sh *shard) (err error) {
+	defer s.catch(&err)
 	starts, err := sh.walk()
 	if err != nil {
 		return err

@@ -89,7 +89,7 @@ func (s *Store) LockRefresh(key string, token []byte, ttl time.Duration) (bool, 
 
 // LockInfo is kv.LockHolders of key's live entry: holders 0 when key is
 // free.
-func (s *Store) LockInfo(key string) (kv.LockMode, int, error) {
+func (s *Store) LockInfo(key string) (mode kv.LockMode, holders int, err error) {
 	if err := kv.CheckKey(key); err != nil {
 		return 0, 0, err
 	}
@@ -97,7 +97,7 @@ func (s *Store) LockInfo(key string) (kv.LockMode, int, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	defer s.unlockKey(sh, tk)
+	defer s.unlockKeyCatching(sh, tk, &err)
 	// The expiry clock, as every TTL of the segment (and kv's lock steps).
 	t := expiryNow()
 	_, b := s.live(sh, h, tag, key, &t)
@@ -105,11 +105,7 @@ func (s *Store) LockInfo(key string) (kv.LockMode, int, error) {
 		mode, n := kv.LockHolders(nil, false, t)
 		return mode, n, nil
 	}
-	v, ok := sh.valueView(b)
-	if !ok {
-		return 0, 0, s.corrupt(sh)
-	}
-	mode, n := kv.LockHolders(v, true, t)
+	mode, n := kv.LockHolders(sh.valueView(b), true, t)
 	return mode, n, nil
 }
 
@@ -140,10 +136,7 @@ func (s *Store) lockStep(key string, ft *fenceTable, decide func(old []byte, liv
 		gone := b != noBlock && expired(sh.entryExpireAt(b), &t)
 		var old []byte
 		if b != noBlock && !gone {
-			var ok bool
-			if old, ok = sh.valueView(b); !ok {
-				return fits, s.corrupt(sh)
-			}
+			old = sh.valueView(b)
 		}
 		var err error
 		if d, err = decide(old, b != noBlock && !gone, t); err != nil {
@@ -195,13 +188,13 @@ func (s *Store) lockStep(key string, ft *fenceTable, decide func(old []byte, liv
 
 // valueView returns the entry's logical value: the mapping itself when it
 // is stored plain (valid only while the shard lock is held, and only until
-// the block is freed), else a decompressed copy; ok is false for a corrupt
-// compressed value. A decision reads it and a put copies from it before
-// the old block is freed.
-func (sh *shard) valueView(b int64) ([]byte, bool) {
+// the block is freed), else a decompressed copy. A decision reads it and a
+// put copies from it before the old block is freed.
+func (sh *shard) valueView(b int64) []byte {
 	if sh.entryMeta(b)&flagCompressed == 0 {
-		return sh.entryStored(b), true
+		return sh.entryStored(b)
 	}
 	v := make([]byte, sh.logicalLen(b))
-	return v, sh.readInto(b, v)
+	sh.readInto(b, v)
+	return v
 }

@@ -112,8 +112,10 @@ func (g *segment) writeSessionRule(data, lock string) {
 // readSessionRule makes g's rule from its header; the prefixes asked for
 // ("": whatever the segment has) must be the segment's.
 func (g *segment) readSessionRule(data, lock, limitName string) error {
-	d := string(unsafe.Slice((*byte)(g.ptr(hSessData)), *g.u32(hSessDataLen)))
-	l := string(unsafe.Slice((*byte)(g.ptr(hSessLock)), *g.u32(hSessLockLen)))
+	// validate checked these lengths; read again here, they are bounded
+	// again (another process may have written them since).
+	d := string(unsafe.Slice((*byte)(g.ptr(hSessData)), min(*g.u32(hSessDataLen), maxSessPrefix)))
+	l := string(unsafe.Slice((*byte)(g.ptr(hSessLock)), min(*g.u32(hSessLockLen), maxSessPrefix)))
 	if (data != "" || lock != "") && (data != d || lock != l) {
 		return fmt.Errorf("%w: segment %s was made with session prefixes %q and %q, not %q and %q: keys hash by them "+
 			"(stop the processes using it and remove the file to change them)", kv.ErrInvalidArgument, g.path, d, l, data, lock)

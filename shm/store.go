@@ -85,8 +85,9 @@ type Store struct {
 
 var (
 	errClosed = errors.New("shm: store closed")
-	// ErrCorrupt: recovery found a shard's structures inconsistent; the
-	// shard serves no more calls (its outcome would be unknown).
+	// ErrCorrupt: a shard's structures were found inconsistent, by
+	// recovery or by a call's checks (checked.go); the shard serves no
+	// more calls (its outcome would be unknown).
 	ErrCorrupt = errors.New("shm: segment shard is corrupt")
 )
 
@@ -348,9 +349,9 @@ func (s *Store) lock(sh *shard) error {
 			s.noteDeadOwnerWait(now() - began)
 		}
 	}
-	if atomic.LoadUint32(sh.u32(sBroken)) != 0 {
+	if sh.isBroken() {
 		s.unlock(sh)
-		return fmt.Errorf("%w: shard %d of %s: stop the processes using it and remove the file", ErrCorrupt, sh.i, s.g.path)
+		return s.corruptError(sh.i)
 	}
 	return nil
 }
@@ -622,7 +623,7 @@ func (s *Store) sweepSome(sh *shard, n int, t *int64) {
 		if v == slotEmpty || v == slotTomb {
 			continue
 		}
-		b := slotBlock(v)
+		b := sh.blockOf(v)
 		if at := sh.entryExpireAt(b); expired(at, t) {
 			s.removeEntry(sh, i, b, sh.g.hashOf(sh.entryKey(b)))
 			sh.count(cExpirations)
@@ -663,7 +664,7 @@ const (
 // changed. ttl counts from the moment the condition is decided. A grant
 // with fr.mint mints its fence into fr.fence under the same lock. With
 // held, the entry records this process as the lock's holder (entry.go).
-func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint32, m mode, guardKey string, guardToken []byte, fr *fenceReq, held bool) (bool, error) {
+func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint32, m mode, guardKey string, guardToken []byte, fr *fenceReq, held bool) (installed bool, err error) {
 	tk, err := s.enter()
 	if err != nil {
 		return false, err
@@ -686,35 +687,24 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 	}
 	// The loop of writeLoop, written out: through its closure a set took
 	// ~8 ns more (Set64 94 -> 102 ns, docs/measurements.md).
+	locked := false // sh and gsh, for a corruption found under them
+	defer s.catchHeld(sh, gsh, &locked, &err)
 	for attempt := 0; ; attempt++ {
 		if err := s.lockTwo(sh, gsh); err != nil {
 			return false, err
 		}
+		locked = true
 		var t int64
 		ok := true
 		if m == modeGuarded {
 			_, g := s.live(gsh, gh, gtag, guardKey, &t)
-			if g != noBlock {
-				eq, good := gsh.valueEquals(g, guardToken)
-				if !good {
-					s.unlockTwo(sh, gsh)
-					return false, s.corrupt(gsh)
-				}
-				ok = eq
-			} else {
-				ok = false
-			}
+			ok = g != noBlock && gsh.valueEquals(g, guardToken)
 		}
 		if m == modeFenced {
 			n, known := fr.ft.current(gh)
 			ok = known && n == fr.fence
 			if ok && fr.holder {
-				other, err := s.heldByAnother(gsh, gh, gtag, guardKey, fr.token, &t)
-				if err != nil {
-					s.unlockTwo(sh, gsh)
-					return false, err
-				}
-				ok = !other
+				ok = !s.heldByAnother(gsh, gh, gtag, guardKey, fr.token, &t)
 			}
 		}
 		room := sh.roomFor()
@@ -752,12 +742,13 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 		} else if m == modeSetNX {
 			sh.count(cSetNXLosses)
 		}
+		locked = false
 		s.unlockTwo(sh, gsh)
 		if !ok || r == fits {
 			return ok, nil
 		}
-		if r == neverFits || attempt == writeAttempts || !s.makeRoom(sh, r, &w) {
-			return false, s.noMemory(r, &w)
+		if err := s.retry(sh, r, &w, attempt); err != nil {
+			return false, err
 		}
 	}
 }
@@ -770,20 +761,41 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 // writeAttempts times, else the write fails with kv.ErrNoMemory and
 // nothing changed. step returns what put answered (fits when it stored
 // nothing); an error it returns ends the loop.
-func (s *Store) writeLoop(sh, gsh *shard, w *write, step func() (room, error)) error {
+func (s *Store) writeLoop(sh, gsh *shard, w *write, step func() (room, error)) (err error) {
+	locked := false // sh and gsh, for a corruption found under them
+	defer s.catchHeld(sh, gsh, &locked, &err)
 	for attempt := 0; ; attempt++ {
 		if err := s.lockTwo(sh, gsh); err != nil {
 			return err
 		}
+		locked = true
 		r, err := step()
+		locked = false
 		s.unlockTwo(sh, gsh)
 		if err != nil || r == fits {
 			return err
 		}
-		if r == neverFits || attempt == writeAttempts || !s.makeRoom(sh, r, w) {
-			return s.noMemory(r, w)
+		if err := s.retry(sh, r, w, attempt); err != nil {
+			return err
 		}
 	}
+}
+
+// retry is what a write loop does, holding no lock, after its attempt
+// number attempt to write w to sh was refused with r: nil if it is to try
+// again (room was made), else the write's error.
+func (s *Store) retry(sh *shard, r room, w *write, attempt int) error {
+	if r == neverFits || attempt == writeAttempts {
+		return s.noMemory(r, w)
+	}
+	fit, err := s.makeRoom(sh, r, w)
+	if err != nil {
+		return err
+	}
+	if !fit {
+		return s.noMemory(r, w)
+	}
+	return nil
 }
 
 // noMemory is the error of the write w that r refused.
@@ -814,18 +826,11 @@ func (s *Store) noMemory(r room, w *write) error {
 	return kv.ErrNoMemory
 }
 
-// corrupt marks the shard unusable and returns the error for it. Caller
-// holds its lock.
-func (s *Store) corrupt(sh *shard) error {
-	atomic.StoreUint32(sh.u32(sBroken), 1)
-	return fmt.Errorf("%w: shard %d of %s", ErrCorrupt, sh.i, s.g.path)
-}
-
 // GetInto copies a live entry's value into dst if it fits, and returns its
 // length either way. The value copied is one the entry held at one instant:
 // read with no lock when nothing in the read needs writing (readUnlocked),
 // else under the shard lock.
-func (s *Store) GetInto(key string, dst []byte) (int, bool, error) {
+func (s *Store) GetInto(key string, dst []byte) (n int, found bool, err error) {
 	tk, err := s.enter()
 	if err != nil {
 		return 0, false, err
@@ -839,7 +844,7 @@ func (s *Store) GetInto(key string, dst []byte) (int, bool, error) {
 		s.leave(tk)
 		return 0, false, err
 	}
-	defer s.unlockKey(sh, tk)
+	defer s.unlockKeyCatching(sh, tk, &err)
 	var t int64
 	_, b := s.live(sh, h, tag, key, &t)
 	if b == noBlock {
@@ -853,11 +858,11 @@ func (s *Store) GetInto(key string, dst []byte) (int, bool, error) {
 		sh.markRead(b) // a returning user's session
 	}
 	sh.countRead(cHits)
-	n := sh.logicalLen(b)
-	if n <= len(dst) && !sh.readInto(b, dst[:n]) {
-		return 0, false, s.corrupt(sh)
+	size := sh.logicalLen(b)
+	if size <= len(dst) {
+		sh.readInto(b, dst[:size])
 	}
-	return n, true, nil
+	return size, true, nil
 }
 
 // Set stores value under key with a TTL (0: none), replacing any entry.
@@ -914,21 +919,14 @@ func (s *Store) DelGuarded(key, guardKey string, guardToken []byte) (bool, error
 	}
 	return s.delIf(key, guardKey, func(gsh *shard, gh uint64, gtag uint32, t *int64) (bool, error) {
 		_, g := s.live(gsh, gh, gtag, guardKey, t)
-		if g == noBlock {
-			return false, nil
-		}
-		eq, ok := gsh.valueEquals(g, guardToken)
-		if !ok {
-			return false, s.corrupt(gsh)
-		}
-		return eq, nil
+		return g != noBlock && gsh.valueEquals(g, guardToken), nil
 	})
 }
 
 // delIf removes key if holds (asked with key's and guardKey's shards
 // locked) reports true, and returns holds's answer: the guarded removals
 // (DelGuarded, DelFenced), the check and the removal one step.
-func (s *Store) delIf(key, guardKey string, holds func(gsh *shard, gh uint64, gtag uint32, t *int64) (bool, error)) (bool, error) {
+func (s *Store) delIf(key, guardKey string, holds func(gsh *shard, gh uint64, gtag uint32, t *int64) (bool, error)) (held bool, err error) {
 	tk, err := s.enter()
 	if err != nil {
 		return false, err
@@ -940,6 +938,7 @@ func (s *Store) delIf(key, guardKey string, holds func(gsh *shard, gh uint64, gt
 		return false, err
 	}
 	defer s.unlockTwo(sh, gsh)
+	defer s.catch(&err)
 	var t int64
 	if ok, err := holds(gsh, gh, gtag, &t); !ok || err != nil {
 		return false, err
@@ -954,12 +953,12 @@ func (s *Store) delIf(key, guardKey string, holds func(gsh *shard, gh uint64, gt
 }
 
 // Del removes key and reports whether a live entry was removed.
-func (s *Store) Del(key string) (bool, error) {
+func (s *Store) Del(key string) (removed bool, err error) {
 	sh, h, tag, tk, err := s.lockKey(key)
 	if err != nil {
 		return false, err
 	}
-	defer s.unlockKey(sh, tk)
+	defer s.unlockKeyCatching(sh, tk, &err)
 	pos, b, _ := sh.lookup(tag, key)
 	if pos < 0 {
 		return false, nil
@@ -975,24 +974,18 @@ func (s *Store) Del(key string) (bool, error) {
 
 // DelIfEq removes key only if it holds a live entry whose (decompressed)
 // value equals token, in one step; an expired entry never matches.
-func (s *Store) DelIfEq(key string, token []byte) (bool, error) {
+func (s *Store) DelIfEq(key string, token []byte) (removed bool, err error) {
 	sh, h, tag, tk, err := s.lockKey(key)
 	if err != nil {
 		return false, err
 	}
-	defer s.unlockKey(sh, tk)
+	defer s.unlockKeyCatching(sh, tk, &err)
 	var t int64
 	pos, b := s.live(sh, h, tag, key, &t)
-	if b != noBlock {
-		eq, ok := sh.valueEquals(b, token)
-		if !ok {
-			return false, s.corrupt(sh)
-		}
-		if eq {
-			s.removeEntry(sh, pos, b, h)
-			sh.count(cDelIfEqMatches)
-			return true, nil
-		}
+	if b != noBlock && sh.valueEquals(b, token) {
+		s.removeEntry(sh, pos, b, h)
+		sh.count(cDelIfEqMatches)
+		return true, nil
 	}
 	sh.count(cDelIfEqMismatches)
 	return false, nil
@@ -1011,7 +1004,7 @@ func (s *Store) ExpireIfEq(key string, token []byte, ttl time.Duration) (bool, e
 	return s.expireIf(key, token, ttl)
 }
 
-func (s *Store) expireIf(key string, token []byte, ttl time.Duration) (bool, error) {
+func (s *Store) expireIf(key string, token []byte, ttl time.Duration) (set bool, err error) {
 	if err := kv.CheckKey(key); err != nil {
 		return false, err
 	}
@@ -1022,20 +1015,11 @@ func (s *Store) expireIf(key string, token []byte, ttl time.Duration) (bool, err
 	if err != nil {
 		return false, err
 	}
-	defer s.unlockKey(sh, tk)
+	defer s.unlockKeyCatching(sh, tk, &err)
 	var t int64
 	_, b := s.live(sh, h, tag, key, &t)
-	if b == noBlock {
+	if b == noBlock || token != nil && !sh.valueEquals(b, token) {
 		return false, nil
-	}
-	if token != nil {
-		eq, ok := sh.valueEquals(b, token)
-		if !ok {
-			return false, s.corrupt(sh)
-		}
-		if !eq {
-			return false, nil
-		}
 	}
 	at := int64(0)
 	if ttl != 0 {
@@ -1049,24 +1033,24 @@ func (s *Store) expireIf(key string, token []byte, ttl time.Duration) (bool, err
 }
 
 // Exists reports whether key holds a live entry. It counts no hit or miss.
-func (s *Store) Exists(key string) (bool, error) {
+func (s *Store) Exists(key string) (exists bool, err error) {
 	sh, h, tag, tk, err := s.lockKey(key)
 	if err != nil {
 		return false, err
 	}
-	defer s.unlockKey(sh, tk)
+	defer s.unlockKeyCatching(sh, tk, &err)
 	var t int64
 	_, b := s.live(sh, h, tag, key, &t)
 	return b != noBlock, nil
 }
 
 // PTTL returns a live entry's remaining TTL, -1 if it has none.
-func (s *Store) PTTL(key string) (time.Duration, bool, error) {
+func (s *Store) PTTL(key string) (ttl time.Duration, found bool, err error) {
 	sh, h, tag, tk, err := s.lockKey(key)
 	if err != nil {
 		return 0, false, err
 	}
-	defer s.unlockKey(sh, tk)
+	defer s.unlockKeyCatching(sh, tk, &err)
 	var t int64
 	_, b := s.live(sh, h, tag, key, &t)
 	if b == noBlock {
@@ -1112,9 +1096,7 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 		}
 		if old != noBlock {
 			v := make([]byte, sh.logicalLen(old))
-			if !sh.readInto(old, v) {
-				return fits, s.corrupt(sh)
-			}
+			sh.readInto(old, v)
 			sum, err := kv.AddToCounter(v, delta)
 			if err != nil {
 				return fits, err
@@ -1145,19 +1127,19 @@ func (s *Store) Flush() error {
 	defer s.leave(tk)
 	for i := range s.shards {
 		sh := &s.shards[i]
-		if err := s.lock(sh); err != nil {
+		if err := s.inShard(sh, func() {
+			for j := 0; j < s.g.indexSlots; j++ {
+				if v := atomic.LoadUint64(sh.slot(j)); v != slotEmpty && v != slotTomb {
+					b := sh.blockOf(v)
+					sh.unindex(j, b)
+					sh.release(b)
+				}
+			}
+			sh.compact()
+			s.wakeAll(sh, 0, true)
+		}); err != nil {
 			return err
 		}
-		for j := 0; j < s.g.indexSlots; j++ {
-			if v := atomic.LoadUint64(sh.slot(j)); v != slotEmpty && v != slotTomb {
-				b := slotBlock(v)
-				sh.unindex(j, b)
-				sh.release(b)
-			}
-		}
-		sh.compact()
-		s.wakeAll(sh, 0, true)
-		s.unlock(sh)
 	}
 	return nil
 }

@@ -149,21 +149,25 @@ func (s *Store) wakeAll(sh *shard, h uint64, anyKey bool) {
 // grant, a writer's claim left alone by the last reader). Every sleep
 // is bounded by maxWaitSleep, after which the key is looked at again, so a
 // lost wake-up (its waker killed) costs at most that.
-func (s *Store) Wait(key string, timeout time.Duration) (bool, error) {
+func (s *Store) Wait(key string, timeout time.Duration) (free bool, err error) {
 	sh, h, tag, tk, err := s.lockKey(key)
 	if err != nil {
 		return false, err
 	}
 	defer s.leave(tk)
+	locked := true // sh, for a corruption found under it
+	defer s.catchHeld(sh, sh, &locked, &err)
 	var t int64 // the expiry clock, read when an entry's TTL needs it
 	_, b := s.live(sh, h, tag, key, &t)
 	if b == noBlock || timeout <= 0 {
+		locked = false
 		s.unlock(sh)
 		return b == noBlock, nil
 	}
 	deadline := now() + int64(timeout)
 	at := sh.entryExpireAt(b)
 	slot := s.register(sh, h)
+	locked = false
 	s.unlock(sh)
 	for {
 		var seq uint32
@@ -193,7 +197,9 @@ func (s *Store) Wait(key string, timeout time.Duration) (bool, error) {
 		if err := s.lock(sh); err != nil {
 			return false, err
 		}
+		locked = true
 		if slot >= 0 && ctlState(atomic.LoadUint64(s.g.waitCtl(slot))) == wWoken {
+			locked = false
 			s.unlock(sh)
 			atomic.StoreUint64(s.g.waitCtl(slot), 0)
 			return true, nil
@@ -201,17 +207,16 @@ func (s *Store) Wait(key string, timeout time.Duration) (bool, error) {
 		t = 0
 		_, b = s.live(sh, h, tag, key, &t)
 		if b == noBlock || now() >= deadline {
-			if slot >= 0 && s.unregister(sh, slot) {
-				s.unlock(sh)
-				return true, nil
-			}
+			woken := slot >= 0 && s.unregister(sh, slot)
+			locked = false
 			s.unlock(sh)
-			return b == noBlock, nil
+			return woken || b == noBlock, nil
 		}
 		at = sh.entryExpireAt(b)
 		if slot < 0 {
 			slot = s.register(sh, h)
 		}
+		locked = false
 		s.unlock(sh)
 	}
 }
