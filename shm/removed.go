@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ephpm/ephpm/backend"
+	"github.com/ephpm/ephpm/kv"
 )
 
 var _ backend.Revalidator = (*Store)(nil)
@@ -58,13 +59,16 @@ var checkInterval = 100 * time.Millisecond
 // removed, or replaced, while the Store was open is (errors.Is).
 var ErrSegmentRemoved = errors.New("shm: the segment file was removed")
 
-// removedError is that error: its message starts with the file, not with
-// ErrSegmentRemoved's text, so that it fits last_error's 512 bytes whole
-// (531 with a 64-character name otherwise).
+// removedError is that error, and kv.ErrNothingDone: its message starts
+// with that error's text, as the extension looks for it, and then the file,
+// and fits last_error's 512 bytes whole (at most 488 with a 64-character
+// name).
 type removedError string
 
-func (e removedError) Error() string        { return string(e) }
-func (e removedError) Is(target error) bool { return target == ErrSegmentRemoved }
+func (e removedError) Error() string { return string(e) }
+func (e removedError) Is(target error) bool {
+	return target == ErrSegmentRemoved || target == kv.ErrNothingDone
+}
 
 // check states (Store.check).
 const (
@@ -132,11 +136,11 @@ func (s *Store) checkFile() error {
 	if lerr == nil {
 		what = "replaced by another file"
 	}
-	var err error = removedError(fmt.Sprintf("shm: %s was %s while this process (pid %d) had it mapped "+
-		"(systemd-logind's RemoveIPC=yes removes a user's /dev/shm files when their last login session ends): "+
-		"the name now leads to another segment, so this process refuses every call, doing nothing, rather than "+
-		"split the store. Fix: RemoveIPC=no in /etc/systemd/logind.conf (or run PHP as a system user), then "+
-		"restart the processes using it", s.g.path, what, os.Getpid()))
+	var err error = removedError(fmt.Sprintf("%s: shm: %s was %s while pid %d had it mapped "+
+		"(systemd-logind's RemoveIPC=yes removes a user's /dev/shm files when their last login session ends); "+
+		"its name now leads to another segment, so this process refuses every call rather than split the store. "+
+		"Fix: RemoveIPC=no in /etc/systemd/logind.conf (or run PHP as a system user), then restart the processes using it",
+		kv.ErrNothingDone, s.g.path, what, os.Getpid()))
 	s.gone.CompareAndSwap(nil, &err)
 	s.check.Store(checkRunning)
 	return *s.gone.Load()

@@ -2,6 +2,7 @@ package shm
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,6 +47,8 @@ func requireRemoved(t *testing.T, err error, path, what string) {
 	t.Helper()
 	require.Error(t, err, what)
 	require.ErrorIs(t, err, ErrSegmentRemoved, what)
+	require.ErrorIs(t, err, kv.ErrNothingDone, what)
+	require.True(t, strings.HasPrefix(err.Error(), kv.ErrNothingDone.Error()+": "), "%s: %v", what, err)
 	for _, s := range []string{path, "RemoveIPC=yes", "RemoveIPC=no", "logind.conf", "restart"} {
 		require.Contains(t, err.Error(), s, what)
 	}
