@@ -404,8 +404,8 @@ func rwCrashWorker() {
 	for {
 		lock := locks[rand.IntN(len(locks))]
 		mode := kv.LockMode(rand.IntN(2))
+		asked := expiryNow() // the grant, and so its hold's TTL, came after this
 		token, _, err := acquireLock(s, lock, mode, rwCrashTTL, 10*time.Second)
-		granted := time.Now()
 		if err != nil || token == nil {
 			fmt.Printf("bad %s in mode %d not granted in 10 s: %v\n", lock, mode, err)
 			continue
@@ -422,13 +422,13 @@ func rwCrashWorker() {
 				held = held || string(h.Token) == string(token)
 			}
 		}
-		if time.Since(granted) < rwCrashTTL/2 {
+		if expiryNow()-asked < int64(rwCrashTTL) {
 			if err != nil || gerr != nil || m != mode || holders < 1 || !held {
 				fmt.Printf("bad %s held in mode %d: lock_info %d %d %v, my hold found %v (%v)\n", lock, mode, m, holders, err, held, gerr)
 			}
 		}
 		ok, err := s.LockRelease(lock, token)
-		if err != nil || !ok && time.Since(granted) < rwCrashTTL {
+		if err != nil || !ok && expiryNow()-asked < int64(rwCrashTTL) {
 			fmt.Printf("bad release of my hold of %s: %v %v\n", lock, ok, err)
 		}
 	}
