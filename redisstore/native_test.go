@@ -212,15 +212,18 @@ func TestRefreshOnAFullServer(t *testing.T) {
 }
 
 // A waiter blocked in Wait, or in the session Locker's wait (set_nx_wait),
-// is woken by a release within a few milliseconds, not by its timeout:
-// on the native path as on the scripts, on the direct path and in a
+// is woken by a release, not by its timeout (a minute; the lock's TTL is
+// five): on the native path as on the scripts, on the direct path and in a
 // Cluster. The release comes once the waiter has subscribed and looked
-// (its PTTL has run, after which it only blocks).
+// (its PTTL has run, after which it only blocks). A Wait that runs out
+// returns false, so true is the wake; the Locker, whose pause is the
+// timeout, has the lock before that pause could have ended only if woken.
+// How soon the host runs the woken waiter is not asserted.
 func TestReleaseWakesAWaiterAtOnce(t *testing.T) {
 	srv := redistest.Start(t)
 	nodes := redistest.StartCluster(t)
 	clusterBusCarriesPublish(t, nodes)
-	const timeout = 10 * time.Second
+	const timeout = time.Minute
 	for _, tc := range []struct {
 		name, url   string
 		scriptsOnly bool
@@ -250,7 +253,7 @@ func TestReleaseWakesAWaiterAtOnce(t *testing.T) {
 				// is what wakes the waiter.
 				key := "wake}" + tc.name + ":" + name
 				tok := []byte("first")
-				_, err := s.SetNX(key, tok, time.Minute)
+				_, err := s.SetNX(key, tok, 5*time.Minute)
 				require.NoError(t, err)
 				pttls := calls(t, tc.addrs...)["pttl"]
 				type outcome struct {
@@ -258,6 +261,7 @@ func TestReleaseWakesAWaiterAtOnce(t *testing.T) {
 					at   time.Time
 				}
 				woken := make(chan outcome, 1)
+				began := time.Now()
 				go func() {
 					free := wait(key) // returns by its timeout at the latest
 					woken <- outcome{free, time.Now()}
@@ -267,10 +271,9 @@ func TestReleaseWakesAWaiterAtOnce(t *testing.T) {
 				ok, err := s.DelIfEq(key, tok)
 				require.NoError(t, err)
 				require.True(t, ok)
-				released := time.Now()
 				got := <-woken
 				assert.True(t, got.free, "woken free")
-				assert.Less(t, got.at.Sub(released), 50*time.Millisecond, "woken by the release, not the timeout")
+				assert.Less(t, got.at.Sub(began), timeout, "woken by the release, not the timeout")
 			})
 		}
 	}

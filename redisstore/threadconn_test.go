@@ -72,7 +72,6 @@ func TestThreadConnReadDeadline(t *testing.T) {
 	require.True(t, errors.As(err, &ne) && ne.Timeout(), "a timeout error, got %v", err)
 	assert.True(t, errors.Is(err, os.ErrDeadlineExceeded))
 	assert.GreaterOrEqual(t, took, 50*time.Millisecond)
-	assert.Less(t, took, time.Second)
 }
 
 func TestThreadConnEOFWhenThePeerCloses(t *testing.T) {
@@ -128,33 +127,40 @@ func TestThreadConnCloseWakesABlockedRead(t *testing.T) {
 	assert.ErrorIs(t, c.Close(), net.ErrClosed)
 }
 
-// The raw wait must not hold up the garbage collector: collections while
-// reads wait for replies that do not come finish at once. The reader
-// starts a new wait every 1.5 ms, so collections land in raw waits too.
+// The raw wait must not hold up the garbage collector: a collection made
+// while a read waits for a reply that does not come finishes while the
+// read still waits (its deadline is a minute away), however slowly the
+// host runs either. The reader's thread blocks SIGURG, as Apache's workers
+// block asynchronous signals, so that the preemption signal cannot cut
+// the raw wait short: only its bound (rawWaitLimit) lets the collection
+// through. Each round uses a fresh connection, whose first wait is a raw
+// one, and collects 0-1.2 ms into it.
 func TestThreadConnWaitDoesNotBlockGC(t *testing.T) {
-	c, _ := threadPair(t)
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			c.SetReadDeadline(time.Now().Add(1500 * time.Microsecond))
+	for i := 0; i < 20; i++ {
+		c, _ := threadPair(t)
+		waiting := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+			var set unix.Sigset_t
+			set.Val[(unix.SIGURG-1)/64] |= 1 << ((uint(unix.SIGURG) - 1) % 64)
+			unix.PthreadSigmask(unix.SIG_BLOCK, &set, nil)
+			c.SetReadDeadline(time.Now().Add(time.Minute))
+			close(waiting)
 			c.Read(make([]byte, 8))
-		}
-	}()
-	time.Sleep(10 * time.Millisecond)
-	var worst time.Duration
-	for i := 0; i < 50; i++ {
-		start := time.Now()
-		runtime.GC()
-		worst = max(worst, time.Since(start))
+		}()
+		<-waiting
 		time.Sleep(time.Duration(i%7) * 200 * time.Microsecond)
+		runtime.GC()
+		select {
+		case <-done:
+			t.Fatalf("round %d: the collection waited for the read to end", i)
+		default:
+		}
+		c.Close()
+		<-done
 	}
-	assert.Less(t, worst, 100*time.Millisecond)
 }
 
 // The descriptor is closed once: by Close when no call uses it, else by

@@ -184,26 +184,52 @@ type waitingStore struct{ memStore }
 
 func (w waitingStore) Wait(k string, d time.Duration) (bool, error) { return w.Store.Wait(k, d), nil }
 
+// waitEntered is a waitingStore that says on entered when a Wait begins.
+type waitEntered struct {
+	waitingStore
+	entered chan struct{}
+}
+
+func (w waitEntered) Wait(k string, d time.Duration) (bool, error) {
+	select {
+	case w.entered <- struct{}{}:
+	default:
+	}
+	return w.waitingStore.Wait(k, d)
+}
+
+// The pause between attempts is the store's Wait, which the release ends:
+// with steps of a minute, the waiter has the lock at its second attempt
+// long before its first pause would have run out (a plain sleep, or a
+// Wait the release did not wake, would take the whole minute).
 func TestAcquireWithWaitGetsTheLockRightAfterRelease(t *testing.T) {
 	s := kv.New(kv.Options{})
 	defer s.Close()
 	_, err := s.SetNX("l", []byte("holder"), time.Minute)
 	require.NoError(t, err)
 
-	l := &Locker{Store: waitingStore{memStore{s}}}
-	done := make(chan Result)
+	st := waitEntered{waitingStore{memStore{s}}, make(chan struct{}, 1)}
+	l := &Locker{Store: st, Backoff: Backoff{Initial: time.Minute, Max: time.Minute}}
+	done := make(chan Result, 1)
 	go func() {
-		res, err := l.Acquire("l", []byte("waiter"), time.Minute, 10*time.Second)
+		res, err := l.Acquire("l", []byte("waiter"), time.Minute, 2*time.Minute)
 		assert.NoError(t, err)
 		done <- res
 	}()
-	time.Sleep(150 * time.Millisecond) // let it reach the 100 ms steps
-	released := time.Now()
+	select {
+	case <-st.entered: // refused once, it pauses in Wait
+	case <-time.After(30 * time.Second):
+		t.Fatal("the waiter did not pause in the store's Wait")
+	}
 	require.True(t, s.DelIfEq("l", []byte("holder")))
-	res := <-done
+	var res Result
+	select {
+	case res = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("still pausing 30 s after the release: the release did not end the pause")
+	}
 	require.True(t, res.Acquired)
-	// Without Wait the waiter could sleep up to a whole 100 ms step.
-	assert.Less(t, time.Since(released), 50*time.Millisecond)
+	assert.Equal(t, 2, res.Attempts, "the attempt right after the release won")
 	v, _ := s.Get("l")
 	assert.Equal(t, "waiter", string(v))
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -114,4 +115,31 @@ func workerStore() *Store {
 		return nil
 	}
 	return s
+}
+
+// waitSlotOf returns the wait slot of the one caller waiting on key.
+func waitSlotOf(t *testing.T, s *Store, key string) int {
+	t.Helper()
+	sh, h, _ := s.locate(key)
+	slot := -1
+	for i := 0; i < waitSlots; i++ {
+		if ctlState(atomic.LoadUint64(s.g.waitCtl(i))) == wWaiting &&
+			atomic.LoadUint32(s.g.waitShard(i)) == uint32(sh.i) && atomic.LoadUint64(s.g.waitHash(i)) == h {
+			require.Equal(t, -1, slot, "one caller waits on %q", key)
+			slot = i
+		}
+	}
+	require.NotEqual(t, -1, slot, "a caller waits on %q", key)
+	return slot
+}
+
+// sleepOnStoreClock sleeps until d has passed on the clock the store keeps
+// TTLs on (expiryNow) since it was called: a TTL of at most d granted
+// before the call has lapsed when it returns, however the coarse clock
+// lags the precise one on this host.
+func sleepOnStoreClock(d time.Duration) {
+	end := expiryNow() + int64(d)
+	for expiryNow() < end {
+		time.Sleep(time.Millisecond)
+	}
 }

@@ -91,12 +91,17 @@ var contract = []struct {
 		_, found, _ = b.GetInto(p+"a", dst)
 		assert.False(t, found)
 	}},
-	{"TTL", func(t *testing.T, b backend.Backend, p string, _ Clock) {
+	{"TTL", func(t *testing.T, b backend.Backend, p string, clock Clock) {
+		// PTTL is what is left: at most the TTL, and less by no more than
+		// the time the write and the read took on the backend's clock.
+		before := clock.Now()
 		require.NoError(t, b.Set(p+"t", []byte("v"), 150*time.Millisecond))
 		ttl, found, err := b.PTTL(p + "t")
+		took := time.Duration(clock.Now() - before)
 		require.NoError(t, err)
 		assert.True(t, found)
-		assert.InDelta(t, float64(150*time.Millisecond), float64(ttl), float64(50*time.Millisecond))
+		assert.LessOrEqual(t, ttl, 150*time.Millisecond+clock.Resolution)
+		assert.GreaterOrEqual(t, ttl, 150*time.Millisecond-took-clock.Resolution, "the write and the read took %v", took)
 		require.NoError(t, b.Set(p+"n", []byte("v"), 0))
 		ttl, _, _ = b.PTTL(p + "n")
 		assert.Equal(t, time.Duration(-1), ttl)

@@ -97,7 +97,9 @@ func TestLocksAndSessionsInTheHostsStore(t *testing.T) {
 		bridge.Store().DelIfEq("session_lock:hosttest", []byte("go-holds-it"))
 	}()
 	body = get(t, srv.URL+"/session.php?sid=hosttest")
-	assert.WithinDuration(t, <-released, time.Now(), 200*time.Millisecond, "PHP went on right after the release")
+	// The release let PHP go on, long before its 30 s wait would have
+	// ended (the lock has no TTL); how soon the host ran it is not asserted.
+	assert.Less(t, time.Since(<-released), 15*time.Second, "PHP went on after the release")
 	assert.Contains(t, body, "visits: 2")
 	assert.Contains(t, body, "lock held while running: yes")
 }

@@ -24,7 +24,11 @@ func TestNowIsTheKernelsCoarseClock(t *testing.T) {
 	}
 }
 
-func TestNowLagsTheFineClockByAtMostATick(t *testing.T) {
+// Now is never ahead of CLOCK_MONOTONIC. How far it lags is not bounded
+// by the kernel (0.4-7.5 ms on VMs whose tick is 4 ms, and a reader the
+// host deschedules between the two reads adds its stall), so it is not
+// asserted.
+func TestNowIsNotAheadOfTheFineClock(t *testing.T) {
 	res := Resolution()
 	if res <= 0 || res > int64(100*time.Millisecond) {
 		t.Fatalf("Resolution() = %d ns", res)
@@ -35,8 +39,8 @@ func TestNowLagsTheFineClockByAtMostATick(t *testing.T) {
 		if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
 			t.Fatal(err)
 		}
-		if fine := ts.Nano(); n > fine || fine-n > 2*res {
-			t.Fatalf("coarse %d, fine %d: lag %d ns, tick %d ns", n, fine, fine-n, res)
+		if fine := ts.Nano(); n > fine {
+			t.Fatalf("coarse %d ahead of fine %d (tick %d ns)", n, fine, res)
 		}
 	}
 }

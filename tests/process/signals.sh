@@ -33,7 +33,9 @@ for sig in TERM INT; do
   kill -"$sig" "$waiter"
   wait "$waiter" 2>/dev/null || true
   took=$(( $(now_ms) - start ))
-  check "SIG$sig: the waiter ended in ${took} ms" '[ "$took" -lt 1000 ]'
+  # Ended by the signal, not by its 60 s wait or the holder's 20 s TTL (how
+  # soon the host ran the exit is not asserted; "never acquired" below).
+  check "SIG$sig: the waiter ended in ${took} ms" '[ "$took" -lt 10000 ]'
   check "SIG$sig: the waiter never acquired" '! grep -q acquired /tmp/ephpm-sig-waiter.$$'
   check "SIG$sig: the holder's lock is untouched" '[ "$(redis-cli -p $port get sig:lock)" = "$token" ]'
 done
