@@ -14,7 +14,7 @@ $port = ephpm_redis_server('--maxmemory', '3mb', '--maxmemory-policy', 'allkeys-
 
 $code = <<<'PHP'
     $calls = ['ephpm_kv_lock' => ['report', 300], 'ephpm_kv_lock_info' => ['report'], 'ephpm_kv_fence' => ['report'],
-              'ephpm_kv_set_many' => [['t25:a' => '1', 'session:t25' => '2']]];
+              'ephpm_kv_set_many' => [['t25:a' => '1', 'session:t25m' => '2']]];
     foreach ($calls as $f => $args) {
         try { var_dump($f(...$args)); } catch (Ephpm\KvException $e) {
             echo $e->getCode() === Ephpm\KvException::UNAVAILABLE ? 'UNAVAILABLE' : $e->getCode(), ': ', $e->getMessage(), "\n";
