@@ -2,9 +2,11 @@ package shm
 
 // Fencing tokens in shared memory. The latest fence of each lock name lives
 // in a file of its own beside the segment, SEGMENT.fences1: not in the
-// segment, so that Flush, a lock's release, expiry or eviction, and even a
-// segment removed and made again (to resize it) leave the fences as they
-// are. The file is a fixed table of fenceBuckets buckets, zero when made,
+// segment, so that Flush, a lock's release, expiry or eviction leave the
+// fences as they are. A segment removed and made again (to resize it) has
+// a hash seed of its own, so its names land in other buckets: their old
+// fences are forgotten names there, and their next grants still exceed
+// them by the wall-clock floor below. The file is a fixed table of fenceBuckets buckets, zero when made,
 // so it needs no initialisation: every opener extends it to its size with
 // fallocate, which keeps what is there.
 //
