@@ -19,9 +19,11 @@ import (
 // The hub's pub/sub reader runs in the background for the life of the
 // process; it must wait for messages without holding a P, or with one P
 // (a container limited to one CPU) every PHP call and timer waits behind
-// it. Measured as the time a 1 ms sleep takes right after a release was
-// published, when the reader has the message to deliver and then waits
-// for the next one.
+// it. With one P, a 1 ms sleep right after a release was published (the
+// reader has the message to deliver and then waits for the next one) ends
+// only once the reader lets the P go: at once if it waits as a goroutine,
+// never before its next message if it holds the P. The bound tells the
+// two apart, not how fast this host runs a woken goroutine.
 func TestHubReaderDoesNotHoldAP(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	srv := redistest.Start(t)
@@ -32,12 +34,12 @@ func TestHubReaderDoesNotHoldAP(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			s.Wait("w", 5*time.Second)
+			s.Wait("w", time.Minute)
 		}()
 		require.Eventually(t, func() bool {
 			n, err := s.c.PubSubNumSub(ctx, releaseChannel("w")).Result()
 			return err == nil && n[releaseChannel("w")] == 1
-		}, 5*time.Second, time.Millisecond)
+		}, 30*time.Second, time.Millisecond)
 		_, err := s.Del("w") // publishes: the reader delivers it, then waits again
 		require.NoError(t, err)
 		start := time.Now()
@@ -46,7 +48,7 @@ func TestHubReaderDoesNotHoldAP(t *testing.T) {
 		<-done
 	}
 	slices.Sort(sleeps)
-	assert.Less(t, sleeps[len(sleeps)/2], 5*time.Millisecond, "sorted: %v", sleeps)
+	assert.Less(t, sleeps[len(sleeps)/2], time.Second, "sorted: %v", sleeps)
 }
 
 // delayProxy forwards TCP connections to addr, delaying what the client
