@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -93,7 +94,7 @@ func (s *Store) checkDue() error {
 	if !s.check.CompareAndSwap(checkDue, checkRunning) {
 		return nil // another call checks now
 	}
-	if err := s.checkFile(); err != nil {
+	if err := s.checkNow(); err != nil {
 		return err // check stays checkRunning: every call comes here and fails
 	}
 	s.check.Store(checkNotDue)
@@ -102,7 +103,8 @@ func (s *Store) checkDue() error {
 }
 
 // Revalidate checks now that the segment file is still the one this Store
-// maps, and fails as every call then does if it is not (see above). A host
+// maps and that the header's hash seed is still the one it hashes by
+// (checkSeed), and fails as every call then does if either is not. A host
 // calls it as each request begins, so that a request's calls are refused
 // from its first one, not up to checkInterval later.
 func (s *Store) Revalidate() error {
@@ -114,7 +116,33 @@ func (s *Store) Revalidate() error {
 		return err
 	}
 	defer s.leave(tk)
+	return s.checkNow()
+}
+
+// checkNow makes the periodic checks: that the header's hash seed is
+// still this process's copy (checkSeed), and that the file is still the
+// one mapped (checkFile). Caller holds a ticket.
+func (s *Store) checkNow() error {
+	if err := s.checkSeed(); err != nil {
+		return err
+	}
 	return s.checkFile()
+}
+
+// checkSeed compares the header's hash seed with the copy this process
+// hashes by (read when it mapped the segment, and checked then against
+// the header's check word): a seed changed since, by a stray write, means
+// that a process opening now hashes every key elsewhere, or would if the
+// check word did not refuse it. Either way this process's answers are no
+// longer the segment's: it records ErrCorrupt as the error every call
+// returns from then on (as checkFile records a removal) and returns it.
+func (s *Store) checkSeed() error {
+	for i, w := range s.g.seed {
+		if atomic.LoadUint64(s.g.u64(hSeed+int64(i)*8)) != w {
+			return s.refuseAll(errDamagedSeed(s.g.path, fmt.Sprintf("changed while pid %d had it mapped", os.Getpid())))
+		}
+	}
+	return nil
 }
 
 // checkFile reports whether the segment's path still names the file this
@@ -136,11 +164,16 @@ func (s *Store) checkFile() error {
 	if lerr == nil {
 		what = "replaced by another file"
 	}
-	var err error = removedError(fmt.Sprintf("%s: shm: %s was %s while pid %d had it mapped "+
+	return s.refuseAll(removedError(fmt.Sprintf("%s: shm: %s was %s while pid %d had it mapped "+
 		"(systemd-logind's RemoveIPC=yes removes a user's /dev/shm files when their last login session ends); "+
 		"its name now leads to another segment, so this process refuses every call rather than split the store. "+
 		"Fix: RemoveIPC=no in /etc/systemd/logind.conf (or run PHP as a system user), then restart the processes using it",
-		kv.ErrNothingDone, s.g.path, what, os.Getpid()))
+		kv.ErrNothingDone, s.g.path, what, os.Getpid())))
+}
+
+// refuseAll records err as the error every call returns from now on, unless
+// one was recorded first, and returns the one recorded.
+func (s *Store) refuseAll(err error) error {
 	s.gone.CompareAndSwap(nil, &err)
 	s.check.Store(checkRunning)
 	return *s.gone.Load()

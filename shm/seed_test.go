@@ -1,9 +1,12 @@
 package shm
 
 import (
+	"errors"
 	"fmt"
 	"math/bits"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/stretchr/testify/assert"
@@ -116,5 +119,78 @@ func TestKeysAimedByTheUnseededHashSpread(t *testing.T) {
 				assert.Greater(t, differ, k*9/10, "%s: two segments hash alike", aim.name)
 			}
 		})
+	}
+}
+
+// TestADamagedSeedIsRefusedNotUsed: a stray write changes the hash seed
+// in the header while process A holds a lock. A process that opens the
+// segment afterwards must not hash by the damaged seed (every key would
+// land elsewhere: misses, duplicate keys, A's lock granted a second
+// time): the open is refused as corrupt, and A, whose copy of the seed
+// no longer matches the header, refuses every call from its next check.
+func TestADamagedSeedIsRefusedNotUsed(t *testing.T) {
+	name := testName(t)
+	a := openRemovable(t, name)
+	out, err := a.SetNX("lock", []byte("a"), time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, kv.Inserted, out)
+
+	atomic.AddUint64(a.g.u64(hSeed+8), 1<<17) // one bit of the second word
+
+	b, err := Open(name, Options{})
+	if err == nil {
+		defer b.Close()
+		out, _ := b.SetNX("lock", []byte("b"), time.Minute)
+		t.Fatalf("a segment with a damaged seed was opened; its SetNX of the held lock: %v", out)
+	}
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.Contains(t, err.Error(), Path("", name))
+	require.Contains(t, err.Error(), "stop the processes using it and remove the file")
+
+	// A: refused from Revalidate on, and by every call after it.
+	err = a.Revalidate()
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.False(t, errors.Is(err, kv.ErrNothingDone), "%v", err)
+	_, _, err = a.GetInto("lock", make([]byte, 8))
+	require.ErrorIs(t, err, ErrCorrupt)
+	_, err = a.SetNX("other", []byte("a"), time.Minute)
+	require.ErrorIs(t, err, ErrCorrupt)
+}
+
+// TestADamagedSeedIsFoundByThePeriodicCheck: with no host calling
+// Revalidate, the check that comes due every checkInterval compares the
+// header's seed with this process's copy too.
+func TestADamagedSeedIsFoundByThePeriodicCheck(t *testing.T) {
+	a := openRemovable(t, testName(t))
+	require.NoError(t, a.Set("k", []byte("v"), 0))
+	atomic.AddUint64(a.g.u64(hSeed+24), 1<<63)
+	a.check.Store(checkDue) // as the timer marks it
+	_, _, err := a.GetInto("k", make([]byte, 8))
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.ErrorIs(t, a.Set("k", []byte("w"), 0), ErrCorrupt)
+}
+
+// TestADamagedSeedCheckWordIsRefused: the check word itself damaged is a
+// damaged header as well: which of the five words changed is unknowable.
+func TestADamagedSeedCheckWordIsRefused(t *testing.T) {
+	name := testName(t)
+	a := openRemovable(t, name)
+	atomic.AddUint64(a.g.u64(hSeedCheck), 1)
+	_, err := Open(name, Options{})
+	require.ErrorIs(t, err, ErrCorrupt)
+}
+
+// TestTheSeedCheckWordFindsEveryOneWordChange: seedCheck is a chain of
+// bijections, so a change confined to one of the four words (any number
+// of its bits) always changes the check word.
+func TestTheSeedCheckWordFindsEveryOneWordChange(t *testing.T) {
+	k := *randomSeed(t)
+	want := seedCheck(k)
+	for i := range k {
+		for bit := 0; bit < 64; bit++ {
+			d := k
+			d[i] ^= 1 << bit
+			require.NotEqual(t, want, seedCheck(d), "word %d bit %d", i, bit)
+		}
 	}
 }

@@ -42,7 +42,10 @@ const (
 	// version-6 library leaves as whatever the block held before.
 	// 8: the key hash is seeded by the segment's own random words (hSeed),
 	// so every key has another shard, index tag and fence bucket than in
-	// version 7.
+	// version 7; beside them, their check word (hSeedCheck). (The check
+	// word came after version 8 was first committed but before any
+	// release, in the header's unused space: no released library reads
+	// version 8.)
 	layoutVersion = 8
 	headerSize    = 4096
 	readyValue    = 0x52454459 // "REDY"
@@ -74,6 +77,7 @@ const (
 	hSessLimit   = 144 // atomic int64: the session budget in force, bytes; 0: none
 	hSessSetting = 152 // atomic int64: MemoryConfig.SessionLimit as configured
 	hSeed        = 160 // [4]uint64: the key hash's seed (hashSeed), random, fixed when the segment is made
+	hSeedCheck   = 192 // uint64: seedCheck of hSeed, written with it
 	hUsed        = 256 // [maxShards]int64, atomic: bytes charged per shard
 	// hAnchor (atomic) is the ident of the process the segment lives for
 	// (lifecycle.go), 0 for none. Like magic and version it stays at this
@@ -378,6 +382,12 @@ func mapIfReady(fd int, path string) (*segment, bool, error) {
 		g.unmap()
 		return nil, false, incompatible(path, err.Error())
 	}
+	if seedCheck(g.seed) != atomic.LoadUint64(g.u64(hSeedCheck)) {
+		// Refused, never replaced as an incompatible file is: it is this
+		// library's segment, and its processes may still be using it.
+		g.unmap()
+		return nil, false, errDamagedSeed(path, "does not match its check word")
+	}
 	return g, true, nil
 }
 
@@ -414,6 +424,32 @@ func (g *segment) readSeed() {
 	for i := range g.seed {
 		g.seed[i] = *g.u64(hSeed + int64(i)*8)
 	}
+}
+
+// seedCheck is the check word of a hash seed (hSeedCheck): a fixed-key
+// chain of splitmix64's finaliser over its four words. Each step is a
+// bijection of the word it takes in, so a change confined to any one word
+// (of any of its bits), or to the check word, is always found; a change to
+// several is missed with probability 2^-64.
+func seedCheck(k hashSeed) uint64 {
+	h := uint64(0x6570686d73656564) // "ephmseed": a fixed key
+	for _, w := range k {
+		h ^= w
+		h = (h ^ h>>30) * 0xbf58476d1ce4e5b9
+		h = (h ^ h>>27) * 0x94d049bb133111eb
+		h ^= h >> 31
+	}
+	return h
+}
+
+// errDamagedSeed is the error of a segment whose header's hash seed fails
+// its check word, or differs from this process's copy: a process that
+// hashed by it would look for every key elsewhere, and find misses, make
+// duplicates and grant locks that are held.
+func errDamagedSeed(path, how string) error {
+	return fmt.Errorf("%w: the key hash seed in %s's header %s (the header was damaged): "+
+		"keys would be looked for in the wrong places; stop the processes using it and remove the file",
+		ErrCorrupt, path, how)
 }
 
 // validate checks that the header's layout is the one planLayout gives for
@@ -482,6 +518,7 @@ func initSegment(fd int, path string, limit int64, anchor uint64, init func(g *s
 		return nil, fmt.Errorf("shm: hash seed: %w", err)
 	}
 	g.readSeed()
+	*g.u64(hSeedCheck) = seedCheck(g.seed)
 	init(g)
 	// The anchor before the magic: a file that is a segment always has
 	// its anchor, so that a creator killed now leaves one the sweep knows.

@@ -77,7 +77,7 @@ type Store struct {
 	// The check that the segment's file is still the one mapped
 	// (removed.go): check is checkNotDue, checkDue (checkTimer marked it)
 	// or checkRunning; gone is the error every call returns once the file
-	// was found removed.
+	// was found removed, or the header's hash seed changed (checkSeed).
 	check      atomic.Uint32
 	gone       atomic.Pointer[error]
 	checkTimer *time.Timer
