@@ -71,17 +71,24 @@ func (e removedError) Is(target error) bool {
 	return target == ErrSegmentRemoved || target == kv.ErrNothingDone
 }
 
-// check states (Store.check).
+// check states (Store.check). checkGone is final: it is stored (after
+// Store.gone) by the call that finds the file gone or the seed changed,
+// and every other change of state is a CAS from the state its maker saw,
+// so none undoes it: the timer's NotDue→Due, a call's Due→Running and
+// Running→NotDue. A check in flight that passed while another call (a
+// Revalidate) found the file gone then leaves the state at checkGone,
+// and every call after that refusal is refused too.
 const (
 	checkNotDue = iota
 	checkDue
-	checkRunning // a call is checking, or the file is gone (Store.gone)
+	checkRunning // a call is checking
+	checkGone    // every call fails with Store.gone
 )
 
 // armCheck starts the timer that marks the file's check due. Open calls it
 // once.
 func (s *Store) armCheck() {
-	s.checkTimer = time.AfterFunc(checkInterval, func() { s.check.Store(checkDue) })
+	s.checkTimer = time.AfterFunc(checkInterval, func() { s.check.CompareAndSwap(checkNotDue, checkDue) })
 }
 
 // checkDue checks the file if the check is due and no other call is at
@@ -95,12 +102,21 @@ func (s *Store) checkDue() error {
 		return nil // another call checks now
 	}
 	if err := s.checkNow(); err != nil {
-		return err // check stays checkRunning: every call comes here and fails
+		return err // check is checkGone: every call comes here and fails
 	}
-	s.check.Store(checkNotDue)
+	if h := checkPassedHook; h != nil {
+		h()
+	}
+	if !s.check.CompareAndSwap(checkRunning, checkNotDue) {
+		return *s.gone.Load() // checkGone: found gone meanwhile (Revalidate)
+	}
 	s.checkTimer.Reset(checkInterval)
 	return nil
 }
+
+// checkPassedHook, if set (tests only), runs in checkDue after its check
+// passed and before it records that.
+var checkPassedHook func()
 
 // Revalidate checks now that the segment file is still the one this Store
 // maps and that the header's hash seed is still the one it hashes by
@@ -175,6 +191,6 @@ func (s *Store) checkFile() error {
 // one was recorded first, and returns the one recorded.
 func (s *Store) refuseAll(err error) error {
 	s.gone.CompareAndSwap(nil, &err)
-	s.check.Store(checkRunning)
+	s.check.Store(checkGone)
 	return *s.gone.Load()
 }

@@ -156,3 +156,31 @@ func BenchmarkRevalidate(b *testing.B) {
 		}
 	}
 }
+
+// TestAGoneFoundByRevalidateIsNotUndoneByACheckInFlight: a call's
+// periodic check (checkDue) passes; before it records that, Revalidate in
+// another goroutine finds the file removed. The check in flight must not
+// undo that: every call after Revalidate's refusal is refused too (that
+// call included, which has taken no lock yet).
+// checkPassedHook forces the interleaving.
+func TestAGoneFoundByRevalidateIsNotUndoneByACheckInFlight(t *testing.T) {
+	name := testName(t)
+	path := Path("", name)
+	s := openRemovable(t, name)
+	require.NoError(t, s.Set("k", []byte("v"), 0))
+	var revalidated error
+	checkPassedHook = func() {
+		checkPassedHook = nil
+		require.NoError(t, os.Remove(path))
+		revalidated = s.Revalidate()
+	}
+	t.Cleanup(func() { checkPassedHook = nil })
+	s.check.Store(checkDue) // as the timer marks it
+	// The call whose check was in flight took no lock yet: it is refused too.
+	err := s.Set("k", []byte("w"), 0)
+	requireRemoved(t, revalidated, path, "Revalidate")
+	requireRemoved(t, err, path, "the call whose check was in flight")
+	_, _, err = s.GetInto("k", make([]byte, 8))
+	requireRemoved(t, err, path, "a get after Revalidate found the file gone")
+	requireRemoved(t, s.Set("k", []byte("x"), 0), path, "a set after Revalidate found the file gone")
+}

@@ -75,8 +75,8 @@ type Store struct {
 	deadOwnerWait atomic.Int64
 
 	// The check that the segment's file is still the one mapped
-	// (removed.go): check is checkNotDue, checkDue (checkTimer marked it)
-	// or checkRunning; gone is the error every call returns once the file
+	// (removed.go): check is checkNotDue, checkDue (checkTimer marked it),
+	// checkRunning or checkGone (final); gone is the error every call returns once the file
 	// was found removed, or the header's hash seed changed (checkSeed).
 	check      atomic.Uint32
 	gone       atomic.Pointer[error]
