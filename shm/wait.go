@@ -155,6 +155,15 @@ func (s *Store) Wait(key string, timeout time.Duration) (free bool, err error) {
 		return false, err
 	}
 	defer s.leave(tk)
+	slot := -1 // the wait slot this call registered, once it has
+	defer func() {
+		// A refusal after register (the lock refused: file removed,
+		// seed changed, shard broken; or a corruption caught under it,
+		// by catchHeld, which has run by now) frees the slot.
+		if err != nil && slot >= 0 {
+			s.abandon(sh, h, slot)
+		}
+	}()
 	locked := true // sh, for a corruption found under it
 	defer s.catchHeld(sh, sh, &locked, &err)
 	var t int64 // the expiry clock, read when an entry's TTL needs it
@@ -166,7 +175,7 @@ func (s *Store) Wait(key string, timeout time.Duration) (free bool, err error) {
 	}
 	deadline := now() + int64(timeout)
 	at := sh.entryExpireAt(b)
-	slot := s.register(sh, h)
+	slot = s.register(sh, h)
 	locked = false
 	s.unlock(sh)
 	for {
@@ -219,6 +228,35 @@ func (s *Store) Wait(key string, timeout time.Duration) (free bool, err error) {
 		locked = false
 		s.unlock(sh)
 	}
+}
+
+// abandon frees wait slot i, registered by a Wait on key hash h in sh that
+// is refused before it ends (its error returned), so that the slot, owned
+// by this live process, neither takes the key's wake-ups (wakeOne's
+// oldest ticket) nor stays counted in sWaiters until the process exits.
+// It takes sh's lock word as lock does, but without the file's check or
+// the broken mark, which refused the call: the wait table and sWaiters
+// are not the shard's entries, and undoing its own registration under the
+// lock keeps the count exact for the processes the shard still serves (a
+// removed file's other mappers; none, if it is broken). A wake-up that
+// reached the slot first is handed on to the key's next waiter. Caller
+// holds no lock (catchHeld has released one held at a corruption).
+//
+// A SIGKILL at any step leaves the table usable: before the lock, a slot
+// of a dead owner, which wakeOne (waiting) or register (woken) frees, and
+// recountWaiters on the shard's next recovery; holding it, a dead owner's
+// lock, whose recovery recounts the waiters; after unregister, nothing.
+func (s *Store) abandon(sh *shard, h uint64, i int) {
+	if w := sh.u32(sLock); !atomic.CompareAndSwapUint32(w, 0, s.tag) {
+		if tookOver, began := s.g.lockWordHeld(w, s.tag); tookOver {
+			s.recoverShard(sh)
+			s.noteDeadOwnerWait(now() - began)
+		}
+	}
+	if s.unregister(sh, i) {
+		s.wakeOne(sh, h)
+	}
+	s.unlock(sh)
 }
 
 // recountWaiters frees the wait slots whose owners died and recounts sh's
