@@ -2,6 +2,8 @@ package backend
 
 import (
 	"bytes"
+	"errors"
+	"strings"
 	"time"
 
 	"github.com/ephpm/ephpm/kv"
@@ -11,6 +13,41 @@ import (
 // from the members it has. Composed, each keeps its contract: the read
 // follows the grant, and the release the guarded write, under the lock the
 // call holds, so no request that honours the lock comes between them.
+
+// A composed call refused at a step after one that granted or wrote did
+// something: its error must not say kv.ErrNothingDone ("nothing was
+// written or granted"), which the extension reports as a known outcome.
+// Each step's error passes through AfterDone once a step before it
+// succeeded.
+
+// AfterDone is err as the error of a call that changed something before
+// it failed (a composed call's later step, a Flush's later shard): nil for
+// nil; err itself unless it is kv.ErrNothingDone; else an error that is
+// everything err is (errors.Is) but kv.ErrNothingDone, and whose message
+// is err's without that error's text before it: the outcome is unknown.
+func AfterDone(err error) error {
+	if err == nil || !errors.Is(err, kv.ErrNothingDone) {
+		return err
+	}
+	return afterDone{err}
+}
+
+// afterDone is AfterDone's error.
+type afterDone struct{ err error }
+
+func (e afterDone) Error() string {
+	msg := strings.TrimPrefix(e.err.Error(), kv.ErrNothingDone.Error()+": ")
+	return strings.ReplaceAll(msg, kv.ErrNothingDone.Error(), "refused") + " (after an earlier step of the call was done)"
+}
+
+// Is reports what err is, but for kv.ErrNothingDone. (No Unwrap: it
+// would lead errors.Is to err's kv.ErrNothingDone.)
+func (e afterDone) Is(target error) bool {
+	return target != kv.ErrNothingDone && errors.Is(e.err, target)
+}
+
+// As is errors.As of err, for a caller that looks for its cause's type.
+func (e afterDone) As(target any) bool { return errors.As(e.err, target) }
 
 // LockThenGet is SetNXGet as SetNX, then GetInto once inserted.
 func LockThenGet(s interface {
@@ -22,7 +59,7 @@ func LockThenGet(s interface {
 		return out, 0, false, err
 	}
 	n, found, err := s.GetInto(dataKey, dst)
-	return out, n, found, err
+	return out, n, found, AfterDone(err)
 }
 
 // FencedLockThenGet is SetNXGetFenced as SetNXFenced, then GetInto once
@@ -36,7 +73,7 @@ func FencedLockThenGet(s interface {
 		return out, 0, false, 0, err
 	}
 	n, found, err := s.GetInto(dataKey, dst)
-	return out, n, found, fence, err
+	return out, n, found, fence, AfterDone(err)
 }
 
 // releaser is what the composed releases need: DelIfEq.
@@ -97,11 +134,11 @@ func FencedDelThenRelease(s interface {
 
 // releaseAfter releases lock with token once done: a composed write (or
 // removal) and its release. A release that fails is returned with done
-// true: the write happened, the release is unknown.
+// true: the write happened, the release is unknown (AfterDone).
 func releaseAfter(s releaser, done bool, err error, lock string, token []byte) (bool, error) {
 	if err != nil || !done {
 		return done, err
 	}
 	_, err = s.DelIfEq(lock, token)
-	return true, err
+	return true, AfterDone(err)
 }

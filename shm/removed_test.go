@@ -1,8 +1,11 @@
 package shm
 
 import (
+	"errors"
 	"os"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -183,4 +186,46 @@ func TestAGoneFoundByRevalidateIsNotUndoneByACheckInFlight(t *testing.T) {
 	_, _, err = s.GetInto("k", make([]byte, 8))
 	requireRemoved(t, err, path, "a get after Revalidate found the file gone")
 	requireRemoved(t, s.Set("k", []byte("x"), 0), path, "a set after Revalidate found the file gone")
+}
+
+// TestAFlushRefusedAfterItsFirstShardSaysItDidSomething: Flush empties
+// one shard at a time; refused at a later shard (the file found removed
+// meanwhile), it has emptied the first ones, so its error must not say
+// that nothing was written (kv.ErrNothingDone), though it is still
+// ErrSegmentRemoved. Refused at its first shard it did nothing, and says
+// so. The test holds shard 1's lock until Flush waits for it (the lock
+// word's contended bit), then removes the file and revalidates: Flush,
+// past shard 1's check, empties it and is refused at shard 2.
+func TestAFlushRefusedAfterItsFirstShardSaysItDidSomething(t *testing.T) {
+	name := testName(t)
+	path := Path("", name)
+	os.Remove(path)
+	os.Remove(fencesPath(path))
+	s, err := Open(name, Options{Memory: kv.MemoryConfig{Limit: 4 << 20}})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close(); os.Remove(path); os.Remove(fencesPath(path)) })
+	require.GreaterOrEqual(t, len(s.shards), 3)
+
+	sh1 := &s.shards[1]
+	require.NoError(t, s.lock(sh1))
+	res := make(chan error, 1)
+	go func() { res <- s.Flush() }()
+	for deadline := time.Now().Add(10 * time.Second); atomic.LoadUint32(sh1.u32(sLock))&contended == 0; runtime.Gosched() {
+		require.True(t, time.Now().Before(deadline), "Flush never waited for shard 1")
+	}
+	require.NoError(t, os.Remove(path))
+	require.Error(t, s.Revalidate())
+	s.unlock(sh1)
+	select {
+	case err = <-res:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Flush did not return")
+	}
+	require.ErrorIs(t, err, ErrSegmentRemoved)
+	require.False(t, errors.Is(err, kv.ErrNothingDone), "%v", err)
+	require.False(t, strings.HasPrefix(err.Error(), kv.ErrNothingDone.Error()), "%v", err)
+	require.Contains(t, err.Error(), path)
+
+	// Refused at its first shard: nothing done, and said.
+	requireRemoved(t, s.Flush(), path, "a Flush refused before any shard")
 }

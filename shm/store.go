@@ -27,6 +27,7 @@ import (
 	"time"
 	_ "unsafe" // go:linkname
 
+	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/internal/coarse"
 	"github.com/ephpm/ephpm/kv"
 )
@@ -1119,6 +1120,8 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 }
 
 // Flush removes every entry, one shard at a time, and wakes every waiter.
+// Refused at a shard after the first, it has emptied those before: its
+// error is then no kv.ErrNothingDone (backend.AfterDone).
 func (s *Store) Flush() error {
 	tk, err := s.enter()
 	if err != nil {
@@ -1138,6 +1141,9 @@ func (s *Store) Flush() error {
 			sh.compact()
 			s.wakeAll(sh, 0, true)
 		}); err != nil {
+			if i > 0 {
+				return backend.AfterDone(err)
+			}
 			return err
 		}
 	}
