@@ -108,7 +108,11 @@ func (s *Store) checkDue() error {
 		h()
 	}
 	if !s.check.CompareAndSwap(checkRunning, checkNotDue) {
-		return *s.gone.Load() // checkGone: found gone meanwhile (Revalidate)
+		// checkGone (only refuseAll leaves checkRunning otherwise): found
+		// gone meanwhile, by a Revalidate.
+		if err := s.gone.Load(); err != nil {
+			return *err
+		}
 	}
 	s.checkTimer.Reset(checkInterval)
 	return nil
