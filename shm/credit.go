@@ -63,11 +63,17 @@ func (sh *shard) spendCredit(c int64) {
 	}
 }
 
-// reserved sums what every shard has reserved: charged plus credit.
+// reserved sums what every shard not broken has reserved: charged plus
+// credit. A broken shard serves no write again, and its counts may be the
+// damage that broke it: counted, a damaged one would refuse every write
+// in the shards that serve.
 func (s *Store) reserved() int64 {
 	var n int64
 	for i := range s.shards {
 		sh := &s.shards[i]
+		if sh.isBroken() {
+			continue
+		}
 		n += atomic.LoadInt64(sh.used()) + atomic.LoadInt64(sh.credit())
 	}
 	return n

@@ -269,9 +269,15 @@ func (s *Store) protected(w *write, policy kv.Policy, order []class) (int64, cla
 	return 0, classKept
 }
 
+// evictableTotal sums the evictable bytes of class c of every shard not
+// broken: a broken shard's are never evicted (mostEvictable leaves it out),
+// and its counts may be the damage that broke it.
 func (s *Store) evictableTotal(policy kv.Policy, c class) int64 {
 	var n int64
 	for i := range s.shards {
+		if s.shards[i].isBroken() {
+			continue
+		}
 		n += atomic.LoadInt64(s.shards[i].i64(classField(c, policy == kv.VolatileLRU)))
 	}
 	return n

@@ -155,3 +155,67 @@ func TestMakingRoomMarksACorruptShardBrokenBeforeReleasingIt(t *testing.T) {
 		})
 	}
 }
+
+// breakShard marks shard i of s broken, as a call that found it corrupt
+// does, and leaves it locked by no one.
+func breakShard(s *Store, i int) *shard {
+	sh := &s.shards[i]
+	atomic.StoreUint32(sh.u32(sBroken), 1)
+	return sh
+}
+
+// TestABrokenShardsChargeRefusesNoWriteElsewhere: a broken shard whose
+// charge was damaged (a stray write to its count) refuses no write in
+// another shard for the memory limit. Before, its count stayed in the sum
+// every shard's reservation is checked against.
+func TestABrokenShardsChargeRefusesNoWriteElsewhere(t *testing.T) {
+	s := openEvicting(t, testName(t), kv.NoEviction)
+	atomic.StoreInt64(breakShard(s, 0).used(), 1<<40)
+	require.NoError(t, s.Set(keyIn(s, "other:", 1), make([]byte, 100), 0), "a write to healthy shard 1")
+}
+
+// TestABrokenShardsSessionBytesRefuseNoSessionElsewhere: a broken shard
+// whose count of session bytes was damaged refuses no session write in
+// another shard for the session budget. Before, its count stayed in the
+// budget's sum.
+func TestABrokenShardsSessionBytesRefuseNoSessionElsewhere(t *testing.T) {
+	s := openEvicting(t, testName(t), kv.NoEviction)
+	atomic.StoreInt64(breakShard(s, 0).sessUsed(), 1<<40)
+	var key string
+	for i := 0; ; i++ {
+		key = session.DataKey(fmt.Sprintf("healthy%025d", i))
+		if sh, _, _ := s.locate(key); sh.i != 0 {
+			break
+		}
+	}
+	require.NoError(t, s.Set(key, make([]byte, 100), 0), "a session write to a healthy shard")
+}
+
+// TestEvictionCountsNoBrokenShardsBytes: a write refused for the limit
+// that eviction of every healthy shard's entries would not make fit
+// evicts nothing, beside a broken shard whose evictable count was damaged
+// to promise it room. Before, that count, which eviction never takes
+// (the shard is left out), made the write evict every healthy shard's
+// entries in vain.
+func TestEvictionCountsNoBrokenShardsBytes(t *testing.T) {
+	s := openEvicting(t, testName(t), kv.AllKeysLRU)
+	var keys []string
+	for i := 0; i < 200; i++ {
+		if k := fmt.Sprint("k", i); func() bool { sh, _, _ := s.locate(k); return sh.i != 0 }() {
+			require.NoError(t, s.Set(k, make([]byte, 1000), 0))
+			keys = append(keys, k)
+		}
+	}
+	atomic.StoreInt64(breakShard(s, 0).i64(classField(classPlain, false)), 1<<40)
+
+	w := writeFor(s, keyIn(s, "new", 1), 1000, 2*s.g.limit) // more than eviction can free
+	sh, _, _ := s.locate(w.key)
+	fit, err := makeRoomReturns(t, s, sh, overLimit, w)
+	require.NoError(t, err)
+	require.False(t, fit)
+	for _, k := range keys {
+		_, found, err := s.GetInto(k, make([]byte, 1000))
+		require.NoError(t, err)
+		require.True(t, found, "%s was evicted for a write eviction could not make fit", k)
+	}
+}
