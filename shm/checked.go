@@ -75,8 +75,17 @@ func (s *Store) caught(r any) error {
 		panic(r)
 	}
 	atomic.StoreUint32(c.sh.u32(sBroken), 1)
+	if markedBroken != nil {
+		markedBroken(s, c.sh)
+	}
 	return s.corruptError(c.sh.i)
 }
+
+// markedBroken, when not nil, is called by caught just after it marks a
+// shard broken, before the call releases anything: a test seam, for tests
+// that assert which locks the call still holds then. It is nil outside
+// tests; a test that sets it restores nil before it ends.
+var markedBroken func(s *Store, sh *shard)
 
 // catch is deferred by a call whose locks are released by deferred
 // unlocks: a corruption that unwinds it becomes its error. Deferred after

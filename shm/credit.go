@@ -63,30 +63,41 @@ func (sh *shard) spendCredit(c int64) {
 	}
 }
 
-// reserved sums what every shard has reserved: charged plus credit.
+// reserved sums what every shard not broken has reserved: charged plus
+// credit. A broken shard serves no write again, and its counts may be the
+// damage that broke it: counted, a damaged one would refuse every write
+// in the shards that serve.
 func (s *Store) reserved() int64 {
 	var n int64
 	for i := range s.shards {
 		sh := &s.shards[i]
+		if sh.isBroken() {
+			continue
+		}
 		n += atomic.LoadInt64(sh.used()) + atomic.LoadInt64(sh.credit())
 	}
 	return n
 }
 
 // returnCredit takes back every shard's credit, locking one at a time, and
-// reports whether there was any.
-func (s *Store) returnCredit() bool {
+// reports whether there was any. A shard found broken is passed by; a lock
+// refused for another cause (leftOut: the segment's file found removed)
+// ends it, with that error.
+func (s *Store) returnCredit() (bool, error) {
 	any := false
 	for i := range s.shards {
 		sh := &s.shards[i]
-		if atomic.LoadInt64(sh.credit()) == 0 || s.lock(sh) != nil {
+		if atomic.LoadInt64(sh.credit()) == 0 {
 			continue
 		}
-		if atomic.LoadInt64(sh.credit()) != 0 {
-			storeDerivedI64(sh.credit(), 0)
-			any = true
+		if err := s.inShard(sh, func() {
+			if atomic.LoadInt64(sh.credit()) != 0 {
+				storeDerivedI64(sh.credit(), 0)
+				any = true
+			}
+		}); err != nil && !leftOut(err) {
+			return any, err
 		}
-		s.unlock(sh)
 	}
-	return any
+	return any, nil
 }

@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"errors"
 	"math/rand/v2"
 	"sync/atomic"
 
@@ -25,10 +26,15 @@ const (
 // makeRoom tries to make w, which put refused with r in sh, fit, holding
 // one shard lock at a time, and reports whether it may fit now. A write
 // evicts only the classes evictClasses gives its kind, in that order: other
-// writes never make session data go. Another shard found corrupt is left
-// out; sh found corrupt (or broken) is the error.
-func (s *Store) makeRoom(sh *shard, r room, w *write) (fit bool, err error) {
-	defer s.catch(&err)
+// writes never make session data go. Another shard found corrupt (or
+// broken) is left out; sh found corrupt (or broken) is the error, as is
+// any lock refused for another cause (the segment's file found removed):
+// nothing more is tried then.
+//
+// Every part that holds a lock runs in inShard, so that a corruption found
+// there marks its shard broken before its lock is released: no process
+// takes a half-changed shard as serving.
+func (s *Store) makeRoom(sh *shard, r room, w *write) (bool, error) {
 	size := entrySize(len(w.key), len(w.stored))
 	policy := s.memoryConfig().Policy
 	order := evictClasses(w.kind)
@@ -36,33 +42,42 @@ func (s *Store) makeRoom(sh *shard, r room, w *write) (fit bool, err error) {
 	case overBudget:
 		// Only session data makes room for session data.
 		return s.evictUntil(policy, w, []class{classNew, classReturned},
-			func() int64 { return s.sessionBytes() + w.delta - s.sessionLimit() }), nil
+			func() int64 { return s.sessionBytes() + w.delta - s.sessionLimit() })
 	case overShare:
 		return s.makeShareRoom(sh, w, size, policy)
 	case overLimit:
 		deficit := func() int64 { return s.reserved() + w.delta - s.g.limit }
-		if s.returnCredit() && deficit() <= 0 {
+		returned, err := s.returnCredit()
+		if err != nil {
+			return false, err
+		}
+		if returned && deficit() <= 0 {
 			return true, nil
 		}
-		return s.evictUntil(policy, w, order, deficit), nil
+		return s.evictUntil(policy, w, order, deficit)
 	}
-	if err := s.lock(sh); err != nil {
-		return false, err
-	}
-	defer s.unlock(sh)
+	var fit bool
+	err := s.inShard(sh, func() { fit = s.makeShardRoom(sh, r, w, size, policy, order) })
+	return fit, err
+}
+
+// makeShardRoom is makeRoom for a write refused for room in sh itself
+// (heapFull, indexFull): it defragments, then sweeps and evicts in sh
+// only. Caller holds sh's lock, in inShard.
+func (s *Store) makeShardRoom(sh *shard, r room, w *write, size int64, policy kv.Policy, order []class) bool {
 	if s.shardHasRoom(sh, r, size) {
-		return true, nil
+		return true
 	}
 	// Free bytes enough but in pieces: gather them before evicting anything.
 	if r == heapFull && s.defragment(sh, size) {
-		return true, nil
+		return true
 	}
 	fitsIfEvicted := func() bool {
 		var evictable int64
 		for _, c := range order {
 			evictable += atomic.LoadInt64(sh.i64(classField(c, policy == kv.VolatileLRU)))
 		}
-		own, _ := s.protected(nil, w, policy, order)
+		own, _ := s.protected(w, policy, order)
 		evictable -= own
 		if r == indexFull {
 			return evictable > 0
@@ -72,10 +87,10 @@ func (s *Store) makeRoom(sh *shard, r room, w *write) (fit bool, err error) {
 	if policy == kv.NoEviction || !fitsIfEvicted() {
 		s.sweepShard(sh)
 		if s.shardHasRoom(sh, r, size) {
-			return true, nil
+			return true
 		}
 		if policy == kv.NoEviction || !fitsIfEvicted() {
-			return false, nil
+			return false
 		}
 	}
 	for _, c := range order {
@@ -85,7 +100,7 @@ func (s *Store) makeRoom(sh *shard, r room, w *write) (fit bool, err error) {
 			}
 		}
 	}
-	return s.shardHasRoom(sh, r, size), nil
+	return s.shardHasRoom(sh, r, size)
 }
 
 // makeShareRoom makes room for the session write w that its shard's
@@ -93,44 +108,41 @@ func (s *Store) makeRoom(sh *shard, r room, w *write) (fit bool, err error) {
 // of sh makes room for it, never-read before returning, as for the budget.
 // A write larger than the share alone, or one that all of sh's evictable
 // session data would not make fit, evicts nothing (expired entries go).
-// sh found broken is the error; a corruption found here unwinds to
-// makeRoom's catch, sh's lock released by the deferred unlock.
+// sh found broken or corrupt is the error, marked broken (inShard) before
+// its lock is released; so is a lock refused for another cause.
 func (s *Store) makeShareRoom(sh *shard, w *write, size int64, policy kv.Policy) (bool, error) {
-	if err := s.lock(sh); err != nil {
-		return false, err
-	}
-	defer s.unlock(sh)
 	share := s.sessionShare(s.sessionLimit())
-	if chargeOf(size) > share {
-		return false, nil
-	}
-	deficit := func() int64 { return atomic.LoadInt64(sh.sessUsed()) + w.delta - share }
-	order := []class{classNew, classReturned}
-	fitsIfEvicted := func() bool {
-		var evictable int64
-		for _, c := range order {
-			evictable += atomic.LoadInt64(sh.i64(classField(c, policy == kv.VolatileLRU)))
+	var fit bool
+	err := s.inShard(sh, func() {
+		if chargeOf(size) > share {
+			return
 		}
-		own, _ := s.protected(nil, w, policy, order)
-		return evictable-own >= deficit()
-	}
-	if policy == kv.NoEviction || !fitsIfEvicted() {
-		s.sweepShard(sh)
-		if deficit() <= 0 {
-			return true, nil
+		deficit := func() int64 { return atomic.LoadInt64(sh.sessUsed()) + w.delta - share }
+		order := []class{classNew, classReturned}
+		fitsIfEvicted := func() bool {
+			var evictable int64
+			for _, c := range order {
+				evictable += atomic.LoadInt64(sh.i64(classField(c, policy == kv.VolatileLRU)))
+			}
+			own, _ := s.protected(w, policy, order)
+			return evictable-own >= deficit()
 		}
 		if policy == kv.NoEviction || !fitsIfEvicted() {
-			return false, nil
-		}
-	}
-	for _, c := range order {
-		for deficit() > 0 && atomic.LoadInt64(sh.i64(classField(c, policy == kv.VolatileLRU))) > 0 {
-			if !s.evictOne(sh, policy, c, w.key) {
-				break
+			s.sweepShard(sh)
+			if fit = deficit() <= 0; fit || policy == kv.NoEviction || !fitsIfEvicted() {
+				return
 			}
 		}
-	}
-	return deficit() <= 0, nil
+		for _, c := range order {
+			for deficit() > 0 && atomic.LoadInt64(sh.i64(classField(c, policy == kv.VolatileLRU))) > 0 {
+				if !s.evictOne(sh, policy, c, w.key) {
+					break
+				}
+			}
+		}
+		fit = deficit() <= 0
+	})
+	return fit, err
 }
 
 // evictUntil evicts entries of the classes in order (the next only once
@@ -143,14 +155,21 @@ func (s *Store) makeShareRoom(sh *shard, w *write, size int64, policy kv.Policy)
 // of session writes beside held sessions, 4-5 of 12 runs). Before evicting it
 // checks, from the shards' evictable counts, that eviction can get there;
 // if not, it reclaims expired entries only, and fails if that is not
-// enough: a write that eviction cannot make fit evicts nothing.
-func (s *Store) evictUntil(policy kv.Policy, w *write, order []class, deficit func() int64) bool {
+// enough: a write that eviction cannot make fit evicts nothing. Another
+// shard found broken is left out; w's own shard found broken, or a lock
+// refused for another cause (leftOut: the segment's file found removed),
+// ends it with that error, evicting no more.
+func (s *Store) evictUntil(policy kv.Policy, w *write, order []class, deficit func() int64) (bool, error) {
 	if deficit() <= 0 {
-		return true
+		return true, nil
 	}
-	// w's own entry is never evicted for it: left out of what may go.
-	own, ownClass := s.protected(&s.shards[w.h&uint64(len(s.shards)-1)], w, policy, order)
+	// w's own entry is never evicted for it: left out of what may go. Its
+	// shard found broken is w's error, as any other refusal of its lock.
 	ownShard := &s.shards[w.h&uint64(len(s.shards)-1)]
+	own, ownClass := int64(0), classKept
+	if err := s.inShard(ownShard, func() { own, ownClass = s.protected(w, policy, order) }); err != nil {
+		return false, err
+	}
 	avail := func(c class) int64 {
 		n := s.evictableTotal(policy, c)
 		if c == ownClass {
@@ -167,12 +186,14 @@ func (s *Store) evictUntil(policy kv.Policy, w *write, order []class, deficit fu
 	}
 	if policy == kv.NoEviction || evictable() < deficit() {
 		// Only expired entries can go: reclaim them all.
-		s.sweepAll()
+		if err := s.sweepAll(); err != nil {
+			return false, err
+		}
 		if deficit() <= 0 {
-			return true
+			return true, nil
 		}
 		if policy == kv.NoEviction || evictable() < deficit() {
-			return false
+			return false, nil
 		}
 	}
 	evicted := false
@@ -187,11 +208,14 @@ func (s *Store) evictUntil(policy kv.Policy, w *write, order []class, deficit fu
 				break
 			}
 			var ok bool
-			if s.inShard(v, func() {
+			if err := s.inShard(v, func() {
 				ok = s.evictOne(v, policy, c, w.key)
 				storeDerivedI64(v.credit(), 0) // what it freed goes to the pool, not to v
-			}) != nil {
-				continue // broken: mostEvictable leaves it out from now on
+			}); err != nil {
+				if leftOut(err) {
+					continue // broken: mostEvictable leaves it out from now on
+				}
+				return false, err
 			}
 			evicted = evicted || ok
 			if !ok {
@@ -203,30 +227,36 @@ func (s *Store) evictUntil(policy kv.Policy, w *write, order []class, deficit fu
 			}
 		}
 	}
-	return deficit() <= 0 || evicted
+	return deficit() <= 0 || evicted, nil
 }
 
+// leftOut reports whether err, a call's on one shard, is that shard's
+// own: it is marked broken (corruptError), and the calls that go over
+// every shard pass it by, as mostEvictable and the store-wide sums leave
+// it out from then on. Any other error (the segment's file found
+// removed) is every shard's: such a call ends with it, rather than try
+// the next shard, or the same one again.
+func leftOut(err error) bool { return errors.Is(err, ErrCorrupt) }
+
 // sweepAll reclaims every expired entry, one shard lock at a time, of
-// every shard not broken.
-func (s *Store) sweepAll() {
+// every shard not broken. It stops at a lock refused for another cause
+// (leftOut) and returns that error.
+func (s *Store) sweepAll() error {
 	for i := range s.shards {
 		sh := &s.shards[i]
-		s.inShard(sh, func() { s.sweepShard(sh) })
+		if err := s.inShard(sh, func() { s.sweepShard(sh) }); err != nil && !leftOut(err) {
+			return err
+		}
 	}
+	return nil
 }
 
 // protected is the charge of w's key's own entry, and its class, if the
 // policy could evict it as one of the classes in order (else 0 and
-// classKept): it is never evicted to make room for its own new value. lock
-// is the shard to lock for the look-up, nil if the caller holds it.
-func (s *Store) protected(lock *shard, w *write, policy kv.Policy, order []class) (int64, class) {
+// classKept): it is never evicted to make room for its own new value.
+// Caller holds the lock of w's key's shard, in inShard.
+func (s *Store) protected(w *write, policy kv.Policy, order []class) (int64, class) {
 	sh, _, tag := s.locate(w.key)
-	if lock != nil {
-		if s.lock(lock) != nil {
-			return 0, classKept
-		}
-		defer s.unlock(lock)
-	}
 	pos, b, _ := sh.lookup(tag, w.key)
 	if pos < 0 {
 		return 0, classKept
@@ -239,9 +269,15 @@ func (s *Store) protected(lock *shard, w *write, policy kv.Policy, order []class
 	return 0, classKept
 }
 
+// evictableTotal sums the evictable bytes of class c of every shard not
+// broken: a broken shard's are never evicted (mostEvictable leaves it out),
+// and its counts may be the damage that broke it.
 func (s *Store) evictableTotal(policy kv.Policy, c class) int64 {
 	var n int64
 	for i := range s.shards {
+		if s.shards[i].isBroken() {
+			continue
+		}
 		n += atomic.LoadInt64(s.shards[i].i64(classField(c, policy == kv.VolatileLRU)))
 	}
 	return n

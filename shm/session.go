@@ -220,10 +220,14 @@ func (sh *shard) markRead(b int64) {
 // sessionLimit is the session budget in force (0: none).
 func (s *Store) sessionLimit() int64 { return atomic.LoadInt64(s.g.i64(hSessLimit)) }
 
-// sessionBytes sums the bytes charged to session data in every shard.
+// sessionBytes sums the bytes charged to session data in every shard not
+// broken (as reserved does: a broken shard's count may be its damage).
 func (s *Store) sessionBytes() int64 {
 	var n int64
 	for i := range s.shards {
+		if s.shards[i].isBroken() {
+			continue
+		}
 		n += atomic.LoadInt64(s.shards[i].sessUsed())
 	}
 	return n
