@@ -824,6 +824,22 @@ final class WordPressObjectCacheTest extends TestCase
         $this->assertStringStartsWith('ephpm object cache: set: ', $stderr);
     }
 
+    /** A value serialize() refuses lives in the runtime cache only: false, and no old entry is left to be served. */
+    public function testAValueTheStoreCannotSerializeStaysInTheRuntimeCache(): void
+    {
+        [$stdout, $stderr, $status] = $this->child(<<<'PHP'
+            $a = new WP_Object_Cache(['prefix' => 'closure']);
+            $closure = function () { return 1; };
+            $r = [$a->set('k', 'old'), $a->set('k', $closure), ($a->get('k'))() === 1, (new WP_Object_Cache(['prefix' => 'closure']))->get('k'),
+                  $a->add('new', $closure), $a->set_multiple(['m' => $closure, 'n' => 'fine']), (new WP_Object_Cache(['prefix' => 'closure']))->get_multiple(['m', 'n']),
+                  $a->get_stats()['store_up']];
+            echo json_encode($r);
+            PHP, ['ephpm.kv_backend' => 'memory']);
+        $this->assertSame(0, $status, $stderr);
+        $this->assertSame([true, false, true, false, false, ['m' => false, 'n' => true], ['m' => false, 'n' => 'fine'], true], json_decode($stdout, true));
+        $this->assertSame("ephpm object cache: set: Serialization of 'Closure' is not allowed\n", $stderr);
+    }
+
     // ------------------------------------------------ races of processes
 
     /**

@@ -359,9 +359,13 @@ class WP_Object_Cache
         if ($kind !== null) {
             return $this->mergedAdd($storeKey, $group, $id, $data, $this->ttl($expire));
         }
+        $packed = $this->packForStore($data, 'add');
+        if ($packed === null) {
+            return false;
+        }
         try {
             $this->store_calls++;
-            $added = ephpm_kv_setnx($storeKey, self::pack($data), $this->ttl($expire));
+            $added = ephpm_kv_setnx($storeKey, $packed, $this->ttl($expire));
         } catch (\Ephpm\KvException $e) {
             // Out of memory: nothing was stored. Else unknown: never an add.
             $this->storeFailed($e, 'add', $e->getCode() !== \Ephpm\KvException::OUT_OF_MEMORY);
@@ -451,7 +455,14 @@ class WP_Object_Cache
                 if ($kind !== null) {
                     return $this->mergedSet($storeKey, $kind, $group, $id, $data, $this->ttl($expire));
                 }
-                $stored = $this->storeWrite($storeKey, self::pack($data), $this->ttl($expire), 'set');
+                $packed = $this->packForStore($data, 'set');
+                if ($packed === null) {
+                    // Not storable: the old entry would be stale.
+                    $this->storeDelete($storeKey, 'set');
+                    $stored = false;
+                } else {
+                    $stored = $this->storeWrite($storeKey, $packed, $this->ttl($expire), 'set');
+                }
             }
         }
         $this->cache[$group][$id] = is_object($data) ? clone $data : $data;
@@ -479,10 +490,10 @@ class WP_Object_Cache
         foreach ($data as $key => $value) {
             if (!$this->isValidKey($key, __FUNCTION__)) {
                 $values[$key] = false;
-            } elseif ($this->mergeKind($key, $group) !== null) {
+            } elseif ($this->mergeKind($key, $group) !== null || ($packed = $this->packForStore($value, 'set_multiple')) === null) {
                 $values[$key] = $this->set($key, $value, $group, $expire);
             } else {
-                $batch[$this->storeKey($key, $group)] = self::pack($value);
+                $batch[$this->storeKey($key, $group)] = $packed;
                 $values[$key] = true;
             }
         }
@@ -1252,8 +1263,9 @@ class WP_Object_Cache
             $this->storeFailed($e, 'set');
 
             return false;
-        } catch (\ValueError $e) {
-            // A merged array over the store's value limit: not cached.
+        } catch (\ValueError | \Exception $e) {
+            // A merged array the store cannot hold (over its value limit,
+            // or with a value serialize() refuses): not cached.
             $this->warn('set: ' . $e->getMessage());
             try {
                 $this->invalidate($storeKey, $versionKey);
@@ -1322,7 +1334,7 @@ class WP_Object_Cache
             $this->storeFailed($e, 'add');
 
             return false;
-        } catch (\ValueError $e) {
+        } catch (\ValueError | \Exception $e) {
             $this->warn('add: ' . $e->getMessage());
 
             return false;
@@ -1459,6 +1471,22 @@ class WP_Object_Cache
         }
 
         return $seconds;
+    }
+
+    /**
+     * pack(), or null (and the request's one line) for a value that
+     * serialize() refuses (a closure, an anonymous class): such a value
+     * lives in the runtime cache only, as in WordPress's own cache.
+     */
+    private function packForStore($value, string $operation): ?string
+    {
+        try {
+            return self::pack($value);
+        } catch (\Exception $e) {
+            $this->warn($operation . ': ' . $e->getMessage());
+
+            return null;
+        }
     }
 
     /**
