@@ -702,6 +702,42 @@ final class WordPressObjectCacheTest extends TestCase
         $this->assertSame(['o4' => true, 'o5' => true], $this->request()->get('notoptions', 'options'));
     }
 
+    /**
+     * add_option()'s own steps: get_option() marks the option missing
+     * (here dropped by the store: an update landed since this request's
+     * read), the INSERT, then "Yes, again": the option is unset from the
+     * request's notoptions and set. That removal must reach the store and
+     * announce itself even though its addition never did, or a request that
+     * found the option missing before the INSERT could store that later.
+     */
+    public function testAddOptionAnnouncesItsRemovalEvenWhenItsAdditionWasDropped(): void
+    {
+        $adder = $this->request();
+        $this->assertFalse($adder->get('notoptions', 'options'));
+        $adder->set('notoptions', [], 'options'); // get_option(), after the miss
+        $other = $this->request();
+        $other->get('notoptions', 'options');
+        $other->set('notoptions', ['unrelated' => true], 'options');
+        $stale = $this->request();
+        $fromStale = $stale->get('notoptions', 'options', true); // then it finds 'y' missing in the database
+
+        $notoptions = $adder->get('notoptions', 'options');
+        $notoptions['y'] = true; // get_option('y') in add_option()
+        $adder->set('notoptions', $notoptions, 'options');
+        $this->assertArrayNotHasKey('y', $this->request()->get('notoptions', 'options'), 'dropped: the version moved');
+        // INSERT INTO wp_options ... 'y'
+        $notoptions = $adder->get('notoptions', 'options');
+        $this->assertArrayHasKey('y', $notoptions, 'the request keeps what it saw');
+        if (isset($notoptions['y'])) {
+            unset($notoptions['y']);
+            $adder->set('notoptions', $notoptions, 'options');
+        }
+
+        $fromStale['y'] = true;
+        $stale->set('notoptions', $fromStale, 'options');
+        $this->assertSame(['unrelated' => true], $this->request()->get('notoptions', 'options'));
+    }
+
     public function testNetworkNotoptionsAreMergedToo(): void
     {
         $GLOBALS['wpdrop_multisite'] = true;

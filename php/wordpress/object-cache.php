@@ -1182,7 +1182,7 @@ class WP_Object_Cache
             if (!is_array($data) || ($kind === 'all' && $state['base'] === null)) {
                 // No base to take a difference from: the next reader
                 // rebuilds the entry from the database.
-                unset($this->mergeState[$storeKey]);
+                $this->forgetBase($storeKey, $kind, $data);
                 $this->invalidate($storeKey, $versionKey);
 
                 return true;
@@ -1201,7 +1201,7 @@ class WP_Object_Cache
             $this->store_calls++;
             $token = ephpm_kv_lock($lockName, self::MERGE_LOCK_TTL, $this->lockWait);
             if ($token === false) {
-                unset($this->mergeState[$storeKey]);
+                $this->forgetBase($storeKey, $kind, $data);
                 $this->invalidate($storeKey, $versionKey);
 
                 return true;
@@ -1235,7 +1235,7 @@ class WP_Object_Cache
                 }
                 $announced = $conflict ? null : $this->advanceVersion($versionKey, $version);
                 if ($announced === null) {
-                    unset($this->mergeState[$storeKey]);
+                    $this->forgetBase($storeKey, $kind, $data);
                     $this->invalidate($storeKey, $versionKey);
 
                     return true;
@@ -1244,14 +1244,18 @@ class WP_Object_Cache
                     $this->store_calls += 2;
                     ephpm_kv_set($storeKey, self::pack($merged), $ttl);
                     if (ephpm_kv_get($versionKey) !== $announced) {
-                        unset($this->mergeState[$storeKey]);
+                        $this->forgetBase($storeKey, $kind, $data);
                         $this->invalidate($storeKey, $versionKey);
 
                         return true;
                     }
                 }
-                $this->mergeState[$storeKey] = ['base' => $merged, 'version' => $announced];
-                $this->cache[$group][$id] = $merged ?? $data;
+                // A 'not' request keeps its own additions, stored or not:
+                // it saw those options missing, and its later removal of
+                // one must reach the store (and announce itself).
+                $view = $kind === 'not' ? array_replace($merged, $changed) : $merged;
+                $this->mergeState[$storeKey] = ['base' => $view, 'version' => $announced];
+                $this->cache[$group][$id] = $view ?? $data;
 
                 return true;
             } finally {
@@ -1259,7 +1263,7 @@ class WP_Object_Cache
                 ephpm_kv_unlock($lockName, $token);
             }
         } catch (\Ephpm\KvException $e) {
-            unset($this->mergeState[$storeKey]);
+            $this->forgetBase($storeKey, $kind, $data);
             $this->storeFailed($e, 'set');
 
             return false;
@@ -1274,6 +1278,21 @@ class WP_Object_Cache
             }
 
             return false;
+        }
+    }
+
+    /**
+     * After an invalidation, what the next set of this request takes its
+     * difference from: for 'all' nothing (its next set invalidates again),
+     * for 'not' the array it set, with an unknown version (its additions
+     * are dropped, its removals still reach the store).
+     */
+    private function forgetBase(string $storeKey, string $kind, $data): void
+    {
+        if ($kind === 'not' && is_array($data)) {
+            $this->mergeState[$storeKey] = ['base' => $data, 'version' => false];
+        } else {
+            unset($this->mergeState[$storeKey]);
         }
     }
 
