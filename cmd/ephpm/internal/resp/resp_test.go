@@ -50,10 +50,10 @@ func TestParseTakesWholeCommandsOnly(t *testing.T) {
 
 func TestParseInline(t *testing.T) {
 	for in, want := range map[string][]string{
-		"PING\r\n":                        {"PING"},
+		"PING\r\n":                          {"PING"},
 		"set  k \"a b\\x41\\n\" 'it\\'s'\n": {"set", "k", "a bA\n", "it's"},
-		"get \"\"\r\n":                    {"get", ""},
-		"\r\n":                            {},
+		"get \"\"\r\n":                      {"get", ""},
+		"\r\n":                              {},
 	} {
 		args, n, err := Parse([]byte(in), nil)
 		require.NoError(t, err, in)
