@@ -13,7 +13,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ephpm/ephpm/internal/redistest"
 	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/redisstore"
+	"github.com/ephpm/ephpm/session"
 	"github.com/ephpm/ephpm/shm"
 )
 
@@ -205,4 +208,59 @@ func TestServeRefusesARemoteAddressUnlessToldAndGivenAPassword(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, ok, addr)
 	}
+}
+
+func TestCommandsOnRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	url := "redis://" + srv.Addr + "/0"
+	prefixes := []string{session.DataPrefix, session.LockPrefix}
+	r, err := redisstore.Open(url, redisstore.Options{Colocated: prefixes, Pinned: prefixes})
+	require.NoError(t, err)
+	defer r.Close()
+	for i := 0; i < 25; i++ {
+		require.NoError(t, r.Set("k:"+strconv.Itoa(i), []byte("vv"), time.Hour))
+	}
+	_, err = r.SetNX(session.LockKey("sid1"), []byte("tok"), time.Minute)
+	require.NoError(t, err)
+	_, _, err = r.LockAttempt("lock:rw", []byte("reader1"), kv.LockShared, time.Minute, 0)
+	require.NoError(t, err)
+
+	var keys struct {
+		Keys []keyJSON `json:"keys"`
+	}
+	code, text, errOut := ephpm(t, "", "--redis", url, "keys", "--json", "--count", "7")
+	require.Equal(t, 0, code, errOut)
+	require.NoError(t, json.Unmarshal([]byte(text), &keys))
+	names := map[string]keyJSON{}
+	for _, k := range keys.Keys {
+		names[k.Key] = k
+	}
+	assert.Contains(t, names, session.LockKey("sid1"), "the store's name, its hash tag taken off")
+	assert.Equal(t, int64(2), names["k:3"].Size)
+	assert.InDelta(t, float64(time.Hour/time.Millisecond), float64(names["k:3"].TTLMS), 60000)
+
+	code, text, _ = ephpm(t, "", "--redis", url, "locks")
+	require.Equal(t, 0, code)
+	assert.Regexp(t, `session_lock:sid1\s+\S+\s+-\s+0\s+exclusive`, text)
+	assert.Regexp(t, `lock:rw\s+\S+\s+-\s+0\s+shared \(1 readers\)`, text)
+	assert.NotContains(t, text, "k:3")
+
+	code, text, _ = ephpm(t, "", "--redis", url, "get", "k:1")
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "vv", text)
+	code, _, _ = ephpm(t, "", "--redis", url, "del", "k:1")
+	assert.Equal(t, 0, code)
+	code, text, _ = ephpm(t, "", "--redis", url, "stats", "--json")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, text, `"backend": "redis"`)
+	code, text, _ = ephpm(t, "", "--redis", url, "check")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, text, "answers")
+	code, _, _ = ephpm(t, "", "--redis", url, "flush", "--yes")
+	assert.Equal(t, 0, code)
+	_, found, _ := r.GetInto("k:2", nil)
+	assert.False(t, found)
+	code, _, errOut = ephpm(t, "", "--redis", url, "serve")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "serves a segment")
 }

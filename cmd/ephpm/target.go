@@ -81,7 +81,7 @@ func open(e *env) (*target, error) {
 			return nil, errors.New("--redis and --segment name two stores: give one")
 		}
 		prefixes := []string{session.DataPrefix, session.LockPrefix}
-		r, err := redisstore.Open(o.redis, redisstore.Options{Colocated: prefixes, Pinned: prefixes})
+		r, err := redisstore.Open(o.redis, redisstore.Options{Colocated: prefixes, Pinned: prefixes, LockPrefixes: []string{session.LockPrefix}})
 		if err != nil {
 			return nil, err
 		}
