@@ -51,7 +51,8 @@ type Scanner interface {
 	// not complete), only locks with locksOnly. An entry live for the whole
 	// walk is returned at least once; one written or removed during it
 	// may be returned or not, and an entry may be returned twice. A
-	// cursor Scan did not return is refused with kv.ErrInvalidArgument.
+	// cursor that names no position of the walk is refused with
+	// kv.ErrInvalidArgument.
 	// It changes nothing in the store (an expired entry it meets is left
 	// for the store's own sweep), and it never blocks other callers for
 	// more than one page's worth of entries.
