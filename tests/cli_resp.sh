@@ -219,7 +219,7 @@ holder_pid=$(rc GET sess:holder)
 locks=$("$ephpm" --pool "$pool" locks)
 echo "$locks"
 check "ephpm locks names the worker holding the session lock (pid $holder_pid)" \
-  'grep -Eq "^session_lock:clisess$$ +[0-9.]+m?s +pid $holder_pid +0 +exclusive" <<< "$locks"'
+  'grep -Eq "^session_lock:clisess$$ +[0-9][0-9.ms]* +pid $holder_pid +0 +exclusive" <<< "$locks"'
 check "ephpm locks lists the race's locks" 'grep -q "^race:lock:1 " <<< "$locks"'
 locks_json=$("$ephpm" --pool "$pool" locks --json)
 check "ephpm locks --json: holder_pid" '$python -c "import json,sys; l=[x for x in json.load(sys.stdin)[\"locks\"] if x[\"key\"]==\"session_lock:clisess$$\"]; sys.exit(0 if l and l[0][\"holder_pid\"]==$holder_pid else 1)" <<< "$locks_json"'

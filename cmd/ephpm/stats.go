@@ -92,17 +92,18 @@ func sizeOf(n int64) string {
 	return ""
 }
 
-// ttl is a TTL as a person reads it: "-" for none.
+// ttl is a TTL as a person reads it, cut (never rounded up: a lock
+// never looks longer-lived than it is): "-" for none.
 func ttl(d time.Duration) string {
 	switch {
 	case d < 0:
 		return "-"
 	case d < time.Second:
-		return d.Round(time.Millisecond).String()
+		return d.Truncate(time.Millisecond).String()
 	case d < time.Minute:
-		return d.Round(100 * time.Millisecond).String()
+		return d.Truncate(100 * time.Millisecond).String()
 	}
-	return d.Round(time.Second).String()
+	return d.Truncate(time.Second).String()
 }
 
 // ttlMS is a TTL as JSON gives it: milliseconds, -1 for none.
