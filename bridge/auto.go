@@ -2,11 +2,11 @@ package bridge
 
 import (
 	"bytes"
-	"fmt"
-	"hash/fnv"
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/ephpm/ephpm/internal/segname"
 )
 
 // autoSegment says what the backend "auto" is in a process of the server
@@ -40,7 +40,7 @@ func autoSegment(sapi string) (name string, anchor int, why string) {
 			master = 0
 		}
 		if pool, ok := strings.CutPrefix(title, "php-fpm: pool "); ok && pool != "" {
-			return segmentName("fpm-" + pool), master, "php-fpm pool " + pool
+			return segname.FPMPool(pool), master, "php-fpm pool " + pool
 		}
 		return segmentName("fpm-" + strconv.Itoa(os.Getppid())), master, "php-fpm worker"
 	case "cli-server":
@@ -93,27 +93,9 @@ func serverAddress(cmdline []byte) string {
 	return ""
 }
 
-// segmentName makes s a segment name: 1-64 of [A-Za-z0-9._-]. A name
-// that is one already is kept; any other is made one (each other byte
-// replaced by '_', cut to 55 bytes) and given "-" and 8 hex digits of a
-// hash of s, so that two pools whose names differ never share a segment
-// ("a b" and "a_b", or two long names with one beginning).
-func segmentName(s string) string {
-	b := []byte(s)
-	changed := len(b) > 64
-	for i, c := range b {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			b[i] = '_'
-			changed = true
-		}
-	}
-	if !changed {
-		return s
-	}
-	h := fnv.New32a()
-	h.Write([]byte(s))
-	return fmt.Sprintf("%s-%08x", b[:min(len(b), 55)], h.Sum32())
-}
+// segmentName makes s a segment name: segname.Name, the rule the ephpm
+// command finds a pool's segment by too.
+func segmentName(s string) string { return segname.Name(s) }
 
 // fpmMaster reports whether pid is a php-fpm master (its title says so):
 // a worker's parent is, unless the worker was orphaned.

@@ -44,3 +44,7 @@ func redact(raw string) string {
 	}
 	return raw
 }
+
+// Redact is a backend URL as a message may show it: its user info and
+// every parameter whose name holds "password" as xxxxx.
+func Redact(raw string) string { return redact(raw) }

@@ -77,6 +77,10 @@ type Options struct {
 	// served from the near cache, and their members fail while a master
 	// may evict keys (see noEviction), as the other backends pin them.
 	Pinned []string
+	// LockPrefixes are the prefixes of keys that are locks (the session
+	// lock prefix): Scan reports them as locks (it cannot tell others
+	// from values).
+	LockPrefixes []string
 }
 
 // Open parses a backend URL (see parse) and makes a client with opts. It

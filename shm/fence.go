@@ -41,6 +41,7 @@ package shm
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -70,9 +71,16 @@ func (ft *fenceTable) word(off int) *uint64 { return (*uint64)(unsafe.Add(ft.bas
 func fencesPath(segment string) string { return segment + ".fences1" }
 
 // openFences maps the fence file of the segment at path, making it if it
-// is absent, with the segment's checks: a regular file of this uid, 0600.
-func openFences(path string) (*fenceTable, error) {
-	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+// is absent, with the segment's checks: a regular file of uid owner, 0600.
+// A process of another uid (root, looking at a pool's segment) never makes
+// it: the file would be its own, and the segment's processes would refuse
+// it.
+func openFences(path string, owner int) (*fenceTable, error) {
+	flags := unix.O_RDWR | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	if owner == os.Geteuid() {
+		flags |= unix.O_CREAT
+	}
+	fd, err := unix.Open(path, flags, 0o600)
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) {
 			return nil, fmt.Errorf("shm: %s is a symbolic link: refused (remove it)", path)
@@ -80,7 +88,7 @@ func openFences(path string) (*fenceTable, error) {
 		return nil, fmt.Errorf("shm: open %s: %w", path, err)
 	}
 	defer unix.Close(fd)
-	if err := checkFile(fd, path); err != nil {
+	if err := checkFileOf(fd, path, owner); err != nil {
 		return nil, err
 	}
 	var st unix.Stat_t
@@ -198,7 +206,7 @@ func (s *Store) fences() (*fenceTable, error) {
 	if s.ticket.Load() == nil {
 		return nil, errClosed
 	}
-	ft, err := openFences(fencesPath(s.g.path))
+	ft, err := openFences(fencesPath(s.g.path), s.owner)
 	if err != nil {
 		// Every caller asks for the table before it changes anything: a
 		// file that cannot be made (ENOSPC, EACCES) or is refused leaves

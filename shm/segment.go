@@ -185,11 +185,14 @@ var namePattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 // Path returns the file of the segment called name, in dir ("" means
 // /dev/shm): ephpm-NAME.UID, UID being the effective uid.
-func Path(dir, name string) string {
+func Path(dir, name string) string { return PathOf(dir, name, os.Geteuid()) }
+
+// PathOf is Path for the segment of user uid.
+func PathOf(dir, name string, uid int) string {
 	if dir == "" {
 		dir = "/dev/shm"
 	}
-	return fmt.Sprintf("%s/ephpm-%s.%d", dir, name, os.Geteuid())
+	return fmt.Sprintf("%s/ephpm-%s.%d", dir, name, uid)
 }
 
 // ErrIncompatible is wrapped by the error for a file that is not a segment
@@ -200,16 +203,18 @@ var ErrIncompatible = errors.New("shm: incompatible segment file")
 // openSegment opens (creating it if it is absent) and maps the segment file
 // path. A new segment is sized for limit (0: DefaultMemoryLimit); an
 // existing one keeps its size, and a nonzero limit that differs from it is
-// an error. The file must be a regular file owned by the effective uid with
-// no group or other permission bits. anchor (an ident, 0 for none) is the
+// an error. The file must be a regular file owned by uid owner with
+// no group or other permission bits. With existing, nothing is created:
+// a missing file is an error wrapping os.ErrNotExist, one not yet ready
+// an error too. anchor (an ident, 0 for none) is the
 // process the segment is to live for: see adopt.
 //
 // The returned segment keeps the file open with a shared flock until it is
 // unmapped: a process attached to a segment always holds one, so an
 // exclusive flock proves that none is (sweep).
-func openSegment(path string, limit int64, anchor uint64, init func(g *segment)) (*segment, error) {
+func openSegment(path string, limit int64, anchor uint64, existing bool, owner int, init func(g *segment)) (*segment, error) {
 	for {
-		g, err := openSegmentOnce(path, limit, anchor, init)
+		g, err := openSegmentOnce(path, limit, anchor, existing, owner, init)
 		if err != errSwept {
 			return g, err
 		}
@@ -219,9 +224,18 @@ func openSegment(path string, limit int64, anchor uint64, init func(g *segment))
 // errSwept: the file was removed (sweep) or replaced after it was opened.
 var errSwept = errors.New("shm: segment file removed while opening it")
 
-func openSegmentOnce(path string, limit int64, anchor uint64, init func(g *segment)) (*segment, error) {
-	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-	created := err == nil
+func openSegmentOnce(path string, limit int64, anchor uint64, existing bool, owner int, init func(g *segment)) (*segment, error) {
+	var fd int
+	var err error
+	if existing {
+		fd, err = unix.Open(path, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) {
+			return nil, fmt.Errorf("shm: no segment file %s (nothing was created): %w", path, os.ErrNotExist)
+		}
+	} else {
+		fd, err = unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	}
+	created := err == nil && !existing
 	if errors.Is(err, unix.EEXIST) {
 		fd, err = unix.Open(path, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if errors.Is(err, unix.ENOENT) {
@@ -240,7 +254,7 @@ func openSegmentOnce(path string, limit int64, anchor uint64, init func(g *segme
 			unix.Close(fd) // drops the flock too
 		}
 	}()
-	if err := checkFile(fd, path); err != nil {
+	if err := checkFileOf(fd, path, owner); err != nil {
 		return nil, err
 	}
 	how := unix.LOCK_SH
@@ -284,6 +298,8 @@ func openSegmentOnce(path string, limit int64, anchor uint64, init func(g *segme
 				unix.Unlink(path)
 				return nil, err
 			}
+		} else if !ready && existing {
+			return nil, fmt.Errorf("shm: %s is not a ready segment (its creator has not finished, or died first): nothing was changed", path)
 		} else if !ready {
 			// Not initialised: its creator died before it was ready, or is
 			// still at it (then it holds the exclusive flock, which the
@@ -321,7 +337,10 @@ func flock(fd, how int) error {
 
 // checkFile refuses anything but a regular file owned by the effective uid
 // without group or other permission bits.
-func checkFile(fd int, path string) error {
+func checkFile(fd int, path string) error { return checkFileOf(fd, path, os.Geteuid()) }
+
+// checkFileOf is checkFile for a file of uid owner.
+func checkFileOf(fd int, path string, owner int) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return fmt.Errorf("shm: stat %s: %w", path, err)
@@ -329,8 +348,8 @@ func checkFile(fd int, path string) error {
 	switch {
 	case st.Mode&unix.S_IFMT != unix.S_IFREG:
 		return fmt.Errorf("shm: %s is not a regular file: refused (remove it or choose another name)", path)
-	case int(st.Uid) != os.Geteuid():
-		return fmt.Errorf("shm: %s is owned by uid %d, not by this process's uid %d: refused", path, st.Uid, os.Geteuid())
+	case int(st.Uid) != owner:
+		return fmt.Errorf("shm: %s is owned by uid %d, not by uid %d: refused", path, st.Uid, owner)
 	case st.Mode&0o077 != 0:
 		return fmt.Errorf("shm: %s has mode %#o: group or other may access it: refused (it must be 0600)", path, st.Mode&0o777)
 	}

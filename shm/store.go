@@ -19,6 +19,7 @@ package shm
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -52,12 +53,27 @@ type Options struct {
 	// Anchor is the pid of the process the segment lives for (a php-fpm
 	// master for its pool's segment), 0 for none: see lifecycle.go.
 	Anchor int
+	// Existing attaches to a segment that exists and is ready, as a tool
+	// that looks at a server's segment does (the ephpm command): Open
+	// creates no file (a missing one is an error wrapping os.ErrNotExist),
+	// sweeps nothing, records no anchor and changes none of the segment's
+	// settings (Memory is not applied: the segment keeps the policy,
+	// compression and session budget its servers set), and never creates
+	// the fence file for another uid's segment (a call that needs it then
+	// fails, having done nothing).
+	Existing bool
+	// Owner, with Existing, is the uid whose segment NAME is
+	// (/dev/shm/ephpm-NAME.OWNER): the file must be that uid's, 0600, as
+	// every segment is. 0 means the effective uid. A process of another
+	// uid opens it only if the file's permissions let it (root does).
+	Owner int
 }
 
 // Store is one process's attachment to a segment. It is safe for
 // concurrent use; Close detaches it.
 type Store struct {
 	g      *segment
+	owner  int // the uid the segment file belongs to
 	slot   int
 	tag    uint32
 	pinned []string
@@ -131,8 +147,14 @@ func Open(name string, opts Options) (*Store, error) {
 	if err := checkSessionPrefixes(opts.SessionDataPrefix, opts.SessionLockPrefix); err != nil {
 		return nil, err
 	}
-	sweep(opts.Dir)
-	g, err := openSegment(Path(opts.Dir, name), cfg.Limit, anchor, func(g *segment) {
+	owner := os.Geteuid()
+	if opts.Existing && opts.Owner != 0 {
+		owner = opts.Owner
+	}
+	if !opts.Existing {
+		sweep(opts.Dir)
+	}
+	g, err := openSegment(PathOf(opts.Dir, name, owner), cfg.Limit, anchor, opts.Existing, owner, func(g *segment) {
 		initShards(g)
 		g.writeSessionRule(opts.SessionDataPrefix, opts.SessionLockPrefix)
 	})
@@ -143,12 +165,14 @@ func Open(name string, opts Options) (*Store, error) {
 		g.unmap()
 		return nil, err
 	}
-	budget, err := g.sess.Budget(kv.MemoryConfig{Limit: g.limit, SessionLimit: cfg.SessionLimit})
-	if err != nil {
-		g.unmap()
-		return nil, err
+	var budget int64
+	if !opts.Existing {
+		if budget, err = g.sess.Budget(kv.MemoryConfig{Limit: g.limit, SessionLimit: cfg.SessionLimit}); err != nil {
+			g.unmap()
+			return nil, err
+		}
 	}
-	s := &Store{g: g, pinned: append([]string(nil), opts.PinnedPrefixes...)}
+	s := &Store{g: g, owner: owner, pinned: append([]string(nil), opts.PinnedPrefixes...)}
 	s.ticket.Store(newTicket())
 	for i := 0; i < g.shards; i++ {
 		s.shards = append(s.shards, g.shard(i))
@@ -157,7 +181,9 @@ func Open(name string, opts Options) (*Store, error) {
 		g.unmap()
 		return nil, err
 	}
-	s.applyConfig(cfg, budget)
+	if !opts.Existing {
+		s.applyConfig(cfg, budget)
+	}
 	s.armCheck()
 	return s, nil
 }

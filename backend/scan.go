@@ -1,0 +1,88 @@
+package backend
+
+import "time"
+
+// What a tool that looks at a store (the ephpm command, its RESP
+// endpoint) needs beyond the table's members. These are optional: a
+// Backend that has them implements the interface, and a caller asks with a
+// type assertion. None of them is a member of include/ephpm_kv.h.
+
+// KeyInfo is one live entry as a walk of the store saw it, at one instant
+// of its own (each entry is read under its shard's lock or its server's
+// step; a page is not one snapshot).
+type KeyInfo struct {
+	Key string
+	// Size is the value's length in bytes as GetInto returns it (of the
+	// decompressed value); -1 when the store cannot say (a Redis key that
+	// holds no string).
+	Size int64
+	// TTL is the time left, -1 for none.
+	TTL time.Duration
+	// Lock is true for an entry the store keeps as a lock (stored by
+	// set_nx or lock_acquire, or a session's lock: never evicted).
+	Lock bool
+	// Readers is the read holds of a read-held lock (a reader record);
+	// 0 for an exclusive lock or a value.
+	Readers int
+	// HolderPID is the process the store records as the lock's holder
+	// (a session lock taken by the session handler on a shared-memory
+	// segment); 0 when the store records none.
+	HolderPID int
+	// Waiters is how many callers wait for the key to be free (only
+	// filled by a walk of locks; 0 when the store cannot say).
+	Waiters int
+}
+
+// ScanPage is one page of a walk.
+type ScanPage struct {
+	Keys []KeyInfo
+	// Next is the cursor of the next page; 0 when the walk is complete.
+	Next uint64
+	// Skipped names the parts of the store the walk could not read (a
+	// damaged shard of a segment), each with why; their entries are not
+	// in any page.
+	Skipped []string
+}
+
+// Scanner walks a store's live entries page by page.
+type Scanner interface {
+	// Scan returns the page that begins at cursor (0: the first) with
+	// about count entries (a page may hold fewer, or none, with the walk
+	// not complete), only locks with locksOnly. An entry live for the whole
+	// walk is returned at least once; one written or removed during it
+	// may be returned or not, and an entry may be returned twice. A
+	// cursor that names no position of the walk is refused with
+	// kv.ErrInvalidArgument.
+	// It changes nothing in the store (an expired entry it meets is left
+	// for the store's own sweep), and it never blocks other callers for
+	// more than one page's worth of entries.
+	Scan(cursor uint64, count int, locksOnly bool) (ScanPage, error)
+}
+
+// SetCondition is when a conditional set stores.
+type SetCondition int
+
+const (
+	// SetAlways stores whatever the key holds (SET ... GET).
+	SetAlways SetCondition = iota
+	// SetIfAbsent stores only if the key holds no live entry, as SetNX
+	// does: the entry is a lock, never evicted (SET ... NX GET).
+	SetIfAbsent
+	// SetIfEqual stores only if the key holds a live entry whose value
+	// equals the comparison value (Valkey's SET ... IFEQ): a missing or
+	// expired key is never created.
+	SetIfEqual
+)
+
+// CondSetter is a store with a conditional set that can also return the
+// value it replaced.
+type CondSetter interface {
+	// SetCond stores value under key with ttl (0: none) if cond holds for
+	// key's live entry (SetIfEqual: compared with cmp), deciding and
+	// storing in one atomic step, and reports whether it stored. With get,
+	// old is a copy of the value key held just before that step (found
+	// false, old nil: no live entry), whether or not it stored. Errors are
+	// as Backend's: kv.ErrInvalidArgument or kv.ErrNoMemory mean nothing
+	// changed. It may block only as a Set does (making room).
+	SetCond(key string, value []byte, ttl time.Duration, cond SetCondition, cmp []byte, get bool) (stored bool, old []byte, found bool, err error)
+}

@@ -1,0 +1,5 @@
+package server
+
+import "syscall"
+
+var errTooManyFiles = syscall.EMFILE

@@ -1,0 +1,49 @@
+package server
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// info answers INFO [section ...]: Redis's sections that mean something
+// here, from the store's stats, and ephpm's own.
+func (c *conn) info(sections [][]byte) {
+	st, err := c.s.cfg.Store.Stats()
+	if c.storeErr(err) {
+		return
+	}
+	want := map[string]bool{}
+	for _, s := range sections {
+		want[strings.ToLower(string(s))] = true
+	}
+	all := len(want) == 0 || want["all"] || want["default"] || want["everything"]
+	var b strings.Builder
+	section := func(name string, lines ...string) {
+		if !all && !want[strings.ToLower(name)] {
+			return
+		}
+		if b.Len() > 0 {
+			b.WriteString("\r\n")
+		}
+		b.WriteString("# " + name + "\r\n")
+		for _, l := range lines {
+			b.WriteString(l + "\r\n")
+		}
+	}
+	kv := func(k string, v any) string { return fmt.Sprintf("%s:%v", k, v) }
+	up := time.Since(c.s.started)
+	section("Server", kv("redis_version", redisVersion), kv("server_name", "ephpm"), kv("redis_mode", "standalone"),
+		kv("process_id", os.Getpid()), kv("uptime_in_seconds", int64(up.Seconds())), kv("uptime_in_days", int64(up.Hours()/24)))
+	section("Clients", kv("connected_clients", c.s.clients.Load()))
+	section("Memory", kv("used_memory", st.BytesUsed), kv("maxmemory", st.MemoryLimit), kv("maxmemory_policy", st.Eviction))
+	section("Stats", kv("total_connections_received", c.s.conns.Load()), kv("total_commands_processed", c.s.commands.Load()),
+		kv("keyspace_hits", st.Hits), kv("keyspace_misses", st.Misses), kv("expired_keys", st.Expirations), kv("evicted_keys", st.Evictions))
+	section("Ephpm", kv("store", c.s.cfg.Describe), kv("backend", c.s.cfg.Store.Name()), kv("instance_id", st.InstanceID),
+		kv("processes_attached", st.Processes), kv("session_bytes", st.SessionBytes), kv("session_limit", st.SessionLimit),
+		kv("compression", st.Compression), kv("sets", st.Sets), kv("set_nx_wins", st.SetNXWins), kv("set_nx_losses", st.SetNXLosses),
+		kv("del_if_eq_matches", st.DelIfEqMatches), kv("del_if_eq_mismatches", st.DelIfEqMismatches))
+	section("Keyspace", fmt.Sprintf("db0:keys=%d,expires=0,avg_ttl=0", st.Keys))
+	c.w.Verbatim(b.String())
+}

@@ -1,0 +1,395 @@
+package server
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ephpm/ephpm/internal/barrier"
+	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/shm"
+)
+
+// openStore makes a segment of its own for t.
+func openStore(t *testing.T) *shm.Store {
+	t.Helper()
+	st, err := shm.Open("resp", shm.Options{Dir: t.TempDir(), Memory: kv.MemoryConfig{Limit: 4 << 20}})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		assert.NoError(t, st.Check())
+		st.Close()
+	})
+	return st
+}
+
+// countingListener counts the writes of the connections it accepts.
+type countingListener struct {
+	net.Listener
+	writes *atomic.Int64
+}
+
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return countingConn{c, l.writes}, nil
+}
+
+func (c countingConn) Write(b []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(b)
+}
+
+// start serves st with password on a free loopback port; writes counts
+// the server's writes.
+func start(t *testing.T, st Store, password string) (addr string, writes *atomic.Int64) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	writes = new(atomic.Int64)
+	s := New(Config{Store: st, Password: password, Describe: "test segment", Logf: t.Logf})
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(countingListener{l, writes}) }()
+	t.Cleanup(func() {
+		s.Close()
+		assert.ErrorIs(t, <-done, ErrClosed)
+	})
+	return l.Addr().String(), writes
+}
+
+// client speaks RESP to the server; each reply is rendered as a string:
+// +S, -E, :N, $bulk (or $nil), _ (RESP3 null), [a b ...] for arrays, {k v ...} for maps,
+// =txt:... for verbatim strings.
+type client struct {
+	t  *testing.T
+	nc net.Conn
+	r  *bufio.Reader
+}
+
+func dial(t *testing.T, addr string) *client {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { nc.Close() })
+	nc.SetDeadline(time.Now().Add(30 * time.Second))
+	return &client{t: t, nc: nc, r: bufio.NewReader(nc)}
+}
+
+func encode(args ...string) []byte {
+	b := []byte("*" + strconv.Itoa(len(args)) + "\r\n")
+	for _, a := range args {
+		b = append(b, "$"+strconv.Itoa(len(a))+"\r\n"+a+"\r\n"...)
+	}
+	return b
+}
+
+func (c *client) send(args ...string) {
+	c.t.Helper()
+	_, err := c.nc.Write(encode(args...))
+	require.NoError(c.t, err)
+}
+
+func (c *client) do(args ...string) string {
+	c.t.Helper()
+	c.send(args...)
+	return c.reply()
+}
+
+func (c *client) reply() string {
+	c.t.Helper()
+	line, err := c.r.ReadString('\n')
+	require.NoError(c.t, err)
+	require.True(c.t, strings.HasSuffix(line, "\r\n"), "%q", line)
+	line = line[:len(line)-2]
+	switch line[0] {
+	case '+', '-', ':', '_':
+		return line
+	case '$', '=':
+		n, err := strconv.Atoi(line[1:])
+		require.NoError(c.t, err)
+		if n < 0 {
+			return "$nil"
+		}
+		b := make([]byte, n+2)
+		_, err = io.ReadFull(c.r, b)
+		require.NoError(c.t, err)
+		return line[:1] + string(b[:n])
+	case '*', '%':
+		n, err := strconv.Atoi(line[1:])
+		require.NoError(c.t, err)
+		if line[0] == '%' {
+			n *= 2
+		}
+		parts := make([]string, n)
+		for i := range parts {
+			parts[i] = c.reply()
+		}
+		open, end := "[", "]"
+		if line[0] == '%' {
+			open, end = "{", "}"
+		}
+		return open + strings.Join(parts, " ") + end
+	}
+	c.t.Fatalf("unexpected reply %q", line)
+	return ""
+}
+
+func TestCommandsAnswerAsRedisDoes(t *testing.T) {
+	st := openStore(t)
+	addr, _ := start(t, st, "")
+	c := dial(t, addr)
+	for _, step := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"PING"}, "+PONG"},
+		{[]string{"ping", "hi"}, "$hi"},
+		{[]string{"GET", "k"}, "$nil"},
+		{[]string{"SET", "k", "v"}, "+OK"},
+		{[]string{"get", "k"}, "$v"},
+		{[]string{"SET", "k", "w", "GET"}, "$v"},
+		{[]string{"SET", "new", "w", "GET"}, "$nil"},
+		{[]string{"SET", "k", "x", "NX"}, "$nil"},
+		{[]string{"SET", "lock", "t1", "NX", "PX", "60000"}, "+OK"},
+		{[]string{"SET", "lock", "t2", "NX", "GET"}, "$t1"},
+		{[]string{"SETNX", "lock", "t3"}, ":0"},
+		{[]string{"SETNX", "lock2", "t3"}, ":1"},
+		{[]string{"SET", "k", "y", "IFEQ", "nope"}, "$nil"},
+		{[]string{"SET", "k", "y", "IFEQ", "w"}, "+OK"},
+		{[]string{"SET", "k", "z", "IFEQ", "y", "GET"}, "$y"},
+		{[]string{"SET", "k", "q", "IFEQ", "y", "GET"}, "$z"},
+		{[]string{"GET", "k"}, "$z"},
+		{[]string{"SET", "missing", "v", "IFEQ", "x"}, "$nil"},
+		{[]string{"EXISTS", "missing"}, ":0"},
+		{[]string{"SET", "k", "v", "NX", "IFEQ", "x"}, "-ERR syntax error"},
+		{[]string{"SET", "k", "v", "EX", "0"}, "-ERR invalid expire time in 'set' command"},
+		{[]string{"SET", "k", "v", "EX", "x"}, "-ERR value is not an integer or out of range"},
+		{[]string{"SET", "k", "v", "PX", "10", "EX", "10"}, "-ERR syntax error"},
+		{[]string{"SET", "k", "v", "BOGUS"}, "-ERR syntax error"},
+		{[]string{"SET", "k"}, "-ERR wrong number of arguments for 'set' command"},
+		{[]string{"DELIFEQ", "lock", "t2"}, ":0"},
+		{[]string{"DELIFEQ", "lock", "t1"}, ":1"},
+		{[]string{"EXISTS", "lock", "lock2", "k", "nope"}, ":2"},
+		{[]string{"DEL", "lock2", "k", "nope"}, ":2"},
+		{[]string{"TTL", "nope"}, ":-2"},
+		{[]string{"SET", "t", "v"}, "+OK"},
+		{[]string{"TTL", "t"}, ":-1"},
+		{[]string{"EXPIRE", "t", "100"}, ":1"},
+		{[]string{"TTL", "t"}, ":100"},
+		{[]string{"PEXPIRE", "t", "5000"}, ":1"},
+		{[]string{"EXPIRE", "nope", "100"}, ":0"},
+		{[]string{"EXPIRE", "t", "10", "NX"}, "-ERR Unsupported option NX"},
+		{[]string{"EXPIRE", "t", "0"}, ":1"},
+		{[]string{"EXISTS", "t"}, ":0"},
+		{[]string{"INCR", "n"}, ":1"},
+		{[]string{"INCRBY", "n", "41"}, ":42"},
+		{[]string{"DECR", "n"}, ":41"},
+		{[]string{"DECRBY", "n", "40"}, ":1"},
+		{[]string{"INCRBY", "n", "x"}, "-ERR value is not an integer or out of range"},
+		{[]string{"SET", "s", "abc"}, "+OK"},
+		{[]string{"INCR", "s"}, "-ERR value is not an integer or out of range"},
+		{[]string{"SET", "big", "9223372036854775807"}, "+OK"},
+		{[]string{"INCR", "big"}, "-ERR increment or decrement would overflow"},
+		{[]string{"DECRBY", "n", "-9223372036854775808"}, "-ERR decrement would overflow"},
+		{[]string{"MSET", "a", "1", "b", "2"}, "+OK"},
+		{[]string{"MSET", "a", "1", "b"}, "-ERR wrong number of arguments for 'mset' command"},
+		{[]string{"MGET", "a", "nope", "b"}, "[$1 $nil $2]"},
+		{[]string{"FOO", "a", "b"}, "-ERR unknown command 'FOO', with args beginning with: 'a' 'b' "},
+		{[]string{"CLIENT", "SETNAME", "a b"}, "-ERR Client names cannot contain spaces, newlines or special characters."},
+		{[]string{"CLIENT", "SETNAME", "tester"}, "+OK"},
+		{[]string{"CLIENT", "GETNAME"}, "$tester"},
+		{[]string{"CLIENT", "KILL"}, "-ERR unknown subcommand 'KILL'. Try CLIENT HELP."},
+		{[]string{"AUTH", "x"}, "-ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"},
+		{[]string{"SELECT", "0"}, "+OK"},
+		{[]string{"SELECT", "1"}, "-ERR DB index is out of range"},
+		{[]string{"HELLO", "4"}, "-NOPROTO unsupported protocol version"},
+		{[]string{"SCAN", "x"}, "-ERR invalid cursor"},
+		{[]string{"SCAN", "0", "COUNT", "0"}, "-ERR syntax error"},
+		{[]string{"SET", "", "v"}, "-ERR kv: invalid argument: key length 0 is outside 1..4096"},
+	} {
+		assert.Equal(t, step.want, c.do(step.args...), "%q", step.args)
+	}
+	info := c.do("INFO")
+	assert.Contains(t, info, "# Keyspace\r\ndb0:keys=")
+	assert.Contains(t, info, "store:test segment")
+	assert.NotContains(t, c.do("INFO", "stats"), "# Server")
+	assert.Equal(t, "+OK", c.do("QUIT"))
+	_, err := c.r.ReadByte()
+	assert.Equal(t, io.EOF, err, "QUIT closes the connection")
+}
+
+func TestRESP3AfterHello(t *testing.T) {
+	addr, _ := start(t, openStore(t), "")
+	c := dial(t, addr)
+	assert.Equal(t, "$nil", c.do("GET", "k"))
+	hello := c.do("HELLO", "3", "SETNAME", "me")
+	assert.True(t, strings.HasPrefix(hello, "{$server $ephpm $version $7.0.0 $proto :3 $id :"), hello)
+	assert.Equal(t, "_", c.do("GET", "k"), "RESP3's null")
+	assert.Equal(t, "$me", c.do("CLIENT", "GETNAME"))
+	assert.True(t, strings.HasPrefix(c.do("INFO", "server"), "=txt:# Server"))
+	assert.Equal(t, "{}", c.do("CONFIG", "GET", "save"))
+	c.do("HELLO", "2")
+	assert.Equal(t, "$nil", c.do("GET", "k"))
+}
+
+func TestAuthGuardsEveryCommandButAuthHelloQuit(t *testing.T) {
+	st := openStore(t)
+	addr, _ := start(t, st, "s3cret")
+	c := dial(t, addr)
+	for _, args := range [][]string{{"GET", "k"}, {"SET", "k", "v"}, {"PING"}, {"SCAN", "0"}, {"INFO"}, {"FOO"}} {
+		want := "-NOAUTH Authentication required."
+		if args[0] == "FOO" {
+			want = "-ERR unknown command 'FOO', with args beginning with: "
+		}
+		assert.Equal(t, want, c.do(args...), "%q", args)
+	}
+	_, found, err := st.GetInto("k", nil)
+	require.NoError(t, err)
+	assert.False(t, found, "nothing was set before AUTH")
+	assert.True(t, strings.HasPrefix(c.do("HELLO", "3"), "-NOAUTH HELLO must be called with the client already authenticated"))
+	assert.Equal(t, "-WRONGPASS invalid username-password pair or user is disabled.", c.do("AUTH", "nope"))
+	assert.Equal(t, "-WRONGPASS invalid username-password pair or user is disabled.", c.do("AUTH", "other", "s3cret"))
+	assert.Equal(t, "-NOAUTH Authentication required.", c.do("GET", "k"))
+	assert.Equal(t, "+OK", c.do("AUTH", "s3cret"))
+	assert.Equal(t, "+PONG", c.do("PING"))
+
+	d := dial(t, addr)
+	assert.Equal(t, "-WRONGPASS invalid username-password pair or user is disabled.", d.do("HELLO", "3", "AUTH", "default", "bad"))
+	assert.True(t, strings.HasPrefix(d.do("HELLO", "3", "AUTH", "default", "s3cret"), "{$server $ephpm"))
+	assert.Equal(t, "+OK", d.do("SET", "k", "v"))
+	assert.Equal(t, "+OK", dial(t, addr).do("QUIT"), "QUIT before AUTH")
+}
+
+// A pipeline is read whole and answered in order, in far fewer writes
+// than it has commands.
+func TestPipelineIsAnsweredInOrderInFewWrites(t *testing.T) {
+	addr, writes := start(t, openStore(t), "")
+	c := dial(t, addr)
+	const n = 2000
+	var batch []byte
+	for i := 0; i < n; i++ {
+		batch = append(batch, encode("SET", "k"+strconv.Itoa(i), strconv.Itoa(i))...)
+		batch = append(batch, encode("GET", "k"+strconv.Itoa(i))...)
+	}
+	before := writes.Load()
+	go c.nc.Write(batch)
+	for i := 0; i < n; i++ {
+		require.Equal(t, "+OK", c.reply())
+		require.Equal(t, "$"+strconv.Itoa(i), c.reply())
+	}
+	got := writes.Load() - before
+	assert.Less(t, got, int64(n/10), "%d commands answered in %d writes", 2*n, got)
+	t.Logf("%d commands answered in %d writes", 2*n, got)
+}
+
+func TestMalformedInputGetsRedisProtocolErrorAndClose(t *testing.T) {
+	addr, _ := start(t, openStore(t), "")
+	c := dial(t, addr)
+	c.nc.Write([]byte("*1\r\n$4\r\nPING\r\n*1\r\nfoo\r\n"))
+	assert.Equal(t, "+PONG", c.reply())
+	assert.Equal(t, "-ERR Protocol error: expected '$', got 'f'", c.reply())
+	_, err := c.r.ReadByte()
+	assert.Equal(t, io.EOF, err)
+	d := dial(t, addr)
+	d.nc.Write([]byte("set k \"v v\"\r\nget k\r\n"))
+	assert.Equal(t, "+OK", d.reply())
+	assert.Equal(t, "$v v", d.reply(), "inline commands, as telnet sends them")
+}
+
+func TestScanWalksWithMatchAndCount(t *testing.T) {
+	st := openStore(t)
+	addr, _ := start(t, st, "")
+	c := dial(t, addr)
+	want := map[string]bool{}
+	for i := 0; i < 500; i++ {
+		k := fmt.Sprintf("user:%d", i)
+		require.NoError(t, st.Set(k, []byte("v"), 0))
+		want[k] = true
+		require.NoError(t, st.Set(fmt.Sprintf("other:%d", i), []byte("v"), 0))
+	}
+	got := map[string]bool{}
+	cursor := "0"
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 100000)
+		c.send("SCAN", cursor, "MATCH", "user:*", "COUNT", "25")
+		r := c.reply()
+		require.True(t, strings.HasPrefix(r, "[$"), r)
+		parts := strings.SplitN(strings.TrimSuffix(strings.TrimPrefix(r, "[$"), "]"), " ", 2)
+		cursor = parts[0]
+		for _, k := range strings.Fields(strings.Trim(parts[1], "[]")) {
+			require.True(t, strings.HasPrefix(k, "$user:"), k)
+			got[strings.TrimPrefix(k, "$")] = true
+		}
+		if cursor == "0" {
+			break
+		}
+	}
+	assert.Equal(t, want, got)
+	assert.True(t, strings.HasSuffix(c.do("SCAN", "0", "TYPE", "list", "COUNT", "100000"), " []]"), "no key is a list")
+}
+
+func TestMatchIsRedisGlob(t *testing.T) {
+	for _, c := range []struct {
+		p, s string
+		want bool
+	}{
+		{"*", "", true}, {"user:*", "user:1", true}, {"user:*", "usr:1", false},
+		{"h?llo", "hello", true}, {"h?llo", "hllo", false}, {"h[ae]llo", "hallo", true},
+		{"h[^e]llo", "hello", false}, {"h[^e]llo", "hallo", true}, {"h[a-b]llo", "hbllo", true},
+		{"h[a-b]llo", "hcllo", false}, {"a\\*b", "a*b", true}, {"a\\*b", "axb", false},
+		{"*a*a*a*a*a*a*a*b", strings.Repeat("a", 60), false}, {"**x", "abx", true},
+	} {
+		assert.Equal(t, c.want, Match([]byte(c.p), []byte(c.s)), "%q %q", c.p, c.s)
+	}
+}
+
+// SETNX from many connections and SetNX in this process, released
+// together, take one lock once per round: the same step.
+func TestSetNXOverTheWireAndInProcessHaveOneWinner(t *testing.T) {
+	st := openStore(t)
+	addr, _ := start(t, st, "")
+	const n = 8
+	clients := make([]*client, n)
+	for i := range clients {
+		clients[i] = dial(t, addr)
+	}
+	var mu sync.Mutex
+	for round := 0; round < 100; round++ {
+		key := "lock:" + strconv.Itoa(round)
+		wins := barrier.Race(2*n, func(i int) bool {
+			if i < n {
+				mu.Lock() // t's helpers are not for concurrent use on one client, only the wire is
+				c := clients[i]
+				mu.Unlock()
+				_, err := c.nc.Write(encode("SETNX", key, "wire"))
+				if err != nil {
+					return false
+				}
+				line, _ := c.r.ReadString('\n')
+				return line == ":1\r\n"
+			}
+			out, err := st.SetNX(key, []byte("here"), time.Minute)
+			return err == nil && out == kv.Inserted
+		})
+		require.Equal(t, 1, wins, "round %d", round)
+	}
+}
+
+func TestMain(m *testing.M) { os.Exit(m.Run()) }

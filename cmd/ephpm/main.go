@@ -1,0 +1,92 @@
+// Command ephpm looks at and serves an ephpm store: a pool's shared-memory
+// segment (the default: the one php-fpm's pool "www" uses) or a Redis
+// server.
+//
+//	ephpm [target] stats                 the store's figures
+//	ephpm [target] locks                 held locks and session locks: key, TTL left, holder, waiters
+//	ephpm [target] keys [PREFIX]         keys with sizes and TTLs, page by page
+//	ephpm [target] get KEY               a key's value
+//	ephpm [target] del KEY               remove a key
+//	ephpm [target] check                 the segment's integrity, as the store's own check sees it
+//	ephpm [target] flush [--yes]         remove every key, after a confirmation
+//	ephpm [target] serve [--listen ADDR] a RESP endpoint onto the segment
+//
+// target: --pool POOL (default www: the segment php-fpm's pool POOL uses
+// by default), --segment NAME (the segment ephpm.kv_backend=shm://NAME
+// names), or --redis URL; --user USER for another user's segment (as root:
+// the file's permissions decide). Every command takes --json for output a
+// script reads. The exit status is 0 on success, 1 on failure (a missing
+// segment, a key not found, a check that found damage), 2 on a usage
+// error.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// env is what a command runs with: its streams, and the options every
+// command takes.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	opts           *options
+}
+
+// command is one subcommand: run gets the arguments after its name.
+type command struct {
+	name, args, help string
+	run              func(e *env, args []string) int
+}
+
+var commands []command
+
+func init() {
+	commands = []command{
+		{"stats", "", "the store's figures", runStats},
+		{"locks", "", "held locks and session locks: key, TTL left, holder process, waiters", runLocks},
+		{"keys", "[PREFIX]", "keys with their sizes and TTLs, page by page", runKeys},
+		{"get", "KEY", "a key's value (raw on standard output)", runGet},
+		{"del", "KEY", "remove a key", runDel},
+		{"check", "", "the segment's integrity, as the store's own check sees it (holds each shard while it walks it)", runCheck},
+		{"flush", "[--yes]", "remove every key, locks and sessions included, after a confirmation", runFlush},
+		{"serve", "[--listen ADDR]", "serve the segment over RESP (redis-cli, Redis clients)", runServe},
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "usage: ephpm [--pool POOL | --segment NAME | --redis URL] [--user USER] [--json] COMMAND [ARGS]\n\n")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-7s %-16s %s\n", c.name, c.args, c.help)
+	}
+	fmt.Fprintf(w, "\nThe default target is the segment php-fpm's pool www uses (--pool www).\n")
+	fmt.Fprintf(w, "Run ephpm COMMAND --help for a command's options.\n")
+}
+
+// run is the command line's outcome: its exit status.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	opts := &options{}
+	global := newFlags("ephpm", opts, stderr)
+	global.Usage = func() { usage(stderr) }
+	if err := global.Parse(args); err != nil {
+		return 2
+	}
+	rest := global.Args()
+	if len(rest) == 0 {
+		usage(stderr)
+		return 2
+	}
+	for _, c := range commands {
+		if c.name == rest[0] {
+			return c.run(&env{stdin: stdin, stdout: stdout, stderr: stderr, opts: opts}, rest[1:])
+		}
+	}
+	fmt.Fprintf(stderr, "ephpm: unknown command %q\n", rest[0])
+	usage(stderr)
+	return 2
+}

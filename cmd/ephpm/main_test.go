@@ -1,0 +1,266 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ephpm/ephpm/internal/redistest"
+	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/redisstore"
+	"github.com/ephpm/ephpm/session"
+	"github.com/ephpm/ephpm/shm"
+)
+
+// segment makes the segment "pool" of dir for a test, as a server would.
+func segment(t *testing.T) (dir string, s *shm.Store) {
+	t.Helper()
+	dir = t.TempDir()
+	s, err := shm.Open("fpm-www", shm.Options{Dir: dir, Memory: kv.MemoryConfig{Limit: 2 << 20, Policy: kv.AllKeysLRU}})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return dir, s
+}
+
+// ephpm runs the command line with stdin and returns its status and
+// outputs.
+func ephpm(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(args, strings.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestAMissingSegmentIsSaidAndNotCreated(t *testing.T) {
+	dir := t.TempDir()
+	code, _, errOut := ephpm(t, "", "--dir", dir, "stats")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "no segment fpm-www of uid")
+	assert.Contains(t, errOut, "nothing was created")
+	code, _, errOut = ephpm(t, "", "--dir", dir, "--segment", "other", "keys")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "ephpm.kv_backend=shm://other")
+	files, _ := os.ReadDir(dir)
+	assert.Empty(t, files)
+	code, _, _ = ephpm(t, "", "bogus")
+	assert.Equal(t, 2, code)
+}
+
+func TestCommandsOnASegment(t *testing.T) {
+	dir, s := segment(t)
+	before := s.MemoryConfig()
+	for i := 0; i < 30; i++ {
+		require.NoError(t, s.Set("user:"+strconv.Itoa(i), []byte(strings.Repeat("x", i)), time.Duration(i)*time.Hour))
+	}
+	require.NoError(t, s.Set("bin", []byte{0, 1, 0xff}, 0))
+	out, _, _, err := s.SetNXGet("session_lock:abc", []byte("tok"), time.Minute, "session:abc", nil)
+	require.NoError(t, err)
+	require.Equal(t, kv.Inserted, out)
+	_, err = s.SetNX("lock:report", []byte("t"), time.Minute)
+	require.NoError(t, err)
+
+	code, text, _ := ephpm(t, "", "--dir", dir, "stats")
+	require.Equal(t, 0, code)
+	assert.Contains(t, text, "keys         33")
+	assert.Contains(t, text, "eviction allkeys-lru")
+	code, text, _ = ephpm(t, "", "--dir", dir, "stats", "--json")
+	require.Equal(t, 0, code)
+	var stats map[string]any
+	require.NoError(t, json.Unmarshal([]byte(text), &stats))
+	assert.Equal(t, float64(33), stats["keys"])
+	assert.Equal(t, "shm", stats["backend"])
+	assert.Equal(t, before, s.MemoryConfig(), "the command changed no setting of the segment")
+
+	code, text, _ = ephpm(t, "", "--dir", dir, "keys", "user:2")
+	require.Equal(t, 0, code)
+	assert.Contains(t, text, "11 keys beginning with \"user:2\"")
+	var keys struct {
+		Keys []keyJSON `json:"keys"`
+		Next uint64    `json:"next_cursor"`
+	}
+	code, text, _ = ephpm(t, "", "--dir", dir, "keys", "user:", "--json")
+	require.Equal(t, 0, code)
+	require.NoError(t, json.Unmarshal([]byte(text), &keys))
+	assert.Len(t, keys.Keys, 30)
+	for _, k := range keys.Keys {
+		i, _ := strconv.Atoi(strings.TrimPrefix(k.Key, "user:"))
+		assert.Equal(t, int64(i), k.Size, k.Key)
+		if i > 0 {
+			assert.InDelta(t, float64(time.Duration(i)*time.Hour/time.Millisecond), float64(k.TTLMS), 60000, k.Key)
+		}
+	}
+	// Page by page: --limit, then --cursor, until no cursor is left.
+	seen := map[string]bool{}
+	var cursor uint64
+	for pages := 0; pages == 0 || cursor != 0; pages++ {
+		require.Less(t, pages, 1000)
+		code, text, _ = ephpm(t, "", "--dir", dir, "keys", "--limit", "7", "--count", "3", "--cursor", strconv.FormatUint(cursor, 10), "--json")
+		require.Equal(t, 0, code)
+		keys.Keys, keys.Next = nil, 0
+		require.NoError(t, json.Unmarshal([]byte(text), &keys))
+		assert.LessOrEqual(t, len(keys.Keys), 7+3, "about the limit: the rest of a page")
+		for _, k := range keys.Keys {
+			seen[k.Key] = true
+		}
+		cursor = keys.Next
+	}
+	assert.Len(t, seen, 33, "every key once the pages are done")
+
+	code, text, _ = ephpm(t, "", "--dir", dir, "locks")
+	require.Equal(t, 0, code)
+	assert.Regexp(t, `session_lock:abc\s+(59(\.\d)?s|1m0s)\s+pid `+strconv.Itoa(os.Getpid())+`\s+0\s+exclusive`, text)
+	assert.Contains(t, text, "2 locks held")
+	var locks struct {
+		Locks []keyJSON `json:"locks"`
+	}
+	code, text, _ = ephpm(t, "", "--dir", dir, "locks", "--json")
+	require.Equal(t, 0, code)
+	require.NoError(t, json.Unmarshal([]byte(text), &locks))
+	require.Len(t, locks.Locks, 2)
+
+	code, text, _ = ephpm(t, "", "--dir", dir, "get", "user:3")
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "xxx", text)
+	code, text, _ = ephpm(t, "", "--dir", dir, "get", "bin", "--json")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, text, `"value_base64": "AAH/"`)
+	code, _, errOut := ephpm(t, "", "--dir", dir, "get", "nope")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "no key nope")
+	code, text, _ = ephpm(t, "", "--dir", dir, "del", "user:3", "--json")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, text, `"deleted": true`)
+	_, found, _ := s.GetInto("user:3", nil)
+	assert.False(t, found)
+
+	code, text, _ = ephpm(t, "", "--dir", dir, "check")
+	assert.Equal(t, 0, code, text)
+	assert.Contains(t, text, "every shard is consistent")
+	code, text, _ = ephpm(t, "", "--dir", dir, "check", "--json")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, text, `"ok": true`)
+
+	code, _, errOut = ephpm(t, "no\n", "--dir", dir, "flush")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "nothing was removed")
+	_, found, _ = s.GetInto("user:4", nil)
+	assert.True(t, found)
+	code, _, _ = ephpm(t, "yes\n", "--dir", dir, "flush")
+	assert.Equal(t, 0, code)
+	_, found, _ = s.GetInto("user:4", nil)
+	assert.False(t, found)
+	require.NoError(t, s.Set("k", []byte("v"), 0))
+	code, text, _ = ephpm(t, "", "--dir", dir, "flush", "--yes", "--json")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, text, `"flushed": true`)
+	st, _ := s.Stats()
+	assert.Zero(t, st.Keys)
+}
+
+func TestCheckReportsADamagedSegment(t *testing.T) {
+	dir, s := segment(t)
+	for i := 0; i < 500; i++ {
+		require.NoError(t, s.Set("k"+strconv.Itoa(i), []byte("value"), 0))
+	}
+	f, err := os.OpenFile(s.Path(), os.O_RDWR, 0)
+	require.NoError(t, err)
+	info, _ := f.Stat()
+	// Zeros over the back half of the file: the heaps.
+	_, err = f.WriteAt(make([]byte, info.Size()/2), info.Size()/2)
+	require.NoError(t, err)
+	f.Close()
+	code, text, _ := ephpm(t, "", "--dir", dir, "check", "--json")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, text, `"ok": false`)
+	code, _, _ = ephpm(t, "", "--dir", dir, "keys")
+	assert.Equal(t, 1, code, "a walk that skipped a shard says so")
+}
+
+func TestServeRefusesARemoteAddressUnlessToldAndGivenAPassword(t *testing.T) {
+	dir, _ := segment(t)
+	code, _, errOut := ephpm(t, "", "--dir", dir, "serve", "--listen", "0.0.0.0:0")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "not a loopback address")
+	assert.Contains(t, errOut, "--allow-remote")
+	code, _, errOut = ephpm(t, "", "--dir", dir, "serve", "--listen", ":0", "--allow-remote")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "a password is required")
+	empty := filepath.Join(t.TempDir(), "pass")
+	os.WriteFile(empty, nil, 0o600)
+	code, _, errOut = ephpm(t, "", "--dir", dir, "serve", "--requirepass-file", empty)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "holds no password")
+	for _, addr := range []string{"127.0.0.1:6380", "127.9.9.9:1", "[::1]:6380", "localhost:6380"} {
+		ok, err := isLoopback(addr)
+		require.NoError(t, err)
+		assert.True(t, ok, addr)
+	}
+	for _, addr := range []string{":6380", "0.0.0.0:6380", "[::]:6380", "10.1.2.3:6380"} {
+		ok, err := isLoopback(addr)
+		require.NoError(t, err)
+		assert.False(t, ok, addr)
+	}
+}
+
+func TestCommandsOnRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	url := "redis://" + srv.Addr + "/0"
+	prefixes := []string{session.DataPrefix, session.LockPrefix}
+	r, err := redisstore.Open(url, redisstore.Options{Colocated: prefixes, Pinned: prefixes})
+	require.NoError(t, err)
+	defer r.Close()
+	for i := 0; i < 25; i++ {
+		require.NoError(t, r.Set("k:"+strconv.Itoa(i), []byte("vv"), time.Hour))
+	}
+	_, err = r.SetNX(session.LockKey("sid1"), []byte("tok"), time.Minute)
+	require.NoError(t, err)
+	_, _, err = r.LockAttempt("lock:rw", []byte("reader1"), kv.LockShared, time.Minute, 0)
+	require.NoError(t, err)
+
+	var keys struct {
+		Keys []keyJSON `json:"keys"`
+	}
+	code, text, errOut := ephpm(t, "", "--redis", url, "keys", "--json", "--count", "7")
+	require.Equal(t, 0, code, errOut)
+	require.NoError(t, json.Unmarshal([]byte(text), &keys))
+	names := map[string]keyJSON{}
+	for _, k := range keys.Keys {
+		names[k.Key] = k
+	}
+	assert.Contains(t, names, session.LockKey("sid1"), "the store's name, its hash tag taken off")
+	assert.Equal(t, int64(2), names["k:3"].Size)
+	assert.InDelta(t, float64(time.Hour/time.Millisecond), float64(names["k:3"].TTLMS), 60000)
+
+	code, text, _ = ephpm(t, "", "--redis", url, "locks")
+	require.Equal(t, 0, code)
+	assert.Regexp(t, `session_lock:sid1\s+\S+\s+-\s+0\s+exclusive`, text)
+	assert.Regexp(t, `lock:rw\s+\S+\s+-\s+0\s+shared \(1 readers\)`, text)
+	assert.NotContains(t, text, "k:3")
+
+	code, text, _ = ephpm(t, "", "--redis", url, "get", "k:1")
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "vv", text)
+	code, _, _ = ephpm(t, "", "--redis", url, "del", "k:1")
+	assert.Equal(t, 0, code)
+	code, text, _ = ephpm(t, "", "--redis", url, "stats", "--json")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, text, `"backend": "redis"`)
+	code, text, _ = ephpm(t, "", "--redis", url, "check")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, text, "answers")
+	code, _, _ = ephpm(t, "", "--redis", url, "flush", "--yes")
+	assert.Equal(t, 0, code)
+	_, found, _ := r.GetInto("k:2", nil)
+	assert.False(t, found)
+	code, _, errOut = ephpm(t, "", "--redis", url, "serve")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "serves a segment")
+}

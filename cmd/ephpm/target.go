@@ -1,0 +1,151 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/ephpm/ephpm/backend"
+	"github.com/ephpm/ephpm/internal/segname"
+	"github.com/ephpm/ephpm/redisstore"
+	"github.com/ephpm/ephpm/session"
+	"github.com/ephpm/ephpm/shm"
+)
+
+// options are the flags every command takes, before or after its name.
+type options struct {
+	pool, segment, redis, user, dir string
+	json                            bool
+}
+
+// newFlags is a flag set with the common options.
+func newFlags(name string, o *options, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.pool, "pool", orDefault(o.pool, "www"), "the php-fpm pool whose default segment to open")
+	fs.StringVar(&o.segment, "segment", o.segment, "the segment NAME (ephpm.kv_backend=shm://NAME), instead of the pool's")
+	fs.StringVar(&o.redis, "redis", o.redis, "a Redis URL (as ephpm.kv_backend takes it), instead of a segment")
+	fs.StringVar(&o.user, "user", o.user, "the user (name or uid) whose segment it is (default: yours; as root, the one user who has it)")
+	fs.StringVar(&o.dir, "dir", orDefault(o.dir, "/dev/shm"), "where segment files are")
+	fs.BoolVar(&o.json, "json", o.json, "print JSON")
+	return fs
+}
+
+func orDefault(v, d string) string {
+	if v == "" {
+		return d
+	}
+	return v
+}
+
+// parseFlags parses a command's arguments with the common options and
+// extra ones; it returns the positional arguments, or ok false (status 2).
+func parseFlags(e *env, name string, args []string, extra func(fs *flag.FlagSet)) ([]string, bool) {
+	fs := newFlags("ephpm "+name, e.opts, e.stderr)
+	if extra != nil {
+		extra(fs)
+	}
+	// Flags may follow positional arguments too (ephpm keys lock: --json).
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, false
+		}
+		if fs.NArg() == 0 {
+			return pos, true
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// target is an opened store and what to call it.
+type target struct {
+	b        backend.Backend
+	describe string
+	seg      *shm.Store // nil on Redis
+}
+
+// open opens what the options name: the segment must exist (it is never
+// created, and its settings are left as its servers set them).
+func open(e *env) (*target, error) {
+	o := e.opts
+	if o.redis != "" {
+		if o.segment != "" {
+			return nil, errors.New("--redis and --segment name two stores: give one")
+		}
+		prefixes := []string{session.DataPrefix, session.LockPrefix}
+		r, err := redisstore.Open(o.redis, redisstore.Options{Colocated: prefixes, Pinned: prefixes, LockPrefixes: []string{session.LockPrefix}})
+		if err != nil {
+			return nil, err
+		}
+		return &target{b: r, describe: "redis " + redisstore.Redact(o.redis)}, nil
+	}
+	name := o.segment
+	if name == "" {
+		name = segname.FPMPool(o.pool)
+	}
+	uid, err := segmentUID(o.dir, name, o.user)
+	if err != nil {
+		return nil, err
+	}
+	s, err := shm.Open(name, shm.Options{Dir: o.dir, Existing: true, Owner: uid})
+	if errors.Is(err, os.ErrNotExist) {
+		how := "php-fpm's pool " + o.pool + " makes it at its first ephpm call"
+		if o.segment != "" {
+			how = "the first process configured with ephpm.kv_backend=shm://" + name + " makes it"
+		}
+		return nil, fmt.Errorf("no segment %s of uid %d (%s): %s; nothing was created", name, uid, shm.PathOf(o.dir, name, uid), how)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &target{b: s, seg: s, describe: "segment " + name + " (" + s.Path() + ")"}, nil
+}
+
+// segmentUID is the uid whose segment name is: --user's; else this
+// process's; else, for root, the one user who has a segment of that name.
+func segmentUID(dir, name, who string) (int, error) {
+	if who != "" {
+		if uid, err := strconv.Atoi(who); err == nil {
+			return uid, nil
+		}
+		u, err := user.Lookup(who)
+		if err != nil {
+			return 0, err
+		}
+		return strconv.Atoi(u.Uid)
+	}
+	uid := os.Geteuid()
+	if _, err := os.Stat(shm.PathOf(dir, name, uid)); err == nil || uid != 0 {
+		return uid, nil
+	}
+	// Root with no segment of its own of that name: the pool's user's.
+	prefix := filepath.Join(dir, "ephpm-"+name+".")
+	files, _ := filepath.Glob(prefix + "*")
+	var uids []int
+	for _, f := range files {
+		if n, err := strconv.Atoi(strings.TrimPrefix(f, prefix)); err == nil {
+			uids = append(uids, n)
+		}
+	}
+	switch len(uids) {
+	case 0:
+		return uid, nil
+	case 1:
+		return uids[0], nil
+	}
+	return 0, fmt.Errorf("segment %s exists for uids %v: say whose with --user", name, uids)
+}
+
+// fail reports err and returns status 1.
+func fail(e *env, err error) int {
+	fmt.Fprintf(e.stderr, "ephpm: %v\n", err)
+	return 1
+}

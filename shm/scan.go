@@ -1,0 +1,172 @@
+package shm
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/ephpm/ephpm/backend"
+	"github.com/ephpm/ephpm/kv"
+)
+
+// A walk of the entries, for tools (backend.Scanner: the ephpm command's
+// keys and locks, its RESP endpoint's SCAN). It changes no entry: expired
+// entries and session locks whose holder died are left out, not removed,
+// and no LRU stamp or counter moves.
+//
+// The cursor is shard<<32 | done: done index slots of the shard have been
+// visited, from the top slot down. Each page holds each shard's lock for
+// at most scanSlotsPerHold slots, so a walk delays a writer on the shard
+// by about as long as one write that makes room, never by a whole shard.
+//
+// Why downward: an entry moves between slots only when its shard's index
+// is compacted (index.go), and a compaction moves an entry back along its
+// probe path, to a lower slot, except where a run wraps past the last
+// slot to the first. So an entry that has not been visited (at or below
+// the cursor) stays unvisited, and one that has may be met again (a
+// duplicate, which a walk may return). The wrap is the one way an
+// unvisited entry (in the first slots) can move to visited ones (the last
+// slots): the hold that visits slot 0 therefore also looks again at the
+// run that ends the index (from the last slot down to the first empty
+// one), where such an entry lands.
+//
+// Damage (checked.go): every offset the walk reads through is checked by
+// the accessors; a shard found broken, or found corrupt by the walk (then
+// marked broken, as any call that meets damage marks it), is named in the
+// page's Skipped, and the walk goes on with the next shard.
+const (
+	scanSlotsPerHold = 4096
+	scanSlotsPerPage = 16 * scanSlotsPerHold
+)
+
+// Scan returns a page of live entries (backend.Scanner): about count of
+// them (1 if count < 1), only locks (pinned entries: set_nx's and
+// lock_acquire's, and session locks) with locksOnly, those with each
+// lock's waiters and recorded holder. A page visits at most
+// scanSlotsPerPage index slots, so it may be empty with the walk not done.
+func (s *Store) Scan(cursor uint64, count int, locksOnly bool) (backend.ScanPage, error) {
+	var page backend.ScanPage
+	tk, err := s.enter()
+	if err != nil {
+		return page, err
+	}
+	defer s.leave(tk)
+	n := s.g.indexSlots
+	shardNo, done := int(cursor>>32), int(uint32(cursor))
+	if shardNo >= len(s.shards) || done > n {
+		return page, fmt.Errorf("%w: invalid cursor %d", kv.ErrInvalidArgument, cursor)
+	}
+	count = max(count, 1)
+	budget := scanSlotsPerPage
+	for shardNo < len(s.shards) {
+		sh := &s.shards[shardNo]
+		hold := min(scanSlotsPerHold, budget, n-done)
+		var visited int
+		err := s.inShard(sh, func() {
+			visited = s.scanSlots(sh, done, hold, count-len(page.Keys), locksOnly, &page)
+		})
+		budget -= max(visited, 1)
+		done += visited
+		if err != nil {
+			page.Skipped = append(page.Skipped, err.Error())
+			done = n
+		}
+		if done >= n {
+			shardNo, done = shardNo+1, 0
+		}
+		if len(page.Keys) >= count || budget <= 0 {
+			break
+		}
+	}
+	if shardNo < len(s.shards) {
+		page.Next = uint64(shardNo)<<32 | uint64(done)
+	}
+	return page, nil
+}
+
+// scanSlots visits up to hold index slots of sh from the one done slots
+// below the top, down, appending the live entries it finds to page until
+// it holds want more; it returns how many slots it visited. Caller holds
+// sh's lock (in inShard: damage unwinds it).
+func (s *Store) scanSlots(sh *shard, done, hold, want int, locksOnly bool, page *backend.ScanPage) int {
+	n := s.g.indexSlots
+	t := expiryNow()
+	var waiting map[uint64]int
+	if locksOnly {
+		waiting = s.waitingHashes(sh)
+	}
+	found := 0
+	visit := func(i int) {
+		v := atomic.LoadUint64(sh.slot(i))
+		if v == slotEmpty || v == slotTomb {
+			return
+		}
+		if ki, ok := s.keyInfo(sh, sh.blockOf(v), t, locksOnly, waiting); ok {
+			page.Keys = append(page.Keys, ki)
+			found++
+		}
+	}
+	k := 0
+	for ; k < hold && found < want; k++ {
+		visit(n - 1 - (done + k))
+	}
+	if done+k == n {
+		// Slot 0 visited: the run that ends the index, where a compaction
+		// may have moved an unvisited entry (see above).
+		for i := n - 1; i > 0 && atomic.LoadUint64(sh.slot(i)) != slotEmpty; i-- {
+			visit(i)
+		}
+	}
+	return k
+}
+
+// keyInfo describes the entry b as of t, or reports false if it is not
+// live (expired, or a session lock whose holder died) or not wanted (a
+// value, with locksOnly). Caller holds sh's lock.
+func (s *Store) keyInfo(sh *shard, b int64, t int64, locksOnly bool, waiting map[uint64]int) (backend.KeyInfo, bool) {
+	lock := sh.entryPinned(b)
+	if locksOnly && !lock {
+		return backend.KeyInfo{}, false
+	}
+	at := sh.entryExpireAt(b)
+	if at != 0 && at <= t {
+		return backend.KeyInfo{}, false
+	}
+	ki := backend.KeyInfo{Key: strings.Clone(sh.entryKey(b)), Size: int64(sh.logicalLen(b)), TTL: -1, Lock: lock}
+	if o := sh.entryHolder(b); o != 0 {
+		if o != s.tag && !s.g.tagAlive(o) {
+			return backend.KeyInfo{}, false // lapsed: its holder died (entry.go)
+		}
+		ki.HolderPID = int(atomic.LoadUint64(s.g.procIdent(tagSlot(o))) >> 32)
+	}
+	if at != 0 {
+		ki.TTL = time.Duration(at - t)
+	}
+	if lock {
+		if v := sh.valueView(b); kv.IsReaderRecord(v) {
+			if mode, holders := kv.LockHolders(v, true, t); mode == kv.LockShared {
+				ki.Readers = holders
+			}
+		}
+		ki.Waiters = waiting[s.g.hashOf(ki.Key)]
+	}
+	return ki, true
+}
+
+// waitingHashes counts the live waiters registered on sh, by key hash.
+// Caller holds sh's lock.
+func (s *Store) waitingHashes(sh *shard) map[uint64]int {
+	var m map[uint64]int
+	for i := 0; i < waitSlots; i++ {
+		c := atomic.LoadUint64(s.g.waitCtl(i))
+		if ctlState(c) != wWaiting || atomic.LoadUint32(s.g.waitShard(i)) != uint32(sh.i) {
+			continue
+		}
+		if m == nil {
+			m = map[uint64]int{}
+		}
+		m[atomic.LoadUint64(s.g.waitHash(i))]++
+	}
+	return m
+}

@@ -1,0 +1,343 @@
+package shm
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ephpm/ephpm/backend"
+	"github.com/ephpm/ephpm/internal/barrier"
+	"github.com/ephpm/ephpm/kv"
+)
+
+// walk runs a whole Scan walk with pages of count and returns every entry
+// it returned, by key, and how many times each was.
+func walk(t *testing.T, s *Store, count int, locksOnly bool) (map[string]backend.KeyInfo, map[string]int, []string) {
+	t.Helper()
+	seen, times := map[string]backend.KeyInfo{}, map[string]int{}
+	var skipped []string
+	var cursor uint64
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 1<<20, "the walk ends")
+		p, err := s.Scan(cursor, count, locksOnly)
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(p.Keys), count+s.g.indexSlots, "a page holds about count entries")
+		for _, k := range p.Keys {
+			seen[k.Key] = k
+			times[k.Key]++
+		}
+		skipped = append(skipped, p.Skipped...)
+		if p.Next == 0 {
+			return seen, times, skipped
+		}
+		cursor = p.Next
+	}
+}
+
+func TestScanReturnsEachLiveEntryWithItsSizeTTLAndKind(t *testing.T) {
+	s := openTest(t, kv.MemoryConfig{Limit: 4 << 20, Compression: true, CompressionMinSize: 64})
+	want := map[string]int{}
+	for i := 0; i < 3000; i++ {
+		k := "k:" + strconv.Itoa(i)
+		v := []byte(fmt.Sprintf("%0*d", i%300, i)) // compressed past 64 bytes
+		require.NoError(t, s.Set(k, v, 0))
+		want[k] = len(v)
+	}
+	require.NoError(t, s.Set("ttl", []byte("x"), time.Hour))
+	require.NoError(t, s.Set("gone", []byte("x"), time.Millisecond))
+	out, err := s.SetNX("lock:a", []byte("token"), time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, kv.Inserted, out)
+	for _, tok := range []string{"r1", "r2"} {
+		out, _, err := s.LockAttempt("lock:rw", []byte(tok), kv.LockShared, time.Minute, 0)
+		require.NoError(t, err)
+		require.Equal(t, kv.Inserted, out)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if _, found, _ := s.PTTL("gone"); !found {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "a 1 ms TTL passes")
+		time.Sleep(time.Millisecond)
+	}
+	require.NoError(t, s.Set("gone", []byte("x"), time.Millisecond)) // expired, not removed, when the walk meets it
+	time.Sleep(20 * time.Millisecond)
+
+	for _, count := range []int{1, 7, 1000} {
+		seen, _, skipped := walk(t, s, count, false)
+		assert.Empty(t, skipped)
+		for k, n := range want {
+			if assert.Contains(t, seen, k, "count %d", count) {
+				assert.Equal(t, int64(n), seen[k].Size, k)
+				assert.Equal(t, time.Duration(-1), seen[k].TTL, k)
+				assert.False(t, seen[k].Lock, k)
+			}
+		}
+		assert.NotContains(t, seen, "gone", "an expired entry is no entry")
+		if assert.Contains(t, seen, "ttl") {
+			assert.InDelta(t, float64(time.Hour), float64(seen["ttl"].TTL), float64(time.Minute))
+		}
+		assert.True(t, seen["lock:a"].Lock)
+		assert.Equal(t, 2, seen["lock:rw"].Readers)
+		assert.Len(t, seen, len(want)+3)
+	}
+	locks, _, _ := walk(t, s, 5, true)
+	assert.Len(t, locks, 2, "only the locks")
+	assert.Contains(t, locks, "lock:a")
+	assert.Contains(t, locks, "lock:rw")
+	_, found, err := s.PTTL("gone")
+	require.NoError(t, err)
+	assert.False(t, found)
+}
+
+func TestScanRefusesACursorItDidNotReturn(t *testing.T) {
+	s := openTest(t, kv.MemoryConfig{Limit: MinMemoryLimit})
+	for _, c := range []uint64{uint64(len(s.shards)) << 32, uint64(s.g.indexSlots + 1), 1 << 63} {
+		_, err := s.Scan(c, 10, false)
+		assert.ErrorIs(t, err, kv.ErrInvalidArgument, "cursor %d", c)
+	}
+}
+
+// Writers adding and removing keys while a walk goes on (tombstones,
+// compactions of small indexes) never hide a key that stays.
+func TestScanWithWritersChurningMissesNoKeyThatStays(t *testing.T) {
+	s := openTest(t, kv.MemoryConfig{Limit: MinMemoryLimit, Policy: kv.AllKeysLRU})
+	stay := map[string]bool{}
+	for i := 0; i < 300; i++ {
+		k := "stay:" + strconv.Itoa(i)
+		require.NoError(t, s.Set(k, []byte("v"), 0))
+		stay[k] = true
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for w := 0; w < 2; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(w), 1))
+			for !stop.Load() {
+				k := "churn:" + strconv.Itoa(w) + ":" + strconv.Itoa(r.IntN(800))
+				if r.IntN(2) == 0 {
+					_ = s.Set(k, []byte("c"), 0)
+				} else {
+					_, _ = s.Del(k)
+				}
+			}
+		}(w)
+	}
+	for round := 0; round < 20; round++ {
+		seen, _, skipped := walk(t, s, 3, false)
+		require.Empty(t, skipped)
+		for k := range stay {
+			require.Contains(t, seen, k, "round %d", round)
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+}
+
+func TestScanOfLocksNamesTheirHolderAndWaiters(t *testing.T) {
+	s := openTest(t, kv.MemoryConfig{})
+	// A session lock the session handler's call takes records this process.
+	out, _, _, err := s.SetNXGet("session_lock:abc", []byte("tok"), time.Minute, "session:abc", nil)
+	require.NoError(t, err)
+	require.Equal(t, kv.Inserted, out)
+	_, err = s.SetNX("lock:w", []byte("tok"), time.Minute)
+	require.NoError(t, err)
+	done := make(chan bool)
+	go func() {
+		free, _ := s.Wait("lock:w", 10*time.Second)
+		done <- free
+	}()
+	var locks map[string]backend.KeyInfo
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		locks, _, _ = walk(t, s, 100, true)
+		if locks["lock:w"].Waiters == 1 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the waiter registers: %+v", locks["lock:w"])
+		time.Sleep(time.Millisecond)
+	}
+	assert.Equal(t, os.Getpid(), locks["session_lock:abc"].HolderPID)
+	assert.Zero(t, locks["lock:w"].HolderPID, "set_nx records no holder")
+	_, err = s.Del("lock:w")
+	require.NoError(t, err)
+	assert.True(t, <-done)
+	locks, _, _ = walk(t, s, 100, true)
+	assert.NotContains(t, locks, "lock:w")
+}
+
+// A damaged shard is named and skipped; the walk returns the other
+// shards' entries, whatever the damage.
+func TestScanSkipsADamagedShardAndGoesOn(t *testing.T) {
+	for _, c := range []string{"index", "heap"} {
+		t.Run(c, func(t *testing.T) {
+			name := testName(t)
+			removeSegment(name)
+			t.Cleanup(func() { removeSegment(name) })
+			s, err := Open(name, Options{Memory: kv.MemoryConfig{Limit: 8 << 20}})
+			require.NoError(t, err)
+			defer s.Close()
+			require.Greater(t, len(s.shards), 1)
+			var other []string
+			for i := 0; i < 2000; i++ {
+				k := "k:" + strconv.Itoa(i)
+				require.NoError(t, s.Set(k, []byte("value"), 0))
+				if sh, _, _ := s.locate(k); sh.i != 0 {
+					other = append(other, k)
+				}
+			}
+			sh := &s.shards[0]
+			r := rand.New(rand.NewPCG(7, 7))
+			switch c {
+			case "index": // every live slot points past the heap
+				for i := 0; i < s.g.indexSlots; i++ {
+					if v := atomic.LoadUint64(sh.slot(i)); v != slotEmpty && v != slotTomb {
+						atomic.StoreUint64(sh.slot(i), uint64(slotTag(v))<<32|uint64(s.g.heapSize/8+int64(r.IntN(1000))))
+					}
+				}
+			case "heap": // random bytes over the shard's heap
+				b := s.g.bytes(sh.heap, int(s.g.heapSize))
+				for i := range b {
+					b[i] = byte(r.Uint32())
+				}
+			}
+			seen, _, skipped := walk(t, s, 50, false)
+			require.Len(t, skipped, 1)
+			assert.Contains(t, skipped[0], "shard 0 of")
+			for _, k := range other {
+				assert.Contains(t, seen, k, "every entry of the other shards")
+			}
+			_, _, err = s.GetInto("k:1", nil)
+			if sh, _, _ := s.locate("k:1"); sh.i == 0 {
+				assert.True(t, errors.Is(err, ErrCorrupt))
+			}
+		})
+	}
+}
+
+func TestSetCondDecidesAndReturnsTheOldValueInOneStep(t *testing.T) {
+	s := openTest(t, kv.MemoryConfig{})
+	set := func(k, v string, cond backend.SetCondition, cmp string, get bool) (bool, string, bool) {
+		t.Helper()
+		ok, old, found, err := s.SetCond(k, []byte(v), 0, cond, []byte(cmp), get)
+		require.NoError(t, err)
+		return ok, string(old), found
+	}
+	get := func(k string) string { v, _ := get(t, s, k); return v }
+	ok, _, found := set("k", "a", backend.SetIfEqual, "x", true)
+	assert.False(t, ok, "IFEQ never creates")
+	assert.False(t, found)
+	_, found, _ = s.PTTL("k")
+	assert.False(t, found)
+
+	ok, old, found := set("k", "a", backend.SetAlways, "", true)
+	assert.True(t, ok)
+	assert.False(t, found)
+	assert.Equal(t, "", old)
+	ok, old, found = set("k", "b", backend.SetIfEqual, "x", true)
+	assert.False(t, ok)
+	assert.True(t, found)
+	assert.Equal(t, "a", old, "GET answers the old value when not set too")
+	assert.Equal(t, "a", get("k"))
+	ok, old, _ = set("k", "b", backend.SetIfEqual, "a", true)
+	assert.True(t, ok)
+	assert.Equal(t, "a", old)
+	assert.Equal(t, "b", get("k"))
+	ok, old, _ = set("k", "c", backend.SetAlways, "", false)
+	assert.True(t, ok)
+	assert.Equal(t, "", old, "nothing read without get")
+
+	ok, old, found = set("lock", "t1", backend.SetIfAbsent, "", true)
+	assert.True(t, ok)
+	assert.False(t, found)
+	ok, old, found = set("lock", "t2", backend.SetIfAbsent, "", true)
+	assert.False(t, ok)
+	assert.Equal(t, "t1", old)
+	assert.True(t, found)
+	locks, _, _ := walk(t, s, 10, true)
+	assert.Contains(t, locks, "lock", "SetIfAbsent stores a lock, as SetNX")
+	assert.NotContains(t, locks, "k")
+
+	ok, _, _, err := s.SetCond("t", []byte("v"), time.Minute, backend.SetIfEqual, nil, false)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	require.NoError(t, s.Set("t", []byte(""), 0))
+	ok, _, _, err = s.SetCond("t", []byte("v"), time.Minute, backend.SetIfEqual, nil, false)
+	require.NoError(t, err)
+	assert.True(t, ok, "a nil comparison value is the empty value")
+	ttl, _, _ := s.PTTL("t")
+	assert.InDelta(t, float64(time.Minute), float64(ttl), float64(time.Second))
+	_, _, _, err = s.SetCond("", []byte("v"), 0, backend.SetAlways, nil, false)
+	assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+}
+
+// IFEQ is a compare-and-set: of many callers released together with the
+// value they read, exactly one replaces it; SET NX GET and SetNX race for
+// one lock with one winner.
+func TestSetCondRacesHaveOneWinner(t *testing.T) {
+	s := openTest(t, kv.MemoryConfig{})
+	for round := 0; round < 200; round++ {
+		cur := "v" + strconv.Itoa(round)
+		require.NoError(t, s.Set("cas", []byte(cur), 0))
+		wins := barrier.Race(16, func(i int) bool {
+			ok, _, _, err := s.SetCond("cas", []byte(fmt.Sprint(round, "-", i)), 0, backend.SetIfEqual, []byte(cur), false)
+			require.NoError(t, err)
+			return ok
+		})
+		require.Equal(t, 1, wins, "round %d", round)
+
+		key := "lock:" + strconv.Itoa(round)
+		wins = barrier.Race(16, func(i int) bool {
+			if i%2 == 0 {
+				out, err := s.SetNX(key, []byte("x"), time.Minute)
+				require.NoError(t, err)
+				return out == kv.Inserted
+			}
+			ok, _, _, err := s.SetCond(key, []byte("y"), time.Minute, backend.SetIfAbsent, nil, true)
+			require.NoError(t, err)
+			return ok
+		})
+		require.Equal(t, 1, wins, "round %d", round)
+	}
+}
+
+func TestExistingAttachesOnlyAndKeepsTheSegmentsSettings(t *testing.T) {
+	name := testName(t)
+	removeSegment(name)
+	t.Cleanup(func() { removeSegment(name) })
+	_, err := Open(name, Options{Existing: true})
+	require.ErrorIs(t, err, os.ErrNotExist)
+	_, err = os.Stat(Path("", name))
+	require.ErrorIs(t, err, os.ErrNotExist, "nothing was created")
+
+	cfg := kv.MemoryConfig{Limit: 2 << 20, Policy: kv.AllKeysLRU, Compression: true, CompressionMinSize: 100, SessionLimit: 512 << 10}
+	server, err := Open(name, Options{Memory: cfg})
+	require.NoError(t, err)
+	defer server.Close()
+	require.NoError(t, server.Set("k", []byte("v"), 0))
+	before := server.MemoryConfig()
+
+	tool, err := Open(name, Options{Existing: true, Owner: os.Geteuid()})
+	require.NoError(t, err)
+	assert.Equal(t, before, server.MemoryConfig(), "the tool's zero settings were not applied")
+	assert.Equal(t, before, tool.MemoryConfig())
+	v, _ := get(t, tool, "k")
+	assert.Equal(t, "v", v)
+	require.NoError(t, tool.Set("k2", []byte("w"), 0))
+	require.NoError(t, tool.Close())
+	v, _ = get(t, server, "k2")
+	assert.Equal(t, "w", v)
+
+	_, err = Open(name, Options{Existing: true, Owner: os.Geteuid() + 4242})
+	require.ErrorIs(t, err, os.ErrNotExist, "another user's segment of that name is another file")
+}
