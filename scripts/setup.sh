@@ -5,7 +5,8 @@
 # Usage: scripts/setup.sh demo|test
 #   demo  what the demo server needs: PHP CLI and headers, a C toolchain, cmake
 #   test  also what the tests need: php-fpm, php-cgi, Apache with mod_php,
-#         the FastCGI client, Redis
+#         the FastCGI client, Redis, and Debian's packaging tools and lintian
+#         (the Debian package's test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=${1:-test}
@@ -14,7 +15,7 @@ packages=(ca-certificates php8.2-cli php8.2-dev cmake gcc make)
 if [ "$profile" = test ]; then
   packages+=(php8.2-fpm libfcgi-bin libphp8.2-embed redis-server redis-tools curl valgrind
              phpunit php-symfony-lock php-illuminate-cache php-psr-simple-cache php8.2-xml chromium debootstrap
-             php8.2-cgi libapache2-mod-php8.2)
+             php8.2-cgi libapache2-mod-php8.2 dpkg-dev debhelper dh-php lintian)
 fi
 
 as_root() {
