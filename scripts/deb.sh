@@ -34,6 +34,11 @@ as_root() {
   else echo "deb: need root (or sudo) to run: $*" >&2; exit 1
   fi
 }
+install_packages() { # with the package lists there are, else fresh ones
+  echo "deb: installing $*"
+  local apt=(env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@")
+  as_root "${apt[@]}" 2>/dev/null || { as_root apt-get update -qq && as_root "${apt[@]}"; }
+}
 
 version=$(sed -n 's/^#define PHP_EPHPM_VERSION "\([^"]*\)"$/\1/p' "$src/php-ext/php_ephpm.h")
 [ -n "$version" ] || { echo "deb: no PHP_EPHPM_VERSION in php-ext/php_ephpm.h" >&2; exit 1; }
@@ -46,11 +51,7 @@ missing=()
 for p in "${tools[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "deb: installing ${missing[*]}"
-  as_root apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+[ ${#missing[@]} = 0 ] || install_packages "${missing[@]}"
 
 # The copy is built in build/deb (build/ is the tree's build directory,
 # which the copy leaves out): always the same path, so that Go reuses the
@@ -101,14 +102,14 @@ if [ -n "$go_bin" ] && ! dpkg -S "$(readlink -f "$go_bin")" >/dev/null 2>&1; the
   profiles=(--build-profiles=pkg.ephpm.external-go)
 fi
 
-# The remaining build dependencies (php<X.Y>-dev, golang-go, ...).
+# The remaining build dependencies (php<X.Y>-dev, golang-go,
+# build-essential, ...).
 if ! unmet=$(cd "$pkgsrc" && dpkg-checkbuilddeps "${profiles[@]/--build-profiles=/-P}" 2>&1); then
-  names=$(sed -n 's/.*Unmet build dependencies: //p' <<< "$unmet" | sed 's/([^)]*)//g; s/<[^>]*>//g; s/|[^ ]*//g')
+  names=$(sed -n 's/.*[Uu]nmet build dependencies: //p' <<< "$unmet" |
+          sed 's/([^)]*)//g; s/<[^>]*>//g; s/|[^ ]*//g; s/:native//g; s/:any//g')
   [ -n "$names" ] || { echo "$unmet" >&2; exit 1; }
-  echo "deb: installing $names"
-  as_root apt-get update -qq
   # shellcheck disable=SC2086 # a list of package names
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $names
+  install_packages $names
 fi
 
 # debhelper gives each build step a HOME of its own: Go's caches are named

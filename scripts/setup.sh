@@ -15,7 +15,7 @@ packages=(ca-certificates php8.2-cli php8.2-dev cmake gcc make)
 if [ "$profile" = test ]; then
   packages+=(php8.2-fpm libfcgi-bin libphp8.2-embed redis-server redis-tools curl valgrind
              phpunit php-symfony-lock php-illuminate-cache php-psr-simple-cache php8.2-xml chromium debootstrap
-             php8.2-cgi libapache2-mod-php8.2 dpkg-dev debhelper dh-php lintian)
+             php8.2-cgi libapache2-mod-php8.2 build-essential dpkg-dev debhelper dh-php lintian)
 fi
 
 as_root() {
