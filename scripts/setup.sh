@@ -6,7 +6,8 @@
 #   demo  what the demo server needs: PHP CLI and headers, a C toolchain, cmake
 #   test  also what the tests need: php-fpm, php-cgi, Apache with mod_php,
 #         the FastCGI client, Redis, python3-redis (a second RESP client for
-#         tests/cli_resp.sh)
+#         tests/cli_resp.sh), and Debian's packaging tools and lintian (the
+#         Debian package's test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=${1:-test}
@@ -15,7 +16,8 @@ packages=(ca-certificates php8.2-cli php8.2-dev cmake gcc make)
 if [ "$profile" = test ]; then
   packages+=(php8.2-fpm libfcgi-bin libphp8.2-embed redis-server redis-tools curl valgrind
              phpunit php-symfony-lock php-illuminate-cache php-psr-simple-cache php8.2-xml chromium debootstrap
-             php8.2-cgi libapache2-mod-php8.2 python3-redis)
+             php8.2-cgi libapache2-mod-php8.2 python3-redis
+             build-essential dpkg-dev debhelper dh-php lintian)
 fi
 
 as_root() {
