@@ -24,18 +24,20 @@ log=$(mktemp)
 status=0
 NO_INTERACTION=1 TEST_PHP_EXECUTABLE=$(command -v php) \
   php "$(php-config --extension-dir)/build/run-tests.php" -q -n -m -j"$(nproc)" -d "extension=$out/ephpm.so" \
-      -d pcre.jit=0 phpt | tee "$log" || status=$? # PCRE's JIT code reads past buffers on purpose
+      -d pcre.jit=0 --show-diff phpt | tee "$log" || status=$? # PCRE's JIT code reads past buffers on purpose
 # run-tests.php exits 1 when a test failed, borked or leaked. A failed or
 # borked test fails this run; so does a leak, unless every error of the
 # test is a Go system call's parameter (memcheck matches Param suppressions
 # by the exact parameter name, a list no file can keep: read(buf),
 # openat(filename), socketcall.connect(serv_addr.sin_port)...), the one kind
 # go-runtime.supp cannot hold.
+# Every leak report is looked at (and printed) before the verdict, so that
+# a failed test's run still says what memcheck saw.
+failed=0
 if grep -q 'FAILED TEST SUMMARY\|BORKED TEST SUMMARY' "$log"; then
-  exit 1
+  failed=1
 fi
 if grep -q 'LEAKED TEST SUMMARY' "$log"; then
-  failed=0
   for f in phpt/*/*.mem; do
     [ -f "$f" ] || continue
     errors=$(grep -c 'Syscall param\|Invalid\|uninitialised\|definitely lost\|possibly lost\|Mismatched\|Source and destination' "$f" || true)
@@ -46,8 +48,8 @@ if grep -q 'LEAKED TEST SUMMARY' "$log"; then
       echo "== $f"; cat "$f"; failed=1
     fi
   done
-  [ "$failed" = 0 ] || exit 1
 fi
+[ "$failed" = 0 ] || exit 1
 if [ "$status" != 0 ] && ! grep -q 'LEAKED TEST SUMMARY' "$log"; then
   exit "$status"
 fi
