@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the Debian package of ephpm, php<X.Y>-ephpm_<VERSION>_<ARCH>.deb,
+# Builds the Debian packages of ephpm, php<X.Y>-ephpm_<VERSION>_<ARCH>.deb
+# (the extension) and ephpm_<VERSION>_<ARCH>.deb (the ephpm command),
 # from this tree with Debian's tools (dpkg-buildpackage, debhelper, dh-php:
 # debian/rules says how), for the PHP that php-config names (Debian 12:
 # 8.2; Debian 13 and unstable: 8.4), into OUTDIR. DEB_BUILD_OPTIONS is
@@ -19,7 +20,8 @@
 #
 # Usage: scripts/deb.sh OUTDIR
 #   OUTDIR receives the .deb (and the -dbgsym package, .buildinfo,
-#   .changes); the last line printed is the .deb's path. The build runs in
+#   .changes); the last line printed is the extension's .deb's path, the
+#   command's is beside it. The build runs in
 #   build/deb, which EPHPM_DEB_KEEP=1 keeps afterwards (to look into it).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -125,6 +127,8 @@ fi
 grep -E '^(ok|FAIL)' "$tmp/build.log" || true
 deb="php$php_version-ephpm_${version}_$(dpkg --print-architecture).deb"
 [ -f "$tmp/$deb" ] || { echo "deb: no $deb was built" >&2; ls "$tmp" >&2; exit 1; }
+command_deb="ephpm_${version}_$(dpkg --print-architecture).deb"
+[ -f "$tmp/$command_deb" ] || { echo "deb: no $command_deb was built" >&2; ls "$tmp" >&2; exit 1; }
 find "$tmp" -maxdepth 1 -type f \( -name '*.deb' -o -name '*.ddeb' -o -name '*.buildinfo' -o -name '*.changes' \) \
   -exec cp {} "$out/" \;
 echo "$out/$deb"

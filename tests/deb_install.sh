@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
 # The Debian package, as a user gets it: scripts/deb.sh builds
-# php8.2-ephpm_<version>_amd64.deb from this tree, lintian finds no error in
-# it (its warnings are printed), and in a fresh Debian 12 chroot
-#   - `apt-get install ./php8.2-ephpm_*.deb` installs it, apt resolving its
-#     dependencies; it depends on the PHP API of the chroot's PHP;
+# php8.2-ephpm_<version>_amd64.deb (the extension) and
+# ephpm_<version>_amd64.deb (the ephpm command) from this tree, lintian
+# finds no error in them (their warnings are printed), and in a fresh
+# Debian 12 chroot
+#   - `apt-get install ./php8.2-ephpm_*.deb ./ephpm_*.deb` installs them, apt
+#     resolving their dependencies; the extension depends on the PHP API of
+#     the chroot's PHP;
 #   - `php -m` lists ephpm, which reports the package's version and finds
 #     libephpm.so by itself; phpenmod enabled it for cli, fpm and apache2;
 #     the installed ephpm.ini lists every setting with the module's default;
 #   - php-fpm, with the package's configuration and no ephpm setting (the
 #     pool's shared-memory segment), gives one winner among 20 requests, each
 #     in its own worker, released together from a barrier, for
-#     ephpm_kv_setnx('lock', getmypid(), 10);
+#     ephpm_kv_setnx('lock', getmypid(), 10); the ephpm command, on that
+#     pool's segment, reads the winner's pid from the lock and lists it among
+#     the held locks;
 #   - `apt-get remove` leaves only the conffile (the module disabled for
-#     every SAPI), and `apt-get purge` leaves nothing of the package: dpkg
-#     knows no file of it, no ephpm.ini is left in /etc/php, and the chroot
+#     every SAPI), and `apt-get purge` leaves nothing of the packages: dpkg
+#     knows no file of them, no ephpm.ini is left in /etc/php, and the chroot
 #     holds no file it did not hold before the install.
 #
 # The chroot's base (Debian 12 minbase with php8.2-fpm, php8.2-cli,
@@ -102,8 +107,10 @@ grep -v "^$deb\$" "$tmp/deb.log" || true
 debname=$(basename "$deb")
 version=$(dpkg-deb -f "$deb" Version)
 case $debname in php$php-ephpm_"$version"_*.deb) ;; *) echo "FAIL: $debname is not php$php-ephpm's"; exit 1 ;; esac
-# lintian reads the package while the chroot part runs.
-lintian --tag-display-limit 0 "$deb" > "$tmp/lintian.txt" 2>&1 &
+command_deb=$(dirname "$deb")/ephpm_${version}_$(dpkg --print-architecture).deb
+[ -f "$command_deb" ] || { echo "FAIL: scripts/deb.sh built no $(basename "$command_deb")"; exit 1; }
+# lintian reads the packages while the chroot part runs.
+lintian --tag-display-limit 0 "$deb" "$command_deb" > "$tmp/lintian.txt" 2>&1 &
 lintian_pid=$!
 
 # --- the chroot ----------------------------------------------------------------
@@ -161,9 +168,9 @@ snapshot() {
 snapshot > "$tmp/before.txt"
 
 # --- install ---------------------------------------------------------------------
-phase "apt-get install ./$debname in a fresh Debian $suite chroot"
-cp "$deb" "$run/tmp/"
-if ! in_root sh -c "cd /tmp && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ./php$php-ephpm_*.deb" \
+phase "apt-get install ./$debname ./$(basename "$command_deb") in a fresh Debian $suite chroot"
+cp "$deb" "$command_deb" "$run/tmp/"
+if ! in_root sh -c "cd /tmp && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ./php$php-ephpm_*.deb ./ephpm_*.deb" \
      > "$tmp/install.log" 2>&1; then
   cat "$tmp/install.log"; echo "FAIL: apt-get install ./$debname"; exit 1
 fi
@@ -281,6 +288,10 @@ check "every worker used the pool's shared-memory segment ($stores)" \
 winner=$(grep '"won":true' "$tmp/results.txt" | grep -o '"pid":[0-9]*' | cut -d: -f2 || true)
 holder=$(request holder.php 2>&1 | grep '^{' || true)
 check "the lock holds the winner's pid ($holder, winner $winner)" test "$holder" = "{\"holder\":\"$winner\"}"
+read_by_command=$(in_root ephpm --pool race --user www-data get lock 2>&1 || true)
+check "ephpm get on the pool's segment reads the winner's pid ($read_by_command)" test "$read_by_command" = "$winner"
+held=$(in_root ephpm --pool race --user www-data --json locks 2>&1 || true)
+check "ephpm locks lists the lock ($held)" grep -q '"lock"' <<< "$held"
 if [ "$failed" != 0 ]; then
   echo "-- responses:"; cat "$tmp"/response.*; echo "-- php-fpm:"; cat "$tmp/fpm.log" "$fpm/error.log" 2>/dev/null || true
 fi
@@ -293,10 +304,10 @@ rm -rf "$fpm"
 
 # --- remove, then purge ------------------------------------------------------------
 phase "apt-get remove, then apt-get purge"
-in_root dpkg-query -L "$pkg" > "$tmp/files.txt"
-conffiles=$(in_root dpkg-query -W -f='${Conffiles}\n' "$pkg" | awk 'NF { print $1 }')
-in_root env DEBIAN_FRONTEND=noninteractive apt-get remove -y "$pkg" > "$tmp/remove.log" 2>&1 \
-  || { cat "$tmp/remove.log"; echo "FAIL: apt-get remove $pkg"; exit 1; }
+in_root dpkg-query -L "$pkg" ephpm > "$tmp/files.txt"
+conffiles=$(in_root dpkg-query -W -f='${Conffiles}\n' "$pkg" ephpm | awk 'NF { print $1 }')
+in_root env DEBIAN_FRONTEND=noninteractive apt-get remove -y "$pkg" ephpm > "$tmp/remove.log" 2>&1 \
+  || { cat "$tmp/remove.log"; echo "FAIL: apt-get remove $pkg ephpm"; exit 1; }
 check "after remove, dpkg keeps only its conffiles" \
   test "$(in_root dpkg-query -W -f='${Status}' "$pkg")" = "deinstall ok config-files"
 left=()
@@ -308,17 +319,19 @@ while read -r f; do
     left+=("$f")
   fi
 done < "$tmp/files.txt"
-check "after remove, every file of the package is gone but the conffile ($conffiles) ${left[*]:-}" \
+check "after remove, every file of the packages is gone but the conffile ($conffiles) ${left[*]:-}" \
   test ${#left[@]} = 0
 links=$(find "$run/etc/php" -name '*ephpm*' -type l)
 check "after remove, the module is enabled for no SAPI ($links)" test -z "$links"
 modules=$(in_root php -m 2>&1 || true)
 check "after remove, php -m neither lists ephpm nor warns" \
   test "$(grep -ci 'ephpm\|warning' <<< "$modules")" = 0
-in_root env DEBIAN_FRONTEND=noninteractive apt-get purge -y "$pkg" > "$tmp/purge.log" 2>&1 \
-  || { cat "$tmp/purge.log"; echo "FAIL: apt-get purge $pkg"; exit 1; }
-check "after purge, dpkg -L lists nothing" test -z "$(in_root dpkg-query -L "$pkg" 2>/dev/null || true)"
-check "after purge, dpkg knows no $pkg" test -z "$(in_root dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -v not-installed || true)"
+in_root env DEBIAN_FRONTEND=noninteractive apt-get purge -y "$pkg" ephpm > "$tmp/purge.log" 2>&1 \
+  || { cat "$tmp/purge.log"; echo "FAIL: apt-get purge $pkg ephpm"; exit 1; }
+for p in "$pkg" ephpm; do
+  check "after purge, dpkg -L $p lists nothing" test -z "$(in_root dpkg-query -L "$p" 2>/dev/null || true)"
+  check "after purge, dpkg knows no $p" test -z "$(in_root dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -v not-installed || true)"
+done
 inis=$(find "$run/etc/php" -name '*ephpm*')
 check "after purge, no ephpm.ini in /etc/php ($inis)" test -z "$inis"
 left=()
@@ -326,13 +339,13 @@ while read -r f; do
   { [ -d "$run$f" ] && [ ! -L "$run$f" ]; } && continue
   { [ -e "$run$f" ] || [ -L "$run$f" ]; } && left+=("$f")
 done < "$tmp/files.txt"
-check "after purge, no file of the package is left ${left[*]:-}" test ${#left[@]} = 0
+check "after purge, no file of the packages is left ${left[*]:-}" test ${#left[@]} = 0
 snapshot > "$tmp/after.txt"
 new=$(comm -13 "$tmp/before.txt" "$tmp/after.txt")
 check "after purge, the chroot holds no file it did not hold before the install${new:+: $new}" test -z "$new"
 
 # --- lintian -------------------------------------------------------------------------
-phase "lintian $debname"
+phase "lintian $debname $(basename "$command_deb")"
 lintian_rc=0
 wait "$lintian_pid" || lintian_rc=$?
 lintian_pid=''
