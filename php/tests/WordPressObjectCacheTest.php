@@ -40,6 +40,144 @@ if (!function_exists('_doing_it_wrong')) {
 }
 
 /**
+ * The test seam: WP_Object_Cache's option kv_functions => 'wpseam_kv_'
+ * makes a request call these wrappers instead of ephpm_kv_*. Each counts
+ * its call (per Fiber: a request run inside a Fiber can be paused at any
+ * call, and so interleaved step by step with other requests) and runs the
+ * actions a test put before or after the nth call of a function: 'pause'
+ * (Fiber::suspend()), 'fail' (an Ephpm\KvException UNAVAILABLE, the call
+ * done or not), or a callable.
+ */
+final class WpSeam
+{
+    /** @var list<string> every call, in order: "<fiber>:<function>" (fiber 0: none) */
+    public static array $log = [];
+    /** @var WeakMap<Fiber, array> per Fiber: counts and rules */
+    private static ?WeakMap $fibers = null;
+    /** @var array{counts: array<string, int>, rules: list<array>} outside any Fiber */
+    private static array $top = ['counts' => [], 'rules' => []];
+    /** @var list<Fiber> requests "killed" (never resumed): kept so they are not unwound before the test ends */
+    private static array $killed = [];
+
+    public static function reset(): void
+    {
+        self::$log = [];
+        self::$fibers = new WeakMap();
+        self::$top = ['counts' => [], 'rules' => []];
+    }
+
+    /** Runs $action ('pause', 'fail' or a callable) $when ('before' or 'after') the $n-th call of ephpm_kv_$function in $fiber (null: outside any). */
+    public static function at(?Fiber $fiber, string $when, string $function, int $n, $action): void
+    {
+        $state = self::state($fiber);
+        $state['rules'][] = [$when, $function, $n, $action];
+        self::put($fiber, $state);
+    }
+
+    /** A request killed where it is paused: never resumed, its later calls (when PHP unwinds it at the end) fail. */
+    public static function kill(Fiber $fiber): void
+    {
+        self::$killed[] = $fiber;
+        $state = self::state($fiber);
+        $state['killed'] = true;
+        self::put($fiber, $state);
+    }
+
+    /** How many calls ephpm_kv_$function (null: any) was called in $fiber (null: outside any Fiber) so far. */
+    public static function count(?Fiber $fiber = null, ?string $function = null): int
+    {
+        $counts = self::state($fiber)['counts'];
+
+        return $function === null ? array_sum($counts) : ($counts[$function] ?? 0);
+    }
+
+    /** The functions called so far, in order ("lock,get_many,..."), in $fiber. */
+    public static function trace(?Fiber $fiber = null): string
+    {
+        $id = $fiber === null ? 0 : spl_object_id($fiber);
+        $names = [];
+        foreach (self::$log as $entry) {
+            [$of, $name] = explode(':', $entry, 2);
+            if ((int) $of === $id) {
+                $names[] = $name;
+            }
+        }
+
+        return implode(',', $names);
+    }
+
+    public static function before(string $function): void
+    {
+        $fiber = Fiber::getCurrent();
+        $state = self::state($fiber);
+        if (!empty($state['killed'])) {
+            throw new Ephpm\KvException('killed', Ephpm\KvException::UNAVAILABLE);
+        }
+        $state['counts'][$function] = ($state['counts'][$function] ?? 0) + 1;
+        self::put($fiber, $state);
+        self::$log[] = ($fiber === null ? 0 : spl_object_id($fiber)) . ':' . $function;
+        self::run($fiber, 'before', $function, $state['counts'][$function]);
+    }
+
+    public static function after(string $function): void
+    {
+        $fiber = Fiber::getCurrent();
+        self::run($fiber, 'after', $function, self::state($fiber)['counts'][$function]);
+    }
+
+    private static function run(?Fiber $fiber, string $when, string $function, int $n): void
+    {
+        foreach (self::state($fiber)['rules'] as [$w, $f, $at, $action]) {
+            if ($w !== $when || $f !== $function || $at !== $n) {
+                continue;
+            }
+            if ($action === 'pause') {
+                Fiber::suspend("$when $function #$n");
+            } elseif ($action === 'fail') {
+                throw new Ephpm\KvException("injected failure $when $function #$n", Ephpm\KvException::UNAVAILABLE);
+            } else {
+                $action();
+            }
+        }
+    }
+
+    private static function state(?Fiber $fiber): array
+    {
+        if ($fiber === null) {
+            return self::$top;
+        }
+        self::$fibers ??= new WeakMap();
+
+        return self::$fibers[$fiber] ?? ['counts' => [], 'rules' => []];
+    }
+
+    private static function put(?Fiber $fiber, array $state): void
+    {
+        if ($fiber === null) {
+            self::$top = $state;
+        } else {
+            self::$fibers[$fiber] = $state;
+        }
+    }
+}
+
+foreach (['get', 'set', 'setnx', 'del', 'del_if_eq', 'exists', 'get_many', 'set_many', 'incr_by', 'unlock', 'set_fenced', 'lock_release_all', 'fence'] as $wpseamFunction) {
+    if (!function_exists("wpseam_kv_$wpseamFunction")) {
+        eval("function wpseam_kv_$wpseamFunction(...\$args) { WpSeam::before('$wpseamFunction'); \$result = ephpm_kv_$wpseamFunction(...\$args); WpSeam::after('$wpseamFunction'); return \$result; }");
+    }
+}
+if (!function_exists('wpseam_kv_lock')) {
+    function wpseam_kv_lock(string $name, int $ttl, float $wait = 0.0, ?string $token = null, &$fence = null)
+    {
+        WpSeam::before('lock');
+        $result = ephpm_kv_lock($name, $ttl, $wait, $token, $fence);
+        WpSeam::after('lock');
+
+        return $result;
+    }
+}
+
+/**
  * php/wordpress/object-cache.php on the backend of this run. Two
  * WP_Object_Cache instances in one process stand for two requests (each has
  * its own runtime cache, both share the store), which lets the tests of the
@@ -53,6 +191,7 @@ final class WordPressObjectCacheTest extends TestCase
     protected function setUp(): void
     {
         $this->site = 'wpt-' . bin2hex(random_bytes(6));
+        WpSeam::reset();
         $GLOBALS['wp_object_cache'] = $this->request();
         $GLOBALS['wpdrop_doing_it_wrong'] = [];
     }
@@ -62,10 +201,22 @@ final class WordPressObjectCacheTest extends TestCase
         unset($GLOBALS['wpdrop_multisite'], $GLOBALS['wpdrop_blog_id'], $GLOBALS['wpdrop_suspended'], $GLOBALS['wp_object_cache']);
     }
 
-    /** A new request on this test's site (a runtime cache of its own). */
+    /** A new request on this test's site (a runtime cache of its own), calling the store through the seam (WpSeam). */
     private function request(array $options = []): WP_Object_Cache
     {
-        return new WP_Object_Cache($options + ['prefix' => $this->site]);
+        return new WP_Object_Cache($options + ['prefix' => $this->site, 'kv_functions' => 'wpseam_kv_']);
+    }
+
+    /** The store calls $operation makes in $cache, counted by the seam; asserts that store_calls counted each. */
+    private function calls(WP_Object_Cache $cache, callable $operation): int
+    {
+        $seam = WpSeam::count();
+        $counted = $cache->store_calls;
+        $operation();
+        $made = WpSeam::count() - $seam;
+        $this->assertSame($made, $cache->store_calls - $counted, 'store_calls counts every call: ' . WpSeam::trace());
+
+        return $made;
     }
 
     private function skipUnlessShared(): void
@@ -368,28 +519,63 @@ final class WordPressObjectCacheTest extends TestCase
         })(), 'a long group too');
     }
 
+    /** The batch calls make one store call each (counted by the seam, and by store_calls). */
     public function testBatchCallsAreOneStoreCrossing(): void
     {
         $writer = $this->request();
         $writer->get('warm'); // reads the generations
-        $calls = $writer->store_calls;
-        $this->assertSame(['a' => true, 'b' => true, 7 => true, '' => false], $writer->set_multiple(['a' => 1, 'b' => [2], 7 => 'seven', '' => 'x'], 'batch'));
-        $this->assertSame($calls + 1, $writer->store_calls);
+        $this->assertSame(1, $this->calls($writer, fn () => $this->assertSame(['a' => true, 'b' => true, 7 => true, '' => false],
+            $writer->set_multiple(['a' => 1, 'b' => [2], 7 => 'seven', '' => 'x'], 'batch'))));
         $this->assertCount(1, $GLOBALS['wpdrop_doing_it_wrong']);
         $this->assertStringStartsWith('WP_Object_Cache::set_multiple: ', $GLOBALS['wpdrop_doing_it_wrong'][0]);
 
         $reader = $this->request();
         $reader->get('warm');
-        $calls = $reader->store_calls;
-        $this->assertSame(['b' => [2], 'missing' => false, 'a' => 1, 7 => 'seven'], $reader->get_multiple(['b', 'missing', 'a', 7], 'batch'));
-        $this->assertSame($calls + 1, $reader->store_calls);
+        $this->assertSame(1, $this->calls($reader, fn () => $this->assertSame(['b' => [2], 'missing' => false, 'a' => 1, 7 => 'seven'],
+            $reader->get_multiple(['b', 'missing', 'a', 7], 'batch'))));
         $writer->set('a', 'changed', 'batch');
-        $this->assertSame(['a' => 1], $reader->get_multiple(['a'], 'batch'), 'the runtime cache answers');
-        $this->assertSame($calls + 1, $reader->store_calls);
-        $this->assertSame(['a' => 'changed'], $reader->get_multiple(['a'], 'batch', true));
+        $this->assertSame(0, $this->calls($reader, fn () => $this->assertSame(['a' => 1], $reader->get_multiple(['a'], 'batch'))), 'the runtime cache answers');
+        $this->assertSame(1, $this->calls($reader, fn () => $this->assertSame(['a' => 'changed'], $reader->get_multiple(['a'], 'batch', true))));
         $this->assertSame(['a' => false, 'c' => true], $reader->add_multiple(['a' => 0, 'c' => 3], 'batch'));
         $this->assertSame(['a' => true, 'c' => true, 'z' => false], $reader->delete_multiple(['a', 'c', 'z'], 'batch'));
         $this->assertSame(['a' => false, 'b' => [2], 'c' => false], $this->request()->get_multiple(['a', 'b', 'c'], 'batch'));
+    }
+
+    /**
+     * store_calls counts every call into the store, on every path (the
+     * seam counts the real ones); a version counter the drop-in makes
+     * always has a TTL under the ceiling, even one an increment makes anew.
+     */
+    public function testStoreCallsCountEveryCallAndCountersKeepTheCeiling(): void
+    {
+        $cache = $this->request();
+        $this->seedAlloptions(['x' => '0']);
+        $operations = [
+            fn () => $cache->get('k'), fn () => $cache->set('k', 1), fn () => $cache->add('k', 2), fn () => $cache->replace('k', 3),
+            fn () => $cache->incr('k'), fn () => $cache->decr('k', 10), fn () => $cache->get('k', 'default', true),
+            fn () => $cache->delete('k'), fn () => $cache->get_multiple(['k', 'l']), fn () => $cache->set_multiple(['k' => 1, 'l' => 2]),
+            fn () => $cache->add_multiple(['m' => 1]), fn () => $cache->delete_multiple(['k', 'l']),
+            fn () => $cache->get('alloptions', 'options', true), fn () => $cache->set('alloptions', ['x' => '1'], 'options'),
+            fn () => $cache->get('notoptions', 'options'), fn () => $cache->set('notoptions', ['n' => true], 'options'),
+            fn () => $cache->delete('alloptions', 'options'), fn () => $cache->flush_group('g'), fn () => $cache->flush(),
+        ];
+        foreach ($operations as $operation) {
+            $this->calls($cache, $operation);
+        }
+        // An invalidation that finds the version counter holding no integer replaces it.
+        $versionKey = $cache->store_key('alloptions', 'options', 'v');
+        ephpm_kv_set($versionKey, 'not a number', 60);
+        $this->calls($cache, fn () => $cache->delete('alloptions', 'options'));
+        $this->assertMatchesRegularExpression('/^\d+$/', ephpm_kv_get($versionKey));
+
+        // The counter vanishes (evicted, expired) just before the increment that advances it: made anew, with the ceiling.
+        $cache = $this->request(['max_ttl' => 600]);
+        $versionKey = $cache->store_key('alloptions', 'options', 'v');
+        $cache->delete('alloptions', 'options'); // the counter exists
+        WpSeam::at(null, 'before', 'incr_by', WpSeam::count(null, 'incr_by') + 1, fn () => ephpm_kv_del($versionKey));
+        $cache->delete('alloptions', 'options');
+        $this->assertGreaterThan(0, ephpm_kv_ttl($versionKey), 'a counter with no TTL would outlive the ceiling');
+        $this->assertLessThanOrEqual(600, ephpm_kv_ttl($versionKey));
     }
 
     public function testFlushMakesOnlyThisSitesEntriesUnreachable(): void

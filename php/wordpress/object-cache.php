@@ -252,11 +252,13 @@ class WP_Object_Cache
     public $blog_prefix = '';
     /** Whether this is a multisite network (is_multisite() when the cache was made). */
     public $multisite = false;
-    /** Calls into the store this request (each one crossing). */
+    /** Calls into the store this request (each one crossing): every one goes through kv(), which counts it. */
     public $store_calls = 0;
 
     /** What every store key of this site starts with. */
     private string $prefix;
+    /** The prefix of the store's functions: 'ephpm_kv_' (tests put wrappers of them under another). */
+    private string $kvFunctions;
     /** The TTL ceiling in seconds; 0: none. */
     private int $maxTtl;
     /** Whether the merged option arrays are merged (else written whole). */
@@ -282,8 +284,9 @@ class WP_Object_Cache
     private array $mergeState = [];
 
     /**
-     * @param array{prefix?: string, max_ttl?: int, merge_options?: bool, lock_wait?: float} $options
-     *        overrides of the constants (tests, and sites that make the cache themselves)
+     * @param array{prefix?: string, max_ttl?: int, merge_options?: bool, lock_wait?: float, kv_functions?: string} $options
+     *        overrides of the constants (tests, and sites that make the cache themselves); kv_functions
+     *        names another prefix for the store's functions than 'ephpm_kv_' (a test's wrappers)
      */
     public function __construct(array $options = [])
     {
@@ -294,7 +297,8 @@ class WP_Object_Cache
         $this->maxTtl = max(0, min(self::MAX_STORE_TTL, (int) $maxTtl));
         $this->mergeOptions = (bool) ($options['merge_options'] ?? (defined('EPHPM_WP_MERGE_OPTIONS') ? EPHPM_WP_MERGE_OPTIONS : true));
         $this->lockWait = max(0.0, (float) ($options['lock_wait'] ?? (defined('EPHPM_WP_LOCK_WAIT') ? EPHPM_WP_LOCK_WAIT : self::DEFAULT_LOCK_WAIT)));
-        $this->storeUp = function_exists('ephpm_kv_get_many');
+        $this->kvFunctions = (string) ($options['kv_functions'] ?? 'ephpm_kv_');
+        $this->storeUp = function_exists($this->kvFunctions . 'get_many');
         if (!$this->storeUp) {
             $this->warn('the ephpm extension is not loaded');
         }
@@ -364,8 +368,7 @@ class WP_Object_Cache
             return false;
         }
         try {
-            $this->store_calls++;
-            $added = ephpm_kv_setnx($storeKey, $packed, $this->ttl($expire));
+            $added = $this->kv('setnx', $storeKey, $packed, $this->ttl($expire));
         } catch (\Ephpm\KvException $e) {
             // Out of memory: nothing was stored. Else unknown: never an add.
             $this->storeFailed($e, 'add', $e->getCode() !== \Ephpm\KvException::OUT_OF_MEMORY);
@@ -416,8 +419,7 @@ class WP_Object_Cache
             return false;
         }
         try {
-            $this->store_calls++;
-            $exists = ephpm_kv_exists($this->storeKey($key, $group));
+            $exists = $this->kv('exists', $this->storeKey($key, $group));
         } catch (\Ephpm\KvException $e) {
             $this->storeFailed($e, 'replace');
 
@@ -501,8 +503,7 @@ class WP_Object_Cache
             $ttl = $this->ttl($expire);
             $stored = true;
             try {
-                $this->store_calls++;
-                ephpm_kv_set_many($batch, $ttl);
+                $this->kv('set_many', $batch, $ttl);
             } catch (\Ephpm\KvException $e) {
                 // Some entries may be stored and some not: those that are
                 // not may hold an old value, so none is kept.
@@ -567,17 +568,16 @@ class WP_Object_Cache
         }
         $storeKey = $this->storeKey($key, $group);
         try {
-            $this->store_calls++;
             if ($this->mergeKind($key, $group) !== null) {
                 // With its version counter, in the same crossing: the base
                 // of this request's merges (mergedSet(), mergedAdd()).
                 $versionKey = $this->storeKey($key, $group, 'v');
-                $read = ephpm_kv_get_many([$storeKey, $versionKey]);
+                $read = $this->kv('get_many', [$storeKey, $versionKey]);
                 $raw = $read[$storeKey] ?? null;
                 $value = $raw === null ? null : self::unpack($raw);
                 $this->mergeState[$storeKey] = ['base' => is_array($value) ? $value : null, 'version' => $read[$versionKey] ?? null];
             } else {
-                $raw = ephpm_kv_get($storeKey);
+                $raw = $this->kv('get', $storeKey);
                 $value = $raw === null ? null : self::unpack($raw);
             }
         } catch (\Ephpm\KvException $e) {
@@ -637,8 +637,7 @@ class WP_Object_Cache
             return $values;
         }
         try {
-            $this->store_calls++;
-            $read = ephpm_kv_get_many(array_keys($pending));
+            $read = $this->kv('get_many', array_keys($pending));
         } catch (\Ephpm\KvException $e) {
             $this->storeFailed($e, 'get_multiple');
             foreach ($pending as [$key]) {
@@ -690,9 +689,8 @@ class WP_Object_Cache
 
                 return $this->invalidate($storeKey, $this->storeKey($key, $group, 'v'));
             }
-            $this->store_calls++;
 
-            return ephpm_kv_del($storeKey) > 0;
+            return $this->kv('del', $storeKey) > 0;
         } catch (\Ephpm\KvException $e) {
             $this->storeFailed($e, 'delete');
 
@@ -738,14 +736,12 @@ class WP_Object_Cache
             return false;
         }
         try {
-            $this->store_calls++;
-            $generation = ephpm_kv_incr_by($this->metaKey('gen'), 1);
+            $generation = $this->kv('incr_by', $this->metaKey('gen'), 1);
             if ($generation < self::COUNTER_FLOOR) {
                 // The counter was lost and made anew from 0: give it a
                 // start no older generation can have had.
                 $generation = random_int(self::COUNTER_FLOOR, PHP_INT_MAX >> 1);
-                $this->store_calls++;
-                ephpm_kv_set($this->metaKey('gen'), (string) $generation);
+                $this->kv('set', $this->metaKey('gen'), (string) $generation);
             }
             $this->siteGeneration = $generation;
 
@@ -792,14 +788,12 @@ class WP_Object_Cache
             return false;
         }
         try {
-            $this->store_calls++;
-            $token = ephpm_kv_lock($this->metaKey('groups.lock'), self::MERGE_LOCK_TTL, $this->lockWait);
+            $token = $this->kv('lock', $this->metaKey('groups.lock'), self::MERGE_LOCK_TTL, $this->lockWait);
             if ($token === false) {
                 return $this->flush();
             }
             try {
-                $this->store_calls++;
-                $generations = self::groupMap(ephpm_kv_get($this->metaKey('groups')));
+                $generations = self::groupMap($this->kv('get', $this->metaKey('groups')));
                 if ($generations === null) {
                     // The group entry is gone: generations() will start a
                     // new site generation for it; flushing the site now
@@ -807,12 +801,10 @@ class WP_Object_Cache
                     return $this->flush();
                 }
                 $generations[$group] = ($generations[$group] ?? 0) + 1;
-                $this->store_calls++;
-                ephpm_kv_set($this->metaKey('groups'), serialize($generations));
+                $this->kv('set', $this->metaKey('groups'), serialize($generations));
                 $this->groupGenerations = $generations;
             } finally {
-                $this->store_calls++;
-                ephpm_kv_unlock($this->metaKey('groups.lock'), $token);
+                $this->kv('unlock', $this->metaKey('groups.lock'), $token);
             }
 
             return true;
@@ -922,27 +914,23 @@ class WP_Object_Cache
         $groupsKey = $this->metaKey('groups');
         try {
             for ($attempt = 0; $attempt < 4; $attempt++) {
-                $this->store_calls++;
-                $read = ephpm_kv_get_many([$genKey, $groupsKey]);
+                $read = $this->kv('get_many', [$genKey, $groupsKey]);
                 $generation = $read[$genKey] ?? null;
                 $groups = self::groupMap($read[$groupsKey] ?? null);
                 if ($generation === null) {
                     // The group entry first, so that no reader ever sees a
                     // counter without one (that would start a generation).
-                    $this->store_calls += 2;
-                    ephpm_kv_setnx($groupsKey, serialize([]));
-                    ephpm_kv_setnx($genKey, (string) random_int(self::COUNTER_FLOOR, PHP_INT_MAX >> 1));
+                    $this->kv('setnx', $groupsKey, serialize([]));
+                    $this->kv('setnx', $genKey, (string) random_int(self::COUNTER_FLOOR, PHP_INT_MAX >> 1));
                     continue;
                 }
                 if ((string) (int) $generation !== $generation || (int) $generation < self::COUNTER_FLOOR) {
-                    $this->store_calls++;
-                    ephpm_kv_set($genKey, (string) random_int(self::COUNTER_FLOOR, PHP_INT_MAX >> 1));
+                    $this->kv('set', $genKey, (string) random_int(self::COUNTER_FLOOR, PHP_INT_MAX >> 1));
                     continue;
                 }
                 if ($groups === null) {
-                    $this->store_calls += 2;
-                    ephpm_kv_incr_by($genKey, 1);
-                    ephpm_kv_setnx($groupsKey, serialize([]));
+                    $this->kv('incr_by', $genKey, 1);
+                    $this->kv('setnx', $groupsKey, serialize([]));
                     continue;
                 }
                 $this->siteGeneration = (int) $generation;
@@ -1002,8 +990,7 @@ class WP_Object_Cache
     private function storeWrite(string $storeKey, string $value, int $ttl, string $operation): bool
     {
         try {
-            $this->store_calls++;
-            ephpm_kv_set($storeKey, $value, $ttl);
+            $this->kv('set', $storeKey, $value, $ttl);
 
             return true;
         } catch (\Ephpm\KvException $e) {
@@ -1025,8 +1012,7 @@ class WP_Object_Cache
     private function storeDelete(string $storeKey, string $operation): bool
     {
         try {
-            $this->store_calls++;
-            ephpm_kv_del($storeKey);
+            $this->kv('del', $storeKey);
 
             return true;
         } catch (\Ephpm\KvException $e) {
@@ -1073,8 +1059,7 @@ class WP_Object_Cache
         $offset = max(-PHP_INT_MAX, $offset);
         try {
             for ($attempt = 0; $attempt < 3; $attempt++) {
-                $this->store_calls++;
-                $raw = ephpm_kv_get($storeKey);
+                $raw = $this->kv('get', $storeKey);
                 if ($raw === null) {
                     unset($this->cache[$group][$id]);
 
@@ -1082,8 +1067,7 @@ class WP_Object_Cache
                 }
                 if ((string) (int) $raw === $raw) {
                     try {
-                        $this->store_calls++;
-                        $sum = ephpm_kv_incr_by($storeKey, $offset, $this->ttl(0));
+                        $sum = $this->kv('incr_by', $storeKey, $offset, $this->ttl(0));
                     } catch (\Ephpm\KvException $e) {
                         if ($e->getCode() === \Ephpm\KvException::NOT_INTEGER) {
                             continue; // replaced in between: read again
@@ -1095,8 +1079,7 @@ class WP_Object_Cache
                     }
                     if ($sum < 0) {
                         if ($offset < 0) {
-                            $this->store_calls++;
-                            ephpm_kv_incr_by($storeKey, $sum >= $offset ? -$sum : -$offset);
+                            $this->kv('incr_by', $storeKey, $sum >= $offset ? -$sum : -$offset);
                         }
                         $sum = 0;
                     }
@@ -1198,8 +1181,7 @@ class WP_Object_Cache
             if ($changed === [] && $removed === []) {
                 return true;
             }
-            $this->store_calls++;
-            $token = ephpm_kv_lock($lockName, self::MERGE_LOCK_TTL, $this->lockWait);
+            $token = $this->kv('lock', $lockName, self::MERGE_LOCK_TTL, $this->lockWait);
             if ($token === false) {
                 $this->forgetBase($storeKey, $kind, $data);
                 $this->invalidate($storeKey, $versionKey);
@@ -1207,8 +1189,7 @@ class WP_Object_Cache
                 return true;
             }
             try {
-                $this->store_calls++;
-                $read = ephpm_kv_get_many([$storeKey, $versionKey]);
+                $read = $this->kv('get_many', [$storeKey, $versionKey]);
                 $current = isset($read[$storeKey]) ? self::unpack($read[$storeKey]) : null;
                 $version = $read[$versionKey] ?? null;
                 $merged = null; // what to store; null: nothing
@@ -1241,9 +1222,8 @@ class WP_Object_Cache
                     return true;
                 }
                 if ($merged !== null && $merged !== $current) {
-                    $this->store_calls += 2;
-                    ephpm_kv_set($storeKey, self::pack($merged), $ttl);
-                    if (ephpm_kv_get($versionKey) !== $announced) {
+                    $this->kv('set', $storeKey, self::pack($merged), $ttl);
+                    if ($this->kv('get', $versionKey) !== $announced) {
                         $this->forgetBase($storeKey, $kind, $data);
                         $this->invalidate($storeKey, $versionKey);
 
@@ -1259,8 +1239,7 @@ class WP_Object_Cache
 
                 return true;
             } finally {
-                $this->store_calls++;
-                ephpm_kv_unlock($lockName, $token);
+                $this->kv('unlock', $lockName, $token);
             }
         } catch (\Ephpm\KvException $e) {
             $this->forgetBase($storeKey, $kind, $data);
@@ -1315,26 +1294,23 @@ class WP_Object_Cache
             return false;
         }
         try {
-            $this->store_calls++;
-            $token = ephpm_kv_lock($lockName, self::MERGE_LOCK_TTL, $this->lockWait);
+            $token = $this->kv('lock', $lockName, self::MERGE_LOCK_TTL, $this->lockWait);
             if ($token === false) {
                 return false;
             }
             try {
-                $this->store_calls++;
-                $read = ephpm_kv_get_many([$storeKey, $versionKey]);
+                $read = $this->kv('get_many', [$storeKey, $versionKey]);
                 if (isset($read[$storeKey]) || ($read[$versionKey] ?? null) !== $state['version']) {
                     unset($this->mergeState[$storeKey]);
 
                     return false;
                 }
-                $this->store_calls += 2;
-                if (!ephpm_kv_setnx($storeKey, self::pack($data), $ttl)) {
+                if (!$this->kv('setnx', $storeKey, self::pack($data), $ttl)) {
                     unset($this->mergeState[$storeKey]);
 
                     return false;
                 }
-                if (ephpm_kv_get($versionKey) !== $state['version']) {
+                if ($this->kv('get', $versionKey) !== $state['version']) {
                     unset($this->mergeState[$storeKey]);
                     $this->invalidate($storeKey, $versionKey);
 
@@ -1345,8 +1321,7 @@ class WP_Object_Cache
 
                 return true;
             } finally {
-                $this->store_calls++;
-                ephpm_kv_unlock($lockName, $token);
+                $this->kv('unlock', $lockName, $token);
             }
         } catch (\Ephpm\KvException $e) {
             unset($this->mergeState[$storeKey]);
@@ -1368,14 +1343,13 @@ class WP_Object_Cache
      */
     private function advanceVersion(string $versionKey, ?string $seen): ?string
     {
-        $this->store_calls++;
         if ($seen === null) {
             $start = (string) random_int(self::COUNTER_FLOOR, PHP_INT_MAX >> 1);
 
-            return ephpm_kv_setnx($versionKey, $start, $this->ttl(0)) ? $start : null;
+            return $this->kv('setnx', $versionKey, $start, $this->ttl(0)) ? $start : null;
         }
         try {
-            $next = ephpm_kv_incr_by($versionKey, 1);
+            $next = $this->kv('incr_by', $versionKey, 1, $this->ttl(0));
         } catch (\Ephpm\KvException $e) {
             if ($e->getCode() === \Ephpm\KvException::NOT_INTEGER || $e->getCode() === \Ephpm\KvException::OVERFLOW) {
                 return null;
@@ -1396,25 +1370,31 @@ class WP_Object_Cache
      */
     private function invalidate(string $storeKey, string $versionKey): bool
     {
-        $this->store_calls += 3;
-        $removed = ephpm_kv_del($storeKey) > 0;
-        if (!ephpm_kv_setnx($versionKey, (string) random_int(self::COUNTER_FLOOR, PHP_INT_MAX >> 1), $this->ttl(0))) {
-            $this->store_calls++;
+        $removed = $this->kv('del', $storeKey) > 0;
+        if (!$this->kv('setnx', $versionKey, (string) random_int(self::COUNTER_FLOOR, PHP_INT_MAX >> 1), $this->ttl(0))) {
             try {
-                ephpm_kv_incr_by($versionKey, 1);
+                $this->kv('incr_by', $versionKey, 1, $this->ttl(0));
             } catch (\Ephpm\KvException $e) {
                 if ($e->getCode() !== \Ephpm\KvException::NOT_INTEGER && $e->getCode() !== \Ephpm\KvException::OVERFLOW) {
                     throw $e;
                 }
-                ephpm_kv_set($versionKey, (string) random_int(self::COUNTER_FLOOR, PHP_INT_MAX >> 1), $this->ttl(0));
+                $this->kv('set', $versionKey, (string) random_int(self::COUNTER_FLOOR, PHP_INT_MAX >> 1), $this->ttl(0));
             }
         }
-        ephpm_kv_del($storeKey);
+        $this->kv('del', $storeKey);
 
         return $removed;
     }
 
     // ----------------------------------------------------------- helpers
+
+    /** The store's function ephpm_kv_<$function>(...$args): every call into the store goes through here, and is counted. */
+    private function kv(string $function, ...$args)
+    {
+        $this->store_calls++;
+
+        return ($this->kvFunctions . $function)(...$args);
+    }
 
     /**
      * Turns the store off for the rest of the request (unless $off is
