@@ -39,6 +39,12 @@ if (!function_exists('_doing_it_wrong')) {
     }
 }
 
+/** A class whose property has become typed since an entry of it was stored (testAnEntryThatCannotBeUnserializedIsAMissAndIsRemoved). */
+final class WpdropTyped42
+{
+    public int $limit = 10;
+}
+
 /**
  * The test seam: WP_Object_Cache's option kv_functions => 'wpseam_kv_'
  * makes a request call these wrappers instead of ephpm_kv_*. Each counts
@@ -1060,6 +1066,81 @@ final class WordPressObjectCacheTest extends TestCase
         $this->assertSame(0, $status, $stderr);
         $this->assertSame([true, false, true, false, false, ['m' => false, 'n' => true], ['m' => false, 'n' => 'fine'], true], json_decode($stdout, true));
         $this->assertSame("ephpm object cache: set: Serialization of 'Closure' is not allowed\n", $stderr);
+    }
+
+    /**
+     * A cached object whose class changed since it was stored (a plugin
+     * update typed a property): unserialize() throws TypeError. That is a
+     * miss, logged once, and the entry is removed; no page fatals.
+     */
+    public function testAnEntryThatCannotBeUnserializedIsAMissAndIsRemoved(): void
+    {
+        $log = tempnam(sys_get_temp_dir(), 'wplog');
+        $previous = ini_set('error_log', $log);
+        try {
+            $cache = $this->request();
+            $stale = 'O:13:"WpdropTyped42":1:{s:5:"limit";s:9:"unlimited";}'; // stored before the class typed $limit
+            foreach (['one', 'two', 'three'] as $key) {
+                ephpm_kv_set($cache->store_key($key, 'plugin'), $stale, 60);
+            }
+            $found = null;
+            $this->assertFalse($cache->get('one', 'plugin', false, $found));
+            $this->assertFalse($found);
+            $this->assertNull(ephpm_kv_get($cache->store_key('one', 'plugin')), 'removed, so no later request trips on it');
+            $this->assertSame(['two' => false, 'x' => false], $cache->get_multiple(['two', 'x'], 'plugin'));
+            $this->assertNull(ephpm_kv_get($cache->store_key('two', 'plugin')));
+            $this->assertFalse($cache->incr('three', 1, 'plugin'));
+            $this->assertNull(ephpm_kv_get($cache->store_key('three', 'plugin')));
+            $this->assertTrue($cache->get_stats()['store_up']);
+            $this->assertTrue($cache->set('one', 'fresh', 'plugin'));
+            $this->assertSame('fresh', $this->request()->get('one', 'plugin'));
+            $lines = array_filter(explode("\n", (string) file_get_contents($log)));
+            $this->assertCount(1, $lines, 'logged once per request');
+            $this->assertStringContainsString('cannot be unserialized (TypeError', $lines[0]);
+        } finally {
+            ini_set('error_log', (string) $previous);
+            unlink($log);
+        }
+    }
+
+    /**
+     * What serialize() refuses with an Error (a __serialize() that returns
+     * no array, a __sleep() that throws Error), and resources (which it would
+     * store as i:0;), stay in the request's runtime cache; the old entry is
+     * removed and the store stays in use. A merged array holding one is
+     * invalidated.
+     */
+    public function testValuesSerializeRefusesOrWouldMangleStayInTheRuntimeCache(): void
+    {
+        $log = tempnam(sys_get_temp_dir(), 'wplog');
+        $previous = ini_set('error_log', $log);
+        try {
+            $cache = $this->request();
+            $values = [
+                'string from __serialize' => new class () { public function __serialize() { return 'not an array'; } },
+                'Error from __sleep' => new class () { public function __sleep() { throw new Error('no'); } },
+                'resource' => fopen('php://memory', 'r'),
+                'resource in an array' => ['handle' => [fopen('php://memory', 'r')]],
+            ];
+            foreach ($values as $name => $value) {
+                $this->assertTrue($cache->set($name, 'old'), $name);
+                $this->assertFalse($cache->set($name, $value), $name);
+                $this->assertNotFalse($cache->get($name), "$name: the request keeps it");
+                $this->assertFalse($this->request()->get($name), "$name: no old entry, no i:0;");
+                $this->assertFalse($cache->add("$name new", $value), $name);
+                $this->assertSame([$name => false], $cache->set_multiple([$name => $value]), $name);
+            }
+            $this->assertIsResource($cache->get('resource'), 'the request keeps it');
+            $this->seedAlloptions(['x' => '1']);
+            $all = $cache->get('alloptions', 'options', true);
+            $all['cb'] = new class () { public function __sleep() { throw new Error('no'); } };
+            $this->assertFalse($cache->set('alloptions', $all, 'options'));
+            $this->assertFalse($this->storedAlloptions(), 'invalidated: the next reader rebuilds it');
+            $this->assertTrue($cache->get_stats()['store_up']);
+        } finally {
+            ini_set('error_log', (string) $previous);
+            unlink($log);
+        }
     }
 
     // ------------------------------------------------ races of processes

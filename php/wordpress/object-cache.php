@@ -233,6 +233,8 @@ class WP_Object_Cache
     private const COUNTER_FLOOR = 1 << 40;
     /** How long a merge may hold its lock, in seconds: a killed holder's lock lapses after this. */
     private const MERGE_LOCK_TTL = 5;
+    /** What unpack() returns for an entry unserialize() throws on (no stored value is this string: pack() serializes strings). */
+    private const UNREADABLE = "\0ephpm-unreadable";
     /** The TTL ceiling when EPHPM_WP_MAX_TTL is not defined, in seconds. */
     public const DEFAULT_MAX_TTL = 86400;
     /** How long a merge or flush_group waits for its lock by default, in seconds. */
@@ -269,6 +271,8 @@ class WP_Object_Cache
     private bool $storeUp;
     /** Whether this request logged its one line about the store. */
     private bool $warned = false;
+    /** What the last unserialize() that threw said (for the log line). */
+    private static string $unpackError = '';
     /** The site generation this request reads and writes in; null until read. */
     private ?int $siteGeneration = null;
     /** @var array<string, int> group => generation (absent: 0) */
@@ -574,11 +578,17 @@ class WP_Object_Cache
                 $versionKey = $this->storeKey($key, $group, 'v');
                 $read = $this->kv('get_many', [$storeKey, $versionKey]);
                 $raw = $read[$storeKey] ?? null;
-                $value = $raw === null ? null : self::unpack($raw);
+                $value = $raw === null ? null : $this->unpackStored($storeKey, $raw, 'get');
+                if ($value === self::UNREADABLE) {
+                    $raw = null;
+                }
                 $this->mergeState[$storeKey] = ['base' => is_array($value) ? $value : null, 'version' => $read[$versionKey] ?? null];
             } else {
                 $raw = $this->kv('get', $storeKey);
-                $value = $raw === null ? null : self::unpack($raw);
+                $value = $raw === null ? null : $this->unpackStored($storeKey, $raw, 'get');
+                if ($value === self::UNREADABLE) {
+                    $raw = null;
+                }
             }
         } catch (\Ephpm\KvException $e) {
             $this->storeFailed($e, 'get');
@@ -648,12 +658,12 @@ class WP_Object_Cache
         }
         foreach ($pending as $storeKey => [$key, $id]) {
             $raw = $read[$storeKey] ?? null;
-            if ($raw === null) {
+            $value = $raw === null ? self::UNREADABLE : $this->unpackStored($storeKey, $raw, 'get_multiple');
+            if ($value === self::UNREADABLE) {
                 unset($this->cache[$group][$id]);
                 $this->cache_misses++;
                 continue;
             }
-            $value = self::unpack($raw);
             $this->cache[$group][$id] = $value;
             $this->cache_hits++;
             $values[$key] = is_object($value) ? clone $value : $value;
@@ -1087,7 +1097,12 @@ class WP_Object_Cache
 
                     return $sum;
                 }
-                $value = self::unpack($raw);
+                $value = $this->unpackStored($storeKey, $raw, $function);
+                if ($value === self::UNREADABLE) {
+                    unset($this->cache[$group][$id]);
+
+                    return false;
+                }
                 $value = (is_numeric($value) ? $value : 0) + $offset;
                 if ($value < 0) {
                     $value = 0;
@@ -1190,7 +1205,7 @@ class WP_Object_Cache
             }
             try {
                 $read = $this->kv('get_many', [$storeKey, $versionKey]);
-                $current = isset($read[$storeKey]) ? self::unpack($read[$storeKey]) : null;
+                $current = isset($read[$storeKey]) ? self::unpack($read[$storeKey]) : null; // UNREADABLE: a conflict
                 $version = $read[$versionKey] ?? null;
                 $merged = null; // what to store; null: nothing
                 $conflict = false;
@@ -1246,7 +1261,7 @@ class WP_Object_Cache
             $this->storeFailed($e, 'set');
 
             return false;
-        } catch (\ValueError | \Exception $e) {
+        } catch (\Throwable $e) {
             // A merged array the store cannot hold (over its value limit,
             // or with a value serialize() refuses): not cached.
             $this->warn('set: ' . $e->getMessage());
@@ -1328,7 +1343,7 @@ class WP_Object_Cache
             $this->storeFailed($e, 'add');
 
             return false;
-        } catch (\ValueError | \Exception $e) {
+        } catch (\Throwable $e) {
             $this->warn('add: ' . $e->getMessage());
 
             return false;
@@ -1479,13 +1494,55 @@ class WP_Object_Cache
      */
     private function packForStore($value, string $operation): ?string
     {
+        if (self::holdsResource($value)) {
+            // serialize() would store it as i:0;.
+            $this->warn($operation . ': a resource cannot be stored; it stays in this request\'s runtime cache');
+
+            return null;
+        }
         try {
             return self::pack($value);
-        } catch (\Exception $e) {
+        } catch (\Throwable $e) {
+            // Closures, anonymous classes, and __serialize()/__sleep() that
+            // throw or return what serialize() refuses (TypeError, Error).
             $this->warn($operation . ': ' . $e->getMessage());
 
             return null;
         }
+    }
+
+    /** Whether $value is a resource (open or closed), or an array holding one at any depth. */
+    private static function holdsResource($value): bool
+    {
+        if (is_array($value)) {
+            foreach ($value as $element) {
+                if ((is_array($element) || (!is_scalar($element) && !is_object($element) && $element !== null)) && self::holdsResource($element)) {
+                    return true;
+                }
+            }
+
+            return false;
+        }
+
+        return is_resource($value) || gettype($value) === 'resource (closed)';
+    }
+
+    /**
+     * unpack() of an entry read from the store; UNREADABLE if unserialize()
+     * throws (a class changed since the value was stored: a typed property,
+     * a __wakeup() or __unserialize() that throws). Such an entry is a miss:
+     * it is logged (the request's one line) and removed, so that no later
+     * request trips on it.
+     */
+    private function unpackStored(string $storeKey, string $raw, string $operation)
+    {
+        $value = self::unpack($raw);
+        if ($value === self::UNREADABLE) {
+            $this->warn($operation . ': a stored value cannot be unserialized (' . self::$unpackError . '); it is removed');
+            $this->storeDelete($storeKey, $operation);
+        }
+
+        return $value;
     }
 
     /**
@@ -1497,13 +1554,19 @@ class WP_Object_Cache
         return is_int($value) ? (string) $value : serialize($value);
     }
 
-    /** What pack() wrote; false for a stored false; a string that is neither, as it is. */
+    /** What pack() wrote; false for a stored false; a string that is neither, as it is; UNREADABLE if unserialize() threw. */
     private static function unpack(string $raw)
     {
         if ((string) (int) $raw === $raw) {
             return (int) $raw;
         }
-        $value = @unserialize($raw);
+        try {
+            $value = @unserialize($raw);
+        } catch (\Throwable $e) {
+            self::$unpackError = get_class($e) . ': ' . $e->getMessage();
+
+            return self::UNREADABLE;
+        }
 
         return $value === false && $raw !== 'b:0;' ? $raw : $value;
     }
