@@ -231,6 +231,13 @@ class WP_Object_Cache
      * key, and a counter made anew never repeats an old value.
      */
     private const COUNTER_FLOOR = 1 << 40;
+    /**
+     * And below this: every counter stays under 2^53, where a double holds
+     * each integer exactly (a Redis script's Lua number is a double: the
+     * sum that ephpm_kv_incr_by() with a TTL returns from Redis is rounded
+     * above it, and a version check would then see a move that was none).
+     */
+    private const COUNTER_CEILING = 1 << 52;
     /** How long a merge may hold its lock, in seconds: a killed holder's lock lapses after this. */
     private const MERGE_LOCK_TTL = 5;
     /** What unpack() returns for an entry unserialize() throws on (no stored value is this string: pack() serializes strings). */
@@ -750,7 +757,7 @@ class WP_Object_Cache
             if ($generation < self::COUNTER_FLOOR) {
                 // The counter was lost and made anew from 0: give it a
                 // start no older generation can have had.
-                $generation = random_int(self::COUNTER_FLOOR, PHP_INT_MAX >> 1);
+                $generation = self::counterStart();
                 $this->kv('set', $this->metaKey('gen'), (string) $generation);
             }
             $this->siteGeneration = $generation;
@@ -931,11 +938,11 @@ class WP_Object_Cache
                     // The group entry first, so that no reader ever sees a
                     // counter without one (that would start a generation).
                     $this->kv('setnx', $groupsKey, serialize([]));
-                    $this->kv('setnx', $genKey, (string) random_int(self::COUNTER_FLOOR, PHP_INT_MAX >> 1));
+                    $this->kv('setnx', $genKey, (string) self::counterStart());
                     continue;
                 }
                 if ((string) (int) $generation !== $generation || (int) $generation < self::COUNTER_FLOOR) {
-                    $this->kv('set', $genKey, (string) random_int(self::COUNTER_FLOOR, PHP_INT_MAX >> 1));
+                    $this->kv('set', $genKey, (string) self::counterStart());
                     continue;
                 }
                 if ($groups === null) {
@@ -1359,7 +1366,7 @@ class WP_Object_Cache
     private function advanceVersion(string $versionKey, ?string $seen): ?string
     {
         if ($seen === null) {
-            $start = (string) random_int(self::COUNTER_FLOOR, PHP_INT_MAX >> 1);
+            $start = (string) self::counterStart();
 
             return $this->kv('setnx', $versionKey, $start, $this->ttl(0)) ? $start : null;
         }
@@ -1386,14 +1393,14 @@ class WP_Object_Cache
     private function invalidate(string $storeKey, string $versionKey): bool
     {
         $removed = $this->kv('del', $storeKey) > 0;
-        if (!$this->kv('setnx', $versionKey, (string) random_int(self::COUNTER_FLOOR, PHP_INT_MAX >> 1), $this->ttl(0))) {
+        if (!$this->kv('setnx', $versionKey, (string) self::counterStart(), $this->ttl(0))) {
             try {
                 $this->kv('incr_by', $versionKey, 1, $this->ttl(0));
             } catch (\Ephpm\KvException $e) {
                 if ($e->getCode() !== \Ephpm\KvException::NOT_INTEGER && $e->getCode() !== \Ephpm\KvException::OVERFLOW) {
                     throw $e;
                 }
-                $this->kv('set', $versionKey, (string) random_int(self::COUNTER_FLOOR, PHP_INT_MAX >> 1), $this->ttl(0));
+                $this->kv('set', $versionKey, (string) self::counterStart(), $this->ttl(0));
             }
         }
         $this->kv('del', $storeKey);
@@ -1402,6 +1409,12 @@ class WP_Object_Cache
     }
 
     // ----------------------------------------------------------- helpers
+
+    /** A random start for a counter made anew: never a value an old one had (COUNTER_FLOOR), exact in a double (COUNTER_CEILING). */
+    private static function counterStart(): int
+    {
+        return random_int(self::COUNTER_FLOOR, self::COUNTER_CEILING);
+    }
 
     /** The store's function ephpm_kv_<$function>(...$args): every call into the store goes through here, and is counted. */
     private function kv(string $function, ...$args)
