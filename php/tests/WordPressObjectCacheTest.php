@@ -584,6 +584,40 @@ final class WordPressObjectCacheTest extends TestCase
         $this->assertLessThanOrEqual(600, ephpm_kv_ttl($versionKey));
     }
 
+    /** The Redis Cluster hash tag of $key, as the server finds it: between the first "{" and the next "}", if not empty. */
+    private static function hashTag(string $key): string
+    {
+        $open = strpos($key, '{');
+        $close = $open === false ? false : strpos($key, '}', $open + 1);
+
+        return $open === false || $close === false || $close === $open + 1 ? $key : substr($key, $open + 1, $close - $open - 1);
+    }
+
+    /**
+     * On a Redis Cluster a fenced write needs its key in its lock's slot:
+     * a merged array's entry, version counter and lock share one hash tag,
+     * and so do the groups' entry and its lock, whatever braces the salt,
+     * the group or the key hold.
+     */
+    public function testFencedKeysShareTheirLocksHashTag(): void
+    {
+        foreach (['plain', 'with {braces}', '}{', str_repeat('{x}', 100)] as $salt) {
+            $cache = $this->request(['prefix' => $salt]);
+            $prefix = $cache->get_stats()['prefix'];
+            $this->assertFalse(strpbrk($prefix, '{}'), $salt);
+            foreach ([['alloptions', 'options'], ['notoptions', 'options'], ['1:notoptions', 'site-options'], ['a}b{c', 'g{r}p']] as [$key, $group]) {
+                $tag = self::hashTag($cache->store_key($key, $group));
+                $this->assertNotSame($cache->store_key($key, $group), $tag, "$salt $key: has a tag");
+                $this->assertSame($tag, self::hashTag($cache->store_key($key, $group, 'v')));
+                $this->assertSame($tag, self::hashTag($cache->store_key($key, $group, 'm')));
+            }
+            $groupsKey = $prefix . '|{' . $prefix . '|groups}';
+            $this->assertSame(self::hashTag($groupsKey), self::hashTag($groupsKey . '.lock'));
+            $cache->flush_group('g'); // it uses those names
+            $this->assertIsString(ephpm_kv_get($groupsKey));
+        }
+    }
+
     public function testFlushMakesOnlyThisSitesEntriesUnreachable(): void
     {
         $siteA = $this->request();
@@ -620,17 +654,53 @@ final class WordPressObjectCacheTest extends TestCase
         $this->assertFalse($this->request()->get('k', 'g1'), 'a second flush of the group');
         $this->assertSame(2, $this->request()->get('k', 'g2'));
 
-        // Without the groups' lock within the wait, the whole site is flushed: a superset.
+        // A holder that keeps the groups' lock past the wait is taken over, and its fenced write is refused.
+        $this->request()->set('k', 'again', 'g1');
         $cache = $this->request(['lock_wait' => 0.0]);
-        $lock = $cache->get_stats()['prefix'] . '|groups.lock';
-        $token = ephpm_kv_lock($lock, 30);
-        $this->assertIsString($token);
-        try {
-            $this->assertTrue($cache->flush_group('g1'));
-        } finally {
-            ephpm_kv_unlock($lock, $token);
-        }
+        $prefix = $cache->get_stats()['prefix'];
+        $groupsKey = $prefix . '|{' . $prefix . '|groups}';
+        $lock = $groupsKey . '.lock';
+        $stale = ephpm_kv_get($groupsKey);
+        $this->assertIsString(ephpm_kv_lock($lock, 30, 0.0, null, $fence));
+        $this->assertTrue($cache->flush_group('g1'));
+        $this->assertFalse($this->request()->get('k', 'g1'));
+        $this->assertSame(2, $this->request()->get('k', 'g2'), 'a flush of the group, not of the site');
+        $this->assertFalse(ephpm_kv_set_fenced($groupsKey, $stale, $lock, $fence), 'the old holder cannot send g1 back');
+
+        // When yet another request takes the lock first, the whole site is flushed: a superset.
+        $cache = $this->request(['lock_wait' => 0.0]);
+        $cache->get('warm');
+        $this->assertIsString(ephpm_kv_lock($lock, 30));
+        WpSeam::at(null, 'before', 'lock', WpSeam::count(null, 'lock') + 2, fn () => ephpm_kv_lock($lock, 30));
+        $this->assertTrue($cache->flush_group('g1'));
         $this->assertFalse($this->request()->get('k', 'g2'));
+        ephpm_kv_lock_release_all($lock);
+    }
+
+    /**
+     * flush_group()'s read-modify-write of the groups' entry by a request
+     * whose lock lapsed while it stalled (paused after its read): another
+     * flushes group h meanwhile; the stalled write is refused by the fence,
+     * so h is not sent back to its earlier generation (the site is flushed
+     * instead).
+     */
+    public function testAFlushGroupWhoseLockLapsedDoesNotUndoAnother(): void
+    {
+        $this->request()->set('k', 'g entry', 'g');
+        $this->request()->set('k', 'h entry', 'h');
+        $stalled = $this->request();
+        $stalled->get('warm');
+        $prefix = $stalled->get_stats()['prefix'];
+        $fiber = new Fiber(fn () => $stalled->flush_group('g'));
+        WpSeam::at($fiber, 'after', 'get', 1, 'pause'); // it has read the groups' entry
+        $fiber->start();
+        ephpm_kv_lock_release_all($prefix . '|{' . $prefix . '|groups}.lock'); // its lock lapses
+        $this->assertTrue($this->request()->flush_group('h'));
+        $this->assertFalse($this->request()->get('k', 'h'));
+        $fiber->resume();
+        $this->assertTrue($fiber->getReturn());
+        $this->assertFalse($this->request()->get('k', 'h'), "h's flush holds");
+        $this->assertFalse($this->request()->get('k', 'g'), "g's flush holds");
     }
 
     public function testFlushRuntimeKeepsTheStore(): void
@@ -647,7 +717,7 @@ final class WordPressObjectCacheTest extends TestCase
         $prefix = $GLOBALS['wp_object_cache']->get_stats()['prefix'];
         $this->request()->flush_group('g'); // group g at generation 1
         wp_cache_set('k', 'old', 'g');
-        ephpm_kv_del($prefix . '|groups');
+        ephpm_kv_del($prefix . '|{' . $prefix . '|groups}');
         $this->assertFalse($this->request()->get('k', 'g'), 'without the group entry a new site generation starts');
         $this->request()->set('k', 'new', 'g');
         $this->assertSame('new', $this->request()->get('k', 'g'));
@@ -810,22 +880,58 @@ final class WordPressObjectCacheTest extends TestCase
         $this->assertSame(['x' => 'blind'], $blind->get('alloptions', 'options'), 'the request keeps what it set');
     }
 
-    public function testWithoutTheMergeLockAnUpdateInvalidates(): void
+    /** A holder that keeps the merge lock past the wait (killed, stalled) is taken over; its fenced write is refused. */
+    public function testAMergeLockHeldPastTheWaitIsTakenOver(): void
     {
-        $this->seedAlloptions(['x' => '0']);
+        $this->seedAlloptions(['x' => '0', 'y' => '0']);
         $a = $this->request(['lock_wait' => 0.0]);
         $all = $a->get('alloptions', 'options', true);
         $lock = $a->store_key('alloptions', 'options', 'm');
-        $token = ephpm_kv_lock($lock, 30);
-        $this->assertIsString($token);
-        try {
-            $all['x'] = '1';
-            $this->assertTrue($a->set('alloptions', $all, 'options'));
-            $this->assertFalse($this->storedAlloptions());
-            $this->assertSame('1', $a->get('alloptions', 'options')['x'], 'the request keeps what it set');
-        } finally {
-            ephpm_kv_unlock($lock, $token);
+        $this->assertIsString(ephpm_kv_lock($lock, 30, 0.0, null, $fence));
+        $all['x'] = '1';
+        $this->assertTrue($a->set('alloptions', $all, 'options'));
+        $this->assertSame(['x' => '1', 'y' => '0'], $this->storedAlloptions(), 'merged under the lock it took over');
+        $this->assertFalse(ephpm_kv_set_fenced($a->store_key('alloptions', 'options'), serialize(['x' => '0', 'y' => 'old holder']), $lock, $fence),
+            'the old holder cannot write over it');
+        $this->assertNull(ephpm_kv_lock_info($lock), 'released');
+    }
+
+    /**
+     * The lapsed lock (s1): W1 advanced the version and stalls before its
+     * write; its lock lapses; W2 takes the lock and reads the entry and the
+     * version W1 left. W1's write, after W2's read, would be lost under
+     * W2's (a lost update of another option), and W1's own check after it
+     * sees nothing amiss. The fence refuses W1's write: W1 invalidates, and
+     * W2's advance sees that. No update is lost: the entry holds both or is
+     * rebuilt from the database.
+     */
+    public function testAMergeWhoseLockLapsedLosesNoUpdate(): void
+    {
+        $this->seedAlloptions(['x' => 'old', 'y' => 'old', 'z' => 'old']);
+        $warm = $this->request();
+        $this->assertTrue($warm->set('alloptions', ['z' => 'z2'] + $warm->get('alloptions', 'options', true), 'options'));
+        $w1 = $this->request(['lock_wait' => 0.0]);
+        $w2 = $this->request(['lock_wait' => 30.0]);
+        $all1 = $w1->get('alloptions', 'options', true);
+        $all1['x'] = 'new';
+        $all2 = $w2->get('alloptions', 'options', true);
+        $all2['y'] = 'new';
+        $f1 = new Fiber(fn () => $w1->set('alloptions', $all1, 'options'));
+        WpSeam::at($f1, 'after', 'incr_by', 1, 'pause'); // advanced, not written
+        $f1->start();
+        ephpm_kv_lock_release_all($w1->store_key('alloptions', 'options', 'm')); // its 5 s lock lapses
+        $f2 = new Fiber(fn () => $w2->set('alloptions', $all2, 'options'));
+        WpSeam::at($f2, 'after', 'get_many', 1, 'pause'); // locked, read
+        $f2->start();
+        $f1->resume();
+        $this->assertTrue($f1->isTerminated(), WpSeam::trace($f1));
+        $f2->resume();
+        $this->assertTrue($f2->isTerminated());
+        $stored = $this->storedAlloptions();
+        if ($stored !== false) {
+            $this->assertSame(['x' => 'new', 'y' => 'new', 'z' => 'z2'], $stored);
         }
+        $this->addToAssertionCount(1);
     }
 
     /** A writer that advanced the version unseen (its lock expired under it) makes the merge invalidate. */

@@ -46,7 +46,7 @@
 
 if (!defined('EPHPM_WP_OBJECT_CACHE')) {
     /** The version of this drop-in's key layout; a change of layout changes it. */
-    define('EPHPM_WP_OBJECT_CACHE', 1);
+    define('EPHPM_WP_OBJECT_CACHE', 2);
 }
 
 /** Makes $wp_object_cache, the cache of this request. */
@@ -317,8 +317,8 @@ class WP_Object_Cache
 
     /**
      * The prefix of every store key of this site: "wp<length>:<salt>", or
-     * "wp#<sha256>" for a salt over 200 bytes (a length makes no prefix the
-     * start of another).
+     * "wp#<sha256>" for a salt over 200 bytes or with a brace (a length
+     * makes no prefix the start of another).
      */
     private static function sitePrefix(array $options): string
     {
@@ -338,7 +338,9 @@ class WP_Object_Cache
             $salt = 'site-' . substr(hash('sha256', implode("\0", $site)), 0, 24);
         }
 
-        return strlen($salt) <= 200 ? 'wp' . strlen($salt) . ':' . $salt : 'wp#' . hash('sha256', $salt);
+        // No brace in a prefix: the first "{" of a key is the drop-in's
+        // own, which names the key's hash tag on a Redis Cluster.
+        return strlen($salt) <= 200 && strpbrk($salt, '{}') === false ? 'wp' . strlen($salt) . ':' . $salt : 'wp#' . hash('sha256', $salt);
     }
 
     // ---------------------------------------------------------------- API
@@ -582,8 +584,8 @@ class WP_Object_Cache
             if ($this->mergeKind($key, $group) !== null) {
                 // With its version counter, in the same crossing: the base
                 // of this request's merges (mergedSet(), mergedAdd()).
-                $versionKey = $this->storeKey($key, $group, 'v');
-                $read = $this->kv('get_many', [$storeKey, $versionKey]);
+                [$versionKey] = $this->mergeKeys($storeKey);
+                $read = $this->kv('get_many', [$versionKey, $storeKey]);
                 $raw = $read[$storeKey] ?? null;
                 $value = $raw === null ? null : $this->unpackStored($storeKey, $raw, 'get');
                 if ($value === self::UNREADABLE) {
@@ -704,7 +706,9 @@ class WP_Object_Cache
             if ($this->mergeKind($key, $group) !== null) {
                 unset($this->mergeState[$storeKey]);
 
-                return $this->invalidate($storeKey, $this->storeKey($key, $group, 'v'));
+                [$versionKey, $lockName] = $this->mergeKeys($storeKey);
+
+                return $this->invalidate($storeKey, $versionKey, $lockName);
             }
 
             return $this->kv('del', $storeKey) > 0;
@@ -788,10 +792,12 @@ class WP_Object_Cache
 
     /**
      * Makes every entry of $group, on every blog, unreachable: advances the
-     * group's generation in the site's group entry, under the lock
-     * "<prefix>|groups.lock", so concurrent flushes of groups are never
-     * lost. If the lock cannot be had within the wait, the whole site is
-     * flushed instead (a superset). False if the store failed.
+     * group's generation in the site's group entry, under its lock
+     * (lockMerge(): a holder past the wait is taken over), written fenced,
+     * so concurrent flushes of groups are never lost and a holder whose
+     * lock lapsed never writes back an older map. If the lock cannot be
+     * had, or the fenced write is refused, the whole site is flushed
+     * instead (a superset). False if the store failed.
      */
     public function flush_group($group)
     {
@@ -805,7 +811,8 @@ class WP_Object_Cache
             return false;
         }
         try {
-            $token = $this->kv('lock', $this->metaKey('groups.lock'), self::MERGE_LOCK_TTL, $this->lockWait);
+            $lockName = $this->metaKey('groups.lock');
+            $token = $this->lockMerge($lockName, $fence);
             if ($token === false) {
                 return $this->flush();
             }
@@ -818,10 +825,15 @@ class WP_Object_Cache
                     return $this->flush();
                 }
                 $generations[$group] = ($generations[$group] ?? 0) + 1;
-                $this->kv('set', $this->metaKey('groups'), serialize($generations));
+                if (!$this->kv('set_fenced', $this->metaKey('groups'), serialize($generations), $lockName, $fence)) {
+                    // Our grant lapsed and another request took the lock:
+                    // what we read may be older than its write, and ours
+                    // could send a group back to an earlier generation.
+                    return $this->flush();
+                }
                 $this->groupGenerations = $generations;
             } finally {
-                $this->kv('unlock', $this->metaKey('groups.lock'), $token);
+                $this->kv('unlock', $lockName, $token);
             }
 
             return true;
@@ -974,28 +986,40 @@ class WP_Object_Cache
         return is_array($map) ? $map : null;
     }
 
-    /** "<prefix>|<name>": the site's own entries (generations, their lock). */
+    /**
+     * The site's own entries: "<prefix>|gen", and the groups' entry with
+     * its lock, "<prefix>|{<prefix>|groups}" and "...}.lock", which share a
+     * hash tag (a fenced write needs its key in its lock's Cluster slot).
+     */
     private function metaKey(string $name): string
     {
-        return $this->prefix . '|' . $name;
+        if ($name === 'gen') {
+            return $this->prefix . '|gen';
+        }
+
+        return $this->prefix . '|{' . $this->prefix . '|groups}' . ($name === 'groups.lock' ? '.lock' : '');
     }
 
     /**
-     * "<prefix>|<kind><site gen>.<group gen>|<scope><group length>:<group>|<key>",
+     * "<prefix>|<kind>{<site gen>.<group gen>|<scope><group length>:<group>|<key>}",
      * scope "b<blog id>:" for a per-blog group on a multisite network, else
      * "s"; a key that would be longer than MAX_KEY_BYTES gets "#<sha256>" of
      * that tail instead. Lengths and the scope letter make it unambiguous.
+     * The braces are the key's hash tag on a Redis Cluster: the prefix has
+     * none, so an entry ('d'), its version counter ('v') and its merge lock
+     * ('m') differ only before the tag and share one slot, whatever the
+     * key holds.
      */
     private function storeKey($key, string $group, string $kind = 'd'): string
     {
         $scope = $this->multisite && !isset($this->global_groups[$group]) ? 'b' . $this->blog_prefix : 's';
-        $head = $this->prefix . '|' . $kind . $this->siteGeneration . '.' . ($this->groupGenerations[$group] ?? 0) . '|';
+        $head = $this->prefix . '|' . $kind . '{' . $this->siteGeneration . '.' . ($this->groupGenerations[$group] ?? 0) . '|';
         $tail = $scope . strlen($group) . ':' . $group . '|' . $key;
-        if (strlen($head) + strlen($tail) > self::MAX_KEY_BYTES) {
+        if (strlen($head) + strlen($tail) + 1 > self::MAX_KEY_BYTES) {
             $tail = '#' . hash('sha256', $tail);
         }
 
-        return $head . $tail;
+        return $head . $tail . '}';
     }
 
     /**
@@ -1157,9 +1181,11 @@ class WP_Object_Cache
     /**
      * wp_cache_set() of a merged array: writes the difference between
      * $data and the array this request last read or wrote (its base) into
-     * the stored array, under the lock "m" of the key:
+     * the stored array, under the lock "m" of the key, with the fence of
+     * that lock's grant:
      *
-     * 1. Read the stored array and its version counter (one crossing).
+     * 1. Read the version counter, then the stored array (one crossing;
+     *    in that order, so the version held is never newer than the array).
      * 2. 'all': if the entry is missing, write nothing (its next reader
      *    rebuilds it from the database, which has this update). If an
      *    element this request changes was changed by another since the
@@ -1168,19 +1194,20 @@ class WP_Object_Cache
      *    'not': apply every removal (an option that now exists); apply
      *    additions (an option found missing) only if the version is the
      *    base's, since an option added since then may be among them.
-     * 3. Advance the version (announce); expect exactly base + 1, else
-     *    another writer ran unseen (an expired lock): invalidate.
-     * 4. Write the array if it changed; read the version again and
+     * 3. Advance the version (announce); expect exactly the read value + 1,
+     *    else another request advanced it unseen (an invalidation that
+     *    needs no lock, or one whose lock lapsed): invalidate.
+     * 4. Write the array if it changed, fenced (ephpm_kv_set_fenced): a
+     *    grant of the lock since ours (ours lapsed, and another took it)
+     *    refuses it, and we invalidate. Then read the version again and
      *    invalidate if it moved (an invalidation ran between 3 and 4).
      *
-     * Without the lock within the wait, or with no base, it invalidates
-     * instead. The runtime cache gets the merged array (or $data). True
-     * unless the store failed.
+     * With no base it invalidates instead. The runtime cache gets the
+     * merged array (or $data). True unless the store failed.
      */
     private function mergedSet(string $storeKey, string $kind, string $group, $id, $data, int $ttl): bool
     {
-        $versionKey = substr_replace($storeKey, 'v', strlen($this->prefix) + 1, 1);
-        $lockName = substr_replace($storeKey, 'm', strlen($this->prefix) + 1, 1);
+        [$versionKey, $lockName] = $this->mergeKeys($storeKey);
         $state = $this->mergeState[$storeKey] ?? ['base' => null, 'version' => false];
         $this->cache[$group][$id] = $data;
         try {
@@ -1188,7 +1215,7 @@ class WP_Object_Cache
                 // No base to take a difference from: the next reader
                 // rebuilds the entry from the database.
                 $this->forgetBase($storeKey, $kind, $data);
-                $this->invalidate($storeKey, $versionKey);
+                $this->invalidate($storeKey, $versionKey, $lockName);
 
                 return true;
             }
@@ -1203,15 +1230,15 @@ class WP_Object_Cache
             if ($changed === [] && $removed === []) {
                 return true;
             }
-            $token = $this->kv('lock', $lockName, self::MERGE_LOCK_TTL, $this->lockWait);
+            $token = $this->lockMerge($lockName, $fence);
             if ($token === false) {
                 $this->forgetBase($storeKey, $kind, $data);
-                $this->invalidate($storeKey, $versionKey);
+                $this->invalidate($storeKey, $versionKey, $lockName);
 
                 return true;
             }
             try {
-                $read = $this->kv('get_many', [$storeKey, $versionKey]);
+                $read = $this->kv('get_many', [$versionKey, $storeKey]);
                 $current = isset($read[$storeKey]) ? self::unpack($read[$storeKey]) : null; // UNREADABLE: a conflict
                 $version = $read[$versionKey] ?? null;
                 $merged = null; // what to store; null: nothing
@@ -1239,15 +1266,15 @@ class WP_Object_Cache
                 $announced = $conflict ? null : $this->advanceVersion($versionKey, $version);
                 if ($announced === null) {
                     $this->forgetBase($storeKey, $kind, $data);
-                    $this->invalidate($storeKey, $versionKey);
+                    $this->invalidate($storeKey, $versionKey, $lockName, true);
 
                     return true;
                 }
                 if ($merged !== null && $merged !== $current) {
-                    $this->kv('set', $storeKey, self::pack($merged), $ttl);
-                    if ($this->kv('get', $versionKey) !== $announced) {
+                    if (!$this->kv('set_fenced', $storeKey, self::pack($merged), $lockName, $fence, $ttl)
+                        || $this->kv('get', $versionKey) !== $announced) {
                         $this->forgetBase($storeKey, $kind, $data);
-                        $this->invalidate($storeKey, $versionKey);
+                        $this->invalidate($storeKey, $versionKey, $lockName, true);
 
                         return true;
                     }
@@ -1273,13 +1300,43 @@ class WP_Object_Cache
             // or with a value serialize() refuses): not cached.
             $this->warn('set: ' . $e->getMessage());
             try {
-                $this->invalidate($storeKey, $versionKey);
+                $this->invalidate($storeKey, $versionKey, $lockName);
             } catch (\Ephpm\KvException $e) {
                 $this->storeFailed($e, 'set');
             }
 
             return false;
         }
+    }
+
+    /** The version counter and the merge lock of a merged array's entry: its kind letter 'v', 'm' for 'd' (one hash tag for the three). */
+    private function mergeKeys(string $storeKey): array
+    {
+        $at = strlen($this->prefix) + 1;
+
+        return [substr_replace($storeKey, 'v', $at, 1), substr_replace($storeKey, 'm', $at, 1)];
+    }
+
+    /**
+     * Takes the lock $name for a merge (or the groups' entry), with its
+     * fence: waits up to the lock wait, then takes it over from a holder
+     * that kept it all that while (a killed or stalled request): that
+     * holder's fenced write is refused from then on, so taking it over is
+     * safe, and a dead holder costs one wait, not the lock's whole TTL.
+     * False only if yet another request got it first.
+     */
+    private function lockMerge(string $name, &$fence)
+    {
+        $fence = 0;
+        $this->store_calls++;
+        $token = ($this->kvFunctions . 'lock')($name, self::MERGE_LOCK_TTL, $this->lockWait, null, $fence);
+        if ($token === false) {
+            $this->kv('lock_release_all', $name);
+            $this->store_calls++;
+            $token = ($this->kvFunctions . 'lock')($name, self::MERGE_LOCK_TTL, 0.0, null, $fence);
+        }
+
+        return $token;
     }
 
     /**
@@ -1308,20 +1365,19 @@ class WP_Object_Cache
      */
     private function mergedAdd(string $storeKey, string $group, $id, $data, int $ttl): bool
     {
-        $versionKey = substr_replace($storeKey, 'v', strlen($this->prefix) + 1, 1);
-        $lockName = substr_replace($storeKey, 'm', strlen($this->prefix) + 1, 1);
+        [$versionKey, $lockName] = $this->mergeKeys($storeKey);
         $state = $this->mergeState[$storeKey] ?? null;
         unset($this->cache[$group][$id]);
         if (!is_array($data) || $state === null || $state['base'] !== null || $state['version'] === false) {
             return false;
         }
         try {
-            $token = $this->kv('lock', $lockName, self::MERGE_LOCK_TTL, $this->lockWait);
+            $token = $this->lockMerge($lockName, $fence);
             if ($token === false) {
                 return false;
             }
             try {
-                $read = $this->kv('get_many', [$storeKey, $versionKey]);
+                $read = $this->kv('get_many', [$versionKey, $storeKey]);
                 if (isset($read[$storeKey]) || ($read[$versionKey] ?? null) !== $state['version']) {
                     unset($this->mergeState[$storeKey]);
 
@@ -1334,7 +1390,7 @@ class WP_Object_Cache
                 }
                 if ($this->kv('get', $versionKey) !== $state['version']) {
                     unset($this->mergeState[$storeKey]);
-                    $this->invalidate($storeKey, $versionKey);
+                    $this->invalidate($storeKey, $versionKey, $lockName, true);
 
                     return false;
                 }
@@ -1361,7 +1417,7 @@ class WP_Object_Cache
      * Advances a merged array's version from $seen, the value read under
      * the lock (null: absent): a counter made anew starts at a random
      * value, with the TTL ceiling. Returns the new value, or null if it is
-     * not exactly the next one (another writer advanced it unseen).
+     * not exactly the next one (another request advanced it unseen).
      */
     private function advanceVersion(string $versionKey, ?string $seen): ?string
     {
@@ -1384,26 +1440,36 @@ class WP_Object_Cache
 
     /**
      * Removes a merged array's entry so its next reader rebuilds it from the
-     * database: delete, advance the version, delete again. Safe without the
-     * lock: a merge that read before the advance sees the version move at
-     * its own advance or at its check after writing, and one that wrote
-     * after the first delete is removed by the second. True if the first
-     * delete removed an entry.
+     * database: delete, advance the version, delete again, holding the
+     * merge lock ($held: the caller holds it; else it is taken here, and
+     * its grant's fence refuses the write of any earlier holder still
+     * running; without it, the same steps run unlocked). A merge that read
+     * before the advance sees the version move at its own advance or at its
+     * check after writing, and a write that needs no lock (an add, a
+     * notoptions addition) landing after the first delete is removed by
+     * the second. True if the first delete removed an entry.
      */
-    private function invalidate(string $storeKey, string $versionKey): bool
+    private function invalidate(string $storeKey, string $versionKey, string $lockName, bool $held = false): bool
     {
-        $removed = $this->kv('del', $storeKey) > 0;
-        if (!$this->kv('setnx', $versionKey, (string) self::counterStart(), $this->ttl(0))) {
-            try {
-                $this->kv('incr_by', $versionKey, 1, $this->ttl(0));
-            } catch (\Ephpm\KvException $e) {
-                if ($e->getCode() !== \Ephpm\KvException::NOT_INTEGER && $e->getCode() !== \Ephpm\KvException::OVERFLOW) {
-                    throw $e;
+        $token = $held ? false : $this->lockMerge($lockName, $fence);
+        try {
+            $removed = $this->kv('del', $storeKey) > 0;
+            if (!$this->kv('setnx', $versionKey, (string) self::counterStart(), $this->ttl(0))) {
+                try {
+                    $this->kv('incr_by', $versionKey, 1, $this->ttl(0));
+                } catch (\Ephpm\KvException $e) {
+                    if ($e->getCode() !== \Ephpm\KvException::NOT_INTEGER && $e->getCode() !== \Ephpm\KvException::OVERFLOW) {
+                        throw $e;
+                    }
+                    $this->kv('set', $versionKey, (string) self::counterStart(), $this->ttl(0));
                 }
-                $this->kv('set', $versionKey, (string) self::counterStart(), $this->ttl(0));
+            }
+            $this->kv('del', $storeKey);
+        } finally {
+            if ($token !== false) {
+                $this->kv('unlock', $lockName, $token);
             }
         }
-        $this->kv('del', $storeKey);
 
         return $removed;
     }
