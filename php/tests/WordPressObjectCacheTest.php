@@ -1158,6 +1158,35 @@ final class WordPressObjectCacheTest extends TestCase
         $this->assertStringStartsWith('ephpm object cache: set: ', $stderr);
     }
 
+    /**
+     * A merge the store has no room for (OUT_OF_MEMORY keeps the old
+     * entry): the stale alloptions would be served on; it is invalidated
+     * instead (a delete needs no room), set() returns false, and the store
+     * stays in use for the request.
+     */
+    public function testAMergeTheStoreHasNoRoomForInvalidatesAndKeepsTheStore(): void
+    {
+        [$stdout, $stderr, $status] = $this->child(<<<'PHP'
+            $all = [];
+            for ($i = 0; $i < 100; $i++) { $all["opt_$i"] = str_repeat('v', 1000); }
+            $seed = new WP_Object_Cache(['prefix' => 'oom']);
+            $seed->get('alloptions', 'options', true);
+            $seeded = $seed->add('alloptions', $all, 'options');
+            for ($i = 0; ; $i++) { try { ephpm_kv_set("filler$i", str_repeat('f', 4000)); } catch (\Ephpm\KvException $e) { break; } }
+            $u = new WP_Object_Cache(['prefix' => 'oom']);
+            $a = $u->get('alloptions', 'options', true);
+            $a['opt_1'] = 'new value';
+            $a['big_new'] = str_repeat('b', 200000);
+            $r = [$seeded, $u->set('alloptions', $a, 'options'), $u->get_stats()['store_up'], (new WP_Object_Cache(['prefix' => 'oom']))->get('alloptions', 'options'),
+                  $u->set('small', 'fits'), (new WP_Object_Cache(['prefix' => 'oom']))->get('small'), $u->get('alloptions', 'options')['opt_1']];
+            echo json_encode($r);
+            PHP, ['ephpm.kv_backend' => 'memory', 'ephpm.kv_memory_limit' => '1M']);
+        $this->assertSame(0, $status, $stderr);
+        $this->assertSame([true, false, true, false, true, 'fits', 'new value'], json_decode($stdout, true));
+        $this->assertStringStartsWith('ephpm object cache: set: ', $stderr);
+        $this->assertStringNotContainsString('runtime cache only', $stderr);
+    }
+
     /** A value serialize() refuses lives in the runtime cache only: false, and no old entry is left to be served. */
     public function testAValueTheStoreCannotSerializeStaysInTheRuntimeCache(): void
     {

@@ -1271,12 +1271,12 @@ class WP_Object_Cache
                     return true;
                 }
                 if ($merged !== null && $merged !== $current) {
-                    if (!$this->kv('set_fenced', $storeKey, self::pack($merged), $lockName, $fence, $ttl)
-                        || $this->kv('get', $versionKey) !== $announced) {
+                    $written = $this->writeMerged($storeKey, $merged, $lockName, $fence, $ttl);
+                    if ($written !== true || $this->kv('get', $versionKey) !== $announced) {
                         $this->forgetBase($storeKey, $kind, $data);
                         $this->invalidate($storeKey, $versionKey, $lockName, true);
 
-                        return true;
+                        return $written !== null; // no room: not stored
                     }
                 }
                 // A 'not' request keeps its own additions, stored or not:
@@ -1307,6 +1307,28 @@ class WP_Object_Cache
 
             return false;
         }
+    }
+
+    /**
+     * The fenced write of a merged array: true if written, false if the
+     * fence refused it, null if the store has no room for it (OUT_OF_MEMORY,
+     * which keeps the old entry) or refuses its size (ValueError). Then the
+     * caller invalidates, which needs no room (a delete), and the store
+     * stays in use.
+     */
+    private function writeMerged(string $storeKey, array $merged, string $lockName, int $fence, int $ttl): ?bool
+    {
+        try {
+            return $this->kv('set_fenced', $storeKey, self::pack($merged), $lockName, $fence, $ttl);
+        } catch (\Ephpm\KvException $e) {
+            if ($e->getCode() !== \Ephpm\KvException::OUT_OF_MEMORY) {
+                throw $e;
+            }
+        } catch (\ValueError $e) {
+        }
+        $this->warn('set: ' . $e->getMessage());
+
+        return null;
     }
 
     /** The version counter and the merge lock of a merged array's entry: its kind letter 'v', 'm' for 'd' (one hash tag for the three). */
