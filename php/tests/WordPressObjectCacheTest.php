@@ -844,7 +844,9 @@ final class WordPressObjectCacheTest extends TestCase
 
         $this->assertFalse($a->add('alloptions', ['stale' => 'copy'], 'options'));
         $this->assertFalse($this->storedAlloptions());
-        $this->assertFalse($a->get('alloptions', 'options'), 'nor is it kept in the runtime cache');
+        $this->assertSame(['stale' => 'copy'], $a->get('alloptions', 'options'), 'the request keeps its own database copy');
+        $this->assertTrue($a->set('alloptions', ['stale' => 'copy', 'new' => '1'], 'options'));
+        $this->assertFalse($this->storedAlloptions(), 'with no base: its set invalidates');
 
         // With no update in between, the add stores it.
         $c = $this->request();
@@ -854,6 +856,88 @@ final class WordPressObjectCacheTest extends TestCase
 
         // An add with no miss before it in this request cannot be checked: refused.
         $this->assertFalse($this->request()->add('alloptions', ['unchecked' => '1'], 'options'));
+    }
+
+    /**
+     * wp_load_alloptions() as WordPress has it, counting its SELECTs: after
+     * a refused add the request keeps its copy, so its later get_option()
+     * calls neither read the database nor the store again (s5: 10 SELECTs
+     * and 10 lock waits before). A held merge lock costs an add nothing.
+     */
+    public function testARefusedAddKeepsTheRequestsCopy(): void
+    {
+        $cache = $this->request(['lock_wait' => 1.0]);
+        $selects = 0;
+        $getOption = function (string $name) use ($cache, &$selects) {
+            $all = $cache->get('alloptions', 'options');
+            if (!$all) {
+                $selects++;
+                $all = ['siteurl' => 'http://x', 'home' => 'http://x'];
+                $cache->add('alloptions', $all, 'options');
+            }
+            return $all[$name] ?? false;
+        };
+        $cache->get('warm');
+        // An update announces between the miss and the add (a request of its own, outside the seam's count).
+        // The merge lock is held throughout (a killed holder's, say).
+        $lock = $cache->store_key('alloptions', 'options', 'm');
+        WpSeam::at(null, 'before', 'setnx', WpSeam::count(null, 'setnx') + 1, function () use ($lock) {
+            (new WP_Object_Cache(['prefix' => $this->site, 'lock_wait' => 0.0]))->delete('alloptions', 'options');
+            $this->assertIsString(ephpm_kv_lock($lock, 30));
+        });
+        $start = microtime(true);
+        $calls = $this->calls($cache, function () use ($getOption) {
+            for ($i = 0; $i < 10; $i++) {
+                $this->assertSame('http://x', $getOption('siteurl'));
+            }
+        });
+        $this->assertSame(1, $selects);
+        $this->assertLessThan(0.5, microtime(true) - $start, 'no lock wait');
+        $this->assertSame(6, $calls, 'the miss, the setnx, its check, the invalidation (delete, advance, delete), once');
+        $this->assertFalse($this->storedAlloptions());
+        ephpm_kv_lock_release_all($lock);
+    }
+
+    /**
+     * The add takes no lock; an update U that found the entry missing
+     * looks again after its announce: P's add, which landed between U's
+     * read and U's announce (so P's check saw no announce), is invalidated.
+     * Without that second look P's copy, read from the database before U's
+     * write, would stay.
+     */
+    public function testAnAddLandingBetweenAnUpdatesReadAndAnnounceIsInvalidated(): void
+    {
+        $this->seedAlloptions(['x' => '0']);
+        $u = $this->request();
+        $all = $u->get('alloptions', 'options', true);
+        $this->request()->delete('alloptions', 'options'); // evicted, say
+        $p = $this->request();
+        $this->assertFalse($p->get('alloptions', 'options', true)); // P misses, then reads the database: x = 0
+        $all['x'] = '1'; // U: UPDATE ... x = 1, then the cache
+        $fiber = new Fiber(fn () => $u->set('alloptions', $all, 'options'));
+        WpSeam::at($fiber, 'after', 'get_many', 1, 'pause'); // U read: missing
+        $fiber->start();
+        $this->assertTrue($p->add('alloptions', ['x' => '0'], 'options'), "P's check sees no announce yet");
+        $fiber->resume();
+        $this->assertTrue($fiber->getReturn());
+        $this->assertFalse($this->storedAlloptions(), "P's stale copy is gone");
+    }
+
+    /** An update that announces between P's setnx and P's check: P's check sees it and removes P's copy. */
+    public function testAnAddWhoseVersionMovedAfterItsSetnxIsRemoved(): void
+    {
+        $p = $this->request();
+        $this->assertFalse($p->get('alloptions', 'options', true)); // P misses, reads the database
+        $fiber = new Fiber(fn () => $p->add('alloptions', ['x' => 'stale'], 'options'));
+        WpSeam::at($fiber, 'after', 'setnx', 1, 'pause');
+        $fiber->start();
+        $u = $this->request(); // U: UPDATE, then a merge into P's copy (the merge finds no conflict)
+        $all = $u->get('alloptions', 'options', true);
+        $this->assertSame(['x' => 'stale'], $all);
+        $this->assertTrue($u->set('alloptions', ['x' => 'stale', 'y' => 'new'], 'options'));
+        $fiber->resume();
+        $this->assertFalse($fiber->getReturn());
+        $this->assertFalse($this->storedAlloptions(), 'P cannot tell its copy from one that lacks a newer update: invalidated');
     }
 
     public function testAnUpdateOfAMissingEntryWritesNothingAndRefusesAPendingAdd(): void

@@ -1270,6 +1270,15 @@ class WP_Object_Cache
 
                     return true;
                 }
+                if ($kind === 'all' && $current === null && $this->kv('exists', $storeKey)) {
+                    // An add (it takes no lock: mergedAdd()) landed between
+                    // our read and our announce; its database copy may
+                    // predate this update, and its check saw no announce.
+                    $this->forgetBase($storeKey, $kind, $data);
+                    $this->invalidate($storeKey, $versionKey, $lockName, true);
+
+                    return true;
+                }
                 if ($merged !== null && $merged !== $current) {
                     $written = $this->writeMerged($storeKey, $merged, $lockName, $fence, $ttl);
                     if ($written !== true || $this->kv('get', $versionKey) !== $announced) {
@@ -1379,53 +1388,49 @@ class WP_Object_Cache
     /**
      * wp_cache_add() of a merged array (wp_load_alloptions() after a miss,
      * with the array it read from the database): stores it only if this
-     * request's last read of the key was a miss and, under the merge lock,
-     * the entry is still missing and the version is still the one read
-     * with that miss. Otherwise an update landed in between and the array
-     * may lack it: nothing is stored, false. A version that moves between
-     * the setnx and the check after it removes what was stored.
+     * request's last read of the key was a miss, with ephpm_kv_setnx(),
+     * and keeps it only if the version is still the one read with that
+     * miss when read again after the setnx; else an update announced
+     * itself in between, the array may lack it, and the add invalidates.
+     *
+     * No lock: the setnx and the check decide. An update U whose database
+     * write this copy lacks wrote after the miss, so it announces after the
+     * miss too. If it announces before the check, the check sees it. If
+     * after, U's merge read the entry before its announce: a merge that
+     * found this copy merges its change into it; one that found the entry
+     * missing looks again after announcing (mergedSet()) and, finding this
+     * copy, invalidates.
+     *
+     * Whatever the outcome, the request keeps its copy in its runtime
+     * cache (with no base: its next set of the array invalidates), so a
+     * refused add does not make every later get_option() of the request
+     * read the database again.
      */
     private function mergedAdd(string $storeKey, string $group, $id, $data, int $ttl): bool
     {
         [$versionKey, $lockName] = $this->mergeKeys($storeKey);
         $state = $this->mergeState[$storeKey] ?? null;
-        unset($this->cache[$group][$id]);
+        unset($this->mergeState[$storeKey]);
+        $this->cache[$group][$id] = $data;
         if (!is_array($data) || $state === null || $state['base'] !== null || $state['version'] === false) {
             return false;
         }
         try {
-            $token = $this->lockMerge($lockName, $fence);
-            if ($token === false) {
+            if (!$this->kv('setnx', $storeKey, self::pack($data), $ttl)) {
                 return false;
             }
-            try {
-                $read = $this->kv('get_many', [$versionKey, $storeKey]);
-                if (isset($read[$storeKey]) || ($read[$versionKey] ?? null) !== $state['version']) {
-                    unset($this->mergeState[$storeKey]);
+            if ($this->kv('get', $versionKey) !== $state['version']) {
+                // Without the lock: an add never waits for one.
+                $this->invalidate($storeKey, $versionKey, $lockName, null);
 
-                    return false;
-                }
-                if (!$this->kv('setnx', $storeKey, self::pack($data), $ttl)) {
-                    unset($this->mergeState[$storeKey]);
-
-                    return false;
-                }
-                if ($this->kv('get', $versionKey) !== $state['version']) {
-                    unset($this->mergeState[$storeKey]);
-                    $this->invalidate($storeKey, $versionKey, $lockName, true);
-
-                    return false;
-                }
-                $this->mergeState[$storeKey] = ['base' => $data, 'version' => $state['version']];
-                $this->cache[$group][$id] = $data;
-
-                return true;
-            } finally {
-                $this->kv('unlock', $lockName, $token);
+                return false;
             }
+            $this->mergeState[$storeKey] = ['base' => $data, 'version' => $state['version']];
+
+            return true;
         } catch (\Ephpm\KvException $e) {
-            unset($this->mergeState[$storeKey]);
-            $this->storeFailed($e, 'add');
+            // Out of memory: nothing was stored, the store stays in use.
+            $this->storeFailed($e, 'add', $e->getCode() !== \Ephpm\KvException::OUT_OF_MEMORY);
 
             return false;
         } catch (\Throwable $e) {
@@ -1463,28 +1468,32 @@ class WP_Object_Cache
     /**
      * Removes a merged array's entry so its next reader rebuilds it from the
      * database: delete, advance the version, delete again, holding the
-     * merge lock ($held: the caller holds it; else it is taken here, and
-     * its grant's fence refuses the write of any earlier holder still
-     * running; without it, the same steps run unlocked). A merge that read
+     * merge lock ($held true: the caller holds it; false: it is taken here,
+     * and its grant's fence refuses the write of any earlier holder still
+     * running; null, or when it cannot be had: the same steps unlocked). A merge that read
      * before the advance sees the version move at its own advance or at its
      * check after writing, and a write that needs no lock (an add, a
      * notoptions addition) landing after the first delete is removed by
      * the second. True if the first delete removed an entry.
      */
-    private function invalidate(string $storeKey, string $versionKey, string $lockName, bool $held = false): bool
+    private function invalidate(string $storeKey, string $versionKey, string $lockName, ?bool $held = false): bool
     {
-        $token = $held ? false : $this->lockMerge($lockName, $fence);
+        $token = $held === false ? $this->lockMerge($lockName, $fence) : false;
         try {
             $removed = $this->kv('del', $storeKey) > 0;
-            if (!$this->kv('setnx', $versionKey, (string) self::counterStart(), $this->ttl(0))) {
-                try {
-                    $this->kv('incr_by', $versionKey, 1, $this->ttl(0));
-                } catch (\Ephpm\KvException $e) {
-                    if ($e->getCode() !== \Ephpm\KvException::NOT_INTEGER && $e->getCode() !== \Ephpm\KvException::OVERFLOW) {
-                        throw $e;
-                    }
-                    $this->kv('set', $versionKey, (string) self::counterStart(), $this->ttl(0));
+            try {
+                $next = $this->kv('incr_by', $versionKey, 1, $this->ttl(0));
+            } catch (\Ephpm\KvException $e) {
+                if ($e->getCode() !== \Ephpm\KvException::NOT_INTEGER && $e->getCode() !== \Ephpm\KvException::OVERFLOW) {
+                    throw $e;
                 }
+                $next = 0;
+            }
+            if ($next < self::COUNTER_FLOOR) {
+                // Made anew by the increment (or unusable): a random start,
+                // never a value an old counter had. A reader that saw the
+                // small value in between sees it move: the safe side.
+                $this->kv('set', $versionKey, (string) self::counterStart(), $this->ttl(0));
             }
             $this->kv('del', $storeKey);
         } finally {
