@@ -233,17 +233,17 @@ final class WordPressObjectCacheTest extends TestCase
     }
 
     /** alloptions as a request finds it: read with $force, stored by add after a miss (wp_load_alloptions()). */
-    private function seedAlloptions(array $options): void
+    private function seedAlloptions(array $options, array $requestOptions = []): void
     {
-        $seeder = $this->request();
+        $seeder = $this->request($requestOptions);
         $this->assertFalse($seeder->get('alloptions', 'options', true));
         $this->assertTrue($seeder->add('alloptions', $options, 'options'));
     }
 
     /** What a new request reads for alloptions (false: no entry). */
-    private function storedAlloptions()
+    private function storedAlloptions(array $requestOptions = [])
     {
-        return $this->request()->get('alloptions', 'options', true);
+        return $this->request($requestOptions)->get('alloptions', 'options', true);
     }
 
     // ------------------------------------------------------------ the API
@@ -638,6 +638,74 @@ final class WordPressObjectCacheTest extends TestCase
         $this->assertSame('A again', $this->request()->get('k'));
     }
 
+    /**
+     * A flush overtakes a running request (s3): U read the generations
+     * before it, R after. Merged arrays: U's merge reads the generations
+     * under its lock, adopts the new ones and announces where R looks, so
+     * R's add of a database copy older than U's update is refused; U's
+     * removal from notoptions reaches R's generation.
+     */
+    public function testAFlushDoesNotSwitchOffTheMergeForRequestsAlreadyRunning(): void
+    {
+        $db = ['active_plugins' => 'none', 'blogname' => 'X'];
+        $this->seedAlloptions($db);
+        $u = $this->request();
+        $u->get('alloptions', 'options');
+        $this->request()->flush();
+        $r = $this->request();
+        $this->assertFalse($r->get('alloptions', 'options'), 'flushed');
+        $copy = $db; // R: SELECT the autoloaded options
+        $db['active_plugins'] = 'shop'; // U: UPDATE, then the cache
+        $all = $u->get('alloptions', 'options', true);
+        $this->assertFalse($all, "U's forced read is in the new generation too");
+        $this->assertTrue($u->set('alloptions', ['active_plugins' => 'shop', 'blogname' => 'X'], 'options'));
+        $this->assertFalse($r->add('alloptions', $copy, 'options'), "R's copy lacks U's update");
+        $now = $this->storedAlloptions();
+        $this->assertTrue($now === false || $now['active_plugins'] === 'shop', json_encode($now));
+
+        // notoptions: add_option('shop_settings') in U (which began before the flush); R found it missing before the INSERT.
+        $u = $this->request();
+        $u->get('warm');
+        $this->request()->flush();
+        $r = $this->request();
+        $no = $r->get('notoptions', 'options');
+        $no = is_array($no) ? $no : [];
+        $r->set('notoptions', $no, 'options');
+        $n = $u->get('notoptions', 'options');
+        $n = (is_array($n) ? $n : []) + ['shop_settings' => true];
+        $u->set('notoptions', $n, 'options'); // get_option() inside add_option()
+        unset($n['shop_settings']); // the INSERT, then "Yes, again"
+        $u->set('notoptions', $n, 'options');
+        $no['shop_settings'] = true; // R's get_option() caches what it found
+        $r->set('notoptions', $no, 'options');
+        $this->assertArrayNotHasKey('shop_settings', (array) $this->request()->get('notoptions', 'options'), 'the option exists');
+    }
+
+    /**
+     * An ordinary delete after a database write (clean_post_cache()) by a
+     * request a flush overtook: once its reading of the generations is
+     * older than the maximum age (here 0, then the default 1 s) it reads
+     * them again and deletes in the generation R cached the old post in.
+     */
+    public function testAWriteAfterAFlushReachesTheNewGenerationOnceItsReadingIsOld(): void
+    {
+        foreach ([0.0, null] as $maxAge) {
+            $u = $this->request($maxAge === null ? [] : ['generation_max_age' => $maxAge]);
+            $u->get('warm');
+            $this->request()->flush();
+            $r = $this->request();
+            $r->get(42, 'posts');
+            $r->set(42, 'title: old', 'posts');
+            if ($maxAge === null) {
+                usleep(1_100_000);
+            }
+            $calls = $this->calls($u, fn () => $this->assertTrue($u->delete(42, 'posts'), 'it deleted the entry R cached'));
+            $this->assertSame(2, $calls, 'the generations, then the delete');
+            $this->assertFalse($this->request()->get(42, 'posts'));
+            $this->assertSame($maxAge === null ? 1 : 2, $this->calls($u, fn () => $u->set(43, 'x', 'posts')), 'fresh for a while with the default: no more reading');
+        }
+    }
+
     public function testFlushGroupMakesOneGroupUnreachable(): void
     {
         $a = $this->request();
@@ -776,7 +844,7 @@ final class WordPressObjectCacheTest extends TestCase
      */
     public function testPlainWholeArrayWritesLoseAConcurrentOptionUpdate(): void
     {
-        $this->seedAlloptions(['siteurl' => 'http://x', 'blogname' => 'X']);
+        $this->seedAlloptions(['siteurl' => 'http://x', 'blogname' => 'X'], ['merge_options' => false]);
         $a = $this->request(['merge_options' => false]);
         $b = $this->request(['merge_options' => false]);
         $fromA = $a->get('alloptions', 'options', true);
@@ -785,7 +853,7 @@ final class WordPressObjectCacheTest extends TestCase
         $fromB['b'] = 'by B';
         $a->set('alloptions', $fromA, 'options');
         $b->set('alloptions', $fromB, 'options');
-        $stored = $this->storedAlloptions();
+        $stored = $this->storedAlloptions(['merge_options' => false]);
         $this->assertArrayNotHasKey('a', $stored, "A's update is lost");
         $this->assertSame('by B', $stored['b']);
     }
@@ -1438,14 +1506,14 @@ final class WordPressObjectCacheTest extends TestCase
         }
         foreach ([true, false] as $merge) {
             $this->site = 'wpt-' . bin2hex(random_bytes(6));
-            $this->seedAlloptions($options);
+            $this->seedAlloptions($options, ['merge_options' => $merge]);
             $outputs = ephpm_test_race(6, sprintf(<<<'PHP'
                 require_once %s;
                 $c = new WP_Object_Cache(["prefix" => %s, "merge_options" => %s]);
                 $all = $c->get("alloptions", "options", true);
                 if (!is_array($all)) { echo "miss\n"; } else { $all["opt_{$r}_{$i}"] = "value $r $i"; $c->set("alloptions", $all, "options"); }
                 PHP, var_export(WPDROP_FILE, true), var_export($this->site, true), var_export($merge, true)), $rounds);
-            $stored = $this->storedAlloptions();
+            $stored = $this->storedAlloptions(['merge_options' => $merge]);
             $this->assertIsArray($stored);
             $kept = count(array_filter(array_keys($stored), fn ($name) => str_starts_with((string) $name, 'opt_')));
             if ($merge) {

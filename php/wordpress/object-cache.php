@@ -246,6 +246,8 @@ class WP_Object_Cache
     public const DEFAULT_MAX_TTL = 86400;
     /** How long a merge or flush_group waits for its lock by default, in seconds. */
     public const DEFAULT_LOCK_WAIT = 2.0;
+    /** How old this request's reading of the generations may be when it reaches the store, by default, in seconds. */
+    public const DEFAULT_GENERATION_MAX_AGE = 1.0;
 
     /** @var array<string, array<int|string, mixed>> the runtime cache: group => id => value */
     public $cache = [];
@@ -282,6 +284,10 @@ class WP_Object_Cache
     private static string $unpackError = '';
     /** The site generation this request reads and writes in; null until read. */
     private ?int $siteGeneration = null;
+    /** When the generations were last read (hrtime, ns). */
+    private int $generationsReadAt = 0;
+    /** How old that reading may be when the request reaches the store (ns): older, it is read again first. */
+    private int $generationMaxAge;
     /** @var array<string, int> group => generation (absent: 0) */
     private array $groupGenerations = [];
     /**
@@ -295,7 +301,7 @@ class WP_Object_Cache
     private array $mergeState = [];
 
     /**
-     * @param array{prefix?: string, max_ttl?: int, merge_options?: bool, lock_wait?: float, kv_functions?: string} $options
+     * @param array{prefix?: string, max_ttl?: int, merge_options?: bool, lock_wait?: float, generation_max_age?: float, kv_functions?: string} $options
      *        overrides of the constants (tests, and sites that make the cache themselves); kv_functions
      *        names another prefix for the store's functions than 'ephpm_kv_' (a test's wrappers)
      */
@@ -308,6 +314,8 @@ class WP_Object_Cache
         $this->maxTtl = max(0, min(self::MAX_STORE_TTL, (int) $maxTtl));
         $this->mergeOptions = (bool) ($options['merge_options'] ?? (defined('EPHPM_WP_MERGE_OPTIONS') ? EPHPM_WP_MERGE_OPTIONS : true));
         $this->lockWait = max(0.0, (float) ($options['lock_wait'] ?? (defined('EPHPM_WP_LOCK_WAIT') ? EPHPM_WP_LOCK_WAIT : self::DEFAULT_LOCK_WAIT)));
+        $maxAge = (float) ($options['generation_max_age'] ?? (defined('EPHPM_WP_GENERATION_MAX_AGE') ? EPHPM_WP_GENERATION_MAX_AGE : self::DEFAULT_GENERATION_MAX_AGE));
+        $this->generationMaxAge = (int) (max(0.0, min(3600.0, $maxAge)) * 1e9);
         $this->kvFunctions = (string) ($options['kv_functions'] ?? 'ephpm_kv_');
         $this->storeUp = function_exists($this->kvFunctions . 'get_many');
         if (!$this->storeUp) {
@@ -573,7 +581,8 @@ class WP_Object_Cache
 
             return is_object($value) ? clone $value : $value;
         }
-        if (!$persistent || !$this->generations()) {
+        $merged = $persistent && $this->storeUp && $this->mergeKind($key, $group) !== null;
+        if (!$persistent || (!$merged && !$this->generations()) || !$this->storeUp) {
             $found = false;
             $this->cache_misses++;
 
@@ -581,17 +590,18 @@ class WP_Object_Cache
         }
         $storeKey = $this->storeKey($key, $group);
         try {
-            if ($this->mergeKind($key, $group) !== null) {
-                // With its version counter, in the same crossing: the base
-                // of this request's merges (mergedSet(), mergedAdd()).
+            if ($merged) {
+                // The generations, the version counter and the entry, in
+                // one crossing: the base of this request's merges
+                // (mergedSet(), mergedAdd()).
                 [$versionKey] = $this->mergeKeys($storeKey);
-                $read = $this->kv('get_many', [$versionKey, $storeKey]);
+                $read = $this->readGenerations([$versionKey, $storeKey]);
                 $raw = $read[$storeKey] ?? null;
-                $value = $raw === null ? null : $this->unpackStored($storeKey, $raw, 'get');
-                if ($value === self::UNREADABLE) {
+                $value = $this->mergedValue($raw, $group);
+                $this->mergeState[$storeKey] = ['base' => is_array($value) ? $value : null, 'version' => $read[$versionKey] ?? null, 'present' => $raw !== null];
+                if (!is_array($value)) {
                     $raw = null;
                 }
-                $this->mergeState[$storeKey] = ['base' => is_array($value) ? $value : null, 'version' => $read[$versionKey] ?? null];
             } else {
                 $raw = $this->kv('get', $storeKey);
                 $value = $raw === null ? null : $this->unpackStored($storeKey, $raw, 'get');
@@ -765,6 +775,7 @@ class WP_Object_Cache
                 $this->kv('set', $this->metaKey('gen'), (string) $generation);
             }
             $this->siteGeneration = $generation;
+            $this->generationsReadAt = hrtime(true);
 
             return true;
         } catch (\Ephpm\KvException $e) {
@@ -832,6 +843,7 @@ class WP_Object_Cache
                     return $this->flush();
                 }
                 $this->groupGenerations = $generations;
+                $this->generationsReadAt = hrtime(true);
             } finally {
                 $this->kv('unlock', $lockName, $token);
             }
@@ -924,55 +936,72 @@ class WP_Object_Cache
     // ------------------------------------------------------- the store
 
     /**
-     * Reads the site generation and the group generations, once per
-     * request, in one crossing. They live in "<prefix>|gen" (a counter)
-     * and "<prefix>|groups" (group => generation, serialized). A lost
-     * counter starts anew at a random value; a lost group entry starts a
-     * new site generation, since the group generations it held are not
-     * known. False if the store is down.
+     * Whether the store serves, with generations read at most the maximum
+     * age ago (EPHPM_WP_GENERATION_MAX_AGE, 1 s by default): a request
+     * that runs longer, or that a flush overtook, reads them again before
+     * it reaches the store, so its writes and deletes land in the
+     * generation others read. False if the store is down.
      */
     private function generations(): bool
     {
         if (!$this->storeUp) {
             return false;
         }
-        if ($this->siteGeneration !== null) {
+        if ($this->siteGeneration !== null && hrtime(true) - $this->generationsReadAt <= $this->generationMaxAge) {
             return true;
         }
-        $genKey = $this->metaKey('gen');
-        $groupsKey = $this->metaKey('groups');
         try {
-            for ($attempt = 0; $attempt < 4; $attempt++) {
-                $read = $this->kv('get_many', [$genKey, $groupsKey]);
-                $generation = $read[$genKey] ?? null;
-                $groups = self::groupMap($read[$groupsKey] ?? null);
-                if ($generation === null) {
-                    // The group entry first, so that no reader ever sees a
-                    // counter without one (that would start a generation).
-                    $this->kv('setnx', $groupsKey, serialize([]));
-                    $this->kv('setnx', $genKey, (string) self::counterStart());
-                    continue;
-                }
-                if ((string) (int) $generation !== $generation || (int) $generation < self::COUNTER_FLOOR) {
-                    $this->kv('set', $genKey, (string) self::counterStart());
-                    continue;
-                }
-                if ($groups === null) {
-                    $this->kv('incr_by', $genKey, 1);
-                    $this->kv('setnx', $groupsKey, serialize([]));
-                    continue;
-                }
-                $this->siteGeneration = (int) $generation;
-                $this->groupGenerations = $groups;
+            $this->readGenerations();
 
-                return true;
-            }
-            throw new \Ephpm\KvException('the generation entries kept changing', \Ephpm\KvException::UNAVAILABLE);
+            return true;
         } catch (\Ephpm\KvException $e) {
             $this->storeFailed($e, 'reading the generations');
 
             return false;
         }
+    }
+
+    /**
+     * Reads the site generation and the group generations, with $extra
+     * keys in the same crossing (ephpm_kv_get_many: the merged arrays read
+     * them so), and makes them this request's. They live in "<prefix>|gen"
+     * (a counter) and the groups' entry (group => generation, serialized).
+     * A lost counter starts anew at a random value; a lost group entry
+     * starts a new site generation, since the group generations it held
+     * are not known. Returns what the crossing read; throws
+     * Ephpm\KvException.
+     */
+    private function readGenerations(array $extra = []): array
+    {
+        $genKey = $this->metaKey('gen');
+        $groupsKey = $this->metaKey('groups');
+        for ($attempt = 0; $attempt < 4; $attempt++) {
+            $read = $this->kv('get_many', array_merge([$genKey, $groupsKey], $extra));
+            $generation = $read[$genKey] ?? null;
+            $groups = self::groupMap($read[$groupsKey] ?? null);
+            if ($generation === null) {
+                // The group entry first, so that no reader ever sees a
+                // counter without one (that would start a generation).
+                $this->kv('setnx', $groupsKey, serialize([]));
+                $this->kv('setnx', $genKey, (string) self::counterStart());
+                continue;
+            }
+            if ((string) (int) $generation !== $generation || (int) $generation < self::COUNTER_FLOOR) {
+                $this->kv('set', $genKey, (string) self::counterStart());
+                continue;
+            }
+            if ($groups === null) {
+                $this->kv('incr_by', $genKey, 1);
+                $this->kv('setnx', $groupsKey, serialize([]));
+                continue;
+            }
+            $this->siteGeneration = (int) $generation;
+            $this->groupGenerations = $groups;
+            $this->generationsReadAt = hrtime(true);
+
+            return $read;
+        }
+        throw new \Ephpm\KvException('the generation entries kept changing', \Ephpm\KvException::UNAVAILABLE);
     }
 
     /** The group => generation map a group entry holds; null if there is none or it is not one. */
@@ -1009,11 +1038,17 @@ class WP_Object_Cache
      * none, so an entry ('d'), its version counter ('v') and its merge lock
      * ('m') differ only before the tag and share one slot, whatever the
      * key holds.
+     *
+     * A merged option array's keys carry no generations:
+     * "<prefix>|<kind>{<scope>...|<key>}". Its value carries them instead
+     * (mergedValue()), so that its version counter and lock stay the same
+     * across flushes, and a request that began before a flush still
+     * announces to those that began after it.
      */
     private function storeKey($key, string $group, string $kind = 'd'): string
     {
         $scope = $this->multisite && !isset($this->global_groups[$group]) ? 'b' . $this->blog_prefix : 's';
-        $head = $this->prefix . '|' . $kind . '{' . $this->siteGeneration . '.' . ($this->groupGenerations[$group] ?? 0) . '|';
+        $head = $this->prefix . '|' . $kind . '{' . ($this->mergeKind($key, $group) !== null ? '' : $this->siteGeneration . '.' . ($this->groupGenerations[$group] ?? 0) . '|');
         $tail = $scope . strlen($group) . ':' . $group . '|' . $key;
         if (strlen($head) + strlen($tail) + 1 > self::MAX_KEY_BYTES) {
             $tail = '#' . hash('sha256', $tail);
@@ -1208,7 +1243,7 @@ class WP_Object_Cache
     private function mergedSet(string $storeKey, string $kind, string $group, $id, $data, int $ttl): bool
     {
         [$versionKey, $lockName] = $this->mergeKeys($storeKey);
-        $state = $this->mergeState[$storeKey] ?? ['base' => null, 'version' => false];
+        $state = $this->mergeState[$storeKey] ?? ['base' => null, 'version' => false, 'present' => true];
         $this->cache[$group][$id] = $data;
         try {
             if (!is_array($data) || ($kind === 'all' && $state['base'] === null)) {
@@ -1238,8 +1273,11 @@ class WP_Object_Cache
                 return true;
             }
             try {
-                $read = $this->kv('get_many', [$versionKey, $storeKey]);
-                $current = isset($read[$storeKey]) ? self::unpack($read[$storeKey]) : null; // UNREADABLE: a conflict
+                // The generations too: a flush since this request read them
+                // is adopted here, and the stored array of an older one is
+                // missing.
+                $read = $this->readGenerations([$versionKey, $storeKey]);
+                $current = $this->mergedValue($read[$storeKey] ?? null, $group); // UNREADABLE: a conflict
                 $version = $read[$versionKey] ?? null;
                 $merged = null; // what to store; null: nothing
                 $conflict = false;
@@ -1270,7 +1308,7 @@ class WP_Object_Cache
 
                     return true;
                 }
-                if ($kind === 'all' && $current === null && $this->kv('exists', $storeKey)) {
+                if ($kind === 'all' && $current === null && $this->mergedValue($this->kv('get', $storeKey), $group) !== null) {
                     // An add (it takes no lock: mergedAdd()) landed between
                     // our read and our announce; its database copy may
                     // predate this update, and its check saw no announce.
@@ -1280,7 +1318,7 @@ class WP_Object_Cache
                     return true;
                 }
                 if ($merged !== null && $merged !== $current) {
-                    $written = $this->writeMerged($storeKey, $merged, $lockName, $fence, $ttl);
+                    $written = $this->writeMerged($storeKey, $group, $merged, $lockName, $fence, $ttl);
                     if ($written !== true || $this->kv('get', $versionKey) !== $announced) {
                         $this->forgetBase($storeKey, $kind, $data);
                         $this->invalidate($storeKey, $versionKey, $lockName, true);
@@ -1292,7 +1330,7 @@ class WP_Object_Cache
                 // it saw those options missing, and its later removal of
                 // one must reach the store (and announce itself).
                 $view = $kind === 'not' ? array_replace($merged, $changed) : $merged;
-                $this->mergeState[$storeKey] = ['base' => $view, 'version' => $announced];
+                $this->mergeState[$storeKey] = ['base' => $view, 'version' => $announced, 'present' => true];
                 $this->cache[$group][$id] = $view ?? $data;
 
                 return true;
@@ -1325,10 +1363,10 @@ class WP_Object_Cache
      * caller invalidates, which needs no room (a delete), and the store
      * stays in use.
      */
-    private function writeMerged(string $storeKey, array $merged, string $lockName, int $fence, int $ttl): ?bool
+    private function writeMerged(string $storeKey, string $group, array $merged, string $lockName, int $fence, int $ttl): ?bool
     {
         try {
-            return $this->kv('set_fenced', $storeKey, self::pack($merged), $lockName, $fence, $ttl);
+            return $this->kv('set_fenced', $storeKey, $this->packMerged($group, $merged), $lockName, $fence, $ttl);
         } catch (\Ephpm\KvException $e) {
             if ($e->getCode() !== \Ephpm\KvException::OUT_OF_MEMORY) {
                 throw $e;
@@ -1338,6 +1376,38 @@ class WP_Object_Cache
         $this->warn('set: ' . $e->getMessage());
 
         return null;
+    }
+
+    /** "<site generation>.<group generation>|": what a merged array's value starts with, the generations it was written in. */
+    private function stamp(string $group): string
+    {
+        return $this->siteGeneration . '.' . ($this->groupGenerations[$group] ?? 0) . '|';
+    }
+
+    /** A merged array as stored: stamped with this request's generations. */
+    private function packMerged(string $group, array $array): string
+    {
+        return $this->stamp($group) . serialize($array);
+    }
+
+    /**
+     * The array a merged entry holds; null if there is none, or if it was
+     * written in other generations than this request's (a flush made it
+     * unreachable); UNREADABLE if unserialize() throws (a conflict for a
+     * merge, a miss for a read).
+     */
+    private function mergedValue(?string $raw, string $group)
+    {
+        if ($raw === null) {
+            return null;
+        }
+        $stamp = $this->stamp($group);
+        if (strncmp($raw, $stamp, strlen($stamp)) !== 0) {
+            return null;
+        }
+        $value = self::unpack(substr($raw, strlen($stamp)));
+
+        return is_array($value) ? $value : self::UNREADABLE;
     }
 
     /** The version counter and the merge lock of a merged array's entry: its kind letter 'v', 'm' for 'd' (one hash tag for the three). */
@@ -1379,7 +1449,7 @@ class WP_Object_Cache
     private function forgetBase(string $storeKey, string $kind, $data): void
     {
         if ($kind === 'not' && is_array($data)) {
-            $this->mergeState[$storeKey] = ['base' => $data, 'version' => false];
+            $this->mergeState[$storeKey] = ['base' => $data, 'version' => false, 'present' => true];
         } else {
             unset($this->mergeState[$storeKey]);
         }
@@ -1416,16 +1486,26 @@ class WP_Object_Cache
             return false;
         }
         try {
-            if (!$this->kv('setnx', $storeKey, self::pack($data), $ttl)) {
+            $stamp = $this->stamp($group);
+            $packed = $this->packMerged($group, $data);
+            // An entry of older generations (the miss was one) is replaced;
+            // with none, the first of several adds stores its copy.
+            if (($state['present'] ?? true) ? !$this->kv('set', $storeKey, $packed, $ttl) : !$this->kv('setnx', $storeKey, $packed, $ttl)) {
                 return false;
             }
-            if ($this->kv('get', $versionKey) !== $state['version']) {
+            $read = $this->readGenerations([$versionKey]);
+            if (($read[$versionKey] ?? null) !== $state['version']) {
                 // Without the lock: an add never waits for one.
                 $this->invalidate($storeKey, $versionKey, $lockName, null);
 
                 return false;
             }
-            $this->mergeState[$storeKey] = ['base' => $data, 'version' => $state['version']];
+            if ($this->stamp($group) !== $stamp) {
+                // A flush since the miss: the copy went into the old
+                // generations, where nobody reads it.
+                return false;
+            }
+            $this->mergeState[$storeKey] = ['base' => $data, 'version' => $state['version'], 'present' => true];
 
             return true;
         } catch (\Ephpm\KvException $e) {
