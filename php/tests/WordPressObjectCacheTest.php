@@ -618,6 +618,81 @@ final class WordPressObjectCacheTest extends TestCase
         }
     }
 
+    /**
+     * A page's hot path: the first reading fetches the generations,
+     * alloptions and notoptions with their versions in one crossing; a
+     * miss is remembered for the request (a forced read, an add or a set
+     * still reach the store); a notoptions addition costs three crossings.
+     */
+    public function testAPageReadsItsOptionsWithTheGenerationsAndRemembersMisses(): void
+    {
+        $this->seedAlloptions(['siteurl' => 'http://x']);
+        $seed = $this->request();
+        $seed->get('notoptions', 'options');
+        $seed->set('notoptions', ['missing_one' => true], 'options');
+
+        $page = $this->request();
+        $this->assertSame(1, $this->calls($page, function () use ($page) {
+            $this->assertSame(['siteurl' => 'http://x'], $page->get('alloptions', 'options'));
+            $this->assertSame(['missing_one' => true], $page->get('notoptions', 'options'));
+        }));
+        $this->assertSame(1, $this->calls($page, fn () => $this->assertFalse($page->get('k', 'posts'))));
+        $this->assertSame(0, $this->calls($page, fn () => $this->assertFalse($page->get('k', 'posts'))), 'a remembered miss');
+        $this->assertSame(0, $this->calls($page, fn () => $this->assertSame(['k' => false], $page->get_multiple(['k'], 'posts'))));
+        $this->request()->set('k', 'elsewhere', 'posts');
+        $this->assertFalse($page->get('k', 'posts'));
+        $this->assertSame('elsewhere', $page->get('k', 'posts', true), '$force reads the store');
+        $page->delete('k', 'posts');
+        $this->assertFalse($page->get('k', 'posts'));
+        $this->assertSame(1, $this->calls($page, fn () => $this->assertTrue($page->add('k', 'mine', 'posts'))), 'an add still asks the store');
+        $this->assertSame('mine', $this->request()->get('k', 'posts'));
+
+        $notoptions = $page->get('notoptions', 'options');
+        $notoptions['missing_two'] = true; // get_option() of a missing option
+        $this->assertSame(3, $this->calls($page, fn () => $page->set('notoptions', $notoptions, 'options')), 'read, write, check');
+        $this->assertSame(['missing_one' => true, 'missing_two' => true], $this->request()->get('notoptions', 'options'));
+    }
+
+    /** Two requests each cache the absence of a different option: both additions are kept (s9: one was dropped). */
+    public function testConcurrentNotoptionsAdditionsAreBothKept(): void
+    {
+        $a = $this->request();
+        $b = $this->request();
+        $na = $a->get('notoptions', 'options') ?: [];
+        $nb = $b->get('notoptions', 'options') ?: [];
+        $nb['plugin_b_missing'] = true;
+        $b->set('notoptions', $nb, 'options');
+        $na['plugin_a_missing'] = true;
+        $a->set('notoptions', $na, 'options');
+        $this->assertEqualsCanonicalizing(['plugin_a_missing' => true, 'plugin_b_missing' => true], $this->request()->get('notoptions', 'options'));
+    }
+
+    /**
+     * A lock-free notoptions addition A reads, then a removal R (add_option()
+     * of an option in A's copy) merges and announces, then A writes its
+     * copy over R's: A's check after its write sees R's announce and
+     * invalidates. Without the check, "X does not exist" would be back.
+     */
+    public function testANotoptionsAdditionLandingOverARemovalInvalidates(): void
+    {
+        $seed = $this->request();
+        $seed->get('notoptions', 'options');
+        $seed->set('notoptions', ['x' => true], 'options');
+        $a = $this->request();
+        $fromA = $a->get('notoptions', 'options');
+        $fromA['y'] = true;
+        $fiber = new Fiber(fn () => $a->set('notoptions', $fromA, 'options'));
+        WpSeam::at($fiber, 'after', 'get_many', 1, 'pause');
+        $fiber->start();
+        $r = $this->request();
+        $fromR = $r->get('notoptions', 'options');
+        unset($fromR['x']); // x was INSERTed
+        $r->set('notoptions', $fromR, 'options');
+        $this->assertSame([], $this->request()->get('notoptions', 'options'));
+        $fiber->resume();
+        $this->assertArrayNotHasKey('x', (array) $this->request()->get('notoptions', 'options'), 'x exists');
+    }
+
     public function testFlushMakesOnlyThisSitesEntriesUnreachable(): void
     {
         $siteA = $this->request();
@@ -961,7 +1036,7 @@ final class WordPressObjectCacheTest extends TestCase
         });
         $this->assertSame(1, $selects);
         $this->assertLessThan(0.5, microtime(true) - $start, 'no lock wait');
-        $this->assertSame(6, $calls, 'the miss, the setnx, its check, the invalidation (delete, advance, delete), once');
+        $this->assertSame(5, $calls, 'the setnx, its check, the invalidation (delete, advance, delete), once: the miss came with the first reading');
         $this->assertFalse($this->storedAlloptions());
         ephpm_kv_lock_release_all($lock);
     }
@@ -1025,8 +1100,9 @@ final class WordPressObjectCacheTest extends TestCase
 
     public function testAWholeArrayWithoutABaseInvalidates(): void
     {
-        $this->seedAlloptions(['x' => '0']);
         $blind = $this->request();
+        $this->assertFalse($blind->get('alloptions', 'options'));
+        $this->seedAlloptions(['x' => '0']);
         $this->assertTrue($blind->set('alloptions', ['x' => 'blind'], 'options'));
         $this->assertFalse($this->storedAlloptions());
         $this->assertSame(['x' => 'blind'], $blind->get('alloptions', 'options'), 'the request keeps what it set');
@@ -1086,20 +1162,26 @@ final class WordPressObjectCacheTest extends TestCase
         $this->addToAssertionCount(1);
     }
 
-    /** A writer that advanced the version unseen (its lock expired under it) makes the merge invalidate. */
+    /**
+     * "Exactly + 1": the version moves between a merge's read under its
+     * lock and its advance, unseen by it (an invalidation whose own lock
+     * was taken over: its delete came before the merge's read, its advance
+     * after). The merge must invalidate, not write the array it read.
+     */
     public function testAVersionThatMovedUnseenInvalidates(): void
     {
         $this->seedAlloptions(['x' => '0']);
-        $a = $this->request();
-        $all = $a->get('alloptions', 'options', true);
-        $this->assertTrue($this->request()->set('alloptions', $this->request()->get('alloptions', 'options', true) + ['other' => '1'], 'options'));
-        ephpm_kv_incr_by($a->store_key('alloptions', 'options', 'v'), 1);
         $b = $this->request();
         $fromB = $b->get('alloptions', 'options', true);
-        ephpm_kv_incr_by($a->store_key('alloptions', 'options', 'v'), 1); // unseen by B
+        $this->assertSame(['x' => '0'], $fromB, 'B has a base');
         $fromB['b'] = '1';
-        $this->assertTrue($b->set('alloptions', $fromB, 'options'));
-        $this->assertFalse($this->storedAlloptions());
+        $fiber = new Fiber(fn () => $b->set('alloptions', $fromB, 'options'));
+        WpSeam::at($fiber, 'after', 'get_many', 1, 'pause'); // B read under its lock
+        $fiber->start();
+        ephpm_kv_incr_by($b->store_key('alloptions', 'options', 'v'), 1); // the unseen advance
+        $fiber->resume();
+        $this->assertTrue($fiber->getReturn());
+        $this->assertFalse($this->storedAlloptions(), 'B saw its advance land on +2: invalidated');
     }
 
     public function testNotoptionsAppliesRemovalsAlwaysAndAdditionsOnlyOverAnUnchangedVersion(): void
@@ -1162,10 +1244,12 @@ final class WordPressObjectCacheTest extends TestCase
      */
     public function testAddOptionAnnouncesItsRemovalEvenWhenItsAdditionWasDropped(): void
     {
+        $seed = $this->request();
+        $this->assertFalse($seed->get('notoptions', 'options'));
+        $seed->set('notoptions', ['gone' => true], 'options');
         $adder = $this->request();
-        $this->assertFalse($adder->get('notoptions', 'options'));
-        $adder->set('notoptions', [], 'options'); // get_option(), after the miss
-        $other = $this->request();
+        $this->assertSame(['gone' => true], $adder->get('notoptions', 'options'));
+        $other = $this->request(); // add_option('gone') elsewhere: a removal, which announces
         $other->get('notoptions', 'options');
         $other->set('notoptions', ['unrelated' => true], 'options');
         $stale = $this->request();

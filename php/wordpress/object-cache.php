@@ -251,6 +251,11 @@ class WP_Object_Cache
 
     /** @var array<string, array<int|string, mixed>> the runtime cache: group => id => value */
     public $cache = [];
+    /**
+     * @var array<string, array<int|string, true>> keys the store had no entry for when this request
+     *      last read them: later gets of the request answer false without a crossing ($force reads)
+     */
+    private array $missing = [];
     /** Gets that found a value (runtime or store). */
     public $cache_hits = 0;
     /** Gets that found none. */
@@ -371,6 +376,7 @@ class WP_Object_Cache
         }
         $group = self::group($group);
         $id = $this->runtimeId($key, $group);
+        unset($this->missing[$group][$id]);
         if (isset($this->non_persistent_groups[$group]) || !$this->generations()) {
             if ($this->inRuntime($group, $id)) {
                 return false;
@@ -433,6 +439,7 @@ class WP_Object_Cache
         }
         $group = self::group($group);
         $id = $this->runtimeId($key, $group);
+        unset($this->missing[$group][$id]);
         if (isset($this->non_persistent_groups[$group])) {
             return $this->inRuntime($group, $id) ? $this->set($key, $data, $group, $expire) : false;
         }
@@ -468,6 +475,7 @@ class WP_Object_Cache
         }
         $group = self::group($group);
         $id = $this->runtimeId($key, $group);
+        unset($this->missing[$group][$id]);
         $stored = true;
         if (!isset($this->non_persistent_groups[$group])) {
             if (!$this->generations()) {
@@ -551,6 +559,7 @@ class WP_Object_Cache
                         continue;
                     }
                     $this->cache[$group][$this->runtimeId($key, $group)] = is_object($value) ? clone $value : $value;
+                    unset($this->missing[$group][$this->runtimeId($key, $group)]);
                     $values[$key] = $stored;
                 }
             }
@@ -582,7 +591,7 @@ class WP_Object_Cache
             return is_object($value) ? clone $value : $value;
         }
         $merged = $persistent && $this->storeUp && $this->mergeKind($key, $group) !== null;
-        if (!$persistent || (!$merged && !$this->generations()) || !$this->storeUp) {
+        if (!$persistent || (!$force && isset($this->missing[$group][$id])) || (!$merged && !$this->generations()) || !$this->storeUp) {
             $found = false;
             $this->cache_misses++;
 
@@ -616,6 +625,7 @@ class WP_Object_Cache
         }
         if ($raw === null) {
             unset($this->cache[$group][$id]);
+            $this->missing[$group][$id] = true;
             $found = false;
             $this->cache_misses++;
 
@@ -655,6 +665,9 @@ class WP_Object_Cache
                 $this->cache_hits++;
                 $value = $this->cache[$group][$id];
                 $values[$key] = is_object($value) ? clone $value : $value;
+            } elseif (!$force && isset($this->missing[$group][$id])) {
+                $this->cache_misses++;
+                $values[$key] = false;
             } elseif ($this->mergeKind($key, $group) !== null) {
                 $values[$key] = $this->get($key, $group, $force);
             } else {
@@ -680,6 +693,7 @@ class WP_Object_Cache
             $value = $raw === null ? self::UNREADABLE : $this->unpackStored($storeKey, $raw, 'get_multiple');
             if ($value === self::UNREADABLE) {
                 unset($this->cache[$group][$id]);
+                $this->missing[$group][$id] = true;
                 $this->cache_misses++;
                 continue;
             }
@@ -704,7 +718,7 @@ class WP_Object_Cache
         $group = self::group($group);
         $id = $this->runtimeId($key, $group);
         $inRuntime = $this->inRuntime($group, $id);
-        unset($this->cache[$group][$id]);
+        unset($this->cache[$group][$id], $this->missing[$group][$id]);
         if (isset($this->non_persistent_groups[$group])) {
             return $inRuntime;
         }
@@ -794,6 +808,7 @@ class WP_Object_Cache
     public function flush_runtime()
     {
         $this->cache = [];
+        $this->missing = [];
         $this->mergeState = [];
         $this->siteGeneration = null;
         $this->groupGenerations = [];
@@ -813,7 +828,7 @@ class WP_Object_Cache
     public function flush_group($group)
     {
         $group = self::group($group);
-        unset($this->cache[$group]);
+        unset($this->cache[$group], $this->missing[$group]);
         $this->mergeState = [];
         if (isset($this->non_persistent_groups[$group])) {
             return true;
@@ -877,9 +892,9 @@ class WP_Object_Cache
     /** Deprecated: empties the runtime cache's per-blog groups. */
     public function reset()
     {
-        foreach (array_keys($this->cache) as $group) {
+        foreach (array_keys($this->cache + $this->missing) as $group) {
             if (!isset($this->global_groups[$group])) {
-                unset($this->cache[$group]);
+                unset($this->cache[$group], $this->missing[$group]);
             }
         }
     }
@@ -975,8 +990,13 @@ class WP_Object_Cache
     {
         $genKey = $this->metaKey('gen');
         $groupsKey = $this->metaKey('groups');
+        // The request's first reading also fetches this blog's alloptions
+        // and notoptions, with their versions: WordPress reads both on
+        // every page, and so they cost no crossing of their own.
+        $prefetch = $this->siteGeneration === null && $this->mergeOptions ? $this->prefetchKeys() : [];
+        $keys = array_values(array_unique(array_merge([$genKey, $groupsKey], $extra, ...array_values($prefetch))));
         for ($attempt = 0; $attempt < 4; $attempt++) {
-            $read = $this->kv('get_many', array_merge([$genKey, $groupsKey], $extra));
+            $read = $this->kv('get_many', $keys);
             $generation = $read[$genKey] ?? null;
             $groups = self::groupMap($read[$groupsKey] ?? null);
             if ($generation === null) {
@@ -998,10 +1018,46 @@ class WP_Object_Cache
             $this->siteGeneration = (int) $generation;
             $this->groupGenerations = $groups;
             $this->generationsReadAt = hrtime(true);
+            foreach ($prefetch as $key => [$versionKey, $storeKey]) {
+                $this->absorbMerged($key, 'options', $storeKey, $read[$versionKey] ?? null, $read[$storeKey] ?? null);
+            }
 
             return $read;
         }
         throw new \Ephpm\KvException('the generation entries kept changing', \Ephpm\KvException::UNAVAILABLE);
+    }
+
+    /** @return array<string, array{string, string}> key => [version key, store key] of this blog's alloptions and notoptions */
+    private function prefetchKeys(): array
+    {
+        $keys = [];
+        foreach (['alloptions', 'notoptions'] as $key) {
+            $storeKey = $this->storeKey($key, 'options');
+            $keys[$key] = [$this->mergeKeys($storeKey)[0], $storeKey];
+        }
+
+        return $keys;
+    }
+
+    /**
+     * What the first reading found for a merged array: its merge base and
+     * version, and the runtime cache's value (or a remembered miss), as a
+     * get() would have made them. Not where the runtime cache already has
+     * one (a set before the store was reached).
+     */
+    private function absorbMerged(string $key, string $group, string $storeKey, ?string $version, ?string $raw): void
+    {
+        $id = $this->runtimeId($key, $group);
+        if ($this->inRuntime($group, $id) || isset($this->mergeState[$storeKey])) {
+            return;
+        }
+        $value = $this->mergedValue($raw, $group);
+        $this->mergeState[$storeKey] = ['base' => is_array($value) ? $value : null, 'version' => $version, 'present' => $raw !== null];
+        if (is_array($value)) {
+            $this->cache[$group][$id] = $value;
+        } else {
+            $this->missing[$group][$id] = true;
+        }
     }
 
     /** The group => generation map a group entry holds; null if there is none or it is not one. */
@@ -1118,6 +1174,7 @@ class WP_Object_Cache
         }
         $group = self::group($group);
         $id = $this->runtimeId($key, $group);
+        unset($this->missing[$group][$id]);
         if (isset($this->non_persistent_groups[$group])) {
             if (!$this->inRuntime($group, $id)) {
                 return false;
@@ -1265,6 +1322,9 @@ class WP_Object_Cache
             if ($changed === [] && $removed === []) {
                 return true;
             }
+            if ($kind === 'not' && $removed === []) {
+                return $this->addNotoptions($storeKey, $versionKey, $lockName, $group, $id, $data, $state, $changed, $ttl);
+            }
             $token = $this->lockMerge($lockName, $fence);
             if ($token === false) {
                 $this->forgetBase($storeKey, $kind, $data);
@@ -1354,6 +1414,58 @@ class WP_Object_Cache
 
             return false;
         }
+    }
+
+    /**
+     * A notoptions set that only adds ("option X does not exist", found in
+     * the database): no lock and no announce. Read the version and the
+     * array; if the version is still the base's, write the array with the
+     * additions, then read the version again, and invalidate (without the
+     * lock) if it moved. Three crossings, where a locked merge makes six.
+     *
+     * Additions need not announce: what an announce protects is a stale
+     * "does not exist", and an addition is never stale against another
+     * addition. This write can only lose something by landing over a
+     * merge it did not read: a removal, which announced before its write,
+     * so before this write and this check: the check sees it and
+     * invalidates; or another request's additions, which are then lost,
+     * and a lost addition only costs that option's next reader a database
+     * query. A removal that announces after the check read the array
+     * before its announce and writes after it, over this write.
+     */
+    private function addNotoptions(string $storeKey, string $versionKey, string $lockName, string $group, $id, array $data, array $state, array $changed, int $ttl): bool
+    {
+        $read = $this->readGenerations([$versionKey, $storeKey]);
+        $version = $read[$versionKey] ?? null;
+        $current = $this->mergedValue($read[$storeKey] ?? null, $group) ?? [];
+        // The request keeps its own additions, stored or not (mergedSet()).
+        $this->mergeState[$storeKey] = ['base' => $data, 'version' => false, 'present' => true];
+        if ($state['version'] === false || $state['version'] !== $version || !is_array($current)) {
+            return true; // an option may have been added since the base: dropped
+        }
+        $merged = array_replace($current, $changed);
+        if ($merged !== $current) {
+            try {
+                $this->kv('set', $storeKey, $this->packMerged($group, $merged), $ttl);
+            } catch (\Ephpm\KvException $e) {
+                if ($e->getCode() !== \Ephpm\KvException::OUT_OF_MEMORY) {
+                    throw $e;
+                }
+                $this->warn('set: ' . $e->getMessage());
+                $this->invalidate($storeKey, $versionKey, $lockName, null);
+
+                return false;
+            }
+            if ($this->kv('get', $versionKey) !== $version) {
+                $this->invalidate($storeKey, $versionKey, $lockName, null);
+
+                return true;
+            }
+        }
+        $this->mergeState[$storeKey] = ['base' => array_replace($merged, $changed), 'version' => $version, 'present' => true];
+        $this->cache[$group][$id] = array_replace($merged, $changed);
+
+        return true;
     }
 
     /**
