@@ -246,6 +246,8 @@ class WP_Object_Cache
     public const DEFAULT_MAX_TTL = 86400;
     /** How long a merge or flush_group waits for its lock by default, in seconds. */
     public const DEFAULT_LOCK_WAIT = 2.0;
+    /** How long the store stays off after a failure before it is tried again, by default, in seconds. */
+    public const DEFAULT_STORE_RETRY = 10.0;
     /** How old this request's reading of the generations may be when it reaches the store, by default, in seconds. */
     public const DEFAULT_GENERATION_MAX_AGE = 1.0;
 
@@ -283,6 +285,12 @@ class WP_Object_Cache
     private float $lockWait;
     /** False once the store failed this request, or without the extension. */
     private bool $storeUp;
+    /** When a failure turned the store off (hrtime, ns); null: it did not, or the extension is missing. */
+    private ?int $storeDownAt = null;
+    /** How long the store stays off after a failure before it is tried again (ns). */
+    private int $storeRetry;
+    /** Whether a write or delete was skipped (or its outcome unknown) while the store was off: its return advances the site generation. */
+    private bool $skippedWrites = false;
     /** Whether this request logged its one line about the store. */
     private bool $warned = false;
     /** What the last unserialize() that threw said (for the log line). */
@@ -306,7 +314,7 @@ class WP_Object_Cache
     private array $mergeState = [];
 
     /**
-     * @param array{prefix?: string, max_ttl?: int, merge_options?: bool, lock_wait?: float, generation_max_age?: float, kv_functions?: string} $options
+     * @param array{prefix?: string, max_ttl?: int, merge_options?: bool, lock_wait?: float, generation_max_age?: float, store_retry?: float, kv_functions?: string} $options
      *        overrides of the constants (tests, and sites that make the cache themselves); kv_functions
      *        names another prefix for the store's functions than 'ephpm_kv_' (a test's wrappers)
      */
@@ -321,6 +329,8 @@ class WP_Object_Cache
         $this->lockWait = max(0.0, (float) ($options['lock_wait'] ?? (defined('EPHPM_WP_LOCK_WAIT') ? EPHPM_WP_LOCK_WAIT : self::DEFAULT_LOCK_WAIT)));
         $maxAge = (float) ($options['generation_max_age'] ?? (defined('EPHPM_WP_GENERATION_MAX_AGE') ? EPHPM_WP_GENERATION_MAX_AGE : self::DEFAULT_GENERATION_MAX_AGE));
         $this->generationMaxAge = (int) (max(0.0, min(3600.0, $maxAge)) * 1e9);
+        $retry = (float) ($options['store_retry'] ?? (defined('EPHPM_WP_STORE_RETRY') ? EPHPM_WP_STORE_RETRY : self::DEFAULT_STORE_RETRY));
+        $this->storeRetry = (int) (max(0.0, min(86400.0, $retry)) * 1e9);
         $this->kvFunctions = (string) ($options['kv_functions'] ?? 'ephpm_kv_');
         $this->storeUp = function_exists($this->kvFunctions . 'get_many');
         if (!$this->storeUp) {
@@ -443,7 +453,7 @@ class WP_Object_Cache
         if (isset($this->non_persistent_groups[$group])) {
             return $this->inRuntime($group, $id) ? $this->set($key, $data, $group, $expire) : false;
         }
-        if (!$this->generations()) {
+        if (!$this->generations(true)) {
             return false;
         }
         try {
@@ -478,7 +488,7 @@ class WP_Object_Cache
         unset($this->missing[$group][$id]);
         $stored = true;
         if (!isset($this->non_persistent_groups[$group])) {
-            if (!$this->generations()) {
+            if (!$this->generations(true)) {
                 $stored = false;
             } else {
                 $storeKey = $this->storeKey($key, $group);
@@ -508,7 +518,7 @@ class WP_Object_Cache
     public function set_multiple(array $data, $group = '', $expire = 0)
     {
         $group = self::group($group);
-        if (isset($this->non_persistent_groups[$group]) || !$this->generations()) {
+        if (isset($this->non_persistent_groups[$group]) || !$this->generations(!isset($this->non_persistent_groups[$group]))) {
             $values = [];
             foreach ($data as $key => $value) {
                 $values[$key] = $this->set($key, $value, $group, $expire);
@@ -590,7 +600,7 @@ class WP_Object_Cache
 
             return is_object($value) ? clone $value : $value;
         }
-        $merged = $persistent && $this->storeUp && $this->mergeKind($key, $group) !== null;
+        $merged = $persistent && $this->storeServes() && $this->mergeKind($key, $group) !== null;
         if (!$persistent || (!$force && isset($this->missing[$group][$id])) || (!$merged && !$this->generations()) || !$this->storeUp) {
             $found = false;
             $this->cache_misses++;
@@ -722,7 +732,7 @@ class WP_Object_Cache
         if (isset($this->non_persistent_groups[$group])) {
             return $inRuntime;
         }
-        if (!$this->generations()) {
+        if (!$this->generations(true)) {
             return false;
         }
         $storeKey = $this->storeKey($key, $group);
@@ -777,7 +787,7 @@ class WP_Object_Cache
     public function flush()
     {
         $this->flush_runtime();
-        if (!$this->generations()) {
+        if (!$this->generations(true)) {
             return false;
         }
         try {
@@ -803,7 +813,8 @@ class WP_Object_Cache
      * Empties the runtime cache and forgets the generations and merge
      * bases read this request: the next access reads them again, so a long
      * process (WP-CLI, a queue worker) that calls it sees other processes'
-     * flushes. The store keeps its entries.
+     * flushes. A store that a failure turned off is tried again at the next
+     * access. The store keeps its entries.
      */
     public function flush_runtime()
     {
@@ -811,6 +822,9 @@ class WP_Object_Cache
         $this->missing = [];
         $this->mergeState = [];
         $this->siteGeneration = null;
+        if (!$this->storeUp && $this->storeDownAt !== null) {
+            $this->storeDownAt = hrtime(true) - $this->storeRetry; // tried again at the next access (storeServes())
+        }
         $this->groupGenerations = [];
 
         return true;
@@ -833,7 +847,7 @@ class WP_Object_Cache
         if (isset($this->non_persistent_groups[$group])) {
             return true;
         }
-        if (!$this->generations()) {
+        if (!$this->generations(true)) {
             return false;
         }
         try {
@@ -957,9 +971,13 @@ class WP_Object_Cache
      * it reaches the store, so its writes and deletes land in the
      * generation others read. False if the store is down.
      */
-    private function generations(): bool
+    private function generations(bool $write = false): bool
     {
-        if (!$this->storeUp) {
+        if (!$this->storeServes()) {
+            if ($write) {
+                $this->skippedWrites = true;
+            }
+
             return false;
         }
         if ($this->siteGeneration !== null && hrtime(true) - $this->generationsReadAt <= $this->generationMaxAge) {
@@ -967,6 +985,19 @@ class WP_Object_Cache
         }
         try {
             $this->readGenerations();
+            if ($this->skippedWrites) {
+                // Back after a failure during which this process skipped
+                // writes or deletes: entries they would have changed may
+                // be stale, and which ones is not known. Advancing the site
+                // generation (a flush) makes every one unreachable.
+                $generation = $this->kv('incr_by', $this->metaKey('gen'), 1);
+                $this->siteGeneration = $generation >= self::COUNTER_FLOOR ? $generation : null;
+                $this->skippedWrites = false;
+                $this->warn('the store serves again; writes were skipped while it failed, so this site\'s entries were flushed');
+                if ($this->siteGeneration === null) {
+                    $this->readGenerations();
+                }
+            }
 
             return true;
         } catch (\Ephpm\KvException $e) {
@@ -974,6 +1005,24 @@ class WP_Object_Cache
 
             return false;
         }
+    }
+
+    /**
+     * Whether the store is in use: after a failure turned it off, it is
+     * tried again once EPHPM_WP_STORE_RETRY seconds (10 by default) have
+     * passed, or after wp_cache_flush_runtime(), so that a long process
+     * (WP-CLI, a queue worker) does not lose it for good to one failure.
+     */
+    private function storeServes(): bool
+    {
+        if (!$this->storeUp && $this->storeDownAt !== null && hrtime(true) - $this->storeDownAt >= $this->storeRetry) {
+            $this->storeUp = true;
+            $this->storeDownAt = null;
+            $this->siteGeneration = null;
+            $this->warned = false; // one line per failure
+        }
+
+        return $this->storeUp;
     }
 
     /**
@@ -1185,7 +1234,7 @@ class WP_Object_Cache
 
             return $this->cache[$group][$id];
         }
-        if (!$this->generations()) {
+        if (!$this->generations(true)) {
             return false;
         }
         $storeKey = $this->storeKey($key, $group);
@@ -1721,6 +1770,11 @@ class WP_Object_Cache
     {
         if ($off) {
             $this->storeUp = false;
+            $this->storeDownAt = hrtime(true);
+            if (!in_array($operation, ['get', 'get_multiple', 'reading the generations', 'add'], true)) {
+                // A write or delete whose outcome is unknown.
+                $this->skippedWrites = true;
+            }
         }
         $this->warn($operation . ': ' . $e->getMessage() . ($off ? '; this request goes on with its runtime cache only' : ''));
     }
