@@ -481,6 +481,51 @@ final class WordPressObjectCacheTest extends TestCase
         $this->assertSame(PHP_INT_MAX, $this->request()->get('big'));
     }
 
+    /** WordPress clamps an increment of a stored negative number at 0, and stores the 0 (s10: it stored -4). */
+    public function testIncrOfAStoredNegativeNumberStoresZero(): void
+    {
+        wp_cache_set('n', -5);
+        $this->assertSame(0, wp_cache_incr('n', 1));
+        $this->assertSame(0, $this->request()->get('n'));
+        $this->assertSame(3, wp_cache_incr('n', 3), 'and counts from there');
+        $this->assertSame(3, $this->request()->get('n'));
+    }
+
+    /**
+     * set_multiple() with a merged array among its keys sets that one once
+     * (merged), even when the batch is refused with a ValueError and its
+     * entries are set one by one.
+     */
+    public function testSetMultipleSetsAMergedArrayOnce(): void
+    {
+        $cache = $this->request();
+        $this->assertFalse($cache->get('alloptions', 'options'));
+        $this->seedAlloptions(['x' => '0']); // the request has no base: its set invalidates
+        WpSeam::at(null, 'before', 'set_many', WpSeam::count(null, 'set_many') + 1, function () {
+            throw new ValueError('a value over the limit');
+        });
+        $advances = WpSeam::count(null, 'incr_by');
+        $this->assertSame(['alloptions' => true, 'plain' => true], $cache->set_multiple(['alloptions' => ['x' => '1'], 'plain' => 'p'], 'options'));
+        $this->assertSame($advances + 1, WpSeam::count(null, 'incr_by'), 'one invalidation: the merged array was set once');
+        $this->assertFalse($this->storedAlloptions());
+        $this->assertSame('p', $this->request()->get('plain', 'options'), 'the batch, refused whole, was set key by key');
+    }
+
+    /** flush_group() forgets the merge bases of its own group only. */
+    public function testFlushGroupKeepsOtherGroupsMergeBases(): void
+    {
+        $this->seedAlloptions(['x' => '0']);
+        $cache = $this->request();
+        $all = $cache->get('alloptions', 'options', true);
+        $this->assertTrue($cache->flush_group('posts'));
+        $all['x'] = '1';
+        $this->assertTrue($cache->set('alloptions', $all, 'options'));
+        $this->assertSame(['x' => '1'], $this->storedAlloptions(), 'merged: its base was kept');
+        $this->assertTrue($cache->flush_group('options'));
+        $this->assertTrue($cache->set('alloptions', ['x' => '2'], 'options'));
+        $this->assertFalse($this->storedAlloptions(), "the flushed group's base is gone: invalidated");
+    }
+
     public function testExpireBecomesAStoreTtlUnderTheCeiling(): void
     {
         $cache = $this->request();

@@ -528,6 +528,7 @@ class WP_Object_Cache
         }
         $values = [];
         $batch = [];
+        $batched = []; // key => value of what went into $batch (a merged array is set() on its own, once)
         foreach ($data as $key => $value) {
             if (!$this->isValidKey($key, __FUNCTION__)) {
                 $values[$key] = false;
@@ -535,7 +536,8 @@ class WP_Object_Cache
                 $values[$key] = $this->set($key, $value, $group, $expire);
             } else {
                 $batch[$this->storeKey($key, $group)] = $packed;
-                $values[$key] = true;
+                $batched[$key] = $value;
+                $values[$key] = true; // its place in the order; decided below
             }
         }
         if ($batch !== []) {
@@ -562,16 +564,15 @@ class WP_Object_Cache
                 // written; each entry on its own, so the others are stored.
                 $stored = null;
             }
-            foreach ($data as $key => $value) {
-                if ($values[$key] === true) {
-                    if ($stored === null) {
-                        $values[$key] = $this->set($key, $value, $group, $expire);
-                        continue;
-                    }
-                    $this->cache[$group][$this->runtimeId($key, $group)] = is_object($value) ? clone $value : $value;
-                    unset($this->missing[$group][$this->runtimeId($key, $group)]);
-                    $values[$key] = $stored;
+            foreach ($batched as $key => $value) {
+                if ($stored === null) {
+                    $values[$key] = $this->set($key, $value, $group, $expire);
+                    continue;
                 }
+                $id = $this->runtimeId($key, $group);
+                $this->cache[$group][$id] = is_object($value) ? clone $value : $value;
+                unset($this->missing[$group][$id]);
+                $values[$key] = $stored;
             }
         }
 
@@ -843,7 +844,15 @@ class WP_Object_Cache
     {
         $group = self::group($group);
         unset($this->cache[$group], $this->missing[$group]);
-        $this->mergeState = [];
+        $needle = strlen($group) . ':' . $group . '|';
+        foreach (array_keys($this->mergeState) as $storeKey) {
+            // "<prefix>|d{<scope><group length>:<group>|<key>}": that group's merged arrays only.
+            $tail = substr($storeKey, strpos($storeKey, '{') + 1);
+            $tail = $tail[0] === 'b' ? substr($tail, strpos($tail, ':') + 1) : substr($tail, 1);
+            if (strncmp($tail, $needle, strlen($needle)) === 0) {
+                unset($this->mergeState[$storeKey]);
+            }
+        }
         if (isset($this->non_persistent_groups[$group])) {
             return true;
         }
@@ -1206,7 +1215,7 @@ class WP_Object_Cache
     /**
      * wp_cache_incr()/wp_cache_decr(): WordPress's semantics on the store.
      * False if there is no entry (the store's own increment would create
-     * one). An integer entry is counted in the store, atomically
+     * one). A non-negative integer entry is counted in the store, atomically
      * (ephpm_kv_incr_by()). A result below 0 is clamped to 0 as WordPress
      * does: the decrement takes back its own share of the deficit, at most
      * its offset, with a second increment, so concurrent decrements and
@@ -1247,7 +1256,10 @@ class WP_Object_Cache
 
                     return false;
                 }
-                if ((string) (int) $raw === $raw) {
+                if ((string) (int) $raw === $raw && $raw[0] !== '-') {
+                    // A stored negative number takes the path below, so
+                    // the result is clamped at 0 and stored so, as
+                    // WordPress does.
                     try {
                         $sum = $this->kv('incr_by', $storeKey, $offset, $this->ttl(0));
                     } catch (\Ephpm\KvException $e) {
