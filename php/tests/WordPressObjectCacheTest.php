@@ -1216,9 +1216,11 @@ final class WordPressObjectCacheTest extends TestCase
     public function testAVersionThatMovedUnseenInvalidates(): void
     {
         $this->seedAlloptions(['x' => '0']);
+        $warm = $this->request(); // the version counter exists
+        $this->assertTrue($warm->set('alloptions', ['y' => '1'] + $warm->get('alloptions', 'options', true), 'options'));
         $b = $this->request();
         $fromB = $b->get('alloptions', 'options', true);
-        $this->assertSame(['x' => '0'], $fromB, 'B has a base');
+        $this->assertEqualsCanonicalizing(['x' => '0', 'y' => '1'], $fromB, 'B has a base');
         $fromB['b'] = '1';
         $fiber = new Fiber(fn () => $b->set('alloptions', $fromB, 'options'));
         WpSeam::at($fiber, 'after', 'get_many', 1, 'pause'); // B read under its lock
@@ -1227,6 +1229,57 @@ final class WordPressObjectCacheTest extends TestCase
         $fiber->resume();
         $this->assertTrue($fiber->getReturn());
         $this->assertFalse($this->storedAlloptions(), 'B saw its advance land on +2: invalidated');
+    }
+
+    /**
+     * The check after the write: an invalidation that takes no lock (an
+     * add's, a notoptions addition's) deletes, advances and deletes again
+     * between a merge's advance and its write. The merge's write, of an
+     * array read before that invalidation, lands after it; only the check
+     * after the write sees the version move, and invalidates.
+     */
+    public function testAnInvalidationBetweenAMergesAdvanceAndWriteIsCaughtByItsCheck(): void
+    {
+        $this->seedAlloptions(['x' => '0', 'y' => '0']);
+        $warm = $this->request(); // the version counter exists
+        $this->assertTrue($warm->set('alloptions', ['y' => '1'] + $warm->get('alloptions', 'options', true), 'options'));
+        $m = $this->request();
+        $all = $m->get('alloptions', 'options', true);
+        $all['x'] = '1';
+        $fiber = new Fiber(fn () => $m->set('alloptions', $all, 'options'));
+        WpSeam::at($fiber, 'after', 'incr_by', 1, 'pause'); // advanced, not written
+        $fiber->start();
+        $entry = $m->store_key('alloptions', 'options');
+        ephpm_kv_del($entry);
+        ephpm_kv_incr_by($m->store_key('alloptions', 'options', 'v'), 1);
+        ephpm_kv_del($entry);
+        $fiber->resume();
+        $this->assertTrue($fiber->getReturn());
+        $this->assertStringContainsString('set_fenced,get,del', WpSeam::trace($fiber));
+        $this->assertFalse($this->storedAlloptions(), 'the array read before the invalidation is not left in the store');
+    }
+
+    /**
+     * Invalidation's second delete: an add (no lock) after the first delete
+     * and checked before the advance stores a database copy the
+     * invalidation was meant to remove; the delete after the advance
+     * removes it.
+     */
+    public function testAnInvalidationsSecondDeleteRemovesAnAddThatLandedInBetween(): void
+    {
+        $this->seedAlloptions(['x' => '0']);
+        $p = $this->request();
+        $p->get('warm');
+        ephpm_kv_del($p->store_key('alloptions', 'options')); // evicted: P misses
+        $this->assertFalse($p->get('alloptions', 'options', true));
+        $i = $this->request(); // wp_cache_delete('alloptions') after a database change P's copy lacks
+        $i->get('warm');
+        $fiber = new Fiber(fn () => $i->delete('alloptions', 'options'));
+        WpSeam::at($fiber, 'after', 'del', 1, 'pause');
+        $fiber->start();
+        $this->assertTrue($p->add('alloptions', ['x' => 'read before the change'], 'options'), 'its check comes before the advance');
+        $fiber->resume();
+        $this->assertFalse($this->storedAlloptions());
     }
 
     public function testNotoptionsAppliesRemovalsAlwaysAndAdditionsOnlyOverAnUnchangedVersion(): void
@@ -1683,7 +1736,7 @@ final class WordPressObjectCacheTest extends TestCase
             $this->seedAlloptions($options, ['merge_options' => $merge]);
             $outputs = ephpm_test_race(6, sprintf(<<<'PHP'
                 require_once %s;
-                $c = new WP_Object_Cache(["prefix" => %s, "merge_options" => %s]);
+                $c = new WP_Object_Cache(["prefix" => %s, "merge_options" => %s, "lock_wait" => 30.0]);
                 $all = $c->get("alloptions", "options", true);
                 if (!is_array($all)) { echo "miss\n"; } else { $all["opt_{$r}_{$i}"] = "value $r $i"; $c->set("alloptions", $all, "options"); }
                 PHP, var_export(WPDROP_FILE, true), var_export($this->site, true), var_export($merge, true)), $rounds);
@@ -1700,5 +1753,74 @@ final class WordPressObjectCacheTest extends TestCase
                     ini_get('ephpm.kv_backend'), $kept, 6 * $rounds));
             }
         }
+    }
+
+    /**
+     * Updates, cold reads (a miss, the database, an add) and, with $flush,
+     * flushes race in six processes, five rounds, against a "database" of
+     * six options kept in store keys of their own. Processes 0-2 each
+     * update their own option (the database, then alloptions as
+     * update_option() does); 3 and 4 drop the entry and load it as a cold
+     * request (wp_load_alloptions(): a miss, the database, an add); 5 loads
+     * it too, or flushes the site. Whatever the interleaving, alloptions
+     * then holds exactly the database, or nothing.
+     */
+    private function raceAlloptionsAgainstTheDatabase(bool $flush): void
+    {
+        $this->skipUnlessShared();
+        $db = 'wpdb|' . $this->site . '|';
+        for ($o = 0; $o < 6; $o++) {
+            ephpm_kv_set($db . "opt_$o", 'initial', 600);
+        }
+        ephpm_test_race(6, sprintf(<<<'PHP'
+            require_once %s;
+            $db = %s;
+            $options = ["prefix" => %s, "lock_wait" => 30.0];
+            $load = function (WP_Object_Cache $c, bool $force) use ($db) {
+                $all = $c->get("alloptions", "options", $force);
+                if (!is_array($all)) {
+                    $all = [];
+                    foreach (ephpm_kv_get_many(array_map(fn ($o) => $db . "opt_$o", range(0, 5))) as $key => $value) {
+                        $all[substr($key, strlen($db))] = $value;
+                    }
+                    $c->add("alloptions", $all, "options");
+                }
+                return $all;
+            };
+            $c = new WP_Object_Cache($options);
+            if ($i < 3) {
+                $c->get("warm");
+                ephpm_kv_set($db . "opt_$i", "round $r", 600);
+                $all = $load($c, true);
+                $all["opt_$i"] = "round $r";
+                $c->set("alloptions", $all, "options");
+            } elseif ($i < 5 || !%s) {
+                if ($i < 5) { $c->delete("alloptions", "options"); }
+                $load(new WP_Object_Cache($options), false);
+            } else {
+                $c->flush();
+            }
+            PHP, var_export(WPDROP_FILE, true), var_export($db, true), var_export($this->site, true), var_export($flush, true)), 5);
+        $database = [];
+        foreach (ephpm_kv_get_many(array_map(fn ($o) => $db . "opt_$o", range(0, 5))) as $key => $value) {
+            $database[substr($key, strlen($db))] = $value;
+        }
+        $this->assertSame('round 4', $database['opt_0']);
+        $stored = $this->storedAlloptions();
+        if ($stored !== false) {
+            ksort($stored);
+            $this->assertSame($database, $stored, 'the cache never holds an option the database does not');
+        }
+        $this->addToAssertionCount(1);
+    }
+
+    public function testColdReadsAndUpdatesInProcessesLeaveAlloptionsEqualToTheDatabase(): void
+    {
+        $this->raceAlloptionsAgainstTheDatabase(false);
+    }
+
+    public function testAFlushInFlightAmongUpdatesLeavesAlloptionsEqualToTheDatabase(): void
+    {
+        $this->raceAlloptionsAgainstTheDatabase(true);
     }
 }
