@@ -11,33 +11,39 @@
  *   defined, else EPHPM_WP_PREFIX, else one derived from ABSPATH, DB_HOST,
  *   DB_NAME and $table_prefix, so two sites on one store never share a key.
  * - A per-request runtime cache sits in front of the store; every write goes
- *   to the store first, then to the runtime cache. wp_cache_add() is
+ *   to the store first, then to the runtime cache. A miss is remembered
+ *   for the request ($force reads the store). wp_cache_add() is
  *   ephpm_kv_setnx(): of any number of requests adding one key at once,
  *   exactly one gets true, whatever their runtime caches hold.
  * - wp_cache_flush() and wp_cache_flush_group() remove only this site's
  *   entries, by making them unreachable: every key carries the site's
- *   generation and its group's, kept in the store and read once per
- *   request; a flush advances one. The old entries stay in the store until
- *   their TTL ends or the store evicts them. So that they do end, every
- *   entry gets a TTL of at most EPHPM_WP_MAX_TTL seconds (default 86400;
- *   WordPress's "0: no expiry" becomes that ceiling; 0 turns the ceiling
- *   off). An entry that a request which read the old generation writes
- *   after another request flushed goes into the old generation: nobody
- *   reads it again.
+ *   generation and its group's, kept in the store; a flush advances one. A
+ *   request reads them at its first access (with this blog's alloptions
+ *   and notoptions, in one crossing), again when its reading is older than
+ *   EPHPM_WP_GENERATION_MAX_AGE (1 s), and at every read and merge of a
+ *   merged array, whose keys carry none (its value does). The old entries
+ *   stay in the store until their TTL ends or the store evicts them. So
+ *   that they do end, every entry gets a TTL of at most EPHPM_WP_MAX_TTL
+ *   seconds (default 86400; WordPress's "0: no expiry" becomes that
+ *   ceiling; 0 turns the ceiling off).
  * - WordPress's merged option arrays ('alloptions' and 'notoptions' in
  *   group 'options', '<network id>:notoptions' in 'site-options') are not
  *   written whole: a set writes the difference between the new array and
  *   the one this request last read or wrote, merged into the stored array
- *   under a lock, with a version counter that lets a stale copy be refused
- *   (docs/wordpress.md, "The alloptions race"). EPHPM_WP_MERGE_OPTIONS =
+ *   under a lock written with its fence, with a version counter that lets
+ *   a stale copy be refused (docs/wordpress.md, "The alloptions race",
+ *   argues it step by step). EPHPM_WP_MERGE_OPTIONS =
  *   false writes them whole, as any other key (WordPress's own behaviour,
  *   which loses concurrent updates; for comparison only).
  * - A failure of the store (Ephpm\KvException, or no extension) never
  *   reaches WordPress: the request goes on with its runtime cache alone and
  *   logs one line (error_log). Then a miss is false with $found false, a
- *   set or delete returns false, and so does an add. A write the store
- *   refuses for want of memory returns false and removes the old entry, so
- *   that it is not served stale; the store stays in use.
+ *   set or delete returns false, and so does an add. The store is tried
+ *   again after wp_cache_flush_runtime() or EPHPM_WP_STORE_RETRY seconds
+ *   (10); if writes were skipped meanwhile, its return flushes the site. A
+ *   write the store refuses for want of memory returns false and removes
+ *   the old entry, so that it is not served stale; the store stays in use.
+ *   An entry unserialize() throws on is a miss, and is removed.
  *
  * Not atomic, and said where they are: wp_cache_replace() (an exists, then
  * a set) and wp_cache_incr()/wp_cache_decr() on a key that is removed
