@@ -39,6 +39,150 @@ if (!function_exists('_doing_it_wrong')) {
     }
 }
 
+/** A class whose property has become typed since an entry of it was stored (testAnEntryThatCannotBeUnserializedIsAMissAndIsRemoved). */
+final class WpdropTyped42
+{
+    public int $limit = 10;
+}
+
+/**
+ * The test seam: WP_Object_Cache's option kv_functions => 'wpseam_kv_'
+ * makes a request call these wrappers instead of ephpm_kv_*. Each counts
+ * its call (per Fiber: a request run inside a Fiber can be paused at any
+ * call, and so interleaved step by step with other requests) and runs the
+ * actions a test put before or after the nth call of a function: 'pause'
+ * (Fiber::suspend()), 'fail' (an Ephpm\KvException UNAVAILABLE, the call
+ * done or not), or a callable.
+ */
+final class WpSeam
+{
+    /** @var list<string> every call, in order: "<fiber>:<function>" (fiber 0: none) */
+    public static array $log = [];
+    /** @var WeakMap<Fiber, array> per Fiber: counts and rules */
+    private static ?WeakMap $fibers = null;
+    /** @var array{counts: array<string, int>, rules: list<array>} outside any Fiber */
+    private static array $top = ['counts' => [], 'rules' => []];
+    /** @var list<Fiber> requests "killed" (never resumed): kept so they are not unwound before the test ends */
+    private static array $killed = [];
+
+    public static function reset(): void
+    {
+        self::$log = [];
+        self::$fibers = new WeakMap();
+        self::$top = ['counts' => [], 'rules' => []];
+    }
+
+    /** Runs $action ('pause', 'fail' or a callable) $when ('before' or 'after') the $n-th call of ephpm_kv_$function in $fiber (null: outside any). */
+    public static function at(?Fiber $fiber, string $when, string $function, int $n, $action): void
+    {
+        $state = self::state($fiber);
+        $state['rules'][] = [$when, $function, $n, $action];
+        self::put($fiber, $state);
+    }
+
+    /** A request killed where it is paused: never resumed, its later calls (when PHP unwinds it at the end) fail. */
+    public static function kill(Fiber $fiber): void
+    {
+        self::$killed[] = $fiber;
+        $state = self::state($fiber);
+        $state['killed'] = true;
+        self::put($fiber, $state);
+    }
+
+    /** How many calls ephpm_kv_$function (null: any) was called in $fiber (null: outside any Fiber) so far. */
+    public static function count(?Fiber $fiber = null, ?string $function = null): int
+    {
+        $counts = self::state($fiber)['counts'];
+
+        return $function === null ? array_sum($counts) : ($counts[$function] ?? 0);
+    }
+
+    /** The functions called so far, in order ("lock,get_many,..."), in $fiber. */
+    public static function trace(?Fiber $fiber = null): string
+    {
+        $id = $fiber === null ? 0 : spl_object_id($fiber);
+        $names = [];
+        foreach (self::$log as $entry) {
+            [$of, $name] = explode(':', $entry, 2);
+            if ((int) $of === $id) {
+                $names[] = $name;
+            }
+        }
+
+        return implode(',', $names);
+    }
+
+    public static function before(string $function): void
+    {
+        $fiber = Fiber::getCurrent();
+        $state = self::state($fiber);
+        if (!empty($state['killed'])) {
+            throw new Ephpm\KvException('killed', Ephpm\KvException::UNAVAILABLE);
+        }
+        $state['counts'][$function] = ($state['counts'][$function] ?? 0) + 1;
+        self::put($fiber, $state);
+        self::$log[] = ($fiber === null ? 0 : spl_object_id($fiber)) . ':' . $function;
+        self::run($fiber, 'before', $function, $state['counts'][$function]);
+    }
+
+    public static function after(string $function): void
+    {
+        $fiber = Fiber::getCurrent();
+        self::run($fiber, 'after', $function, self::state($fiber)['counts'][$function]);
+    }
+
+    private static function run(?Fiber $fiber, string $when, string $function, int $n): void
+    {
+        foreach (self::state($fiber)['rules'] as [$w, $f, $at, $action]) {
+            if ($w !== $when || $f !== $function || $at !== $n) {
+                continue;
+            }
+            if ($action === 'pause') {
+                Fiber::suspend("$when $function #$n");
+            } elseif ($action === 'fail') {
+                throw new Ephpm\KvException("injected failure $when $function #$n", Ephpm\KvException::UNAVAILABLE);
+            } else {
+                $action();
+            }
+        }
+    }
+
+    private static function state(?Fiber $fiber): array
+    {
+        if ($fiber === null) {
+            return self::$top;
+        }
+        self::$fibers ??= new WeakMap();
+
+        return self::$fibers[$fiber] ?? ['counts' => [], 'rules' => []];
+    }
+
+    private static function put(?Fiber $fiber, array $state): void
+    {
+        if ($fiber === null) {
+            self::$top = $state;
+        } else {
+            self::$fibers[$fiber] = $state;
+        }
+    }
+}
+
+foreach (['get', 'set', 'setnx', 'del', 'del_if_eq', 'exists', 'get_many', 'set_many', 'incr_by', 'unlock', 'set_fenced', 'lock_release_all', 'fence'] as $wpseamFunction) {
+    if (!function_exists("wpseam_kv_$wpseamFunction")) {
+        eval("function wpseam_kv_$wpseamFunction(...\$args) { WpSeam::before('$wpseamFunction'); \$result = ephpm_kv_$wpseamFunction(...\$args); WpSeam::after('$wpseamFunction'); return \$result; }");
+    }
+}
+if (!function_exists('wpseam_kv_lock')) {
+    function wpseam_kv_lock(string $name, int $ttl, float $wait = 0.0, ?string $token = null, &$fence = null)
+    {
+        WpSeam::before('lock');
+        $result = ephpm_kv_lock($name, $ttl, $wait, $token, $fence);
+        WpSeam::after('lock');
+
+        return $result;
+    }
+}
+
 /**
  * php/wordpress/object-cache.php on the backend of this run. Two
  * WP_Object_Cache instances in one process stand for two requests (each has
@@ -53,6 +197,7 @@ final class WordPressObjectCacheTest extends TestCase
     protected function setUp(): void
     {
         $this->site = 'wpt-' . bin2hex(random_bytes(6));
+        WpSeam::reset();
         $GLOBALS['wp_object_cache'] = $this->request();
         $GLOBALS['wpdrop_doing_it_wrong'] = [];
     }
@@ -62,10 +207,22 @@ final class WordPressObjectCacheTest extends TestCase
         unset($GLOBALS['wpdrop_multisite'], $GLOBALS['wpdrop_blog_id'], $GLOBALS['wpdrop_suspended'], $GLOBALS['wp_object_cache']);
     }
 
-    /** A new request on this test's site (a runtime cache of its own). */
+    /** A new request on this test's site (a runtime cache of its own), calling the store through the seam (WpSeam). */
     private function request(array $options = []): WP_Object_Cache
     {
-        return new WP_Object_Cache($options + ['prefix' => $this->site]);
+        return new WP_Object_Cache($options + ['prefix' => $this->site, 'kv_functions' => 'wpseam_kv_']);
+    }
+
+    /** The store calls $operation makes in $cache, counted by the seam; asserts that store_calls counted each. */
+    private function calls(WP_Object_Cache $cache, callable $operation): int
+    {
+        $seam = WpSeam::count();
+        $counted = $cache->store_calls;
+        $operation();
+        $made = WpSeam::count() - $seam;
+        $this->assertSame($made, $cache->store_calls - $counted, 'store_calls counts every call: ' . WpSeam::trace());
+
+        return $made;
     }
 
     private function skipUnlessShared(): void
@@ -76,17 +233,17 @@ final class WordPressObjectCacheTest extends TestCase
     }
 
     /** alloptions as a request finds it: read with $force, stored by add after a miss (wp_load_alloptions()). */
-    private function seedAlloptions(array $options): void
+    private function seedAlloptions(array $options, array $requestOptions = []): void
     {
-        $seeder = $this->request();
+        $seeder = $this->request($requestOptions);
         $this->assertFalse($seeder->get('alloptions', 'options', true));
         $this->assertTrue($seeder->add('alloptions', $options, 'options'));
     }
 
     /** What a new request reads for alloptions (false: no entry). */
-    private function storedAlloptions()
+    private function storedAlloptions(array $requestOptions = [])
     {
-        return $this->request()->get('alloptions', 'options', true);
+        return $this->request($requestOptions)->get('alloptions', 'options', true);
     }
 
     // ------------------------------------------------------------ the API
@@ -324,6 +481,51 @@ final class WordPressObjectCacheTest extends TestCase
         $this->assertSame(PHP_INT_MAX, $this->request()->get('big'));
     }
 
+    /** WordPress clamps an increment of a stored negative number at 0, and stores the 0 (s10: it stored -4). */
+    public function testIncrOfAStoredNegativeNumberStoresZero(): void
+    {
+        wp_cache_set('n', -5);
+        $this->assertSame(0, wp_cache_incr('n', 1));
+        $this->assertSame(0, $this->request()->get('n'));
+        $this->assertSame(3, wp_cache_incr('n', 3), 'and counts from there');
+        $this->assertSame(3, $this->request()->get('n'));
+    }
+
+    /**
+     * set_multiple() with a merged array among its keys sets that one once
+     * (merged), even when the batch is refused with a ValueError and its
+     * entries are set one by one.
+     */
+    public function testSetMultipleSetsAMergedArrayOnce(): void
+    {
+        $cache = $this->request();
+        $this->assertFalse($cache->get('alloptions', 'options'));
+        $this->seedAlloptions(['x' => '0']); // the request has no base: its set invalidates
+        WpSeam::at(null, 'before', 'set_many', WpSeam::count(null, 'set_many') + 1, function () {
+            throw new ValueError('a value over the limit');
+        });
+        $advances = WpSeam::count(null, 'incr_by');
+        $this->assertSame(['alloptions' => true, 'plain' => true], $cache->set_multiple(['alloptions' => ['x' => '1'], 'plain' => 'p'], 'options'));
+        $this->assertSame($advances + 1, WpSeam::count(null, 'incr_by'), 'one invalidation: the merged array was set once');
+        $this->assertFalse($this->storedAlloptions());
+        $this->assertSame('p', $this->request()->get('plain', 'options'), 'the batch, refused whole, was set key by key');
+    }
+
+    /** flush_group() forgets the merge bases of its own group only. */
+    public function testFlushGroupKeepsOtherGroupsMergeBases(): void
+    {
+        $this->seedAlloptions(['x' => '0']);
+        $cache = $this->request();
+        $all = $cache->get('alloptions', 'options', true);
+        $this->assertTrue($cache->flush_group('posts'));
+        $all['x'] = '1';
+        $this->assertTrue($cache->set('alloptions', $all, 'options'));
+        $this->assertSame(['x' => '1'], $this->storedAlloptions(), 'merged: its base was kept');
+        $this->assertTrue($cache->flush_group('options'));
+        $this->assertTrue($cache->set('alloptions', ['x' => '2'], 'options'));
+        $this->assertFalse($this->storedAlloptions(), "the flushed group's base is gone: invalidated");
+    }
+
     public function testExpireBecomesAStoreTtlUnderTheCeiling(): void
     {
         $cache = $this->request();
@@ -368,28 +570,172 @@ final class WordPressObjectCacheTest extends TestCase
         })(), 'a long group too');
     }
 
+    /** The batch calls make one store call each (counted by the seam, and by store_calls). */
     public function testBatchCallsAreOneStoreCrossing(): void
     {
         $writer = $this->request();
         $writer->get('warm'); // reads the generations
-        $calls = $writer->store_calls;
-        $this->assertSame(['a' => true, 'b' => true, 7 => true, '' => false], $writer->set_multiple(['a' => 1, 'b' => [2], 7 => 'seven', '' => 'x'], 'batch'));
-        $this->assertSame($calls + 1, $writer->store_calls);
+        $this->assertSame(1, $this->calls($writer, fn () => $this->assertSame(['a' => true, 'b' => true, 7 => true, '' => false],
+            $writer->set_multiple(['a' => 1, 'b' => [2], 7 => 'seven', '' => 'x'], 'batch'))));
         $this->assertCount(1, $GLOBALS['wpdrop_doing_it_wrong']);
         $this->assertStringStartsWith('WP_Object_Cache::set_multiple: ', $GLOBALS['wpdrop_doing_it_wrong'][0]);
 
         $reader = $this->request();
         $reader->get('warm');
-        $calls = $reader->store_calls;
-        $this->assertSame(['b' => [2], 'missing' => false, 'a' => 1, 7 => 'seven'], $reader->get_multiple(['b', 'missing', 'a', 7], 'batch'));
-        $this->assertSame($calls + 1, $reader->store_calls);
+        $this->assertSame(1, $this->calls($reader, fn () => $this->assertSame(['b' => [2], 'missing' => false, 'a' => 1, 7 => 'seven'],
+            $reader->get_multiple(['b', 'missing', 'a', 7], 'batch'))));
         $writer->set('a', 'changed', 'batch');
-        $this->assertSame(['a' => 1], $reader->get_multiple(['a'], 'batch'), 'the runtime cache answers');
-        $this->assertSame($calls + 1, $reader->store_calls);
-        $this->assertSame(['a' => 'changed'], $reader->get_multiple(['a'], 'batch', true));
+        $this->assertSame(0, $this->calls($reader, fn () => $this->assertSame(['a' => 1], $reader->get_multiple(['a'], 'batch'))), 'the runtime cache answers');
+        $this->assertSame(1, $this->calls($reader, fn () => $this->assertSame(['a' => 'changed'], $reader->get_multiple(['a'], 'batch', true))));
         $this->assertSame(['a' => false, 'c' => true], $reader->add_multiple(['a' => 0, 'c' => 3], 'batch'));
         $this->assertSame(['a' => true, 'c' => true, 'z' => false], $reader->delete_multiple(['a', 'c', 'z'], 'batch'));
         $this->assertSame(['a' => false, 'b' => [2], 'c' => false], $this->request()->get_multiple(['a', 'b', 'c'], 'batch'));
+    }
+
+    /**
+     * store_calls counts every call into the store, on every path (the
+     * seam counts the real ones); a version counter the drop-in makes
+     * always has a TTL under the ceiling, even one an increment makes anew.
+     */
+    public function testStoreCallsCountEveryCallAndCountersKeepTheCeiling(): void
+    {
+        $cache = $this->request();
+        $this->seedAlloptions(['x' => '0']);
+        $operations = [
+            fn () => $cache->get('k'), fn () => $cache->set('k', 1), fn () => $cache->add('k', 2), fn () => $cache->replace('k', 3),
+            fn () => $cache->incr('k'), fn () => $cache->decr('k', 10), fn () => $cache->get('k', 'default', true),
+            fn () => $cache->delete('k'), fn () => $cache->get_multiple(['k', 'l']), fn () => $cache->set_multiple(['k' => 1, 'l' => 2]),
+            fn () => $cache->add_multiple(['m' => 1]), fn () => $cache->delete_multiple(['k', 'l']),
+            fn () => $cache->get('alloptions', 'options', true), fn () => $cache->set('alloptions', ['x' => '1'], 'options'),
+            fn () => $cache->get('notoptions', 'options'), fn () => $cache->set('notoptions', ['n' => true], 'options'),
+            fn () => $cache->delete('alloptions', 'options'), fn () => $cache->flush_group('g'), fn () => $cache->flush(),
+        ];
+        foreach ($operations as $operation) {
+            $this->calls($cache, $operation);
+        }
+        // An invalidation that finds the version counter holding no integer replaces it.
+        $versionKey = $cache->store_key('alloptions', 'options', 'v');
+        ephpm_kv_set($versionKey, 'not a number', 60);
+        $this->calls($cache, fn () => $cache->delete('alloptions', 'options'));
+        $this->assertMatchesRegularExpression('/^\d+$/', ephpm_kv_get($versionKey));
+
+        // The counter vanishes (evicted, expired) just before the increment that advances it: made anew, with the ceiling.
+        $cache = $this->request(['max_ttl' => 600]);
+        $versionKey = $cache->store_key('alloptions', 'options', 'v');
+        $cache->delete('alloptions', 'options'); // the counter exists
+        WpSeam::at(null, 'before', 'incr_by', WpSeam::count(null, 'incr_by') + 1, fn () => ephpm_kv_del($versionKey));
+        $cache->delete('alloptions', 'options');
+        $this->assertGreaterThan(0, ephpm_kv_ttl($versionKey), 'a counter with no TTL would outlive the ceiling');
+        $this->assertLessThanOrEqual(600, ephpm_kv_ttl($versionKey));
+    }
+
+    /** The Redis Cluster hash tag of $key, as the server finds it: between the first "{" and the next "}", if not empty. */
+    private static function hashTag(string $key): string
+    {
+        $open = strpos($key, '{');
+        $close = $open === false ? false : strpos($key, '}', $open + 1);
+
+        return $open === false || $close === false || $close === $open + 1 ? $key : substr($key, $open + 1, $close - $open - 1);
+    }
+
+    /**
+     * On a Redis Cluster a fenced write needs its key in its lock's slot:
+     * a merged array's entry, version counter and lock share one hash tag,
+     * and so do the groups' entry and its lock, whatever braces the salt,
+     * the group or the key hold.
+     */
+    public function testFencedKeysShareTheirLocksHashTag(): void
+    {
+        foreach (['plain', 'with {braces}', '}{', str_repeat('{x}', 100)] as $salt) {
+            $cache = $this->request(['prefix' => $salt]);
+            $prefix = $cache->get_stats()['prefix'];
+            $this->assertFalse(strpbrk($prefix, '{}'), $salt);
+            foreach ([['alloptions', 'options'], ['notoptions', 'options'], ['1:notoptions', 'site-options'], ['a}b{c', 'g{r}p']] as [$key, $group]) {
+                $tag = self::hashTag($cache->store_key($key, $group));
+                $this->assertNotSame($cache->store_key($key, $group), $tag, "$salt $key: has a tag");
+                $this->assertSame($tag, self::hashTag($cache->store_key($key, $group, 'v')));
+                $this->assertSame($tag, self::hashTag($cache->store_key($key, $group, 'm')));
+            }
+            $groupsKey = $prefix . '|{' . $prefix . '|groups}';
+            $this->assertSame(self::hashTag($groupsKey), self::hashTag($groupsKey . '.lock'));
+            $cache->flush_group('g'); // it uses those names
+            $this->assertIsString(ephpm_kv_get($groupsKey));
+        }
+    }
+
+    /**
+     * A page's hot path: the first reading fetches the generations,
+     * alloptions and notoptions with their versions in one crossing; a
+     * miss is remembered for the request (a forced read, an add or a set
+     * still reach the store); a notoptions addition costs three crossings.
+     */
+    public function testAPageReadsItsOptionsWithTheGenerationsAndRemembersMisses(): void
+    {
+        $this->seedAlloptions(['siteurl' => 'http://x']);
+        $seed = $this->request();
+        $seed->get('notoptions', 'options');
+        $seed->set('notoptions', ['missing_one' => true], 'options');
+
+        $page = $this->request();
+        $this->assertSame(1, $this->calls($page, function () use ($page) {
+            $this->assertSame(['siteurl' => 'http://x'], $page->get('alloptions', 'options'));
+            $this->assertSame(['missing_one' => true], $page->get('notoptions', 'options'));
+        }));
+        $this->assertSame(1, $this->calls($page, fn () => $this->assertFalse($page->get('k', 'posts'))));
+        $this->assertSame(0, $this->calls($page, fn () => $this->assertFalse($page->get('k', 'posts'))), 'a remembered miss');
+        $this->assertSame(0, $this->calls($page, fn () => $this->assertSame(['k' => false], $page->get_multiple(['k'], 'posts'))));
+        $this->request()->set('k', 'elsewhere', 'posts');
+        $this->assertFalse($page->get('k', 'posts'));
+        $this->assertSame('elsewhere', $page->get('k', 'posts', true), '$force reads the store');
+        $page->delete('k', 'posts');
+        $this->assertFalse($page->get('k', 'posts'));
+        $this->assertSame(1, $this->calls($page, fn () => $this->assertTrue($page->add('k', 'mine', 'posts'))), 'an add still asks the store');
+        $this->assertSame('mine', $this->request()->get('k', 'posts'));
+
+        $notoptions = $page->get('notoptions', 'options');
+        $notoptions['missing_two'] = true; // get_option() of a missing option
+        $this->assertSame(3, $this->calls($page, fn () => $page->set('notoptions', $notoptions, 'options')), 'read, write, check');
+        $this->assertSame(['missing_one' => true, 'missing_two' => true], $this->request()->get('notoptions', 'options'));
+    }
+
+    /** Two requests each cache the absence of a different option: both additions are kept (s9: one was dropped). */
+    public function testConcurrentNotoptionsAdditionsAreBothKept(): void
+    {
+        $a = $this->request();
+        $b = $this->request();
+        $na = $a->get('notoptions', 'options') ?: [];
+        $nb = $b->get('notoptions', 'options') ?: [];
+        $nb['plugin_b_missing'] = true;
+        $b->set('notoptions', $nb, 'options');
+        $na['plugin_a_missing'] = true;
+        $a->set('notoptions', $na, 'options');
+        $this->assertEqualsCanonicalizing(['plugin_a_missing' => true, 'plugin_b_missing' => true], $this->request()->get('notoptions', 'options'));
+    }
+
+    /**
+     * A lock-free notoptions addition A reads, then a removal R (add_option()
+     * of an option in A's copy) merges and announces, then A writes its
+     * copy over R's: A's check after its write sees R's announce and
+     * invalidates. Without the check, "X does not exist" would be back.
+     */
+    public function testANotoptionsAdditionLandingOverARemovalInvalidates(): void
+    {
+        $seed = $this->request();
+        $seed->get('notoptions', 'options');
+        $seed->set('notoptions', ['x' => true], 'options');
+        $a = $this->request();
+        $fromA = $a->get('notoptions', 'options');
+        $fromA['y'] = true;
+        $fiber = new Fiber(fn () => $a->set('notoptions', $fromA, 'options'));
+        WpSeam::at($fiber, 'after', 'get_many', 1, 'pause');
+        $fiber->start();
+        $r = $this->request();
+        $fromR = $r->get('notoptions', 'options');
+        unset($fromR['x']); // x was INSERTed
+        $r->set('notoptions', $fromR, 'options');
+        $this->assertSame([], $this->request()->get('notoptions', 'options'));
+        $fiber->resume();
+        $this->assertArrayNotHasKey('x', (array) $this->request()->get('notoptions', 'options'), 'x exists');
     }
 
     public function testFlushMakesOnlyThisSitesEntriesUnreachable(): void
@@ -412,6 +758,74 @@ final class WordPressObjectCacheTest extends TestCase
         $this->assertSame('A again', $this->request()->get('k'));
     }
 
+    /**
+     * A flush overtakes a running request (s3): U read the generations
+     * before it, R after. Merged arrays: U's merge reads the generations
+     * under its lock, adopts the new ones and announces where R looks, so
+     * R's add of a database copy older than U's update is refused; U's
+     * removal from notoptions reaches R's generation.
+     */
+    public function testAFlushDoesNotSwitchOffTheMergeForRequestsAlreadyRunning(): void
+    {
+        $db = ['active_plugins' => 'none', 'blogname' => 'X'];
+        $this->seedAlloptions($db);
+        $u = $this->request();
+        $u->get('alloptions', 'options');
+        $this->request()->flush();
+        $r = $this->request();
+        $this->assertFalse($r->get('alloptions', 'options'), 'flushed');
+        $copy = $db; // R: SELECT the autoloaded options
+        $db['active_plugins'] = 'shop'; // U: UPDATE, then the cache
+        $all = $u->get('alloptions', 'options', true);
+        $this->assertFalse($all, "U's forced read is in the new generation too");
+        $this->assertTrue($u->set('alloptions', ['active_plugins' => 'shop', 'blogname' => 'X'], 'options'));
+        $this->assertFalse($r->add('alloptions', $copy, 'options'), "R's copy lacks U's update");
+        $now = $this->storedAlloptions();
+        $this->assertTrue($now === false || $now['active_plugins'] === 'shop', json_encode($now));
+
+        // notoptions: add_option('shop_settings') in U (which began before the flush); R found it missing before the INSERT.
+        $u = $this->request();
+        $u->get('warm');
+        $this->request()->flush();
+        $r = $this->request();
+        $no = $r->get('notoptions', 'options');
+        $no = is_array($no) ? $no : [];
+        $r->set('notoptions', $no, 'options');
+        $n = $u->get('notoptions', 'options');
+        $n = (is_array($n) ? $n : []) + ['shop_settings' => true];
+        $u->set('notoptions', $n, 'options'); // get_option() inside add_option()
+        unset($n['shop_settings']); // the INSERT, then "Yes, again"
+        $u->set('notoptions', $n, 'options');
+        $no['shop_settings'] = true; // R's get_option() caches what it found
+        $r->set('notoptions', $no, 'options');
+        $this->assertArrayNotHasKey('shop_settings', (array) $this->request()->get('notoptions', 'options'), 'the option exists');
+    }
+
+    /**
+     * An ordinary delete after a database write (clean_post_cache()) by a
+     * request a flush overtook: once its reading of the generations is
+     * older than the maximum age (here 0, then the default 1 s) it reads
+     * them again and deletes in the generation R cached the old post in.
+     */
+    public function testAWriteAfterAFlushReachesTheNewGenerationOnceItsReadingIsOld(): void
+    {
+        foreach ([0.0, null] as $maxAge) {
+            $u = $this->request($maxAge === null ? [] : ['generation_max_age' => $maxAge]);
+            $u->get('warm');
+            $this->request()->flush();
+            $r = $this->request();
+            $r->get(42, 'posts');
+            $r->set(42, 'title: old', 'posts');
+            if ($maxAge === null) {
+                usleep(1_100_000);
+            }
+            $calls = $this->calls($u, fn () => $this->assertTrue($u->delete(42, 'posts'), 'it deleted the entry R cached'));
+            $this->assertSame(2, $calls, 'the generations, then the delete');
+            $this->assertFalse($this->request()->get(42, 'posts'));
+            $this->assertSame($maxAge === null ? 1 : 2, $this->calls($u, fn () => $u->set(43, 'x', 'posts')), 'fresh for a while with the default: no more reading');
+        }
+    }
+
     public function testFlushGroupMakesOneGroupUnreachable(): void
     {
         $a = $this->request();
@@ -428,17 +842,53 @@ final class WordPressObjectCacheTest extends TestCase
         $this->assertFalse($this->request()->get('k', 'g1'), 'a second flush of the group');
         $this->assertSame(2, $this->request()->get('k', 'g2'));
 
-        // Without the groups' lock within the wait, the whole site is flushed: a superset.
+        // A holder that keeps the groups' lock past the wait is taken over, and its fenced write is refused.
+        $this->request()->set('k', 'again', 'g1');
         $cache = $this->request(['lock_wait' => 0.0]);
-        $lock = $cache->get_stats()['prefix'] . '|groups.lock';
-        $token = ephpm_kv_lock($lock, 30);
-        $this->assertIsString($token);
-        try {
-            $this->assertTrue($cache->flush_group('g1'));
-        } finally {
-            ephpm_kv_unlock($lock, $token);
-        }
+        $prefix = $cache->get_stats()['prefix'];
+        $groupsKey = $prefix . '|{' . $prefix . '|groups}';
+        $lock = $groupsKey . '.lock';
+        $stale = ephpm_kv_get($groupsKey);
+        $this->assertIsString(ephpm_kv_lock($lock, 30, 0.0, null, $fence));
+        $this->assertTrue($cache->flush_group('g1'));
+        $this->assertFalse($this->request()->get('k', 'g1'));
+        $this->assertSame(2, $this->request()->get('k', 'g2'), 'a flush of the group, not of the site');
+        $this->assertFalse(ephpm_kv_set_fenced($groupsKey, $stale, $lock, $fence), 'the old holder cannot send g1 back');
+
+        // When yet another request takes the lock first, the whole site is flushed: a superset.
+        $cache = $this->request(['lock_wait' => 0.0]);
+        $cache->get('warm');
+        $this->assertIsString(ephpm_kv_lock($lock, 30));
+        WpSeam::at(null, 'before', 'lock', WpSeam::count(null, 'lock') + 2, fn () => ephpm_kv_lock($lock, 30));
+        $this->assertTrue($cache->flush_group('g1'));
         $this->assertFalse($this->request()->get('k', 'g2'));
+        ephpm_kv_lock_release_all($lock);
+    }
+
+    /**
+     * flush_group()'s read-modify-write of the groups' entry by a request
+     * whose lock lapsed while it stalled (paused after its read): another
+     * flushes group h meanwhile; the stalled write is refused by the fence,
+     * so h is not sent back to its earlier generation (the site is flushed
+     * instead).
+     */
+    public function testAFlushGroupWhoseLockLapsedDoesNotUndoAnother(): void
+    {
+        $this->request()->set('k', 'g entry', 'g');
+        $this->request()->set('k', 'h entry', 'h');
+        $stalled = $this->request();
+        $stalled->get('warm');
+        $prefix = $stalled->get_stats()['prefix'];
+        $fiber = new Fiber(fn () => $stalled->flush_group('g'));
+        WpSeam::at($fiber, 'after', 'get', 1, 'pause'); // it has read the groups' entry
+        $fiber->start();
+        ephpm_kv_lock_release_all($prefix . '|{' . $prefix . '|groups}.lock'); // its lock lapses
+        $this->assertTrue($this->request()->flush_group('h'));
+        $this->assertFalse($this->request()->get('k', 'h'));
+        $fiber->resume();
+        $this->assertTrue($fiber->getReturn());
+        $this->assertFalse($this->request()->get('k', 'h'), "h's flush holds");
+        $this->assertFalse($this->request()->get('k', 'g'), "g's flush holds");
     }
 
     public function testFlushRuntimeKeepsTheStore(): void
@@ -455,7 +905,7 @@ final class WordPressObjectCacheTest extends TestCase
         $prefix = $GLOBALS['wp_object_cache']->get_stats()['prefix'];
         $this->request()->flush_group('g'); // group g at generation 1
         wp_cache_set('k', 'old', 'g');
-        ephpm_kv_del($prefix . '|groups');
+        ephpm_kv_del($prefix . '|{' . $prefix . '|groups}');
         $this->assertFalse($this->request()->get('k', 'g'), 'without the group entry a new site generation starts');
         $this->request()->set('k', 'new', 'g');
         $this->assertSame('new', $this->request()->get('k', 'g'));
@@ -514,7 +964,7 @@ final class WordPressObjectCacheTest extends TestCase
      */
     public function testPlainWholeArrayWritesLoseAConcurrentOptionUpdate(): void
     {
-        $this->seedAlloptions(['siteurl' => 'http://x', 'blogname' => 'X']);
+        $this->seedAlloptions(['siteurl' => 'http://x', 'blogname' => 'X'], ['merge_options' => false]);
         $a = $this->request(['merge_options' => false]);
         $b = $this->request(['merge_options' => false]);
         $fromA = $a->get('alloptions', 'options', true);
@@ -523,7 +973,7 @@ final class WordPressObjectCacheTest extends TestCase
         $fromB['b'] = 'by B';
         $a->set('alloptions', $fromA, 'options');
         $b->set('alloptions', $fromB, 'options');
-        $stored = $this->storedAlloptions();
+        $stored = $this->storedAlloptions(['merge_options' => false]);
         $this->assertArrayNotHasKey('a', $stored, "A's update is lost");
         $this->assertSame('by B', $stored['b']);
     }
@@ -582,7 +1032,9 @@ final class WordPressObjectCacheTest extends TestCase
 
         $this->assertFalse($a->add('alloptions', ['stale' => 'copy'], 'options'));
         $this->assertFalse($this->storedAlloptions());
-        $this->assertFalse($a->get('alloptions', 'options'), 'nor is it kept in the runtime cache');
+        $this->assertSame(['stale' => 'copy'], $a->get('alloptions', 'options'), 'the request keeps its own database copy');
+        $this->assertTrue($a->set('alloptions', ['stale' => 'copy', 'new' => '1'], 'options'));
+        $this->assertFalse($this->storedAlloptions(), 'with no base: its set invalidates');
 
         // With no update in between, the add stores it.
         $c = $this->request();
@@ -592,6 +1044,88 @@ final class WordPressObjectCacheTest extends TestCase
 
         // An add with no miss before it in this request cannot be checked: refused.
         $this->assertFalse($this->request()->add('alloptions', ['unchecked' => '1'], 'options'));
+    }
+
+    /**
+     * wp_load_alloptions() as WordPress has it, counting its SELECTs: after
+     * a refused add the request keeps its copy, so its later get_option()
+     * calls neither read the database nor the store again (s5: 10 SELECTs
+     * and 10 lock waits before). A held merge lock costs an add nothing.
+     */
+    public function testARefusedAddKeepsTheRequestsCopy(): void
+    {
+        $cache = $this->request(['lock_wait' => 1.0]);
+        $selects = 0;
+        $getOption = function (string $name) use ($cache, &$selects) {
+            $all = $cache->get('alloptions', 'options');
+            if (!$all) {
+                $selects++;
+                $all = ['siteurl' => 'http://x', 'home' => 'http://x'];
+                $cache->add('alloptions', $all, 'options');
+            }
+            return $all[$name] ?? false;
+        };
+        $cache->get('warm');
+        // An update announces between the miss and the add (a request of its own, outside the seam's count).
+        // The merge lock is held throughout (a killed holder's, say).
+        $lock = $cache->store_key('alloptions', 'options', 'm');
+        WpSeam::at(null, 'before', 'setnx', WpSeam::count(null, 'setnx') + 1, function () use ($lock) {
+            (new WP_Object_Cache(['prefix' => $this->site, 'lock_wait' => 0.0]))->delete('alloptions', 'options');
+            $this->assertIsString(ephpm_kv_lock($lock, 30));
+        });
+        $start = microtime(true);
+        $calls = $this->calls($cache, function () use ($getOption) {
+            for ($i = 0; $i < 10; $i++) {
+                $this->assertSame('http://x', $getOption('siteurl'));
+            }
+        });
+        $this->assertSame(1, $selects);
+        $this->assertLessThan(0.5, microtime(true) - $start, 'no lock wait');
+        $this->assertSame(5, $calls, 'the setnx, its check, the invalidation (delete, advance, delete), once: the miss came with the first reading');
+        $this->assertFalse($this->storedAlloptions());
+        ephpm_kv_lock_release_all($lock);
+    }
+
+    /**
+     * The add takes no lock; an update U that found the entry missing
+     * looks again after its announce: P's add, which landed between U's
+     * read and U's announce (so P's check saw no announce), is invalidated.
+     * Without that second look P's copy, read from the database before U's
+     * write, would stay.
+     */
+    public function testAnAddLandingBetweenAnUpdatesReadAndAnnounceIsInvalidated(): void
+    {
+        $this->seedAlloptions(['x' => '0']);
+        $u = $this->request();
+        $all = $u->get('alloptions', 'options', true);
+        $this->request()->delete('alloptions', 'options'); // evicted, say
+        $p = $this->request();
+        $this->assertFalse($p->get('alloptions', 'options', true)); // P misses, then reads the database: x = 0
+        $all['x'] = '1'; // U: UPDATE ... x = 1, then the cache
+        $fiber = new Fiber(fn () => $u->set('alloptions', $all, 'options'));
+        WpSeam::at($fiber, 'after', 'get_many', 1, 'pause'); // U read: missing
+        $fiber->start();
+        $this->assertTrue($p->add('alloptions', ['x' => '0'], 'options'), "P's check sees no announce yet");
+        $fiber->resume();
+        $this->assertTrue($fiber->getReturn());
+        $this->assertFalse($this->storedAlloptions(), "P's stale copy is gone");
+    }
+
+    /** An update that announces between P's setnx and P's check: P's check sees it and removes P's copy. */
+    public function testAnAddWhoseVersionMovedAfterItsSetnxIsRemoved(): void
+    {
+        $p = $this->request();
+        $this->assertFalse($p->get('alloptions', 'options', true)); // P misses, reads the database
+        $fiber = new Fiber(fn () => $p->add('alloptions', ['x' => 'stale'], 'options'));
+        WpSeam::at($fiber, 'after', 'setnx', 1, 'pause');
+        $fiber->start();
+        $u = $this->request(); // U: UPDATE, then a merge into P's copy (the merge finds no conflict)
+        $all = $u->get('alloptions', 'options', true);
+        $this->assertSame(['x' => 'stale'], $all);
+        $this->assertTrue($u->set('alloptions', ['x' => 'stale', 'y' => 'new'], 'options'));
+        $fiber->resume();
+        $this->assertFalse($fiber->getReturn());
+        $this->assertFalse($this->storedAlloptions(), 'P cannot tell its copy from one that lacks a newer update: invalidated');
     }
 
     public function testAnUpdateOfAMissingEntryWritesNothingAndRefusesAPendingAdd(): void
@@ -611,44 +1145,140 @@ final class WordPressObjectCacheTest extends TestCase
 
     public function testAWholeArrayWithoutABaseInvalidates(): void
     {
-        $this->seedAlloptions(['x' => '0']);
         $blind = $this->request();
+        $this->assertFalse($blind->get('alloptions', 'options'));
+        $this->seedAlloptions(['x' => '0']);
         $this->assertTrue($blind->set('alloptions', ['x' => 'blind'], 'options'));
         $this->assertFalse($this->storedAlloptions());
         $this->assertSame(['x' => 'blind'], $blind->get('alloptions', 'options'), 'the request keeps what it set');
     }
 
-    public function testWithoutTheMergeLockAnUpdateInvalidates(): void
+    /** A holder that keeps the merge lock past the wait (killed, stalled) is taken over; its fenced write is refused. */
+    public function testAMergeLockHeldPastTheWaitIsTakenOver(): void
     {
-        $this->seedAlloptions(['x' => '0']);
+        $this->seedAlloptions(['x' => '0', 'y' => '0']);
         $a = $this->request(['lock_wait' => 0.0]);
         $all = $a->get('alloptions', 'options', true);
         $lock = $a->store_key('alloptions', 'options', 'm');
-        $token = ephpm_kv_lock($lock, 30);
-        $this->assertIsString($token);
-        try {
-            $all['x'] = '1';
-            $this->assertTrue($a->set('alloptions', $all, 'options'));
-            $this->assertFalse($this->storedAlloptions());
-            $this->assertSame('1', $a->get('alloptions', 'options')['x'], 'the request keeps what it set');
-        } finally {
-            ephpm_kv_unlock($lock, $token);
-        }
+        $this->assertIsString(ephpm_kv_lock($lock, 30, 0.0, null, $fence));
+        $all['x'] = '1';
+        $this->assertTrue($a->set('alloptions', $all, 'options'));
+        $this->assertSame(['x' => '1', 'y' => '0'], $this->storedAlloptions(), 'merged under the lock it took over');
+        $this->assertFalse(ephpm_kv_set_fenced($a->store_key('alloptions', 'options'), serialize(['x' => '0', 'y' => 'old holder']), $lock, $fence),
+            'the old holder cannot write over it');
+        $this->assertNull(ephpm_kv_lock_info($lock), 'released');
     }
 
-    /** A writer that advanced the version unseen (its lock expired under it) makes the merge invalidate. */
+    /**
+     * The lapsed lock (s1): W1 advanced the version and stalls before its
+     * write; its lock lapses; W2 takes the lock and reads the entry and the
+     * version W1 left. W1's write, after W2's read, would be lost under
+     * W2's (a lost update of another option), and W1's own check after it
+     * sees nothing amiss. The fence refuses W1's write: W1 invalidates, and
+     * W2's advance sees that. No update is lost: the entry holds both or is
+     * rebuilt from the database.
+     */
+    public function testAMergeWhoseLockLapsedLosesNoUpdate(): void
+    {
+        $this->seedAlloptions(['x' => 'old', 'y' => 'old', 'z' => 'old']);
+        $warm = $this->request();
+        $this->assertTrue($warm->set('alloptions', ['z' => 'z2'] + $warm->get('alloptions', 'options', true), 'options'));
+        $w1 = $this->request(['lock_wait' => 0.0]);
+        $w2 = $this->request(['lock_wait' => 30.0]);
+        $all1 = $w1->get('alloptions', 'options', true);
+        $all1['x'] = 'new';
+        $all2 = $w2->get('alloptions', 'options', true);
+        $all2['y'] = 'new';
+        $f1 = new Fiber(fn () => $w1->set('alloptions', $all1, 'options'));
+        WpSeam::at($f1, 'after', 'incr_by', 1, 'pause'); // advanced, not written
+        $f1->start();
+        ephpm_kv_lock_release_all($w1->store_key('alloptions', 'options', 'm')); // its 5 s lock lapses
+        $f2 = new Fiber(fn () => $w2->set('alloptions', $all2, 'options'));
+        WpSeam::at($f2, 'after', 'get_many', 1, 'pause'); // locked, read
+        $f2->start();
+        $f1->resume();
+        $this->assertTrue($f1->isTerminated(), WpSeam::trace($f1));
+        $f2->resume();
+        $this->assertTrue($f2->isTerminated());
+        $stored = $this->storedAlloptions();
+        if ($stored !== false) {
+            $this->assertSame(['x' => 'new', 'y' => 'new', 'z' => 'z2'], $stored);
+        }
+        $this->addToAssertionCount(1);
+    }
+
+    /**
+     * "Exactly + 1": the version moves between a merge's read under its
+     * lock and its advance, unseen by it (an invalidation whose own lock
+     * was taken over: its delete came before the merge's read, its advance
+     * after). The merge must invalidate, not write the array it read.
+     */
     public function testAVersionThatMovedUnseenInvalidates(): void
     {
         $this->seedAlloptions(['x' => '0']);
-        $a = $this->request();
-        $all = $a->get('alloptions', 'options', true);
-        $this->assertTrue($this->request()->set('alloptions', $this->request()->get('alloptions', 'options', true) + ['other' => '1'], 'options'));
-        ephpm_kv_incr_by($a->store_key('alloptions', 'options', 'v'), 1);
+        $warm = $this->request(); // the version counter exists
+        $this->assertTrue($warm->set('alloptions', ['y' => '1'] + $warm->get('alloptions', 'options', true), 'options'));
         $b = $this->request();
         $fromB = $b->get('alloptions', 'options', true);
-        ephpm_kv_incr_by($a->store_key('alloptions', 'options', 'v'), 1); // unseen by B
+        $this->assertEqualsCanonicalizing(['x' => '0', 'y' => '1'], $fromB, 'B has a base');
         $fromB['b'] = '1';
-        $this->assertTrue($b->set('alloptions', $fromB, 'options'));
+        $fiber = new Fiber(fn () => $b->set('alloptions', $fromB, 'options'));
+        WpSeam::at($fiber, 'after', 'get_many', 1, 'pause'); // B read under its lock
+        $fiber->start();
+        ephpm_kv_incr_by($b->store_key('alloptions', 'options', 'v'), 1); // the unseen advance
+        $fiber->resume();
+        $this->assertTrue($fiber->getReturn());
+        $this->assertFalse($this->storedAlloptions(), 'B saw its advance land on +2: invalidated');
+    }
+
+    /**
+     * The check after the write: an invalidation that takes no lock (an
+     * add's, a notoptions addition's) deletes, advances and deletes again
+     * between a merge's advance and its write. The merge's write, of an
+     * array read before that invalidation, lands after it; only the check
+     * after the write sees the version move, and invalidates.
+     */
+    public function testAnInvalidationBetweenAMergesAdvanceAndWriteIsCaughtByItsCheck(): void
+    {
+        $this->seedAlloptions(['x' => '0', 'y' => '0']);
+        $warm = $this->request(); // the version counter exists
+        $this->assertTrue($warm->set('alloptions', ['y' => '1'] + $warm->get('alloptions', 'options', true), 'options'));
+        $m = $this->request();
+        $all = $m->get('alloptions', 'options', true);
+        $all['x'] = '1';
+        $fiber = new Fiber(fn () => $m->set('alloptions', $all, 'options'));
+        WpSeam::at($fiber, 'after', 'incr_by', 1, 'pause'); // advanced, not written
+        $fiber->start();
+        $entry = $m->store_key('alloptions', 'options');
+        ephpm_kv_del($entry);
+        ephpm_kv_incr_by($m->store_key('alloptions', 'options', 'v'), 1);
+        ephpm_kv_del($entry);
+        $fiber->resume();
+        $this->assertTrue($fiber->getReturn());
+        $this->assertStringContainsString('set_fenced,get,del', WpSeam::trace($fiber));
+        $this->assertFalse($this->storedAlloptions(), 'the array read before the invalidation is not left in the store');
+    }
+
+    /**
+     * Invalidation's second delete: an add (no lock) after the first delete
+     * and checked before the advance stores a database copy the
+     * invalidation was meant to remove; the delete after the advance
+     * removes it.
+     */
+    public function testAnInvalidationsSecondDeleteRemovesAnAddThatLandedInBetween(): void
+    {
+        $this->seedAlloptions(['x' => '0']);
+        $p = $this->request();
+        $p->get('warm');
+        ephpm_kv_del($p->store_key('alloptions', 'options')); // evicted: P misses
+        $this->assertFalse($p->get('alloptions', 'options', true));
+        $i = $this->request(); // wp_cache_delete('alloptions') after a database change P's copy lacks
+        $i->get('warm');
+        $fiber = new Fiber(fn () => $i->delete('alloptions', 'options'));
+        WpSeam::at($fiber, 'after', 'del', 1, 'pause');
+        $fiber->start();
+        $this->assertTrue($p->add('alloptions', ['x' => 'read before the change'], 'options'), 'its check comes before the advance');
+        $fiber->resume();
         $this->assertFalse($this->storedAlloptions());
     }
 
@@ -712,10 +1342,12 @@ final class WordPressObjectCacheTest extends TestCase
      */
     public function testAddOptionAnnouncesItsRemovalEvenWhenItsAdditionWasDropped(): void
     {
+        $seed = $this->request();
+        $this->assertFalse($seed->get('notoptions', 'options'));
+        $seed->set('notoptions', ['gone' => true], 'options');
         $adder = $this->request();
-        $this->assertFalse($adder->get('notoptions', 'options'));
-        $adder->set('notoptions', [], 'options'); // get_option(), after the miss
-        $other = $this->request();
+        $this->assertSame(['gone' => true], $adder->get('notoptions', 'options'));
+        $other = $this->request(); // add_option('gone') elsewhere: a removal, which announces
         $other->get('notoptions', 'options');
         $other->set('notoptions', ['unrelated' => true], 'options');
         $stale = $this->request();
@@ -824,16 +1456,20 @@ final class WordPressObjectCacheTest extends TestCase
         'stats' => false,
     ];
 
-    public function testAnUnreachableStoreLeavesTheRequestOnItsRuntimeCacheWithOneWarning(): void
+    public function testAnUnreachableStoreLeavesTheRequestOnItsRuntimeCacheWithOneWarningPerTry(): void
     {
         // Nothing listens on port 1: every call throws Ephpm\KvException (UNAVAILABLE).
         [$stdout, $stderr, $status] = $this->child(self::FAILING_REQUEST, ['ephpm.kv_backend' => '"redis://127.0.0.1:1?dial_timeout=300ms"']);
         $this->assertSame(0, $status, $stderr);
         $this->assertSame(self::FAILING_EXPECTED, json_decode($stdout, true));
+        // One line for the failure, and one for wp_cache_flush(), which
+        // empties the runtime cache and so tries the store again.
         $lines = explode("\n", trim($stderr));
-        $this->assertCount(1, $lines, $stderr);
-        $this->assertStringStartsWith('ephpm object cache: reading the generations: ', $lines[0]);
-        $this->assertStringContainsString('this request goes on with its runtime cache only', $lines[0]);
+        $this->assertCount(2, $lines, $stderr);
+        foreach ($lines as $line) {
+            $this->assertStringStartsWith('ephpm object cache: reading the generations: ', $line);
+            $this->assertStringContainsString('this request goes on with its runtime cache only', $line);
+        }
     }
 
     public function testWithoutTheExtensionWordPressRunsOnTheRuntimeCache(): void
@@ -860,6 +1496,35 @@ final class WordPressObjectCacheTest extends TestCase
         $this->assertStringStartsWith('ephpm object cache: set: ', $stderr);
     }
 
+    /**
+     * A merge the store has no room for (OUT_OF_MEMORY keeps the old
+     * entry): the stale alloptions would be served on; it is invalidated
+     * instead (a delete needs no room), set() returns false, and the store
+     * stays in use for the request.
+     */
+    public function testAMergeTheStoreHasNoRoomForInvalidatesAndKeepsTheStore(): void
+    {
+        [$stdout, $stderr, $status] = $this->child(<<<'PHP'
+            $all = [];
+            for ($i = 0; $i < 100; $i++) { $all["opt_$i"] = str_repeat('v', 1000); }
+            $seed = new WP_Object_Cache(['prefix' => 'oom']);
+            $seed->get('alloptions', 'options', true);
+            $seeded = $seed->add('alloptions', $all, 'options');
+            for ($i = 0; ; $i++) { try { ephpm_kv_set("filler$i", str_repeat('f', 4000)); } catch (\Ephpm\KvException $e) { break; } }
+            $u = new WP_Object_Cache(['prefix' => 'oom']);
+            $a = $u->get('alloptions', 'options', true);
+            $a['opt_1'] = 'new value';
+            $a['big_new'] = str_repeat('b', 200000);
+            $r = [$seeded, $u->set('alloptions', $a, 'options'), $u->get_stats()['store_up'], (new WP_Object_Cache(['prefix' => 'oom']))->get('alloptions', 'options'),
+                  $u->set('small', 'fits'), (new WP_Object_Cache(['prefix' => 'oom']))->get('small'), $u->get('alloptions', 'options')['opt_1']];
+            echo json_encode($r);
+            PHP, ['ephpm.kv_backend' => 'memory', 'ephpm.kv_memory_limit' => '1M']);
+        $this->assertSame(0, $status, $stderr);
+        $this->assertSame([true, false, true, false, true, 'fits', 'new value'], json_decode($stdout, true));
+        $this->assertStringStartsWith('ephpm object cache: set: ', $stderr);
+        $this->assertStringNotContainsString('runtime cache only', $stderr);
+    }
+
     /** A value serialize() refuses lives in the runtime cache only: false, and no old entry is left to be served. */
     public function testAValueTheStoreCannotSerializeStaysInTheRuntimeCache(): void
     {
@@ -874,6 +1539,122 @@ final class WordPressObjectCacheTest extends TestCase
         $this->assertSame(0, $status, $stderr);
         $this->assertSame([true, false, true, false, false, ['m' => false, 'n' => true], ['m' => false, 'n' => 'fine'], true], json_decode($stdout, true));
         $this->assertSame("ephpm object cache: set: Serialization of 'Closure' is not allowed\n", $stderr);
+    }
+
+    /**
+     * A cached object whose class changed since it was stored (a plugin
+     * update typed a property): unserialize() throws TypeError. That is a
+     * miss, logged once, and the entry is removed; no page fatals.
+     */
+    public function testAnEntryThatCannotBeUnserializedIsAMissAndIsRemoved(): void
+    {
+        $log = tempnam(sys_get_temp_dir(), 'wplog');
+        $previous = ini_set('error_log', $log);
+        try {
+            $cache = $this->request();
+            $stale = 'O:13:"WpdropTyped42":1:{s:5:"limit";s:9:"unlimited";}'; // stored before the class typed $limit
+            foreach (['one', 'two', 'three'] as $key) {
+                ephpm_kv_set($cache->store_key($key, 'plugin'), $stale, 60);
+            }
+            $found = null;
+            $this->assertFalse($cache->get('one', 'plugin', false, $found));
+            $this->assertFalse($found);
+            $this->assertNull(ephpm_kv_get($cache->store_key('one', 'plugin')), 'removed, so no later request trips on it');
+            $this->assertSame(['two' => false, 'x' => false], $cache->get_multiple(['two', 'x'], 'plugin'));
+            $this->assertNull(ephpm_kv_get($cache->store_key('two', 'plugin')));
+            $this->assertFalse($cache->incr('three', 1, 'plugin'));
+            $this->assertNull(ephpm_kv_get($cache->store_key('three', 'plugin')));
+            $this->assertTrue($cache->get_stats()['store_up']);
+            $this->assertTrue($cache->set('one', 'fresh', 'plugin'));
+            $this->assertSame('fresh', $this->request()->get('one', 'plugin'));
+            $lines = array_filter(explode("\n", (string) file_get_contents($log)));
+            $this->assertCount(1, $lines, 'logged once per request');
+            $this->assertStringContainsString('cannot be unserialized (TypeError', $lines[0]);
+        } finally {
+            ini_set('error_log', (string) $previous);
+            unlink($log);
+        }
+    }
+
+    /**
+     * What serialize() refuses with an Error (a __serialize() that returns
+     * no array, a __sleep() that throws Error), and resources (which it would
+     * store as i:0;), stay in the request's runtime cache; the old entry is
+     * removed and the store stays in use. A merged array holding one is
+     * invalidated.
+     */
+    public function testValuesSerializeRefusesOrWouldMangleStayInTheRuntimeCache(): void
+    {
+        $log = tempnam(sys_get_temp_dir(), 'wplog');
+        $previous = ini_set('error_log', $log);
+        try {
+            $cache = $this->request();
+            $values = [
+                'string from __serialize' => new class () { public function __serialize() { return 'not an array'; } },
+                'Error from __sleep' => new class () { public function __sleep() { throw new Error('no'); } },
+                'resource' => fopen('php://memory', 'r'),
+                'resource in an array' => ['handle' => [fopen('php://memory', 'r')]],
+            ];
+            foreach ($values as $name => $value) {
+                $this->assertTrue($cache->set($name, 'old'), $name);
+                $this->assertFalse($cache->set($name, $value), $name);
+                $this->assertNotFalse($cache->get($name), "$name: the request keeps it");
+                $this->assertFalse($this->request()->get($name), "$name: no old entry, no i:0;");
+                $this->assertFalse($cache->add("$name new", $value), $name);
+                $this->assertSame([$name => false], $cache->set_multiple([$name => $value]), $name);
+            }
+            $this->assertIsResource($cache->get('resource'), 'the request keeps it');
+            $this->seedAlloptions(['x' => '1']);
+            $all = $cache->get('alloptions', 'options', true);
+            $all['cb'] = new class () { public function __sleep() { throw new Error('no'); } };
+            $this->assertFalse($cache->set('alloptions', $all, 'options'));
+            $this->assertFalse($this->storedAlloptions(), 'invalidated: the next reader rebuilds it');
+            $this->assertTrue($cache->get_stats()['store_up']);
+        } finally {
+            ini_set('error_log', (string) $previous);
+            unlink($log);
+        }
+    }
+
+    /**
+     * A long process (WP-CLI, a worker) is not left without the store by
+     * one failure: after wp_cache_flush_runtime(), or after the retry time,
+     * it is tried again. Writes skipped while it was off may have left
+     * stale entries, so its return advances the site generation.
+     */
+    public function testALongProcessGetsTheStoreBackAfterAFailure(): void
+    {
+        $log = tempnam(sys_get_temp_dir(), 'wplog');
+        $previous = ini_set('error_log', $log);
+        try {
+            $worker = $this->request();
+            $worker->set('post', 'old');
+            WpSeam::at(null, 'before', 'get', WpSeam::count(null, 'get') + 1, 'fail');
+            $this->assertFalse($worker->get('other', 'default', true));
+            $this->assertFalse($worker->get_stats()['store_up']);
+            $this->assertFalse($worker->set('post', 'new'), 'skipped: the store keeps the old value');
+            $this->assertSame('old', $this->request()->get('post'));
+            $this->assertTrue($worker->flush_runtime());
+            $this->assertFalse($worker->get('post'), 'tried again, and the site generation advanced: the stale entry is gone');
+            $this->assertTrue($worker->get_stats()['store_up']);
+            $this->assertFalse($this->request()->get('post'), 'for every request');
+            $this->assertTrue($worker->set('post', 'newer'));
+            $this->assertSame('newer', $this->request()->get('post'));
+
+            // Reads only, while off: nothing is flushed when the store returns; after the retry time, without flush_runtime().
+            $reader = $this->request(['store_retry' => 0.2]);
+            $reader->get('warm');
+            WpSeam::at(null, 'before', 'get', WpSeam::count(null, 'get') + 1, 'fail');
+            $this->assertFalse($reader->get('x', 'default', true));
+            $this->assertFalse($reader->get('post', 'default', true), 'off: no store');
+            usleep(250_000);
+            $this->assertSame('newer', $reader->get('post', 'default', true), 'back, and nothing flushed');
+            $lines = array_values(array_filter(explode("\n", (string) file_get_contents($log))));
+            $this->assertStringContainsString('this site\'s entries were flushed', $lines[1] ?? '', implode("\n", $lines));
+        } finally {
+            ini_set('error_log', (string) $previous);
+            unlink($log);
+        }
     }
 
     // ------------------------------------------------ races of processes
@@ -952,14 +1733,14 @@ final class WordPressObjectCacheTest extends TestCase
         }
         foreach ([true, false] as $merge) {
             $this->site = 'wpt-' . bin2hex(random_bytes(6));
-            $this->seedAlloptions($options);
+            $this->seedAlloptions($options, ['merge_options' => $merge]);
             $outputs = ephpm_test_race(6, sprintf(<<<'PHP'
                 require_once %s;
-                $c = new WP_Object_Cache(["prefix" => %s, "merge_options" => %s]);
+                $c = new WP_Object_Cache(["prefix" => %s, "merge_options" => %s, "lock_wait" => 30.0]);
                 $all = $c->get("alloptions", "options", true);
                 if (!is_array($all)) { echo "miss\n"; } else { $all["opt_{$r}_{$i}"] = "value $r $i"; $c->set("alloptions", $all, "options"); }
                 PHP, var_export(WPDROP_FILE, true), var_export($this->site, true), var_export($merge, true)), $rounds);
-            $stored = $this->storedAlloptions();
+            $stored = $this->storedAlloptions(['merge_options' => $merge]);
             $this->assertIsArray($stored);
             $kept = count(array_filter(array_keys($stored), fn ($name) => str_starts_with((string) $name, 'opt_')));
             if ($merge) {
@@ -972,5 +1753,74 @@ final class WordPressObjectCacheTest extends TestCase
                     ini_get('ephpm.kv_backend'), $kept, 6 * $rounds));
             }
         }
+    }
+
+    /**
+     * Updates, cold reads (a miss, the database, an add) and, with $flush,
+     * flushes race in six processes, five rounds, against a "database" of
+     * six options kept in store keys of their own. Processes 0-2 each
+     * update their own option (the database, then alloptions as
+     * update_option() does); 3 and 4 drop the entry and load it as a cold
+     * request (wp_load_alloptions(): a miss, the database, an add); 5 loads
+     * it too, or flushes the site. Whatever the interleaving, alloptions
+     * then holds exactly the database, or nothing.
+     */
+    private function raceAlloptionsAgainstTheDatabase(bool $flush): void
+    {
+        $this->skipUnlessShared();
+        $db = 'wpdb|' . $this->site . '|';
+        for ($o = 0; $o < 6; $o++) {
+            ephpm_kv_set($db . "opt_$o", 'initial', 600);
+        }
+        ephpm_test_race(6, sprintf(<<<'PHP'
+            require_once %s;
+            $db = %s;
+            $options = ["prefix" => %s, "lock_wait" => 30.0];
+            $load = function (WP_Object_Cache $c, bool $force) use ($db) {
+                $all = $c->get("alloptions", "options", $force);
+                if (!is_array($all)) {
+                    $all = [];
+                    foreach (ephpm_kv_get_many(array_map(fn ($o) => $db . "opt_$o", range(0, 5))) as $key => $value) {
+                        $all[substr($key, strlen($db))] = $value;
+                    }
+                    $c->add("alloptions", $all, "options");
+                }
+                return $all;
+            };
+            $c = new WP_Object_Cache($options);
+            if ($i < 3) {
+                $c->get("warm");
+                ephpm_kv_set($db . "opt_$i", "round $r", 600);
+                $all = $load($c, true);
+                $all["opt_$i"] = "round $r";
+                $c->set("alloptions", $all, "options");
+            } elseif ($i < 5 || !%s) {
+                if ($i < 5) { $c->delete("alloptions", "options"); }
+                $load(new WP_Object_Cache($options), false);
+            } else {
+                $c->flush();
+            }
+            PHP, var_export(WPDROP_FILE, true), var_export($db, true), var_export($this->site, true), var_export($flush, true)), 5);
+        $database = [];
+        foreach (ephpm_kv_get_many(array_map(fn ($o) => $db . "opt_$o", range(0, 5))) as $key => $value) {
+            $database[substr($key, strlen($db))] = $value;
+        }
+        $this->assertSame('round 4', $database['opt_0']);
+        $stored = $this->storedAlloptions();
+        if ($stored !== false) {
+            ksort($stored);
+            $this->assertSame($database, $stored, 'the cache never holds an option the database does not');
+        }
+        $this->addToAssertionCount(1);
+    }
+
+    public function testColdReadsAndUpdatesInProcessesLeaveAlloptionsEqualToTheDatabase(): void
+    {
+        $this->raceAlloptionsAgainstTheDatabase(false);
+    }
+
+    public function testAFlushInFlightAmongUpdatesLeavesAlloptionsEqualToTheDatabase(): void
+    {
+        $this->raceAlloptionsAgainstTheDatabase(true);
     }
 }

@@ -11,33 +11,39 @@
  *   defined, else EPHPM_WP_PREFIX, else one derived from ABSPATH, DB_HOST,
  *   DB_NAME and $table_prefix, so two sites on one store never share a key.
  * - A per-request runtime cache sits in front of the store; every write goes
- *   to the store first, then to the runtime cache. wp_cache_add() is
+ *   to the store first, then to the runtime cache. A miss is remembered
+ *   for the request ($force reads the store). wp_cache_add() is
  *   ephpm_kv_setnx(): of any number of requests adding one key at once,
  *   exactly one gets true, whatever their runtime caches hold.
  * - wp_cache_flush() and wp_cache_flush_group() remove only this site's
  *   entries, by making them unreachable: every key carries the site's
- *   generation and its group's, kept in the store and read once per
- *   request; a flush advances one. The old entries stay in the store until
- *   their TTL ends or the store evicts them. So that they do end, every
- *   entry gets a TTL of at most EPHPM_WP_MAX_TTL seconds (default 86400;
- *   WordPress's "0: no expiry" becomes that ceiling; 0 turns the ceiling
- *   off). An entry that a request which read the old generation writes
- *   after another request flushed goes into the old generation: nobody
- *   reads it again.
+ *   generation and its group's, kept in the store; a flush advances one. A
+ *   request reads them at its first access (with this blog's alloptions
+ *   and notoptions, in one crossing), again when its reading is older than
+ *   EPHPM_WP_GENERATION_MAX_AGE (1 s), and at every read and merge of a
+ *   merged array, whose keys carry none (its value does). The old entries
+ *   stay in the store until their TTL ends or the store evicts them. So
+ *   that they do end, every entry gets a TTL of at most EPHPM_WP_MAX_TTL
+ *   seconds (default 86400; WordPress's "0: no expiry" becomes that
+ *   ceiling; 0 turns the ceiling off).
  * - WordPress's merged option arrays ('alloptions' and 'notoptions' in
  *   group 'options', '<network id>:notoptions' in 'site-options') are not
  *   written whole: a set writes the difference between the new array and
  *   the one this request last read or wrote, merged into the stored array
- *   under a lock, with a version counter that lets a stale copy be refused
- *   (docs/wordpress.md, "The alloptions race"). EPHPM_WP_MERGE_OPTIONS =
+ *   under a lock written with its fence, with a version counter that lets
+ *   a stale copy be refused (docs/wordpress.md, "The alloptions race",
+ *   argues it step by step). EPHPM_WP_MERGE_OPTIONS =
  *   false writes them whole, as any other key (WordPress's own behaviour,
  *   which loses concurrent updates; for comparison only).
  * - A failure of the store (Ephpm\KvException, or no extension) never
  *   reaches WordPress: the request goes on with its runtime cache alone and
  *   logs one line (error_log). Then a miss is false with $found false, a
- *   set or delete returns false, and so does an add. A write the store
- *   refuses for want of memory returns false and removes the old entry, so
- *   that it is not served stale; the store stays in use.
+ *   set or delete returns false, and so does an add. The store is tried
+ *   again after wp_cache_flush_runtime() or EPHPM_WP_STORE_RETRY seconds
+ *   (10); if writes were skipped meanwhile, its return flushes the site. A
+ *   write the store refuses for want of memory returns false and removes
+ *   the old entry, so that it is not served stale; the store stays in use.
+ *   An entry unserialize() throws on is a miss, and is removed.
  *
  * Not atomic, and said where they are: wp_cache_replace() (an exists, then
  * a set) and wp_cache_incr()/wp_cache_decr() on a key that is removed
@@ -46,7 +52,7 @@
 
 if (!defined('EPHPM_WP_OBJECT_CACHE')) {
     /** The version of this drop-in's key layout; a change of layout changes it. */
-    define('EPHPM_WP_OBJECT_CACHE', 1);
+    define('EPHPM_WP_OBJECT_CACHE', 2);
 }
 
 /** Makes $wp_object_cache, the cache of this request. */
@@ -231,15 +237,33 @@ class WP_Object_Cache
      * key, and a counter made anew never repeats an old value.
      */
     private const COUNTER_FLOOR = 1 << 40;
+    /**
+     * And below this: every counter stays under 2^53, where a double holds
+     * each integer exactly (a Redis script's Lua number is a double: the
+     * sum that ephpm_kv_incr_by() with a TTL returns from Redis is rounded
+     * above it, and a version check would then see a move that was none).
+     */
+    private const COUNTER_CEILING = 1 << 52;
     /** How long a merge may hold its lock, in seconds: a killed holder's lock lapses after this. */
     private const MERGE_LOCK_TTL = 5;
+    /** What unpack() returns for an entry unserialize() throws on (no stored value is this string: pack() serializes strings). */
+    private const UNREADABLE = "\0ephpm-unreadable";
     /** The TTL ceiling when EPHPM_WP_MAX_TTL is not defined, in seconds. */
     public const DEFAULT_MAX_TTL = 86400;
     /** How long a merge or flush_group waits for its lock by default, in seconds. */
     public const DEFAULT_LOCK_WAIT = 2.0;
+    /** How long the store stays off after a failure before it is tried again, by default, in seconds. */
+    public const DEFAULT_STORE_RETRY = 10.0;
+    /** How old this request's reading of the generations may be when it reaches the store, by default, in seconds. */
+    public const DEFAULT_GENERATION_MAX_AGE = 1.0;
 
     /** @var array<string, array<int|string, mixed>> the runtime cache: group => id => value */
     public $cache = [];
+    /**
+     * @var array<string, array<int|string, true>> keys the store had no entry for when this request
+     *      last read them: later gets of the request answer false without a crossing ($force reads)
+     */
+    private array $missing = [];
     /** Gets that found a value (runtime or store). */
     public $cache_hits = 0;
     /** Gets that found none. */
@@ -252,11 +276,13 @@ class WP_Object_Cache
     public $blog_prefix = '';
     /** Whether this is a multisite network (is_multisite() when the cache was made). */
     public $multisite = false;
-    /** Calls into the store this request (each one crossing). */
+    /** Calls into the store this request (each one crossing): every one goes through kv(), which counts it. */
     public $store_calls = 0;
 
     /** What every store key of this site starts with. */
     private string $prefix;
+    /** The prefix of the store's functions: 'ephpm_kv_' (tests put wrappers of them under another). */
+    private string $kvFunctions;
     /** The TTL ceiling in seconds; 0: none. */
     private int $maxTtl;
     /** Whether the merged option arrays are merged (else written whole). */
@@ -265,10 +291,22 @@ class WP_Object_Cache
     private float $lockWait;
     /** False once the store failed this request, or without the extension. */
     private bool $storeUp;
+    /** When a failure turned the store off (hrtime, ns); null: it did not, or the extension is missing. */
+    private ?int $storeDownAt = null;
+    /** How long the store stays off after a failure before it is tried again (ns). */
+    private int $storeRetry;
+    /** Whether a write or delete was skipped (or its outcome unknown) while the store was off: its return advances the site generation. */
+    private bool $skippedWrites = false;
     /** Whether this request logged its one line about the store. */
     private bool $warned = false;
+    /** What the last unserialize() that threw said (for the log line). */
+    private static string $unpackError = '';
     /** The site generation this request reads and writes in; null until read. */
     private ?int $siteGeneration = null;
+    /** When the generations were last read (hrtime, ns). */
+    private int $generationsReadAt = 0;
+    /** How old that reading may be when the request reaches the store (ns): older, it is read again first. */
+    private int $generationMaxAge;
     /** @var array<string, int> group => generation (absent: 0) */
     private array $groupGenerations = [];
     /**
@@ -282,8 +320,9 @@ class WP_Object_Cache
     private array $mergeState = [];
 
     /**
-     * @param array{prefix?: string, max_ttl?: int, merge_options?: bool, lock_wait?: float} $options
-     *        overrides of the constants (tests, and sites that make the cache themselves)
+     * @param array{prefix?: string, max_ttl?: int, merge_options?: bool, lock_wait?: float, generation_max_age?: float, store_retry?: float, kv_functions?: string} $options
+     *        overrides of the constants (tests, and sites that make the cache themselves); kv_functions
+     *        names another prefix for the store's functions than 'ephpm_kv_' (a test's wrappers)
      */
     public function __construct(array $options = [])
     {
@@ -294,7 +333,12 @@ class WP_Object_Cache
         $this->maxTtl = max(0, min(self::MAX_STORE_TTL, (int) $maxTtl));
         $this->mergeOptions = (bool) ($options['merge_options'] ?? (defined('EPHPM_WP_MERGE_OPTIONS') ? EPHPM_WP_MERGE_OPTIONS : true));
         $this->lockWait = max(0.0, (float) ($options['lock_wait'] ?? (defined('EPHPM_WP_LOCK_WAIT') ? EPHPM_WP_LOCK_WAIT : self::DEFAULT_LOCK_WAIT)));
-        $this->storeUp = function_exists('ephpm_kv_get_many');
+        $maxAge = (float) ($options['generation_max_age'] ?? (defined('EPHPM_WP_GENERATION_MAX_AGE') ? EPHPM_WP_GENERATION_MAX_AGE : self::DEFAULT_GENERATION_MAX_AGE));
+        $this->generationMaxAge = (int) (max(0.0, min(3600.0, $maxAge)) * 1e9);
+        $retry = (float) ($options['store_retry'] ?? (defined('EPHPM_WP_STORE_RETRY') ? EPHPM_WP_STORE_RETRY : self::DEFAULT_STORE_RETRY));
+        $this->storeRetry = (int) (max(0.0, min(86400.0, $retry)) * 1e9);
+        $this->kvFunctions = (string) ($options['kv_functions'] ?? 'ephpm_kv_');
+        $this->storeUp = function_exists($this->kvFunctions . 'get_many');
         if (!$this->storeUp) {
             $this->warn('the ephpm extension is not loaded');
         }
@@ -302,8 +346,8 @@ class WP_Object_Cache
 
     /**
      * The prefix of every store key of this site: "wp<length>:<salt>", or
-     * "wp#<sha256>" for a salt over 200 bytes (a length makes no prefix the
-     * start of another).
+     * "wp#<sha256>" for a salt over 200 bytes or with a brace (a length
+     * makes no prefix the start of another).
      */
     private static function sitePrefix(array $options): string
     {
@@ -323,7 +367,9 @@ class WP_Object_Cache
             $salt = 'site-' . substr(hash('sha256', implode("\0", $site)), 0, 24);
         }
 
-        return strlen($salt) <= 200 ? 'wp' . strlen($salt) . ':' . $salt : 'wp#' . hash('sha256', $salt);
+        // No brace in a prefix: the first "{" of a key is the drop-in's
+        // own, which names the key's hash tag on a Redis Cluster.
+        return strlen($salt) <= 200 && strpbrk($salt, '{}') === false ? 'wp' . strlen($salt) . ':' . $salt : 'wp#' . hash('sha256', $salt);
     }
 
     // ---------------------------------------------------------------- API
@@ -346,6 +392,7 @@ class WP_Object_Cache
         }
         $group = self::group($group);
         $id = $this->runtimeId($key, $group);
+        unset($this->missing[$group][$id]);
         if (isset($this->non_persistent_groups[$group]) || !$this->generations()) {
             if ($this->inRuntime($group, $id)) {
                 return false;
@@ -364,8 +411,7 @@ class WP_Object_Cache
             return false;
         }
         try {
-            $this->store_calls++;
-            $added = ephpm_kv_setnx($storeKey, $packed, $this->ttl($expire));
+            $added = $this->kv('setnx', $storeKey, $packed, $this->ttl($expire));
         } catch (\Ephpm\KvException $e) {
             // Out of memory: nothing was stored. Else unknown: never an add.
             $this->storeFailed($e, 'add', $e->getCode() !== \Ephpm\KvException::OUT_OF_MEMORY);
@@ -409,15 +455,15 @@ class WP_Object_Cache
         }
         $group = self::group($group);
         $id = $this->runtimeId($key, $group);
+        unset($this->missing[$group][$id]);
         if (isset($this->non_persistent_groups[$group])) {
             return $this->inRuntime($group, $id) ? $this->set($key, $data, $group, $expire) : false;
         }
-        if (!$this->generations()) {
+        if (!$this->generations(true)) {
             return false;
         }
         try {
-            $this->store_calls++;
-            $exists = ephpm_kv_exists($this->storeKey($key, $group));
+            $exists = $this->kv('exists', $this->storeKey($key, $group));
         } catch (\Ephpm\KvException $e) {
             $this->storeFailed($e, 'replace');
 
@@ -445,9 +491,10 @@ class WP_Object_Cache
         }
         $group = self::group($group);
         $id = $this->runtimeId($key, $group);
+        unset($this->missing[$group][$id]);
         $stored = true;
         if (!isset($this->non_persistent_groups[$group])) {
-            if (!$this->generations()) {
+            if (!$this->generations(true)) {
                 $stored = false;
             } else {
                 $storeKey = $this->storeKey($key, $group);
@@ -477,7 +524,7 @@ class WP_Object_Cache
     public function set_multiple(array $data, $group = '', $expire = 0)
     {
         $group = self::group($group);
-        if (isset($this->non_persistent_groups[$group]) || !$this->generations()) {
+        if (isset($this->non_persistent_groups[$group]) || !$this->generations(!isset($this->non_persistent_groups[$group]))) {
             $values = [];
             foreach ($data as $key => $value) {
                 $values[$key] = $this->set($key, $value, $group, $expire);
@@ -487,6 +534,7 @@ class WP_Object_Cache
         }
         $values = [];
         $batch = [];
+        $batched = []; // key => value of what went into $batch (a merged array is set() on its own, once)
         foreach ($data as $key => $value) {
             if (!$this->isValidKey($key, __FUNCTION__)) {
                 $values[$key] = false;
@@ -494,15 +542,15 @@ class WP_Object_Cache
                 $values[$key] = $this->set($key, $value, $group, $expire);
             } else {
                 $batch[$this->storeKey($key, $group)] = $packed;
-                $values[$key] = true;
+                $batched[$key] = $value;
+                $values[$key] = true; // its place in the order; decided below
             }
         }
         if ($batch !== []) {
             $ttl = $this->ttl($expire);
             $stored = true;
             try {
-                $this->store_calls++;
-                ephpm_kv_set_many($batch, $ttl);
+                $this->kv('set_many', $batch, $ttl);
             } catch (\Ephpm\KvException $e) {
                 // Some entries may be stored and some not: those that are
                 // not may hold an old value, so none is kept.
@@ -522,15 +570,15 @@ class WP_Object_Cache
                 // written; each entry on its own, so the others are stored.
                 $stored = null;
             }
-            foreach ($data as $key => $value) {
-                if ($values[$key] === true) {
-                    if ($stored === null) {
-                        $values[$key] = $this->set($key, $value, $group, $expire);
-                        continue;
-                    }
-                    $this->cache[$group][$this->runtimeId($key, $group)] = is_object($value) ? clone $value : $value;
-                    $values[$key] = $stored;
+            foreach ($batched as $key => $value) {
+                if ($stored === null) {
+                    $values[$key] = $this->set($key, $value, $group, $expire);
+                    continue;
                 }
+                $id = $this->runtimeId($key, $group);
+                $this->cache[$group][$id] = is_object($value) ? clone $value : $value;
+                unset($this->missing[$group][$id]);
+                $values[$key] = $stored;
             }
         }
 
@@ -559,7 +607,8 @@ class WP_Object_Cache
 
             return is_object($value) ? clone $value : $value;
         }
-        if (!$persistent || !$this->generations()) {
+        $merged = $persistent && $this->storeServes() && $this->mergeKind($key, $group) !== null;
+        if (!$persistent || (!$force && isset($this->missing[$group][$id])) || (!$merged && !$this->generations()) || !$this->storeUp) {
             $found = false;
             $this->cache_misses++;
 
@@ -567,18 +616,24 @@ class WP_Object_Cache
         }
         $storeKey = $this->storeKey($key, $group);
         try {
-            $this->store_calls++;
-            if ($this->mergeKind($key, $group) !== null) {
-                // With its version counter, in the same crossing: the base
-                // of this request's merges (mergedSet(), mergedAdd()).
-                $versionKey = $this->storeKey($key, $group, 'v');
-                $read = ephpm_kv_get_many([$storeKey, $versionKey]);
+            if ($merged) {
+                // The generations, the version counter and the entry, in
+                // one crossing: the base of this request's merges
+                // (mergedSet(), mergedAdd()).
+                [$versionKey] = $this->mergeKeys($storeKey);
+                $read = $this->readGenerations([$versionKey, $storeKey]);
                 $raw = $read[$storeKey] ?? null;
-                $value = $raw === null ? null : self::unpack($raw);
-                $this->mergeState[$storeKey] = ['base' => is_array($value) ? $value : null, 'version' => $read[$versionKey] ?? null];
+                $value = $this->mergedValue($raw, $group);
+                $this->mergeState[$storeKey] = ['base' => is_array($value) ? $value : null, 'version' => $read[$versionKey] ?? null, 'present' => $raw !== null];
+                if (!is_array($value)) {
+                    $raw = null;
+                }
             } else {
-                $raw = ephpm_kv_get($storeKey);
-                $value = $raw === null ? null : self::unpack($raw);
+                $raw = $this->kv('get', $storeKey);
+                $value = $raw === null ? null : $this->unpackStored($storeKey, $raw, 'get');
+                if ($value === self::UNREADABLE) {
+                    $raw = null;
+                }
             }
         } catch (\Ephpm\KvException $e) {
             $this->storeFailed($e, 'get');
@@ -587,6 +642,7 @@ class WP_Object_Cache
         }
         if ($raw === null) {
             unset($this->cache[$group][$id]);
+            $this->missing[$group][$id] = true;
             $found = false;
             $this->cache_misses++;
 
@@ -626,6 +682,9 @@ class WP_Object_Cache
                 $this->cache_hits++;
                 $value = $this->cache[$group][$id];
                 $values[$key] = is_object($value) ? clone $value : $value;
+            } elseif (!$force && isset($this->missing[$group][$id])) {
+                $this->cache_misses++;
+                $values[$key] = false;
             } elseif ($this->mergeKind($key, $group) !== null) {
                 $values[$key] = $this->get($key, $group, $force);
             } else {
@@ -637,8 +696,7 @@ class WP_Object_Cache
             return $values;
         }
         try {
-            $this->store_calls++;
-            $read = ephpm_kv_get_many(array_keys($pending));
+            $read = $this->kv('get_many', array_keys($pending));
         } catch (\Ephpm\KvException $e) {
             $this->storeFailed($e, 'get_multiple');
             foreach ($pending as [$key]) {
@@ -649,12 +707,13 @@ class WP_Object_Cache
         }
         foreach ($pending as $storeKey => [$key, $id]) {
             $raw = $read[$storeKey] ?? null;
-            if ($raw === null) {
+            $value = $raw === null ? self::UNREADABLE : $this->unpackStored($storeKey, $raw, 'get_multiple');
+            if ($value === self::UNREADABLE) {
                 unset($this->cache[$group][$id]);
+                $this->missing[$group][$id] = true;
                 $this->cache_misses++;
                 continue;
             }
-            $value = self::unpack($raw);
             $this->cache[$group][$id] = $value;
             $this->cache_hits++;
             $values[$key] = is_object($value) ? clone $value : $value;
@@ -676,11 +735,11 @@ class WP_Object_Cache
         $group = self::group($group);
         $id = $this->runtimeId($key, $group);
         $inRuntime = $this->inRuntime($group, $id);
-        unset($this->cache[$group][$id]);
+        unset($this->cache[$group][$id], $this->missing[$group][$id]);
         if (isset($this->non_persistent_groups[$group])) {
             return $inRuntime;
         }
-        if (!$this->generations()) {
+        if (!$this->generations(true)) {
             return false;
         }
         $storeKey = $this->storeKey($key, $group);
@@ -688,11 +747,12 @@ class WP_Object_Cache
             if ($this->mergeKind($key, $group) !== null) {
                 unset($this->mergeState[$storeKey]);
 
-                return $this->invalidate($storeKey, $this->storeKey($key, $group, 'v'));
-            }
-            $this->store_calls++;
+                [$versionKey, $lockName] = $this->mergeKeys($storeKey);
 
-            return ephpm_kv_del($storeKey) > 0;
+                return $this->invalidate($storeKey, $versionKey, $lockName);
+            }
+
+            return $this->kv('del', $storeKey) > 0;
         } catch (\Ephpm\KvException $e) {
             $this->storeFailed($e, 'delete');
 
@@ -734,20 +794,19 @@ class WP_Object_Cache
     public function flush()
     {
         $this->flush_runtime();
-        if (!$this->generations()) {
+        if (!$this->generations(true)) {
             return false;
         }
         try {
-            $this->store_calls++;
-            $generation = ephpm_kv_incr_by($this->metaKey('gen'), 1);
+            $generation = $this->kv('incr_by', $this->metaKey('gen'), 1);
             if ($generation < self::COUNTER_FLOOR) {
                 // The counter was lost and made anew from 0: give it a
                 // start no older generation can have had.
-                $generation = random_int(self::COUNTER_FLOOR, PHP_INT_MAX >> 1);
-                $this->store_calls++;
-                ephpm_kv_set($this->metaKey('gen'), (string) $generation);
+                $generation = self::counterStart();
+                $this->kv('set', $this->metaKey('gen'), (string) $generation);
             }
             $this->siteGeneration = $generation;
+            $this->generationsReadAt = hrtime(true);
 
             return true;
         } catch (\Ephpm\KvException $e) {
@@ -761,13 +820,18 @@ class WP_Object_Cache
      * Empties the runtime cache and forgets the generations and merge
      * bases read this request: the next access reads them again, so a long
      * process (WP-CLI, a queue worker) that calls it sees other processes'
-     * flushes. The store keeps its entries.
+     * flushes. A store that a failure turned off is tried again at the next
+     * access. The store keeps its entries.
      */
     public function flush_runtime()
     {
         $this->cache = [];
+        $this->missing = [];
         $this->mergeState = [];
         $this->siteGeneration = null;
+        if (!$this->storeUp && $this->storeDownAt !== null) {
+            $this->storeDownAt = hrtime(true) - $this->storeRetry; // tried again at the next access (storeServes())
+        }
         $this->groupGenerations = [];
 
         return true;
@@ -775,31 +839,40 @@ class WP_Object_Cache
 
     /**
      * Makes every entry of $group, on every blog, unreachable: advances the
-     * group's generation in the site's group entry, under the lock
-     * "<prefix>|groups.lock", so concurrent flushes of groups are never
-     * lost. If the lock cannot be had within the wait, the whole site is
-     * flushed instead (a superset). False if the store failed.
+     * group's generation in the site's group entry, under its lock
+     * (lockMerge(): a holder past the wait is taken over), written fenced,
+     * so concurrent flushes of groups are never lost and a holder whose
+     * lock lapsed never writes back an older map. If the lock cannot be
+     * had, or the fenced write is refused, the whole site is flushed
+     * instead (a superset). False if the store failed.
      */
     public function flush_group($group)
     {
         $group = self::group($group);
-        unset($this->cache[$group]);
-        $this->mergeState = [];
+        unset($this->cache[$group], $this->missing[$group]);
+        $needle = strlen($group) . ':' . $group . '|';
+        foreach (array_keys($this->mergeState) as $storeKey) {
+            // "<prefix>|d{<scope><group length>:<group>|<key>}": that group's merged arrays only.
+            $tail = substr($storeKey, strpos($storeKey, '{') + 1);
+            $tail = $tail[0] === 'b' ? substr($tail, strpos($tail, ':') + 1) : substr($tail, 1);
+            if (strncmp($tail, $needle, strlen($needle)) === 0) {
+                unset($this->mergeState[$storeKey]);
+            }
+        }
         if (isset($this->non_persistent_groups[$group])) {
             return true;
         }
-        if (!$this->generations()) {
+        if (!$this->generations(true)) {
             return false;
         }
         try {
-            $this->store_calls++;
-            $token = ephpm_kv_lock($this->metaKey('groups.lock'), self::MERGE_LOCK_TTL, $this->lockWait);
+            $lockName = $this->metaKey('groups.lock');
+            $token = $this->lockMerge($lockName, $fence);
             if ($token === false) {
                 return $this->flush();
             }
             try {
-                $this->store_calls++;
-                $generations = self::groupMap(ephpm_kv_get($this->metaKey('groups')));
+                $generations = self::groupMap($this->kv('get', $this->metaKey('groups')));
                 if ($generations === null) {
                     // The group entry is gone: generations() will start a
                     // new site generation for it; flushing the site now
@@ -807,12 +880,16 @@ class WP_Object_Cache
                     return $this->flush();
                 }
                 $generations[$group] = ($generations[$group] ?? 0) + 1;
-                $this->store_calls++;
-                ephpm_kv_set($this->metaKey('groups'), serialize($generations));
+                if (!$this->kv('set_fenced', $this->metaKey('groups'), serialize($generations), $lockName, $fence)) {
+                    // Our grant lapsed and another request took the lock:
+                    // what we read may be older than its write, and ours
+                    // could send a group back to an earlier generation.
+                    return $this->flush();
+                }
                 $this->groupGenerations = $generations;
+                $this->generationsReadAt = hrtime(true);
             } finally {
-                $this->store_calls++;
-                ephpm_kv_unlock($this->metaKey('groups.lock'), $token);
+                $this->kv('unlock', $lockName, $token);
             }
 
             return true;
@@ -844,9 +921,9 @@ class WP_Object_Cache
     /** Deprecated: empties the runtime cache's per-blog groups. */
     public function reset()
     {
-        foreach (array_keys($this->cache) as $group) {
+        foreach (array_keys($this->cache + $this->missing) as $group) {
             if (!isset($this->global_groups[$group])) {
-                unset($this->cache[$group]);
+                unset($this->cache[$group], $this->missing[$group]);
             }
         }
     }
@@ -903,58 +980,147 @@ class WP_Object_Cache
     // ------------------------------------------------------- the store
 
     /**
-     * Reads the site generation and the group generations, once per
-     * request, in one crossing. They live in "<prefix>|gen" (a counter)
-     * and "<prefix>|groups" (group => generation, serialized). A lost
-     * counter starts anew at a random value; a lost group entry starts a
-     * new site generation, since the group generations it held are not
-     * known. False if the store is down.
+     * Whether the store serves, with generations read at most the maximum
+     * age ago (EPHPM_WP_GENERATION_MAX_AGE, 1 s by default): a request
+     * that runs longer, or that a flush overtook, reads them again before
+     * it reaches the store, so its writes and deletes land in the
+     * generation others read. False if the store is down.
      */
-    private function generations(): bool
+    private function generations(bool $write = false): bool
     {
-        if (!$this->storeUp) {
+        if (!$this->storeServes()) {
+            if ($write) {
+                $this->skippedWrites = true;
+            }
+
             return false;
         }
-        if ($this->siteGeneration !== null) {
+        if ($this->siteGeneration !== null && hrtime(true) - $this->generationsReadAt <= $this->generationMaxAge) {
             return true;
         }
-        $genKey = $this->metaKey('gen');
-        $groupsKey = $this->metaKey('groups');
         try {
-            for ($attempt = 0; $attempt < 4; $attempt++) {
-                $this->store_calls++;
-                $read = ephpm_kv_get_many([$genKey, $groupsKey]);
-                $generation = $read[$genKey] ?? null;
-                $groups = self::groupMap($read[$groupsKey] ?? null);
-                if ($generation === null) {
-                    // The group entry first, so that no reader ever sees a
-                    // counter without one (that would start a generation).
-                    $this->store_calls += 2;
-                    ephpm_kv_setnx($groupsKey, serialize([]));
-                    ephpm_kv_setnx($genKey, (string) random_int(self::COUNTER_FLOOR, PHP_INT_MAX >> 1));
-                    continue;
+            $this->readGenerations();
+            if ($this->skippedWrites) {
+                // Back after a failure during which this process skipped
+                // writes or deletes: entries they would have changed may
+                // be stale, and which ones is not known. Advancing the site
+                // generation (a flush) makes every one unreachable.
+                $generation = $this->kv('incr_by', $this->metaKey('gen'), 1);
+                $this->siteGeneration = $generation >= self::COUNTER_FLOOR ? $generation : null;
+                $this->skippedWrites = false;
+                $this->warn('the store serves again; writes were skipped while it failed, so this site\'s entries were flushed');
+                if ($this->siteGeneration === null) {
+                    $this->readGenerations();
                 }
-                if ((string) (int) $generation !== $generation || (int) $generation < self::COUNTER_FLOOR) {
-                    $this->store_calls++;
-                    ephpm_kv_set($genKey, (string) random_int(self::COUNTER_FLOOR, PHP_INT_MAX >> 1));
-                    continue;
-                }
-                if ($groups === null) {
-                    $this->store_calls += 2;
-                    ephpm_kv_incr_by($genKey, 1);
-                    ephpm_kv_setnx($groupsKey, serialize([]));
-                    continue;
-                }
-                $this->siteGeneration = (int) $generation;
-                $this->groupGenerations = $groups;
-
-                return true;
             }
-            throw new \Ephpm\KvException('the generation entries kept changing', \Ephpm\KvException::UNAVAILABLE);
+
+            return true;
         } catch (\Ephpm\KvException $e) {
             $this->storeFailed($e, 'reading the generations');
 
             return false;
+        }
+    }
+
+    /**
+     * Whether the store is in use: after a failure turned it off, it is
+     * tried again once EPHPM_WP_STORE_RETRY seconds (10 by default) have
+     * passed, or after wp_cache_flush_runtime(), so that a long process
+     * (WP-CLI, a queue worker) does not lose it for good to one failure.
+     */
+    private function storeServes(): bool
+    {
+        if (!$this->storeUp && $this->storeDownAt !== null && hrtime(true) - $this->storeDownAt >= $this->storeRetry) {
+            $this->storeUp = true;
+            $this->storeDownAt = null;
+            $this->siteGeneration = null;
+            $this->warned = false; // one line per failure
+        }
+
+        return $this->storeUp;
+    }
+
+    /**
+     * Reads the site generation and the group generations, with $extra
+     * keys in the same crossing (ephpm_kv_get_many: the merged arrays read
+     * them so), and makes them this request's. They live in "<prefix>|gen"
+     * (a counter) and the groups' entry (group => generation, serialized).
+     * A lost counter starts anew at a random value; a lost group entry
+     * starts a new site generation, since the group generations it held
+     * are not known. Returns what the crossing read; throws
+     * Ephpm\KvException.
+     */
+    private function readGenerations(array $extra = []): array
+    {
+        $genKey = $this->metaKey('gen');
+        $groupsKey = $this->metaKey('groups');
+        // The request's first reading also fetches this blog's alloptions
+        // and notoptions, with their versions: WordPress reads both on
+        // every page, and so they cost no crossing of their own.
+        $prefetch = $this->siteGeneration === null && $this->mergeOptions ? $this->prefetchKeys() : [];
+        $keys = array_values(array_unique(array_merge([$genKey, $groupsKey], $extra, ...array_values($prefetch))));
+        for ($attempt = 0; $attempt < 4; $attempt++) {
+            $read = $this->kv('get_many', $keys);
+            $generation = $read[$genKey] ?? null;
+            $groups = self::groupMap($read[$groupsKey] ?? null);
+            if ($generation === null) {
+                // The group entry first, so that no reader ever sees a
+                // counter without one (that would start a generation).
+                $this->kv('setnx', $groupsKey, serialize([]));
+                $this->kv('setnx', $genKey, (string) self::counterStart());
+                continue;
+            }
+            if ((string) (int) $generation !== $generation || (int) $generation < self::COUNTER_FLOOR) {
+                $this->kv('set', $genKey, (string) self::counterStart());
+                continue;
+            }
+            if ($groups === null) {
+                $this->kv('incr_by', $genKey, 1);
+                $this->kv('setnx', $groupsKey, serialize([]));
+                continue;
+            }
+            $this->siteGeneration = (int) $generation;
+            $this->groupGenerations = $groups;
+            $this->generationsReadAt = hrtime(true);
+            foreach ($prefetch as $key => [$versionKey, $storeKey]) {
+                $this->absorbMerged($key, 'options', $storeKey, $read[$versionKey] ?? null, $read[$storeKey] ?? null);
+            }
+
+            return $read;
+        }
+        throw new \Ephpm\KvException('the generation entries kept changing', \Ephpm\KvException::UNAVAILABLE);
+    }
+
+    /** @return array<string, array{string, string}> key => [version key, store key] of this blog's alloptions and notoptions */
+    private function prefetchKeys(): array
+    {
+        $keys = [];
+        foreach (['alloptions', 'notoptions'] as $key) {
+            $storeKey = $this->storeKey($key, 'options');
+            $keys[$key] = [$this->mergeKeys($storeKey)[0], $storeKey];
+        }
+
+        return $keys;
+    }
+
+    /**
+     * What the first reading found for a merged array: its merge base and
+     * version, and the runtime cache's value (or a remembered miss), as a
+     * get() would have made them. Not where the runtime cache already has
+     * one (a set before the store was reached).
+     */
+    private function absorbMerged(string $key, string $group, string $storeKey, ?string $version, ?string $raw): void
+    {
+        $id = $this->runtimeId($key, $group);
+        if ($this->inRuntime($group, $id) || isset($this->mergeState[$storeKey])) {
+            return;
+        }
+        $value = $this->mergedValue($raw, $group);
+        $this->mergeState[$storeKey] = ['base' => is_array($value) ? $value : null, 'version' => $version, 'present' => $raw !== null];
+        if (is_array($value)) {
+            $this->cache[$group][$id] = $value;
+        } else {
+            $this->missing[$group][$id] = true;
         }
     }
 
@@ -969,28 +1135,46 @@ class WP_Object_Cache
         return is_array($map) ? $map : null;
     }
 
-    /** "<prefix>|<name>": the site's own entries (generations, their lock). */
+    /**
+     * The site's own entries: "<prefix>|gen", and the groups' entry with
+     * its lock, "<prefix>|{<prefix>|groups}" and "...}.lock", which share a
+     * hash tag (a fenced write needs its key in its lock's Cluster slot).
+     */
     private function metaKey(string $name): string
     {
-        return $this->prefix . '|' . $name;
+        if ($name === 'gen') {
+            return $this->prefix . '|gen';
+        }
+
+        return $this->prefix . '|{' . $this->prefix . '|groups}' . ($name === 'groups.lock' ? '.lock' : '');
     }
 
     /**
-     * "<prefix>|<kind><site gen>.<group gen>|<scope><group length>:<group>|<key>",
+     * "<prefix>|<kind>{<site gen>.<group gen>|<scope><group length>:<group>|<key>}",
      * scope "b<blog id>:" for a per-blog group on a multisite network, else
      * "s"; a key that would be longer than MAX_KEY_BYTES gets "#<sha256>" of
      * that tail instead. Lengths and the scope letter make it unambiguous.
+     * The braces are the key's hash tag on a Redis Cluster: the prefix has
+     * none, so an entry ('d'), its version counter ('v') and its merge lock
+     * ('m') differ only before the tag and share one slot, whatever the
+     * key holds.
+     *
+     * A merged option array's keys carry no generations:
+     * "<prefix>|<kind>{<scope>...|<key>}". Its value carries them instead
+     * (mergedValue()), so that its version counter and lock stay the same
+     * across flushes, and a request that began before a flush still
+     * announces to those that began after it.
      */
     private function storeKey($key, string $group, string $kind = 'd'): string
     {
         $scope = $this->multisite && !isset($this->global_groups[$group]) ? 'b' . $this->blog_prefix : 's';
-        $head = $this->prefix . '|' . $kind . $this->siteGeneration . '.' . ($this->groupGenerations[$group] ?? 0) . '|';
+        $head = $this->prefix . '|' . $kind . '{' . ($this->mergeKind($key, $group) !== null ? '' : $this->siteGeneration . '.' . ($this->groupGenerations[$group] ?? 0) . '|');
         $tail = $scope . strlen($group) . ':' . $group . '|' . $key;
-        if (strlen($head) + strlen($tail) > self::MAX_KEY_BYTES) {
+        if (strlen($head) + strlen($tail) + 1 > self::MAX_KEY_BYTES) {
             $tail = '#' . hash('sha256', $tail);
         }
 
-        return $head . $tail;
+        return $head . $tail . '}';
     }
 
     /**
@@ -1002,8 +1186,7 @@ class WP_Object_Cache
     private function storeWrite(string $storeKey, string $value, int $ttl, string $operation): bool
     {
         try {
-            $this->store_calls++;
-            ephpm_kv_set($storeKey, $value, $ttl);
+            $this->kv('set', $storeKey, $value, $ttl);
 
             return true;
         } catch (\Ephpm\KvException $e) {
@@ -1025,8 +1208,7 @@ class WP_Object_Cache
     private function storeDelete(string $storeKey, string $operation): bool
     {
         try {
-            $this->store_calls++;
-            ephpm_kv_del($storeKey);
+            $this->kv('del', $storeKey);
 
             return true;
         } catch (\Ephpm\KvException $e) {
@@ -1039,7 +1221,7 @@ class WP_Object_Cache
     /**
      * wp_cache_incr()/wp_cache_decr(): WordPress's semantics on the store.
      * False if there is no entry (the store's own increment would create
-     * one). An integer entry is counted in the store, atomically
+     * one). A non-negative integer entry is counted in the store, atomically
      * (ephpm_kv_incr_by()). A result below 0 is clamped to 0 as WordPress
      * does: the decrement takes back its own share of the deficit, at most
      * its offset, with a second increment, so concurrent decrements and
@@ -1056,6 +1238,7 @@ class WP_Object_Cache
         }
         $group = self::group($group);
         $id = $this->runtimeId($key, $group);
+        unset($this->missing[$group][$id]);
         if (isset($this->non_persistent_groups[$group])) {
             if (!$this->inRuntime($group, $id)) {
                 return false;
@@ -1066,24 +1249,25 @@ class WP_Object_Cache
 
             return $this->cache[$group][$id];
         }
-        if (!$this->generations()) {
+        if (!$this->generations(true)) {
             return false;
         }
         $storeKey = $this->storeKey($key, $group);
         $offset = max(-PHP_INT_MAX, $offset);
         try {
             for ($attempt = 0; $attempt < 3; $attempt++) {
-                $this->store_calls++;
-                $raw = ephpm_kv_get($storeKey);
+                $raw = $this->kv('get', $storeKey);
                 if ($raw === null) {
                     unset($this->cache[$group][$id]);
 
                     return false;
                 }
-                if ((string) (int) $raw === $raw) {
+                if ((string) (int) $raw === $raw && $raw[0] !== '-') {
+                    // A stored negative number takes the path below, so
+                    // the result is clamped at 0 and stored so, as
+                    // WordPress does.
                     try {
-                        $this->store_calls++;
-                        $sum = ephpm_kv_incr_by($storeKey, $offset, $this->ttl(0));
+                        $sum = $this->kv('incr_by', $storeKey, $offset, $this->ttl(0));
                     } catch (\Ephpm\KvException $e) {
                         if ($e->getCode() === \Ephpm\KvException::NOT_INTEGER) {
                             continue; // replaced in between: read again
@@ -1095,8 +1279,7 @@ class WP_Object_Cache
                     }
                     if ($sum < 0) {
                         if ($offset < 0) {
-                            $this->store_calls++;
-                            ephpm_kv_incr_by($storeKey, $sum >= $offset ? -$sum : -$offset);
+                            $this->kv('incr_by', $storeKey, $sum >= $offset ? -$sum : -$offset);
                         }
                         $sum = 0;
                     }
@@ -1104,7 +1287,12 @@ class WP_Object_Cache
 
                     return $sum;
                 }
-                $value = self::unpack($raw);
+                $value = $this->unpackStored($storeKey, $raw, $function);
+                if ($value === self::UNREADABLE) {
+                    unset($this->cache[$group][$id]);
+
+                    return false;
+                }
                 $value = (is_numeric($value) ? $value : 0) + $offset;
                 if ($value < 0) {
                     $value = 0;
@@ -1152,9 +1340,11 @@ class WP_Object_Cache
     /**
      * wp_cache_set() of a merged array: writes the difference between
      * $data and the array this request last read or wrote (its base) into
-     * the stored array, under the lock "m" of the key:
+     * the stored array, under the lock "m" of the key, with the fence of
+     * that lock's grant:
      *
-     * 1. Read the stored array and its version counter (one crossing).
+     * 1. Read the version counter, then the stored array (one crossing;
+     *    in that order, so the version held is never newer than the array).
      * 2. 'all': if the entry is missing, write nothing (its next reader
      *    rebuilds it from the database, which has this update). If an
      *    element this request changes was changed by another since the
@@ -1163,27 +1353,28 @@ class WP_Object_Cache
      *    'not': apply every removal (an option that now exists); apply
      *    additions (an option found missing) only if the version is the
      *    base's, since an option added since then may be among them.
-     * 3. Advance the version (announce); expect exactly base + 1, else
-     *    another writer ran unseen (an expired lock): invalidate.
-     * 4. Write the array if it changed; read the version again and
+     * 3. Advance the version (announce); expect exactly the read value + 1,
+     *    else another request advanced it unseen (an invalidation that
+     *    needs no lock, or one whose lock lapsed): invalidate.
+     * 4. Write the array if it changed, fenced (ephpm_kv_set_fenced): a
+     *    grant of the lock since ours (ours lapsed, and another took it)
+     *    refuses it, and we invalidate. Then read the version again and
      *    invalidate if it moved (an invalidation ran between 3 and 4).
      *
-     * Without the lock within the wait, or with no base, it invalidates
-     * instead. The runtime cache gets the merged array (or $data). True
-     * unless the store failed.
+     * With no base it invalidates instead. The runtime cache gets the
+     * merged array (or $data). True unless the store failed.
      */
     private function mergedSet(string $storeKey, string $kind, string $group, $id, $data, int $ttl): bool
     {
-        $versionKey = substr_replace($storeKey, 'v', strlen($this->prefix) + 1, 1);
-        $lockName = substr_replace($storeKey, 'm', strlen($this->prefix) + 1, 1);
-        $state = $this->mergeState[$storeKey] ?? ['base' => null, 'version' => false];
+        [$versionKey, $lockName] = $this->mergeKeys($storeKey);
+        $state = $this->mergeState[$storeKey] ?? ['base' => null, 'version' => false, 'present' => true];
         $this->cache[$group][$id] = $data;
         try {
             if (!is_array($data) || ($kind === 'all' && $state['base'] === null)) {
                 // No base to take a difference from: the next reader
                 // rebuilds the entry from the database.
                 $this->forgetBase($storeKey, $kind, $data);
-                $this->invalidate($storeKey, $versionKey);
+                $this->invalidate($storeKey, $versionKey, $lockName);
 
                 return true;
             }
@@ -1198,18 +1389,22 @@ class WP_Object_Cache
             if ($changed === [] && $removed === []) {
                 return true;
             }
-            $this->store_calls++;
-            $token = ephpm_kv_lock($lockName, self::MERGE_LOCK_TTL, $this->lockWait);
+            if ($kind === 'not' && $removed === []) {
+                return $this->addNotoptions($storeKey, $versionKey, $lockName, $group, $id, $data, $state, $changed, $ttl);
+            }
+            $token = $this->lockMerge($lockName, $fence);
             if ($token === false) {
                 $this->forgetBase($storeKey, $kind, $data);
-                $this->invalidate($storeKey, $versionKey);
+                $this->invalidate($storeKey, $versionKey, $lockName);
 
                 return true;
             }
             try {
-                $this->store_calls++;
-                $read = ephpm_kv_get_many([$storeKey, $versionKey]);
-                $current = isset($read[$storeKey]) ? self::unpack($read[$storeKey]) : null;
+                // The generations too: a flush since this request read them
+                // is adopted here, and the stored array of an older one is
+                // missing.
+                $read = $this->readGenerations([$versionKey, $storeKey]);
+                $current = $this->mergedValue($read[$storeKey] ?? null, $group); // UNREADABLE: a conflict
                 $version = $read[$versionKey] ?? null;
                 $merged = null; // what to store; null: nothing
                 $conflict = false;
@@ -1236,49 +1431,192 @@ class WP_Object_Cache
                 $announced = $conflict ? null : $this->advanceVersion($versionKey, $version);
                 if ($announced === null) {
                     $this->forgetBase($storeKey, $kind, $data);
-                    $this->invalidate($storeKey, $versionKey);
+                    $this->invalidate($storeKey, $versionKey, $lockName, true);
+
+                    return true;
+                }
+                if ($kind === 'all' && $current === null && $this->mergedValue($this->kv('get', $storeKey), $group) !== null) {
+                    // An add (it takes no lock: mergedAdd()) landed between
+                    // our read and our announce; its database copy may
+                    // predate this update, and its check saw no announce.
+                    $this->forgetBase($storeKey, $kind, $data);
+                    $this->invalidate($storeKey, $versionKey, $lockName, true);
 
                     return true;
                 }
                 if ($merged !== null && $merged !== $current) {
-                    $this->store_calls += 2;
-                    ephpm_kv_set($storeKey, self::pack($merged), $ttl);
-                    if (ephpm_kv_get($versionKey) !== $announced) {
+                    $written = $this->writeMerged($storeKey, $group, $merged, $lockName, $fence, $ttl);
+                    if ($written !== true || $this->kv('get', $versionKey) !== $announced) {
                         $this->forgetBase($storeKey, $kind, $data);
-                        $this->invalidate($storeKey, $versionKey);
+                        $this->invalidate($storeKey, $versionKey, $lockName, true);
 
-                        return true;
+                        return $written !== null; // no room: not stored
                     }
                 }
                 // A 'not' request keeps its own additions, stored or not:
                 // it saw those options missing, and its later removal of
                 // one must reach the store (and announce itself).
                 $view = $kind === 'not' ? array_replace($merged, $changed) : $merged;
-                $this->mergeState[$storeKey] = ['base' => $view, 'version' => $announced];
+                $this->mergeState[$storeKey] = ['base' => $view, 'version' => $announced, 'present' => true];
                 $this->cache[$group][$id] = $view ?? $data;
 
                 return true;
             } finally {
-                $this->store_calls++;
-                ephpm_kv_unlock($lockName, $token);
+                $this->kv('unlock', $lockName, $token);
             }
         } catch (\Ephpm\KvException $e) {
             $this->forgetBase($storeKey, $kind, $data);
             $this->storeFailed($e, 'set');
 
             return false;
-        } catch (\ValueError | \Exception $e) {
+        } catch (\Throwable $e) {
             // A merged array the store cannot hold (over its value limit,
             // or with a value serialize() refuses): not cached.
             $this->warn('set: ' . $e->getMessage());
             try {
-                $this->invalidate($storeKey, $versionKey);
+                $this->invalidate($storeKey, $versionKey, $lockName);
             } catch (\Ephpm\KvException $e) {
                 $this->storeFailed($e, 'set');
             }
 
             return false;
         }
+    }
+
+    /**
+     * A notoptions set that only adds ("option X does not exist", found in
+     * the database): no lock and no announce. Read the version and the
+     * array; if the version is still the base's, write the array with the
+     * additions, then read the version again, and invalidate (without the
+     * lock) if it moved. Three crossings, where a locked merge makes six.
+     *
+     * Additions need not announce: what an announce protects is a stale
+     * "does not exist", and an addition is never stale against another
+     * addition. This write can only lose something by landing over a
+     * merge it did not read: a removal, which announced before its write,
+     * so before this write and this check: the check sees it and
+     * invalidates; or another request's additions, which are then lost,
+     * and a lost addition only costs that option's next reader a database
+     * query. A removal that announces after the check read the array
+     * before its announce and writes after it, over this write.
+     */
+    private function addNotoptions(string $storeKey, string $versionKey, string $lockName, string $group, $id, array $data, array $state, array $changed, int $ttl): bool
+    {
+        $read = $this->readGenerations([$versionKey, $storeKey]);
+        $version = $read[$versionKey] ?? null;
+        $current = $this->mergedValue($read[$storeKey] ?? null, $group) ?? [];
+        // The request keeps its own additions, stored or not (mergedSet()).
+        $this->mergeState[$storeKey] = ['base' => $data, 'version' => false, 'present' => true];
+        if ($state['version'] === false || $state['version'] !== $version || !is_array($current)) {
+            return true; // an option may have been added since the base: dropped
+        }
+        $merged = array_replace($current, $changed);
+        if ($merged !== $current) {
+            try {
+                $this->kv('set', $storeKey, $this->packMerged($group, $merged), $ttl);
+            } catch (\Ephpm\KvException $e) {
+                if ($e->getCode() !== \Ephpm\KvException::OUT_OF_MEMORY) {
+                    throw $e;
+                }
+                $this->warn('set: ' . $e->getMessage());
+                $this->invalidate($storeKey, $versionKey, $lockName, null);
+
+                return false;
+            }
+            if ($this->kv('get', $versionKey) !== $version) {
+                $this->invalidate($storeKey, $versionKey, $lockName, null);
+
+                return true;
+            }
+        }
+        $this->mergeState[$storeKey] = ['base' => array_replace($merged, $changed), 'version' => $version, 'present' => true];
+        $this->cache[$group][$id] = array_replace($merged, $changed);
+
+        return true;
+    }
+
+    /**
+     * The fenced write of a merged array: true if written, false if the
+     * fence refused it, null if the store has no room for it (OUT_OF_MEMORY,
+     * which keeps the old entry) or refuses its size (ValueError). Then the
+     * caller invalidates, which needs no room (a delete), and the store
+     * stays in use.
+     */
+    private function writeMerged(string $storeKey, string $group, array $merged, string $lockName, int $fence, int $ttl): ?bool
+    {
+        try {
+            return $this->kv('set_fenced', $storeKey, $this->packMerged($group, $merged), $lockName, $fence, $ttl);
+        } catch (\Ephpm\KvException $e) {
+            if ($e->getCode() !== \Ephpm\KvException::OUT_OF_MEMORY) {
+                throw $e;
+            }
+        } catch (\ValueError $e) {
+        }
+        $this->warn('set: ' . $e->getMessage());
+
+        return null;
+    }
+
+    /** "<site generation>.<group generation>|": what a merged array's value starts with, the generations it was written in. */
+    private function stamp(string $group): string
+    {
+        return $this->siteGeneration . '.' . ($this->groupGenerations[$group] ?? 0) . '|';
+    }
+
+    /** A merged array as stored: stamped with this request's generations. */
+    private function packMerged(string $group, array $array): string
+    {
+        return $this->stamp($group) . serialize($array);
+    }
+
+    /**
+     * The array a merged entry holds; null if there is none, or if it was
+     * written in other generations than this request's (a flush made it
+     * unreachable); UNREADABLE if unserialize() throws (a conflict for a
+     * merge, a miss for a read).
+     */
+    private function mergedValue(?string $raw, string $group)
+    {
+        if ($raw === null) {
+            return null;
+        }
+        $stamp = $this->stamp($group);
+        if (strncmp($raw, $stamp, strlen($stamp)) !== 0) {
+            return null;
+        }
+        $value = self::unpack(substr($raw, strlen($stamp)));
+
+        return is_array($value) ? $value : self::UNREADABLE;
+    }
+
+    /** The version counter and the merge lock of a merged array's entry: its kind letter 'v', 'm' for 'd' (one hash tag for the three). */
+    private function mergeKeys(string $storeKey): array
+    {
+        $at = strlen($this->prefix) + 1;
+
+        return [substr_replace($storeKey, 'v', $at, 1), substr_replace($storeKey, 'm', $at, 1)];
+    }
+
+    /**
+     * Takes the lock $name for a merge (or the groups' entry), with its
+     * fence: waits up to the lock wait, then takes it over from a holder
+     * that kept it all that while (a killed or stalled request): that
+     * holder's fenced write is refused from then on, so taking it over is
+     * safe, and a dead holder costs one wait, not the lock's whole TTL.
+     * False only if yet another request got it first.
+     */
+    private function lockMerge(string $name, &$fence)
+    {
+        $fence = 0;
+        $this->store_calls++;
+        $token = ($this->kvFunctions . 'lock')($name, self::MERGE_LOCK_TTL, $this->lockWait, null, $fence);
+        if ($token === false) {
+            $this->kv('lock_release_all', $name);
+            $this->store_calls++;
+            $token = ($this->kvFunctions . 'lock')($name, self::MERGE_LOCK_TTL, 0.0, null, $fence);
+        }
+
+        return $token;
     }
 
     /**
@@ -1290,7 +1628,7 @@ class WP_Object_Cache
     private function forgetBase(string $storeKey, string $kind, $data): void
     {
         if ($kind === 'not' && is_array($data)) {
-            $this->mergeState[$storeKey] = ['base' => $data, 'version' => false];
+            $this->mergeState[$storeKey] = ['base' => $data, 'version' => false, 'present' => true];
         } else {
             unset($this->mergeState[$storeKey]);
         }
@@ -1299,61 +1637,62 @@ class WP_Object_Cache
     /**
      * wp_cache_add() of a merged array (wp_load_alloptions() after a miss,
      * with the array it read from the database): stores it only if this
-     * request's last read of the key was a miss and, under the merge lock,
-     * the entry is still missing and the version is still the one read
-     * with that miss. Otherwise an update landed in between and the array
-     * may lack it: nothing is stored, false. A version that moves between
-     * the setnx and the check after it removes what was stored.
+     * request's last read of the key was a miss, with ephpm_kv_setnx(),
+     * and keeps it only if the version is still the one read with that
+     * miss when read again after the setnx; else an update announced
+     * itself in between, the array may lack it, and the add invalidates.
+     *
+     * No lock: the setnx and the check decide. An update U whose database
+     * write this copy lacks wrote after the miss, so it announces after the
+     * miss too. If it announces before the check, the check sees it. If
+     * after, U's merge read the entry before its announce: a merge that
+     * found this copy merges its change into it; one that found the entry
+     * missing looks again after announcing (mergedSet()) and, finding this
+     * copy, invalidates.
+     *
+     * Whatever the outcome, the request keeps its copy in its runtime
+     * cache (with no base: its next set of the array invalidates), so a
+     * refused add does not make every later get_option() of the request
+     * read the database again.
      */
     private function mergedAdd(string $storeKey, string $group, $id, $data, int $ttl): bool
     {
-        $versionKey = substr_replace($storeKey, 'v', strlen($this->prefix) + 1, 1);
-        $lockName = substr_replace($storeKey, 'm', strlen($this->prefix) + 1, 1);
+        [$versionKey, $lockName] = $this->mergeKeys($storeKey);
         $state = $this->mergeState[$storeKey] ?? null;
-        unset($this->cache[$group][$id]);
+        unset($this->mergeState[$storeKey]);
+        $this->cache[$group][$id] = $data;
         if (!is_array($data) || $state === null || $state['base'] !== null || $state['version'] === false) {
             return false;
         }
         try {
-            $this->store_calls++;
-            $token = ephpm_kv_lock($lockName, self::MERGE_LOCK_TTL, $this->lockWait);
-            if ($token === false) {
+            $stamp = $this->stamp($group);
+            $packed = $this->packMerged($group, $data);
+            // An entry of older generations (the miss was one) is replaced;
+            // with none, the first of several adds stores its copy.
+            if (($state['present'] ?? true) ? !$this->kv('set', $storeKey, $packed, $ttl) : !$this->kv('setnx', $storeKey, $packed, $ttl)) {
                 return false;
             }
-            try {
-                $this->store_calls++;
-                $read = ephpm_kv_get_many([$storeKey, $versionKey]);
-                if (isset($read[$storeKey]) || ($read[$versionKey] ?? null) !== $state['version']) {
-                    unset($this->mergeState[$storeKey]);
+            $read = $this->readGenerations([$versionKey]);
+            if (($read[$versionKey] ?? null) !== $state['version']) {
+                // Without the lock: an add never waits for one.
+                $this->invalidate($storeKey, $versionKey, $lockName, null);
 
-                    return false;
-                }
-                $this->store_calls += 2;
-                if (!ephpm_kv_setnx($storeKey, self::pack($data), $ttl)) {
-                    unset($this->mergeState[$storeKey]);
-
-                    return false;
-                }
-                if (ephpm_kv_get($versionKey) !== $state['version']) {
-                    unset($this->mergeState[$storeKey]);
-                    $this->invalidate($storeKey, $versionKey);
-
-                    return false;
-                }
-                $this->mergeState[$storeKey] = ['base' => $data, 'version' => $state['version']];
-                $this->cache[$group][$id] = $data;
-
-                return true;
-            } finally {
-                $this->store_calls++;
-                ephpm_kv_unlock($lockName, $token);
+                return false;
             }
+            if ($this->stamp($group) !== $stamp) {
+                // A flush since the miss: the copy went into the old
+                // generations, where nobody reads it.
+                return false;
+            }
+            $this->mergeState[$storeKey] = ['base' => $data, 'version' => $state['version'], 'present' => true];
+
+            return true;
         } catch (\Ephpm\KvException $e) {
-            unset($this->mergeState[$storeKey]);
-            $this->storeFailed($e, 'add');
+            // Out of memory: nothing was stored, the store stays in use.
+            $this->storeFailed($e, 'add', $e->getCode() !== \Ephpm\KvException::OUT_OF_MEMORY);
 
             return false;
-        } catch (\ValueError | \Exception $e) {
+        } catch (\Throwable $e) {
             $this->warn('add: ' . $e->getMessage());
 
             return false;
@@ -1364,18 +1703,17 @@ class WP_Object_Cache
      * Advances a merged array's version from $seen, the value read under
      * the lock (null: absent): a counter made anew starts at a random
      * value, with the TTL ceiling. Returns the new value, or null if it is
-     * not exactly the next one (another writer advanced it unseen).
+     * not exactly the next one (another request advanced it unseen).
      */
     private function advanceVersion(string $versionKey, ?string $seen): ?string
     {
-        $this->store_calls++;
         if ($seen === null) {
-            $start = (string) random_int(self::COUNTER_FLOOR, PHP_INT_MAX >> 1);
+            $start = (string) self::counterStart();
 
-            return ephpm_kv_setnx($versionKey, $start, $this->ttl(0)) ? $start : null;
+            return $this->kv('setnx', $versionKey, $start, $this->ttl(0)) ? $start : null;
         }
         try {
-            $next = ephpm_kv_incr_by($versionKey, 1);
+            $next = $this->kv('incr_by', $versionKey, 1, $this->ttl(0));
         } catch (\Ephpm\KvException $e) {
             if ($e->getCode() === \Ephpm\KvException::NOT_INTEGER || $e->getCode() === \Ephpm\KvException::OVERFLOW) {
                 return null;
@@ -1388,33 +1726,59 @@ class WP_Object_Cache
 
     /**
      * Removes a merged array's entry so its next reader rebuilds it from the
-     * database: delete, advance the version, delete again. Safe without the
-     * lock: a merge that read before the advance sees the version move at
-     * its own advance or at its check after writing, and one that wrote
-     * after the first delete is removed by the second. True if the first
-     * delete removed an entry.
+     * database: delete, advance the version, delete again, holding the
+     * merge lock ($held true: the caller holds it; false: it is taken here,
+     * and its grant's fence refuses the write of any earlier holder still
+     * running; null, or when it cannot be had: the same steps unlocked). A merge that read
+     * before the advance sees the version move at its own advance or at its
+     * check after writing, and a write that needs no lock (an add, a
+     * notoptions addition) landing after the first delete is removed by
+     * the second. True if the first delete removed an entry.
      */
-    private function invalidate(string $storeKey, string $versionKey): bool
+    private function invalidate(string $storeKey, string $versionKey, string $lockName, ?bool $held = false): bool
     {
-        $this->store_calls += 3;
-        $removed = ephpm_kv_del($storeKey) > 0;
-        if (!ephpm_kv_setnx($versionKey, (string) random_int(self::COUNTER_FLOOR, PHP_INT_MAX >> 1), $this->ttl(0))) {
-            $this->store_calls++;
+        $token = $held === false ? $this->lockMerge($lockName, $fence) : false;
+        try {
+            $removed = $this->kv('del', $storeKey) > 0;
             try {
-                ephpm_kv_incr_by($versionKey, 1);
+                $next = $this->kv('incr_by', $versionKey, 1, $this->ttl(0));
             } catch (\Ephpm\KvException $e) {
                 if ($e->getCode() !== \Ephpm\KvException::NOT_INTEGER && $e->getCode() !== \Ephpm\KvException::OVERFLOW) {
                     throw $e;
                 }
-                ephpm_kv_set($versionKey, (string) random_int(self::COUNTER_FLOOR, PHP_INT_MAX >> 1), $this->ttl(0));
+                $next = 0;
+            }
+            if ($next < self::COUNTER_FLOOR) {
+                // Made anew by the increment (or unusable): a random start,
+                // never a value an old counter had. A reader that saw the
+                // small value in between sees it move: the safe side.
+                $this->kv('set', $versionKey, (string) self::counterStart(), $this->ttl(0));
+            }
+            $this->kv('del', $storeKey);
+        } finally {
+            if ($token !== false) {
+                $this->kv('unlock', $lockName, $token);
             }
         }
-        ephpm_kv_del($storeKey);
 
         return $removed;
     }
 
     // ----------------------------------------------------------- helpers
+
+    /** A random start for a counter made anew: never a value an old one had (COUNTER_FLOOR), exact in a double (COUNTER_CEILING). */
+    private static function counterStart(): int
+    {
+        return random_int(self::COUNTER_FLOOR, self::COUNTER_CEILING);
+    }
+
+    /** The store's function ephpm_kv_<$function>(...$args): every call into the store goes through here, and is counted. */
+    private function kv(string $function, ...$args)
+    {
+        $this->store_calls++;
+
+        return ($this->kvFunctions . $function)(...$args);
+    }
 
     /**
      * Turns the store off for the rest of the request (unless $off is
@@ -1424,6 +1788,11 @@ class WP_Object_Cache
     {
         if ($off) {
             $this->storeUp = false;
+            $this->storeDownAt = hrtime(true);
+            if (!in_array($operation, ['get', 'get_multiple', 'reading the generations', 'add'], true)) {
+                // A write or delete whose outcome is unknown.
+                $this->skippedWrites = true;
+            }
         }
         $this->warn($operation . ': ' . $e->getMessage() . ($off ? '; this request goes on with its runtime cache only' : ''));
     }
@@ -1499,13 +1868,55 @@ class WP_Object_Cache
      */
     private function packForStore($value, string $operation): ?string
     {
+        if (self::holdsResource($value)) {
+            // serialize() would store it as i:0;.
+            $this->warn($operation . ': a resource cannot be stored; it stays in this request\'s runtime cache');
+
+            return null;
+        }
         try {
             return self::pack($value);
-        } catch (\Exception $e) {
+        } catch (\Throwable $e) {
+            // Closures, anonymous classes, and __serialize()/__sleep() that
+            // throw or return what serialize() refuses (TypeError, Error).
             $this->warn($operation . ': ' . $e->getMessage());
 
             return null;
         }
+    }
+
+    /** Whether $value is a resource (open or closed), or an array holding one at any depth. */
+    private static function holdsResource($value): bool
+    {
+        if (is_array($value)) {
+            foreach ($value as $element) {
+                if ((is_array($element) || (!is_scalar($element) && !is_object($element) && $element !== null)) && self::holdsResource($element)) {
+                    return true;
+                }
+            }
+
+            return false;
+        }
+
+        return is_resource($value) || gettype($value) === 'resource (closed)';
+    }
+
+    /**
+     * unpack() of an entry read from the store; UNREADABLE if unserialize()
+     * throws (a class changed since the value was stored: a typed property,
+     * a __wakeup() or __unserialize() that throws). Such an entry is a miss:
+     * it is logged (the request's one line) and removed, so that no later
+     * request trips on it.
+     */
+    private function unpackStored(string $storeKey, string $raw, string $operation)
+    {
+        $value = self::unpack($raw);
+        if ($value === self::UNREADABLE) {
+            $this->warn($operation . ': a stored value cannot be unserialized (' . self::$unpackError . '); it is removed');
+            $this->storeDelete($storeKey, $operation);
+        }
+
+        return $value;
     }
 
     /**
@@ -1517,13 +1928,19 @@ class WP_Object_Cache
         return is_int($value) ? (string) $value : serialize($value);
     }
 
-    /** What pack() wrote; false for a stored false; a string that is neither, as it is. */
+    /** What pack() wrote; false for a stored false; a string that is neither, as it is; UNREADABLE if unserialize() threw. */
     private static function unpack(string $raw)
     {
         if ((string) (int) $raw === $raw) {
             return (int) $raw;
         }
-        $value = @unserialize($raw);
+        try {
+            $value = @unserialize($raw);
+        } catch (\Throwable $e) {
+            self::$unpackError = get_class($e) . ': ' . $e->getMessage();
+
+            return self::UNREADABLE;
+        }
 
         return $value === false && $raw !== 'b:0;' ? $raw : $value;
     }
