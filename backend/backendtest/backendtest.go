@@ -200,6 +200,23 @@ var contract = []struct {
 		_, err = b.IncrBy(p+"m", 1, 0)
 		assert.ErrorIs(t, err, kv.ErrOverflow)
 	}},
+	{"IncrByAnswersExactSumsAbove2To53", func(t *testing.T, b backend.Backend, p string, _ Clock) {
+		// A counter's sum is exact over all of int64, with a TTL on create
+		// or without (a Lua script holds integers as doubles: exact only
+		// up to 2^53).
+		for i, ttl := range []time.Duration{0, time.Minute} {
+			key := fmt.Sprintf("%sbig%d", p, i)
+			n, err := b.IncrBy(key, 1<<60+1, ttl)
+			require.NoError(t, err)
+			assert.Equal(t, int64(1<<60+1), n, "created, ttl %v", ttl)
+			n, err = b.IncrBy(key, 2, ttl)
+			require.NoError(t, err)
+			assert.Equal(t, int64(1<<60+3), n, "incremented, ttl %v", ttl)
+			dst := make([]byte, 32)
+			m, _, _ := b.GetInto(key, dst)
+			assert.Equal(t, "1152921504606846979", string(dst[:m]))
+		}
+	}},
 	{"IncrByReadsIntegersAsRedisDoes", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		// An integer is an optional '-' and digits without a leading zero
 		// ("0" itself excepted), within int64: Redis's rule, which every
