@@ -9,8 +9,15 @@ session
 <?php
 require __DIR__ . '/../inc/child.inc';
 require __DIR__ . '/../inc/redis.inc';
-// A server of this test's own, which evicts any key when 3 MB are used.
-$port = ephpm_redis_server('--maxmemory', '3mb', '--maxmemory-policy', 'allkeys-lru');
+// Servers of this test's own, which evict any key when 3 MB are used: one
+// for each child, so that the second takes its lock on an empty server.
+// The first child's 4 MB of values leave its server at the limit, where
+// the approximate LRU may evict a key just written (the lock itself): the
+// very reason locks are refused on such a server unless one opts in.
+$ports = [];
+for ($i = 0; $i < 2; $i++) {
+    $ports[] = ephpm_redis_server('--maxmemory', '3mb', '--maxmemory-policy', 'allkeys-lru');
+}
 
 $code = <<<'PHP'
     $calls = ['ephpm_kv_lock' => ['report', 300], 'ephpm_kv_lock_info' => ['report'], 'ephpm_kv_fence' => ['report'],
@@ -28,9 +35,9 @@ $code = <<<'PHP'
     restore_error_handler();
     PHP;
 $ini = ['session.save_handler' => 'ephpm', 'session.use_cookies' => '0', 'session.cache_limiter' => ''];
-echo ephpm_child($code, $ini + ['ephpm.kv_backend' => "redis://127.0.0.1:$port"]);
+echo ephpm_child($code, $ini + ['ephpm.kv_backend' => "redis://127.0.0.1:$ports[0]"]);
 echo "-- allow_evicting_server=1\n";
-echo ephpm_child($code, $ini + ['ephpm.kv_backend' => "\"redis://127.0.0.1:$port?allow_evicting_server=1\""]);
+echo ephpm_child($code, $ini + ['ephpm.kv_backend' => "\"redis://127.0.0.1:$ports[1]?allow_evicting_server=1\""]);
 ?>
 --EXPECTF--
 UNAVAILABLE: ephpm_kv_lock(): the store is unavailable; nothing was written or granted (the Redis server may evict keys: 127.0.0.1:%d has maxmemory 3145728 and maxmemory-policy allkeys-lru, so when full it evicts keys, and an evicted lock is granted to a second holder and an evicted session is lost; locks, sessions and compare-and-set calls are refused. Set maxmemory-policy noeviction (or maxmemory 0) on the server, or add allow_evicting_server=1 to ephpm.kv_backend to accept that risk)
