@@ -7,8 +7,12 @@
  * PATH TITLE", run once wp-config.php says MULTISITE, it adds a site of the
  * network at PATH. Used by tests/wordpress/run.sh and bench/wordpress.sh.
  *
+ * With "posts N" it adds N published posts (a few paragraphs, a category
+ * and two tags each), for a front page of some substance.
+ *
  * Usage: php install.php DOCROOT single|network TITLE
  *        php install.php DOCROOT add-site PATH TITLE
+ *        php install.php DOCROOT posts N
  */
 [$root, $mode, $a, $b] = array_pad(array_slice($argv, 1), 4, '');
 // What the web installer would have from its request.
@@ -16,6 +20,24 @@ $_SERVER += ['HTTP_HOST' => 'localhost', 'SERVER_NAME' => 'localhost', 'SERVER_P
              'REQUEST_URI' => '/', 'REQUEST_METHOD' => 'GET', 'SCRIPT_NAME' => '/index.php',
              'REMOTE_ADDR' => '127.0.0.1'];
 
+if ($mode === 'posts') {
+    require $root . '/wp-load.php';
+    $category = wp_insert_term('Measured', 'category')['term_id'];
+    for ($i = 1; $i <= (int) $a; $i++) {
+        $text = '';
+        for ($p = 1; $p <= 4; $p++) {
+            $text .= "<!-- wp:paragraph -->\n<p>Paragraph $p of post $i: " . str_repeat('words of some length ', 12) . "</p>\n<!-- /wp:paragraph -->\n\n";
+        }
+        $id = wp_insert_post(['post_title' => "Post $i", 'post_content' => $text, 'post_status' => 'publish',
+                              'post_category' => [$category], 'tags_input' => ["tag$i", 'common']], true);
+        if (is_wp_error($id)) {
+            fwrite(STDERR, 'install: a post: ' . $id->get_error_message() . "\n");
+            exit(1);
+        }
+    }
+    echo "$a posts\n";
+    exit(0);
+}
 if ($mode === 'add-site') {
     require $root . '/wp-load.php';
     require_once ABSPATH . 'wp-admin/includes/admin.php';

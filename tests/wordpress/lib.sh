@@ -79,7 +79,8 @@ wp_cli() {
 # with --skip-grant-tables the server needs no system tables (which
 # mariadb-install-db takes 6-17 s to write here), and any user, root
 # without a password, may connect. Durability is off: the data is thrown
-# away at the end.
+# away at the end (the --loose- options, which a release without them
+# ignores).
 wp_start_mariadb() {
   local dir=$1 i user=()
   mkdir -p "$dir/data"
@@ -87,11 +88,11 @@ wp_start_mariadb() {
   [ "$(id -u)" = 0 ] && user=(--user=root)
   "$wp_mariadbd" --no-defaults "${user[@]}" --datadir="$dir/data" --socket="$wp_db_sock" \
     --skip-networking --skip-grant-tables --pid-file="$dir/mysqld.pid" --log-error="$dir/mysqld.log" \
-    --skip-log-bin --innodb-buffer-pool-size=64M --innodb-log-file-size=16M \
-    --innodb-data-file-path=ibdata1:12M:autoextend --innodb-flush-log-at-trx-commit=0 \
-    --innodb-flush-method=nosync --innodb-doublewrite=0 --innodb-fast-shutdown=2 \
-    --innodb-buffer-pool-dump-at-shutdown=0 --innodb-buffer-pool-load-at-startup=0 \
-    --max-connections=300 &
+    --skip-log-bin --max-connections=300 --innodb-buffer-pool-size=64M \
+    --innodb-data-file-path=ibdata1:12M:autoextend --loose-innodb-log-file-size=16M \
+    --loose-innodb-flush-log-at-trx-commit=0 --loose-innodb-flush-method=nosync \
+    --loose-innodb-doublewrite=0 --loose-innodb-fast-shutdown=2 \
+    --loose-innodb-buffer-pool-dump-at-shutdown=0 --loose-innodb-buffer-pool-load-at-startup=0 &
   wp_pids+=($!)
   wp_db_pid=$!
   for i in $(seq 300); do
@@ -244,8 +245,12 @@ wp_get() {
     timeout 120 "$wp_cgi_fcgi" -bind -connect "$wp_fpm_sock"
 }
 
-# wp_header NAME < RESPONSE: the value of a response header.
-wp_header() { sed -n "/^\r\?$/q; s/^$1: *\([^\r]*\)\r\?$/\1/Ip" | head -1; }
+# wp_header NAME < RESPONSE: the value of a response header. (It reads
+# the whole response: a reader that stops early would have the writer of a
+# pipe killed by SIGPIPE, and under pipefail the pipe fail.)
+wp_header() { awk -v h="$(tr '[:upper:]' '[:lower:]' <<< "$1"):" '
+  /^\r?$/ { done = 1 }
+  !done && tolower($1) == h && !found { sub(/^[^:]*: */, ""); sub(/\r$/, ""); print; found = 1 }'; }
 
 # wp_body < RESPONSE: the body.
 wp_body() { sed '1,/^\r\?$/d'; }
