@@ -24,7 +24,7 @@ run "PHP $(php -r 'echo PHP_VERSION;'), in-process store: C table, phpt, adapter
 # WordPress on the drop-in, php-fpm and MariaDB of this release, on the
 # pool's segment and on redis-server (tests/wordpress/run.sh).
 run "WordPress $(sed -n "s/^\$wp_version = '\(.*\)';/\1/p" /usr/share/wordpress/wp-includes/version.php), php-fpm $(php -r 'echo PHP_VERSION;'), $(mariadbd --version | grep -o '[0-9][0-9.]*-MariaDB' | head -1): wordpress" \
-  ctest --test-dir /build -R '^wordpress$' --no-tests=error --output-on-failure
+  ctest --test-dir /build -R '^wordpress$' --no-tests=error -V
 servers="valkey-server redis-server" redis_suites='phpt-redis|phpt-redis-cluster|php-adapters-redis'
 if [ "${EPHPM_MATRIX_SUITE:-sid}" = trixie ]; then
   servers=valkey-server redis_suites='phpt-redis|php-adapters-redis'
