@@ -5,6 +5,8 @@
 # PHP. Any report fails the run.
 #
 # Usage: tests/sanitize/run.sh BUILD_DIR   (BUILD_DIR/modules holds libephpm.so)
+# The phpt suite is the one in the working directory (ctest runs the script
+# in a copy of its own: tests/phpt-copy.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
@@ -33,6 +35,5 @@ echo "== phpt, sanitized extension"
 # Debian's PHP loads extensions with RTLD_DEEPBIND, which ASan refuses:
 # no_deepbind.so drops the flag.
 export LD_PRELOAD="$out/no_deepbind.so:$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
-cd "$src"
 NO_INTERACTION=1 TEST_PHP_EXECUTABLE=$(command -v php) \
   php "$(php-config --extension-dir)/build/run-tests.php" -q -n -d "extension=$out/ephpm.so" --show-diff phpt

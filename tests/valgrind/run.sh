@@ -7,6 +7,8 @@
 # CPU, and each test's store, segment and servers are its own.
 #
 # Usage: tests/valgrind/run.sh BUILD_DIR
+# The phpt suite is the one in the working directory (ctest runs the script
+# in a copy of its own: tests/phpt-copy.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
@@ -17,7 +19,6 @@ mkdir -p "$out"
 cp "$build/modules/ephpm.so" "$out/"
 mkdir -p "$out/test" && cp "$build"/modules/test/*.so "$out/test/"
 
-cd "$src"
 export VALGRIND_OPTS="--suppressions=$here/go-runtime.supp"
 log=$(mktemp)
 status=0
