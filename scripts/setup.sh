@@ -22,7 +22,7 @@ if [ "$profile" = test ]; then
   packages+=(php8.2-fpm libfcgi-bin libphp8.2-embed redis-server redis-tools curl valgrind
              phpunit php-symfony-lock php-illuminate-cache php-psr-simple-cache php8.2-xml chromium debootstrap
              php8.2-cgi libapache2-mod-php8.2
-             wordpress wordpress-theme-twentytwentythree mariadb-server php8.2-mysql
+             wordpress wordpress-theme-twentytwentythree wordpress-theme-twentytwentyone mariadb-server php8.2-mysql
              php8.2-apcu php8.2-redis)
 fi
 

@@ -9,6 +9,8 @@
  *   X-WP-Cache-Misses  $wp_object_cache->cache_misses
  *   X-WP-Cache         "external" with a persistent object cache, else "runtime"
  *   X-WP-Cache-Class   the object cache's class
+ *   X-WP-CPU-Us        CPU time (user and system) the worker spent on the
+ *                      request, in microseconds, from wp-config.php on
  */
 ob_start();
 add_action('shutdown', static function () {
@@ -21,4 +23,8 @@ add_action('shutdown', static function () {
     header('X-WP-Cache-Misses: ' . (int) ($wp_object_cache->cache_misses ?? -1));
     header('X-WP-Cache: ' . (wp_using_ext_object_cache() ? 'external' : 'runtime'));
     header('X-WP-Cache-Class: ' . (is_object($wp_object_cache) ? get_class($wp_object_cache) : '-'));
+    if (isset($GLOBALS['ephpm_test_rusage'])) {
+        $cpu = static fn (array $r): int => $r['ru_utime.tv_sec'] * 1000000 + $r['ru_utime.tv_usec'] + $r['ru_stime.tv_sec'] * 1000000 + $r['ru_stime.tv_usec'];
+        header('X-WP-CPU-Us: ' . ($cpu(getrusage()) - $cpu($GLOBALS['ephpm_test_rusage'])));
+    }
 }, 0);

@@ -13,6 +13,7 @@
  * Usage: php install.php DOCROOT single|network TITLE
  *        php install.php DOCROOT add-site PATH TITLE
  *        php install.php DOCROOT posts N
+ *        php install.php DOCROOT theme NAME   (switches to an installed theme)
  */
 [$root, $mode, $a, $b] = array_pad(array_slice($argv, 1), 4, '');
 // What the web installer would have from its request.
@@ -36,6 +37,16 @@ if ($mode === 'posts') {
         }
     }
     echo "$a posts\n";
+    exit(0);
+}
+if ($mode === 'theme') {
+    require $root . '/wp-load.php';
+    if (!wp_get_theme($a)->exists()) {
+        fwrite(STDERR, "install: no theme $a in " . get_theme_root() . "\n");
+        exit(1);
+    }
+    switch_theme($a);
+    echo 'theme ', get_stylesheet(), "\n";
     exit(0);
 }
 if ($mode === 'add-site') {

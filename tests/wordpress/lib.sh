@@ -142,6 +142,9 @@ wp_site() {
   cat > "$root/wp-config.php" <<PHP
 <?php
 // Made by tests/wordpress/lib.sh for one test run.
+// The worker's CPU time when the request reached WordPress's configuration
+// (figures.php sends what the request used since).
+\$GLOBALS['ephpm_test_rusage'] = getrusage();
 define('DB_NAME', 'wp');
 define('DB_USER', 'root');
 define('DB_PASSWORD', '');
