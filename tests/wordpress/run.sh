@@ -43,7 +43,9 @@ dropin=$(cd "$(dirname "$dropin")" && pwd)/$(basename "$dropin")
 plain_dropin=$src/bench/wordpress/object-cache-apcu.php
 wp_tmp=$(mktemp -d)
 . "$wp_lib_dir/lib.sh"
+race_pids=() # the requests of a race in flight (a failure may leave them)
 cleanup() {
+  for p in "${race_pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wp_stop_all
   rm -rf "$wp_tmp"
 }
@@ -121,6 +123,7 @@ race() {
     q=${query//@I50@/$((i * 50))}
     { wp_get "$root" ephpm-test.php "${q//@I@/$i}&barrier=$barrier&racers=$n" | wp_body > "$out.$i"; } &
     reqs+=($!)
+    race_pids+=($!)
   done
   for _ in $(seq 600); do
     at=$(flock_waiters "$barrier")
@@ -130,6 +133,7 @@ race() {
   flock -u "$fd"
   exec {fd}<&-
   wait "${reqs[@]}" || true
+  race_pids=()
   [ "$at" -ge "$n" ] || { echo "race: $at of $n requests reached the barrier"; return 1; }
 }
 
