@@ -4,7 +4,9 @@
 # phpunit on the in-process store, and the Redis backend's suites (phpt,
 # the Cluster subset, the adapters, the Go contract suite) on its servers
 # (sid: Valkey 9 and Redis 8.0; trixie: Valkey 8.1, without the Cluster
-# subset; tests/matrix/inside.sh says why).
+# subset; tests/matrix/inside.sh says why), and the wordpress entry with
+# that release's WordPress, MariaDB and php-fpm (trixie: WordPress 6.8,
+# sid: 7.x).
 #
 # The chroot is made once with debootstrap and reused while it is current
 # (the same package list, made less than a week ago); it lives outside the
@@ -25,7 +27,8 @@ fi
 
 packages=(php8.4-cli php8.4-dev php8.4-xml php8.4-mbstring cmake gcc make ca-certificates
           phpunit php-symfony-lock php-illuminate-cache php-psr-simple-cache
-          valkey-server valkey-tools redis-server redis-tools)
+          valkey-server valkey-tools redis-server redis-tools
+          wordpress wordpress-theme-twentytwentyfive mariadb-server php8.4-mysql php8.4-fpm libfcgi-bin)
 root=${EPHPM_CHROOT_DIR:-/var/cache/ephpm}/debian-$suite
 stamp="$root/.ephpm-packages"
 want="$suite ${packages[*]}"
@@ -46,7 +49,7 @@ flock 9
 mounted=()
 cleanup() {
   # Servers started inside the chroot by a test that failed halfway.
-  for pid in $(pgrep -f "^(redis|valkey)-server" || true); do
+  for pid in $(pgrep -f "^(redis-server|valkey-server|/usr/sbin/mariadbd|php-fpm: master)" || true); do
     if [ "$(readlink "/proc/$pid/root" 2>/dev/null)" = "$root" ]; then kill "$pid" 2>/dev/null || true; fi
   done
   for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The part of tests/matrix/debian.sh that runs inside the chroot: builds
 # ephpm against the chroot's PHP into /build, then runs the suites on the
-# in-process store once (and the adapters on a shared-memory segment too)
-# and the Redis backend's on the chroot's servers.
+# in-process store once (and the adapters on a shared-memory segment too),
+# the wordpress entry, and the Redis backend's suites on the chroot's servers.
 #
 # sid runs every Redis suite on both its servers (Valkey 9, Redis 8.0). trixie
 # runs them on its Valkey 8.1 only, without the Cluster subset: its Redis is
@@ -21,6 +21,10 @@ run() { # run LABEL COMMAND...: a suite, whose failure fails the matrix
 }
 run "PHP $(php -r 'echo PHP_VERSION;'), in-process store: C table, phpt, adapters; adapters on a segment" \
   ctest --test-dir /build -R '^(c-table|phpt|php-adapters|php-adapters-shm)$' --output-on-failure
+# WordPress on the drop-in, php-fpm and MariaDB of this release, on the
+# pool's segment and on redis-server (tests/wordpress/run.sh).
+run "WordPress $(sed -n "s/^\$wp_version = '\(.*\)';/\1/p" /usr/share/wordpress/wp-includes/version.php), php-fpm $(php -r 'echo PHP_VERSION;'), $(mariadbd --version | grep -o '[0-9][0-9.]*-MariaDB' | head -1): wordpress" \
+  ctest --test-dir /build -R '^wordpress$' --no-tests=error -V
 servers="valkey-server redis-server" redis_suites='phpt-redis|phpt-redis-cluster|php-adapters-redis'
 if [ "${EPHPM_MATRIX_SUITE:-sid}" = trixie ]; then
   servers=valkey-server redis_suites='phpt-redis|php-adapters-redis'
