@@ -49,8 +49,13 @@ if [ "$(php-config --version 2>/dev/null | cut -d. -f1,2)" != 8.2 ]; then
   exit 77
 fi
 # A mount namespace of our own: nothing mounted here is seen outside.
+# Private propagation needs / to be a mount point, which it is not in a
+# chroot (a fresh machine made with debootstrap): there the namespace keeps
+# the parent's propagation, and the cleanup below undoes every mount.
 if [ -z "${EPHPM_DEB_UNSHARED:-}" ]; then
-  exec unshare --mount --propagation private env EPHPM_DEB_UNSHARED=1 "$0" "$@"
+  propagation=private
+  unshare --mount --propagation private true 2>/dev/null || propagation=unchanged
+  exec unshare --mount --propagation "$propagation" env EPHPM_DEB_UNSHARED=1 "$0" "$@"
 fi
 
 suite=bookworm php=8.2
