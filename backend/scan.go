@@ -63,14 +63,18 @@ type Scanner interface {
 type SetCondition int
 
 const (
-	// SetAlways stores whatever the key holds (SET ... GET).
+	// SetAlways stores whatever the key holds (SET ... GET), as Set
+	// does: a plain overwrite, which keeps nothing of a lock it replaces.
 	SetAlways SetCondition = iota
 	// SetIfAbsent stores only if the key holds no live entry, as SetNX
 	// does: the entry is a lock, never evicted (SET ... NX GET).
 	SetIfAbsent
 	// SetIfEqual stores only if the key holds a live entry whose value
 	// equals the comparison value (Valkey's SET ... IFEQ): a missing or
-	// expired key is never created.
+	// expired key is never created. It is how a holder renews a lock
+	// (SET key token IFEQ token PX ttl), so a lock it replaces stays one:
+	// as ExpireIfEq, the store keeps what it keeps of a lock (never
+	// evicted, its recorded holder).
 	SetIfEqual
 )
 

@@ -311,6 +311,75 @@ func TestSetCondRacesHaveOneWinner(t *testing.T) {
 	}
 }
 
+// SET key token IFEQ token PX ttl is how a Redis client renews a lock:
+// the renewed lock stays pinned, so memory pressure never evicts it while
+// its holder holds it and a second set_nx never wins it. A plain SET ...
+// GET is an overwrite, as Set is, and leaves a plain value.
+func TestSetCondIfEqRenewalKeepsTheLockPinnedUnderEviction(t *testing.T) {
+	s := openTest(t, kv.MemoryConfig{Limit: 2 << 20, Policy: kv.AllKeysLRU})
+	pinned := func(key string) bool {
+		sh, _, tag := s.locate(key)
+		require.NoError(t, s.lock(sh))
+		defer s.unlock(sh)
+		_, b, _ := sh.lookup(tag, key)
+		require.NotEqual(t, noBlock, b, "%s is there", key)
+		return sh.entryPinned(b)
+	}
+	out, err := s.SetNX("lock:x", []byte("t1"), time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, kv.Inserted, out)
+	stored, _, _, err := s.SetCond("lock:x", []byte("t1"), time.Minute, backend.SetIfEqual, []byte("t1"), false)
+	require.NoError(t, err)
+	require.True(t, stored)
+	require.True(t, pinned("lock:x"), "renewed with IFEQ, still a lock")
+	stored, _, _, err = s.SetCond("lock:x", []byte("t2"), time.Minute, backend.SetIfEqual, []byte("t1"), true)
+	require.NoError(t, err)
+	require.True(t, stored)
+	require.True(t, pinned("lock:x"), "handed on with IFEQ, still a lock")
+
+	_, err = s.SetNX("plain", []byte("a"), time.Minute)
+	require.NoError(t, err)
+	stored, _, _, err = s.SetCond("plain", []byte("b"), 0, backend.SetAlways, nil, true)
+	require.NoError(t, err)
+	require.True(t, stored)
+	assert.False(t, pinned("plain"), "SET ... GET overwrites as SET does")
+
+	big := make([]byte, 4096)
+	for i := 0; i < 3000; i++ { // six times the limit: everything evictable goes
+		require.NoError(t, s.Set("fill:"+strconv.Itoa(i), big, 0))
+	}
+	ok, err := s.Exists("lock:x")
+	require.NoError(t, err)
+	require.True(t, ok, "the renewed lock was evicted while its holder holds it")
+	out, err = s.SetNX("lock:x", []byte("intruder"), time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, kv.Exists, out, "a second set_nx won a held lock")
+	v, _ := get(t, s, "lock:x")
+	assert.Equal(t, "t2", v)
+}
+
+// A session lock renewed with IFEQ keeps its recorded holder: it still
+// lapses when that process dies, and the walk of locks still names it.
+func TestSetCondIfEqRenewalKeepsASessionLocksHolder(t *testing.T) {
+	s := openTest(t, kv.MemoryConfig{})
+	out, _, _, err := s.SetNXGet("session_lock:abc", []byte("tok"), time.Minute, "session:abc", nil)
+	require.NoError(t, err)
+	require.Equal(t, kv.Inserted, out)
+	stored, _, _, err := s.SetCond("session_lock:abc", []byte("tok"), 2*time.Minute, backend.SetIfEqual, []byte("tok"), false)
+	require.NoError(t, err)
+	require.True(t, stored)
+	sh, _, tag := s.locate("session_lock:abc")
+	require.NoError(t, s.lock(sh))
+	_, b, _ := sh.lookup(tag, "session_lock:abc")
+	holder, pinned := sh.entryHolder(b), sh.entryPinned(b)
+	s.unlock(sh)
+	assert.Equal(t, s.tag, holder, "the holder is recorded still")
+	assert.True(t, pinned)
+	locks, _, _ := walk(t, s, 100, true)
+	assert.Equal(t, os.Getpid(), locks["session_lock:abc"].HolderPID)
+	assert.Greater(t, locks["session_lock:abc"].TTL, time.Minute, "the renewal's TTL")
+}
+
 func TestExistingAttachesOnlyAndKeepsTheSegmentsSettings(t *testing.T) {
 	name := testName(t)
 	removeSegment(name)
