@@ -145,6 +145,51 @@ func TestScanWithWritersChurningMissesNoKeyThatStays(t *testing.T) {
 	wg.Wait()
 }
 
+// An entry live for the whole walk is returned though it sits past the
+// wrap (its run goes on from the last slot to slot 0) and a compaction
+// runs between two pages: the compaction leaves it below the cursor,
+// where it was, instead of moving it up into the slots the walk visited.
+func TestScanReturnsAnEntryPastTheWrapThroughACompaction(t *testing.T) {
+	s := openTest(t, kv.MemoryConfig{Limit: 2 << 20})
+	n := s.g.indexSlots
+	sh := &s.shards[0]
+	a, b, f, e := keyAt(s, "a", n-3), keyAt(s, "b", n-2), keyAt(s, "f", n-1), keyAt(s, "e", n-3)
+	for _, k := range []string{a, b, f, e} {
+		require.NoError(t, s.Set(k, []byte("v"), 0))
+	}
+	slotOf := func(k string) int { p, _, _ := sh.lookup(tagOfHash(s.g.hashOf(k)), k); return p }
+	require.Equal(t, []int{n - 3, n - 2, n - 1, 0}, []int{slotOf(a), slotOf(b), slotOf(f), slotOf(e)})
+	_, err := s.Del(b) // a tombstone in e's probe path
+	require.NoError(t, err)
+
+	p, err := s.Scan(0, 2, false) // f, then a: the walk is below n-3
+	require.NoError(t, err)
+	require.Len(t, p.Keys, 2)
+	// A writer's roomFor compacts the shard (once entries and tombstones
+	// fill seven eighths of its index), then another caller deletes f.
+	require.NoError(t, s.lock(sh))
+	sh.compact()
+	s.unlock(sh)
+	assert.Equal(t, 0, slotOf(e), "e stays past the wrap")
+	_, err = s.Del(f)
+	require.NoError(t, err)
+
+	seen := map[string]bool{}
+	for _, k := range p.Keys {
+		seen[k.Key] = true
+	}
+	for cursor := p.Next; cursor != 0; {
+		p, err := s.Scan(cursor, 1000, false)
+		require.NoError(t, err)
+		for _, k := range p.Keys {
+			seen[k.Key] = true
+		}
+		cursor = p.Next
+	}
+	require.True(t, seen[e], "e was live for the whole walk but the walk never returned it")
+	require.True(t, seen[a])
+}
+
 func TestScanOfLocksNamesTheirHolderAndWaiters(t *testing.T) {
 	s := openTest(t, kv.MemoryConfig{})
 	// A session lock the session handler's call takes records this process.
