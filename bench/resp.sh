@@ -32,7 +32,7 @@ redis-server --bind 127.0.0.1 --port "$rport" --save '' --appendonly no --dir "$
 pids+=($!)
 php -n -d "extension=$ext" -d "ephpm.kv_backend=shm://$seg" -r 'ephpm_kv_set("bench:made", "1");'
 eport=$(free_port)
-"$ephpm" --segment "$seg" serve --listen "127.0.0.1:$eport" ${RESP_SERVE_ARGS:-} 2> "$dir/ephpm.log" &
+"$ephpm" --segment "$seg" serve --listen "127.0.0.1:$eport" --no-auth ${RESP_SERVE_ARGS:-} 2> "$dir/ephpm.log" &
 pids+=($!)
 wait_pong "$rport" && wait_pong "$eport" || { cat "$dir"/*.log; exit 1; }
 

@@ -1,12 +1,19 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -208,6 +215,131 @@ func TestServeRefusesARemoteAddressUnlessToldAndGivenAPassword(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, ok, addr)
 	}
+}
+
+// lockedBuffer is a buffer a serve writes while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// serving runs ephpm with args (a serve) until the test ends, and returns
+// where it serves once it says so, and what it wrote to stderr so far.
+func serving(t *testing.T, args ...string) (where string, stderr *lockedBuffer) {
+	t.Helper()
+	stderr = &lockedBuffer{}
+	stop, done := make(chan struct{}), make(chan struct{})
+	code := 0
+	go func() {
+		defer close(done)
+		code = runIn(&env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: stderr, stop: stop}, args)
+	}()
+	t.Cleanup(func() {
+		close(stop)
+		<-done
+		assert.Equal(t, 0, code, "serve stops with status 0: %s", stderr)
+	})
+	re := regexp.MustCompile(` on (?:unix socket )?(\S+) \(`)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if m := re.FindStringSubmatch(stderr.String()); m != nil {
+			return m[1], stderr
+		}
+		select {
+		case <-done:
+			t.Fatalf("serve ended: %s", stderr)
+		default:
+		}
+		require.True(t, time.Now().Before(deadline), "serve said nothing: %s", stderr)
+	}
+}
+
+// ping sends PING on a new connection to network addr and returns the
+// reply's line.
+func ping(t *testing.T, network, addr string) string {
+	t.Helper()
+	c, err := net.Dial(network, addr)
+	require.NoError(t, err)
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	_, err = c.Write([]byte("PING\r\n"))
+	require.NoError(t, err)
+	line, err := bufio.NewReader(c).ReadString('\n')
+	require.NoError(t, err)
+	return strings.TrimSpace(line)
+}
+
+// Whoever reaches the endpoint reads and writes every session and lock of
+// the pool, so serve never hands that to every local user unasked: on TCP
+// it wants a password or --no-auth; on --unix the socket admits the
+// segment's user alone, with no password.
+func TestServeWantsAPasswordNoAuthOrASocketOnlyTheSegmentsUserOpens(t *testing.T) {
+	dir, s := segment(t)
+	t.Setenv(passwordEnv, "")
+	code, _, errOut := ephpm(t, "", "--dir", dir, "serve", "--listen", "127.0.0.1:0")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "a password is required: every local user can connect")
+	assert.Contains(t, errOut, "--unix PATH")
+	assert.Contains(t, errOut, "--no-auth")
+	code, _, errOut = ephpm(t, "", "--dir", dir, "serve", "--help")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "Whoever connects reads and writes\neverything the segment holds")
+	code, _, errOut = ephpm(t, "", "--dir", dir, "serve", "--no-auth", "--requirepass", "x")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "give one")
+
+	addr, log := serving(t, "--dir", dir, "serve", "--listen", "127.0.0.1:0", "--no-auth")
+	assert.Contains(t, log.String(), "no password (--no-auth): every local user may connect")
+	assert.Equal(t, "+PONG", ping(t, "tcp", addr))
+
+	t.Setenv(passwordEnv, "sesame")
+	addr, _ = serving(t, "--dir", dir, "serve", "--listen", "127.0.0.1:0")
+	assert.Equal(t, "-NOAUTH Authentication required.", ping(t, "tcp", addr))
+
+	// The socket is the segment's user's, whoever runs serve: as root, a
+	// segment of another uid gives that uid the socket.
+	t.Setenv(passwordEnv, "")
+	owner := os.Geteuid()
+	if owner == 0 { // that uid's copy of the segment
+		owner = 65534
+		b, err := os.ReadFile(s.Path())
+		require.NoError(t, err)
+		theirs := shm.PathOf(dir, "fpm-www", owner)
+		require.NoError(t, os.WriteFile(theirs, b, 0o600))
+		require.NoError(t, os.Chown(theirs, owner, -1))
+	}
+	sock := filepath.Join(t.TempDir(), "ephpm.sock")
+	where, log := serving(t, "--dir", dir, "--user", strconv.Itoa(owner), "serve", "--unix", sock)
+	assert.Equal(t, sock, where)
+	assert.Contains(t, log.String(), fmt.Sprintf("mode 0600, uid %d", owner))
+	fi, err := os.Lstat(sock)
+	require.NoError(t, err)
+	assert.Equal(t, os.ModeSocket|0o600, fi.Mode())
+	assert.Equal(t, uint32(owner), fi.Sys().(*syscall.Stat_t).Uid)
+	assert.Equal(t, "+PONG", ping(t, "unix", sock))
+
+	code, _, errOut = ephpm(t, "", "--dir", dir, "--user", strconv.Itoa(owner), "serve", "--unix", sock)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "a server listens there already")
+	code, _, errOut = ephpm(t, "", "--dir", dir, "serve", "--unix", sock+"2", "--listen", "127.0.0.1:0")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "give one place to listen")
+	plain := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(plain, nil, 0o600))
+	code, _, errOut = ephpm(t, "", "--dir", dir, "--user", strconv.Itoa(owner), "serve", "--unix", plain)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "not a socket")
 }
 
 func TestCommandsOnRedis(t *testing.T) {

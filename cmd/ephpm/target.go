@@ -70,6 +70,7 @@ type target struct {
 	b        backend.Backend
 	describe string
 	seg      *shm.Store // nil on Redis
+	uid      int        // the segment's owner (on Redis: none, 0)
 }
 
 // open opens what the options name: the segment must exist (it is never
@@ -106,7 +107,7 @@ func open(e *env) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &target{b: s, seg: s, describe: "segment " + name + " (" + s.Path() + ")"}, nil
+	return &target{b: s, seg: s, uid: uid, describe: "segment " + name + " (" + s.Path() + ")"}, nil
 }
 
 // segmentUID is the uid whose segment name is: --user's; else this
