@@ -342,6 +342,31 @@ func TestServeWantsAPasswordNoAuthOrASocketOnlyTheSegmentsUserOpens(t *testing.T
 	assert.Contains(t, errOut, "not a socket")
 }
 
+// --maxclients and --timeout are the server's: one connection beyond the
+// limit is refused in Redis's words, an idle one is closed.
+func TestServeHoldsItsMaxClientsAndTimeout(t *testing.T) {
+	dir, _ := segment(t)
+	addr, _ := serving(t, "--dir", dir, "serve", "--listen", "127.0.0.1:0", "--no-auth", "--maxclients", "1", "--timeout", "300ms")
+	first, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer first.Close()
+	first.SetDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(first)
+	first.Write([]byte("PING\r\n"))
+	line, err := r.ReadString('\n')
+	require.NoError(t, err)
+	assert.Equal(t, "+PONG\r\n", line)
+	assert.Equal(t, "-ERR max number of clients reached", ping(t, "tcp", addr))
+	_, err = r.ReadString('\n')
+	assert.Equal(t, io.EOF, err, "the idle connection is closed after --timeout")
+	for deadline := time.Now().Add(10 * time.Second); ping(t, "tcp", addr) != "+PONG"; time.Sleep(5 * time.Millisecond) {
+		require.True(t, time.Now().Before(deadline), "its place is free again")
+	}
+	code, _, errOut := ephpm(t, "", "--dir", dir, "serve", "--no-auth", "--maxclients", "0")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "--maxclients must be at least 1")
+}
+
 func TestCommandsOnRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	url := "redis://" + srv.Addr + "/0"

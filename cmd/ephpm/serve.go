@@ -10,6 +10,7 @@ import (
 	"runtime/pprof"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/ephpm/ephpm/cmd/ephpm/internal/server"
 )
@@ -28,6 +29,10 @@ $` + passwordEnv + `, unless --no-auth says every local user may; on --unix
 PATH the socket is mode 0600 and owned by the segment's user, who (with root)
 alone may connect, and no password is needed.
 
+Before AUTH a client's commands are held to Redis's limits (10 arguments of
+16 KiB at most); --maxclients bounds the connections (10000, as Redis), and
+--timeout, if set, closes idle ones.
+
 `
 
 // runServe serves the segment over RESP until SIGINT or SIGTERM (or
@@ -43,6 +48,8 @@ alone may connect, and no password is needed.
 func runServe(e *env, args []string) int {
 	var listen, unixPath, pass, passFile, cpuProfile string
 	var remote, noAuth bool
+	var maxClients int
+	var idle time.Duration
 	var fs *flag.FlagSet
 	if pos, ok := parseFlags(e, "serve", args, func(f *flag.FlagSet) {
 		fs = f
@@ -58,6 +65,9 @@ func runServe(e *env, args []string) int {
 		f.BoolVar(&noAuth, "no-auth", false, "serve TCP with no password: every local user (any uid that can connect to "+
 			"the port) then reads and writes the whole store, the pool's sessions and locks included")
 		f.BoolVar(&remote, "allow-remote", false, "allow an address other than loopback (a password is required then)")
+		f.IntVar(&maxClients, "maxclients", server.DefaultMaxClients, "the most connections served at once (Redis's "+
+			"maxclients); one more is answered -ERR max number of clients reached and closed")
+		f.DurationVar(&idle, "timeout", 0, "close a connection idle this long, e.g. 300s (Redis's timeout); 0: never, as Redis's default")
 		f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) to this file until the server stops")
 	}); !ok || len(pos) != 0 {
 		return 2
@@ -66,6 +76,9 @@ func runServe(e *env, args []string) int {
 	fs.Visit(func(f *flag.Flag) { listenSet = listenSet || f.Name == "listen" })
 	if e.opts.redis != "" {
 		return fail(e, errors.New("serve serves a segment: a Redis server speaks RESP itself"))
+	}
+	if maxClients < 1 || idle < 0 {
+		return fail(e, errors.New("--maxclients must be at least 1 and --timeout not negative"))
 	}
 	switch {
 	case pass != "" && passFile != "":
@@ -139,6 +152,7 @@ func runServe(e *env, args []string) int {
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
 	s := server.New(server.Config{Store: t.seg, Password: pass, Describe: t.describe,
+		MaxClients: maxClients, IdleTimeout: idle,
 		Logf: func(format string, args ...any) { fmt.Fprintf(e.stderr, "ephpm: "+format+"\n", args...) }})
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)

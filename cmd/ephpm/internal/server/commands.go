@@ -494,7 +494,7 @@ func (c *conn) auth(args [][]byte) {
 		c.w.Error(errWrongPass)
 		return
 	}
-	c.authed = true
+	c.setAuthed(true)
 	c.w.OK()
 }
 
@@ -553,7 +553,7 @@ func (c *conn) hello(args [][]byte) {
 		c.w.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
 		return
 	}
-	c.authed = true
+	c.setAuthed(true)
 	if setName {
 		c.name = name
 	}

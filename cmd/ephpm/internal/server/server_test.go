@@ -61,10 +61,17 @@ func (c countingConn) Write(b []byte) (int, error) {
 // the server's writes.
 func start(t *testing.T, st Store, password string) (addr string, writes *atomic.Int64) {
 	t.Helper()
+	return startWith(t, Config{Store: st, Password: password})
+}
+
+// startWith is start with every setting of cfg.
+func startWith(t *testing.T, cfg Config) (addr string, writes *atomic.Int64) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	writes = new(atomic.Int64)
-	s := New(Config{Store: st, Password: password, Describe: "test segment", Logf: t.Logf})
+	cfg.Describe, cfg.Logf = "test segment", t.Logf
+	s := New(cfg)
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(countingListener{l, writes}) }()
 	t.Cleanup(func() {
@@ -275,6 +282,74 @@ func TestAuthGuardsEveryCommandButAuthHelloQuit(t *testing.T) {
 	assert.True(t, strings.HasPrefix(d.do("HELLO", "3", "AUTH", "default", "s3cret"), "{$server $ephpm"))
 	assert.Equal(t, "+OK", d.do("SET", "k", "v"))
 	assert.Equal(t, "+OK", dial(t, addr).do("QUIT"), "QUIT before AUTH")
+}
+
+// Before AUTH, Redis's limits (CVE-2021-32675) and texts: at most 10
+// arguments of at most 16 KiB, refused at the header and the connection
+// closed, so that a client without the password makes the server hold
+// little; after AUTH, the usual limits.
+func TestBeforeAuthACommandIsLimitedAsRedisLimitsIt(t *testing.T) {
+	addr, _ := start(t, openStore(t), "s3cret")
+	for _, tc := range []struct {
+		stream []byte
+		want   string
+	}{
+		{[]byte("*11\r\n"), "-ERR Protocol error: unauthenticated multibulk length"},
+		{[]byte("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$16385\r\n"), "-ERR Protocol error: unauthenticated bulk length"},
+		{[]byte("*2\r\n$4\r\nAUTH\r\n$268435456\r\n"), "-ERR Protocol error: unauthenticated bulk length"},
+	} {
+		c := dial(t, addr)
+		_, err := c.nc.Write(tc.stream)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, c.reply(), "%q", tc.stream)
+		_, err = c.r.ReadByte()
+		assert.Equal(t, io.EOF, err, "closed after the error")
+	}
+	c := dial(t, addr)
+	assert.Equal(t, "-NOAUTH Authentication required.", c.do("SET", "k", strings.Repeat("v", 16384)), "16 KiB is taken")
+	assert.Equal(t, "+OK", c.do("AUTH", "s3cret"))
+	assert.Equal(t, "+OK", c.do("SET", "k", strings.Repeat("v", 100000)))
+	assert.Equal(t, "+OK", c.do("MSET", "a", "1", "b", "2", "c", "3", "d", "4", "e", "5", "f", "6"))
+	d := dial(t, addr)
+	assert.True(t, strings.HasPrefix(d.do("HELLO", "2", "AUTH", "default", "s3cret"), "[$server $ephpm"))
+	assert.Equal(t, "+OK", d.do("SET", "k", strings.Repeat("w", 100000)), "HELLO's AUTH lifts the limits too")
+}
+
+// One connection beyond MaxClients is told so in Redis's words and
+// closed; once one of them ends, a new one is served.
+func TestMaxClientsRefusesOneMoreWithRedisText(t *testing.T) {
+	addr, _ := startWith(t, Config{Store: openStore(t), MaxClients: 2})
+	a, b := dial(t, addr), dial(t, addr)
+	assert.Equal(t, "+PONG", a.do("PING"))
+	assert.Equal(t, "+PONG", b.do("PING"))
+	c := dial(t, addr)
+	assert.Equal(t, "-ERR max number of clients reached", c.reply())
+	_, err := c.r.ReadByte()
+	assert.Equal(t, io.EOF, err)
+	assert.Contains(t, a.do("INFO", "stats"), "rejected_connections:1")
+	a.nc.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		d := dial(t, addr)
+		if r := d.do("PING"); r == "+PONG" {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "a place was freed")
+	}
+	assert.Equal(t, 10000, New(Config{}).cfg.MaxClients, "Redis's default")
+}
+
+// IdleTimeout closes a connection idle that long, and only an idle one.
+func TestIdleTimeoutClosesAnIdleConnection(t *testing.T) {
+	addr, _ := startWith(t, Config{Store: openStore(t), IdleTimeout: 300 * time.Millisecond})
+	idle, busy := dial(t, addr), dial(t, addr)
+	assert.Equal(t, "+PONG", idle.do("PING"))
+	for i := 0; i < 8; i++ { // 800 ms of a command every 100 ms
+		assert.Equal(t, "+PONG", busy.do("PING"))
+		time.Sleep(100 * time.Millisecond)
+	}
+	_, err := idle.r.ReadByte()
+	assert.Equal(t, io.EOF, err, "the idle one was closed")
+	assert.Equal(t, "+PONG", busy.do("PING"), "the busy one was not")
 }
 
 // A pipeline is read whole and answered in order, in far fewer writes
