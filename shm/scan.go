@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -36,7 +37,11 @@ import (
 // Damage (checked.go): every offset the walk reads through is checked by
 // the accessors; a shard found broken, or found corrupt by the walk (then
 // marked broken, as any call that meets damage marks it), is named in the
-// page's Skipped, and the walk goes on with the next shard.
+// page's Skipped, and the walk goes on with the next shard. That is the
+// one error a page goes on past: any other (the segment's file removed,
+// the store closed) is the page's error, with no page, as every other
+// call answers it; a walk that took it for "no more entries" would say a
+// store it cannot read is empty.
 const (
 	scanSlotsPerHold = 4096
 	scanSlotsPerPage = 16 * scanSlotsPerHold
@@ -71,6 +76,9 @@ func (s *Store) Scan(cursor uint64, count int, locksOnly bool) (backend.ScanPage
 		budget -= max(visited, 1)
 		done += visited
 		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				return backend.ScanPage{}, err
+			}
 			page.Skipped = append(page.Skipped, err.Error())
 			done = n
 		}

@@ -270,6 +270,29 @@ func TestScanSkipsADamagedShardAndGoesOn(t *testing.T) {
 	}
 }
 
+// A walk of a segment whose file was removed is refused as every other
+// call is: never a complete walk of no entries, and no shard named
+// damaged that is not. A damaged shard alone is skipped and named.
+func TestScanOfARemovedSegmentIsAnErrorNotAnEmptyWalk(t *testing.T) {
+	name := testName(t)
+	s := openRemovable(t, name)
+	for i := 0; i < 100; i++ {
+		require.NoError(t, s.Set("k"+strconv.Itoa(i), []byte("v"), 0))
+	}
+	p, err := s.Scan(0, 10, false)
+	require.NoError(t, err)
+	require.NotZero(t, p.Next)
+	require.NoError(t, os.Remove(Path("", name)))
+	require.Error(t, s.Revalidate())
+	for _, cursor := range []uint64{0, p.Next} {
+		page, err := s.Scan(cursor, 1000, false)
+		requireRemoved(t, err, Path("", name), "a walk of a removed segment")
+		assert.Empty(t, page.Keys)
+		assert.Empty(t, page.Skipped, "no shard is damaged")
+		assert.Zero(t, page.Next)
+	}
+}
+
 func TestSetCondDecidesAndReturnsTheOldValueInOneStep(t *testing.T) {
 	s := openTest(t, kv.MemoryConfig{})
 	set := func(k, v string, cond backend.SetCondition, cmp string, get bool) (bool, string, bool) {

@@ -145,6 +145,7 @@ func runKeys(e *env, args []string) int {
 			fmt.Fprintf(e.stdout, " beginning with %q", prefix)
 		}
 		fmt.Fprintf(e.stdout, " in %s\n", t.describe)
+		incomplete(e, skipped)
 		if next != 0 && err == nil {
 			fmt.Fprintf(e.stdout, "more: ephpm keys %s--cursor %d\n", prefixArg(prefix), next)
 		}
@@ -164,6 +165,14 @@ func orEmpty(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// incomplete says, after a walk's count, that the count is not the
+// store's when the walk skipped parts of it.
+func incomplete(e *env, skipped []string) {
+	if len(skipped) > 0 {
+		fmt.Fprintf(e.stdout, "incomplete: the walk skipped %d damaged part(s) of the store, named below\n", len(skipped))
+	}
 }
 
 // report says what a walk skipped or failed on: status 1 if anything.
@@ -224,6 +233,7 @@ func runLocks(e *env, args []string) int {
 	} else {
 		tw.Flush()
 		fmt.Fprintf(e.stdout, "%d locks held in %s\n", n, t.describe)
+		incomplete(e, skipped)
 		if t.seg == nil {
 			fmt.Fprintln(e.stdout, "(on Redis a lock is a plain key: these are the session locks, the read-held names and the names with waiters in line)")
 		}

@@ -187,8 +187,17 @@ func TestCheckReportsADamagedSegment(t *testing.T) {
 	code, text, _ := ephpm(t, "", "--dir", dir, "check", "--json")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, text, `"ok": false`)
-	code, _, _ = ephpm(t, "", "--dir", dir, "keys")
-	assert.Equal(t, 1, code, "a walk that skipped a shard says so")
+	for _, cmd := range []string{"keys", "locks"} {
+		code, text, errOut := ephpm(t, "", "--dir", dir, cmd)
+		assert.Equal(t, 1, code, "%s: a walk that skipped a shard fails", cmd)
+		assert.Regexp(t, `ephpm: skipped: shm: segment shard is corrupt: shard \d+ of `, errOut, "%s names the shard", cmd)
+		assert.Contains(t, text, "incomplete: the walk skipped", cmd)
+		code, text, _ = ephpm(t, "", "--dir", dir, cmd, "--json")
+		assert.Equal(t, 1, code, cmd)
+		var out struct{ Skipped []string }
+		require.NoError(t, json.Unmarshal([]byte(text), &out))
+		assert.NotEmpty(t, out.Skipped, cmd)
+	}
 }
 
 func TestServeRefusesARemoteAddressUnlessToldAndGivenAPassword(t *testing.T) {

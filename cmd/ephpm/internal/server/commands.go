@@ -415,7 +415,11 @@ func (c *conn) incr(name []byte, args [][]byte) {
 // scan is SCAN cursor [MATCH pattern] [COUNT n] [TYPE type]: one page of
 // Scanner.Scan, filtered by MATCH as Redis filters (after the walk: a
 // page may be empty with the walk not done). Every value here is a
-// string: another TYPE matches nothing.
+// string: another TYPE matches nothing. A page that skipped a damaged
+// part of the store (a corrupt shard) is answered with an error naming it
+// and the cursor the walk goes on from: a Redis client takes a SCAN
+// reply for the store's content, and would take the walk's end for "no
+// more keys" where a shard's keys were never read.
 func (c *conn) scan(args [][]byte) {
 	cursor, err := strconv.ParseUint(string(args[1]), 10, 64)
 	if err != nil {
@@ -460,8 +464,13 @@ func (c *conn) scan(args [][]byte) {
 	if c.storeErr(err) {
 		return
 	}
-	for _, why := range page.Skipped {
-		c.s.logf("SCAN skipped: %s", why)
+	if len(page.Skipped) > 0 {
+		for _, why := range page.Skipped {
+			c.s.logf("SCAN skipped: %s", why)
+		}
+		c.w.Error(fmt.Sprintf("ERR SCAN could not read part of the store: %s (the walk goes on from cursor %d without it)",
+			oneLine(strings.Join(page.Skipped, "; ")), page.Next))
+		return
 	}
 	keys := page.Keys[:0]
 	for _, k := range page.Keys {

@@ -261,5 +261,8 @@ func cleanArg(b []byte) string {
 	if len(b) > 128 {
 		b = b[:128]
 	}
-	return strings.NewReplacer("\r", " ", "\n", " ").Replace(string(b))
+	return oneLine(string(b))
 }
+
+// oneLine is s with its line breaks made spaces, as an error reply needs.
+func oneLine(s string) string { return strings.NewReplacer("\r", " ", "\n", " ").Replace(s) }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/internal/barrier"
 	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/shm"
@@ -418,6 +420,39 @@ func TestScanWalksWithMatchAndCount(t *testing.T) {
 	}
 	assert.Equal(t, want, got)
 	assert.True(t, strings.HasSuffix(c.do("SCAN", "0", "TYPE", "list", "COUNT", "100000"), " []]"), "no key is a list")
+}
+
+// failing is a segment whose walk skips a damaged shard (skip), or fails
+// (scanErr).
+type failing struct {
+	*shm.Store
+	skip    string
+	scanErr error
+}
+
+func (f failing) Scan(c uint64, n int, locks bool) (backend.ScanPage, error) {
+	if f.scanErr != nil {
+		return backend.ScanPage{}, f.scanErr
+	}
+	p, err := f.Store.Scan(c, n, locks)
+	if f.skip != "" {
+		p.Skipped = append(p.Skipped, f.skip)
+	}
+	return p, err
+}
+
+// A SCAN page that skipped a damaged shard is an error naming it (and the
+// cursor to go on from), never a page a client takes for all the keys; a
+// walk that failed is an error too.
+func TestScanAnswersAnErrorForASkippedShardOrAFailedWalk(t *testing.T) {
+	st := openStore(t)
+	require.NoError(t, st.Set("a", []byte("1"), 0))
+	addr, _ := start(t, failing{Store: st, skip: "shm: segment shard is corrupt: shard 3 of /dev/shm/x"}, "")
+	c := dial(t, addr)
+	assert.Regexp(t, `^-ERR SCAN could not read part of the store: shm: segment shard is corrupt: shard 3 of /dev/shm/x \(the walk goes on from cursor \d+ without it\)$`,
+		c.do("SCAN", "0", "COUNT", "1000"))
+	addr, _ = start(t, failing{Store: st, scanErr: errors.New("shm: segment removed")}, "")
+	assert.Equal(t, "-ERR shm: segment removed", dial(t, addr).do("SCAN", "0"))
 }
 
 func TestMatchIsRedisGlob(t *testing.T) {
