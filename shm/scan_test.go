@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -477,4 +478,46 @@ func TestExistingAttachesOnlyAndKeepsTheSegmentsSettings(t *testing.T) {
 
 	_, err = Open(name, Options{Existing: true, Owner: os.Geteuid() + 4242})
 	require.ErrorIs(t, err, os.ErrNotExist, "another user's segment of that name is another file")
+}
+
+// Existing attaches to a segment as it is: with an anchor or a memory
+// setting, which say what to make or set, it is refused, and a file of
+// another layout, which an anchored Open may replace, is left as it is.
+func TestExistingRefusesAnAnchorOrAMemorySettingAndReplacesNothing(t *testing.T) {
+	name := testName(t)
+	removeSegment(name)
+	t.Cleanup(func() { removeSegment(name) })
+	srv, err := Open(name, Options{Memory: kv.MemoryConfig{Limit: 2 << 20}, Anchor: os.Getpid()})
+	require.NoError(t, err)
+	require.NoError(t, srv.Set("k", []byte("v"), 0))
+	before := srv.MemoryConfig()
+	*srv.g.u32(hVersion) = layoutVersion - 1 // a file of the previous release
+	require.NoError(t, srv.Close())
+
+	for _, opts := range []Options{
+		{Existing: true, Anchor: os.Getpid()},
+		{Existing: true, Memory: kv.MemoryConfig{Limit: 2 << 20}},
+		{Existing: true, Memory: kv.MemoryConfig{Policy: kv.AllKeysLRU}},
+		{Existing: true, Memory: kv.MemoryConfig{Compression: true}},
+	} {
+		_, err := Open(name, opts)
+		assert.ErrorIs(t, err, kv.ErrInvalidArgument, "%+v", opts)
+	}
+	_, err = Open(name, Options{Existing: true})
+	require.ErrorIs(t, err, ErrIncompatible, "another layout is refused, not made anew")
+
+	f, err := os.OpenFile(Path("", name), os.O_RDWR, 0)
+	require.NoError(t, err)
+	var v [4]byte
+	binary.LittleEndian.PutUint32(v[:], layoutVersion)
+	_, err = f.WriteAt(v[:], hVersion) // the release it was made by again
+	require.NoError(t, err)
+	f.Close()
+	s, err := Open(name, Options{Existing: true})
+	require.NoError(t, err)
+	defer s.Close()
+	got, found := get(t, s, "k")
+	assert.True(t, found, "the segment was kept, entries and all")
+	assert.Equal(t, "v", got)
+	assert.Equal(t, before, s.MemoryConfig())
 }

@@ -283,7 +283,7 @@ func openSegmentOnce(path string, limit int64, anchor uint64, existing bool, own
 			return nil, errSwept
 		}
 		g, ready, err := mapIfReady(fd, path)
-		if errors.Is(err, ErrIncompatible) && anchor != 0 && replaceable(fd) {
+		if errors.Is(err, ErrIncompatible) && anchor != 0 && !existing && replaceable(fd) {
 			// A default segment of another layout that no process uses
 			// (an upgrade): made anew, under the exclusive flock
 			// replaceable took.

@@ -56,11 +56,14 @@ type Options struct {
 	// Existing attaches to a segment that exists and is ready, as a tool
 	// that looks at a server's segment does (the ephpm command): Open
 	// creates no file (a missing one is an error wrapping os.ErrNotExist),
-	// sweeps nothing, records no anchor and changes none of the segment's
-	// settings (Memory is not applied: the segment keeps the policy,
-	// compression and session budget its servers set), and never creates
-	// the fence file for another uid's segment (a call that needs it then
-	// fails, having done nothing).
+	// sweeps nothing, records no anchor, replaces no file (one of another
+	// layout is refused, never made anew) and changes none of the
+	// segment's settings (the segment keeps the policy, compression and
+	// session budget its servers set), and never creates the fence file
+	// for another uid's segment (a call that needs it then fails, having
+	// done nothing). So Anchor and Memory, which say what to make and
+	// set, must be zero with it: either is refused with
+	// kv.ErrInvalidArgument.
 	Existing bool
 	// Owner, with Existing, is the uid whose segment NAME is
 	// (/dev/shm/ephpm-NAME.OWNER): the file must be that uid's, 0600, as
@@ -135,6 +138,10 @@ func Open(name string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("%w: shared-memory segment name %q is not 1-64 of [A-Za-z0-9._-]", kv.ErrInvalidArgument, name)
 	}
 	cfg := opts.Memory
+	if opts.Existing && (opts.Anchor != 0 || cfg != (kv.MemoryConfig{})) {
+		return nil, fmt.Errorf("%w: Existing attaches to segment %s as it is: an anchor (%d) or a memory setting (%+v) "+
+			"would make or change it", kv.ErrInvalidArgument, name, opts.Anchor, cfg)
+	}
 	if cfg.Policy < kv.NoEviction || cfg.Policy > kv.AllKeysLRU || cfg.CompressionMinSize < 0 || cfg.Limit < 0 {
 		return nil, fmt.Errorf("%w: memory setting %+v", kv.ErrInvalidArgument, cfg)
 	}
