@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -465,7 +468,7 @@ func TestExistingAttachesOnlyAndKeepsTheSegmentsSettings(t *testing.T) {
 	require.NoError(t, server.Set("k", []byte("v"), 0))
 	before := server.MemoryConfig()
 
-	tool, err := Open(name, Options{Existing: true, Owner: os.Geteuid()})
+	tool, err := Open(name, Options{Existing: true, Owner: UID(os.Geteuid())})
 	require.NoError(t, err)
 	assert.Equal(t, before, server.MemoryConfig(), "the tool's zero settings were not applied")
 	assert.Equal(t, before, tool.MemoryConfig())
@@ -476,7 +479,7 @@ func TestExistingAttachesOnlyAndKeepsTheSegmentsSettings(t *testing.T) {
 	v, _ = get(t, server, "k2")
 	assert.Equal(t, "w", v)
 
-	_, err = Open(name, Options{Existing: true, Owner: os.Geteuid() + 4242})
+	_, err = Open(name, Options{Existing: true, Owner: UID(os.Geteuid() + 4242)})
 	require.ErrorIs(t, err, os.ErrNotExist, "another user's segment of that name is another file")
 }
 
@@ -520,4 +523,71 @@ func TestExistingRefusesAnAnchorOrAMemorySettingAndReplacesNothing(t *testing.T)
 	assert.True(t, found, "the segment was kept, entries and all")
 	assert.Equal(t, "v", got)
 	assert.Equal(t, before, s.MemoryConfig())
+}
+
+func init() { workers["owner"] = ownerWorker }
+
+// ownerWorker, run as a uid other than root's, makes its own segment
+// SHM_NAME, then opens SHM_NAME of the uid SHM_OWNER with Existing and
+// prints "opened PATH" or "refused ERR".
+func ownerWorker() {
+	name := os.Getenv("SHM_NAME")
+	mine, err := Open(name, Options{})
+	if err != nil {
+		fmt.Println("bad open:", err)
+		return
+	}
+	defer func() { mine.Close(); os.Remove(mine.Path()) }()
+	owner, _ := strconv.Atoi(os.Getenv("SHM_OWNER"))
+	s, err := Open(name, Options{Existing: true, Owner: UID(owner)})
+	if err != nil {
+		fmt.Println("refused", err)
+		return
+	}
+	fmt.Println("opened", s.Path())
+	s.Close()
+}
+
+// Owner names root's segment too: a process of another uid asking for
+// uid 0's is given root's file (which it may not open), never its own.
+func TestOwnerNamesRootsSegmentToo(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run a worker as another uid")
+	}
+	const nobody = 65534
+	name := testName(t)
+	removeSegment(name)
+	t.Cleanup(func() { removeSegment(name); os.Remove(PathOf("", name, nobody)) })
+	root, err := Open(name, Options{})
+	require.NoError(t, err)
+	defer root.Close()
+	// The test binary, where that uid may run it.
+	dir, err := os.MkdirTemp("", "ephpm-owner")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	bin, err := os.ReadFile(os.Args[0])
+	require.NoError(t, err)
+	exe := dir + "/shm.test"
+	require.NoError(t, os.WriteFile(exe, bin, 0o755))
+
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), workerEnv+"=owner", "SHM_NAME="+name, "SHM_OWNER=0")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	t.Logf("worker as uid %d: %s", nobody, out)
+	require.True(t, strings.HasPrefix(string(out), "refused "), "uid %d's open of uid 0's segment opened its own: %s", nobody, out)
+	assert.Contains(t, string(out), PathOf("", name, 0))
+	assert.Contains(t, string(out), "permission denied")
+
+	_, err = Open(name, Options{Owner: UID(nobody)})
+	assert.ErrorIs(t, err, kv.ErrInvalidArgument, "a segment this process makes is its own uid's")
+	_, err = Open(name, Options{Existing: true, Owner: UID(-1)})
+	assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+	s, err := Open(name, Options{Existing: true, Owner: UID(0)})
+	require.NoError(t, err, "root names its own segment as uid 0")
+	assert.Equal(t, PathOf("", name, 0), s.Path())
+	s.Close()
 }

@@ -67,10 +67,16 @@ type Options struct {
 	Existing bool
 	// Owner, with Existing, is the uid whose segment NAME is
 	// (/dev/shm/ephpm-NAME.OWNER): the file must be that uid's, 0600, as
-	// every segment is. 0 means the effective uid. A process of another
-	// uid opens it only if the file's permissions let it (root does).
-	Owner int
+	// every segment is. nil means the effective uid; UID(0) is root's
+	// segment (a uid of 0 cannot stand for "mine", or nobody could name
+	// root's). A process of another uid opens it only if the file's
+	// permissions let it (root does). Without Existing it may only name
+	// the effective uid: a segment this process makes is its own.
+	Owner *int
 }
+
+// UID is an Options.Owner naming uid.
+func UID(uid int) *int { return &uid }
 
 // Store is one process's attachment to a segment. It is safe for
 // concurrent use; Close detaches it.
@@ -155,8 +161,12 @@ func Open(name string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	owner := os.Geteuid()
-	if opts.Existing && opts.Owner != 0 {
-		owner = opts.Owner
+	if opts.Owner != nil {
+		if o := *opts.Owner; o < 0 || !opts.Existing && o != owner {
+			return nil, fmt.Errorf("%w: owner uid %d: a segment is named by the uid it belongs to (>= 0), and one this "+
+				"process makes belongs to its effective uid %d", kv.ErrInvalidArgument, o, owner)
+		}
+		owner = *opts.Owner
 	}
 	if !opts.Existing {
 		sweep(opts.Dir)

@@ -96,7 +96,7 @@ func open(e *env) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := shm.Open(name, shm.Options{Dir: o.dir, Existing: true, Owner: uid})
+	s, err := shm.Open(name, shm.Options{Dir: o.dir, Existing: true, Owner: shm.UID(uid)})
 	if errors.Is(err, os.ErrNotExist) {
 		how := "php-fpm's pool " + o.pool + " makes it at its first ephpm call"
 		if o.segment != "" {
