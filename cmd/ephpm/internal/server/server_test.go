@@ -423,11 +423,36 @@ func TestScanWalksWithMatchAndCount(t *testing.T) {
 }
 
 // failing is a segment whose walk skips a damaged shard (skip), or fails
-// (scanErr).
+// (scanErr), and on which key "bad" fails: every call on it (badShard),
+// or only its deletion and read (badStep: damage met in the step).
 type failing struct {
 	*shm.Store
-	skip    string
-	scanErr error
+	skip              string
+	scanErr           error
+	badShard, badStep bool
+}
+
+var errDamaged = errors.New("shm: segment shard is corrupt: shard 3 of /dev/shm/x")
+
+func (f failing) Del(k string) (bool, error) {
+	if k == "bad" && (f.badShard || f.badStep) {
+		return false, errDamaged
+	}
+	return f.Store.Del(k)
+}
+
+func (f failing) Exists(k string) (bool, error) {
+	if k == "bad" && f.badShard {
+		return false, errDamaged
+	}
+	return f.Store.Exists(k)
+}
+
+func (f failing) GetInto(k string, dst []byte) (int, bool, error) {
+	if k == "bad" && (f.badShard || f.badStep) {
+		return 0, false, errDamaged
+	}
+	return f.Store.GetInto(k, dst)
 }
 
 func (f failing) Scan(c uint64, n int, locks bool) (backend.ScanPage, error) {
@@ -453,6 +478,44 @@ func TestScanAnswersAnErrorForASkippedShardOrAFailedWalk(t *testing.T) {
 		c.do("SCAN", "0", "COUNT", "1000"))
 	addr, _ = start(t, failing{Store: st, scanErr: errors.New("shm: segment removed")}, "")
 	assert.Equal(t, "-ERR shm: segment removed", dial(t, addr).do("SCAN", "0"))
+}
+
+// DEL of several keys decides what a failing shard decides before it
+// deletes anything; what only a deletion meets ends it with the error
+// naming the keys it had deleted. MGET answers one error, never an array
+// with an error among its values.
+func TestMultiKeyCommandsAnswerOneErrorAndSayWhatTheyDid(t *testing.T) {
+	st := openStore(t)
+	set := func(keys ...string) {
+		for _, k := range keys {
+			require.NoError(t, st.Set(k, []byte("v"+k), 0))
+		}
+	}
+	set("a", "b")
+	addr, _ := start(t, failing{Store: st, badShard: true}, "")
+	c := dial(t, addr)
+	assert.Equal(t, "-ERR DEL deleted nothing: key 'bad': "+errDamaged.Error(), c.do("DEL", "a", "bad", "b"))
+	ok, err := st.Exists("a")
+	require.NoError(t, err)
+	assert.True(t, ok, "a shard every call fails on fails DEL before it deletes anything")
+	assert.Equal(t, "-ERR MGET could not read key 'bad': "+errDamaged.Error(), c.do("MGET", "a", "bad", "b"))
+	assert.Equal(t, "[$va $nil $vb]", c.do("MGET", "a", "nope", "b"))
+	assert.Equal(t, "-ERR "+errDamaged.Error(), c.do("EXISTS", "a", "bad"))
+
+	addr, _ = start(t, failing{Store: st, badStep: true}, "")
+	c = dial(t, addr)
+	assert.Equal(t, "-ERR DEL failed at key 'bad' having deleted 1 of the 2 keys before it ('a'): "+errDamaged.Error(),
+		c.do("DEL", "a", "nope", "bad", "b"))
+	ok, err = st.Exists("b")
+	require.NoError(t, err)
+	assert.True(t, ok, "DEL stopped at the failure")
+	assert.Equal(t, ":1", c.do("DEL", "b", "nope"))
+	assert.Equal(t, "-ERR "+errDamaged.Error(), c.do("DEL", "bad"))
+
+	// MSET sets each key on its own: a failure after some says which.
+	r := c.do("MSET", "m1", "1", "m2", "2", "huge", strings.Repeat("x", 3<<20), "m3", "3")
+	assert.True(t, strings.HasPrefix(r, "-OOM command not allowed when used memory > 'maxmemory': MSET set 2 of its 4 keys ('m1' 'm2'), then failed: key \"huge\""), r)
+	assert.Equal(t, "[$1 $2 $nil]", c.do("MGET", "m1", "m2", "m3"))
 }
 
 func TestMatchIsRedisGlob(t *testing.T) {
