@@ -255,32 +255,15 @@ func runGet(e *env, args []string) int {
 		return fail(e, err)
 	}
 	defer t.b.Close()
-	var value []byte
-	found := false
-	for size := 4096; ; {
-		buf := make([]byte, size)
-		n, f, err := t.b.GetInto(key, buf)
-		if err != nil {
-			return fail(e, err)
-		}
-		found = f
-		if !f || n <= len(buf) {
-			value = buf[:n]
-			break
-		}
-		size = n // grew meanwhile: again
-	}
-	var left = -1.0
-	if found {
-		if d, f, err := t.b.PTTL(key); err == nil && f && d >= 0 {
-			left = float64(d.Milliseconds())
-		}
+	value, found, left, err := getWithTTL(t, key)
+	if err != nil {
+		return fail(e, err)
 	}
 	if e.opts.json {
 		out := map[string]any{"key": key, "found": found}
 		if found {
 			out["size"] = len(value)
-			out["ttl_ms"] = int64(left)
+			out["ttl_ms"] = left
 			if utf8.Valid(value) {
 				out["value"] = string(value)
 			} else {
@@ -298,6 +281,38 @@ func runGet(e *env, args []string) int {
 	}
 	e.stdout.Write(value)
 	return 0
+}
+
+// getWithTTL reads key's value and then its TTL left (ms, cut; -1 for
+// none): two calls, each at its own instant. A TTL that cannot be read
+// is an error, never "no TTL"; a key gone between the two is read again.
+func getWithTTL(t *target, key string) (value []byte, found bool, left int64, err error) {
+	for attempt := 0; attempt < 3; attempt++ {
+		for size := 4096; ; {
+			buf := make([]byte, size)
+			n, f, err := t.b.GetInto(key, buf)
+			if err != nil {
+				return nil, false, 0, err
+			}
+			found = f
+			if !f || n <= len(buf) {
+				value = buf[:n]
+				break
+			}
+			size = n // grew meanwhile: again
+		}
+		if !found {
+			return nil, false, 0, nil
+		}
+		d, f, err := t.b.PTTL(key)
+		if err != nil {
+			return nil, false, 0, fmt.Errorf("the TTL of %s: %w", shown(key), err)
+		}
+		if f {
+			return value, true, ttlMS(d), nil
+		}
+	}
+	return nil, false, 0, fmt.Errorf("%s came and went while it was read: try again", shown(key))
 }
 
 func runDel(e *env, args []string) int {

@@ -24,6 +24,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/ephpm/ephpm/backend"
 )
 
 func main() {
@@ -39,6 +41,9 @@ type env struct {
 	// stop, when closed, stops a serve as SIGTERM does (a test's; nil in
 	// the command).
 	stop <-chan struct{}
+	// wrap, if set (a test's), is put around the store a command opens:
+	// what the command calls in its place.
+	wrap func(backend.Backend) backend.Backend
 }
 
 // command is one subcommand: run gets the arguments after its name.

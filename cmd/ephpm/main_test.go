@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -20,6 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/internal/redistest"
 	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/redisstore"
@@ -170,6 +172,35 @@ func TestCommandsOnASegment(t *testing.T) {
 	assert.Contains(t, text, `"flushed": true`)
 	st, _ := s.Stats()
 	assert.Zero(t, st.Keys)
+}
+
+// noTTL is a store whose PTTL fails, as a call on a shard found damaged
+// between two calls does.
+type noTTL struct{ backend.Backend }
+
+func (noTTL) PTTL(string) (time.Duration, bool, error) {
+	return 0, false, errors.New("shm: segment shard is corrupt: shard 1")
+}
+
+// A TTL that cannot be read fails ephpm get: it is not shown as "no TTL".
+func TestGetFailsWhenTheTTLCannotBeRead(t *testing.T) {
+	dir, s := segment(t)
+	require.NoError(t, s.Set("k", []byte("v"), time.Hour))
+	for _, json := range []bool{false, true} {
+		var out, errOut bytes.Buffer
+		args := []string{"--dir", dir, "get", "k"}
+		if json {
+			args = append(args, "--json")
+		}
+		code := runIn(&env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut,
+			wrap: func(b backend.Backend) backend.Backend { return noTTL{b} }}, args)
+		assert.Equal(t, 1, code, "json %v", json)
+		assert.Empty(t, out.String(), "no value with no TTL to go with it")
+		assert.Contains(t, errOut.String(), "the TTL of k: shm: segment shard is corrupt: shard 1")
+	}
+	code, text, _ := ephpm(t, "", "--dir", dir, "get", "k", "--json")
+	require.Equal(t, 0, code)
+	assert.Contains(t, text, `"ttl_ms": 3599`)
 }
 
 func TestCheckReportsADamagedSegment(t *testing.T) {

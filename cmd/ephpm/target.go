@@ -76,6 +76,14 @@ type target struct {
 // open opens what the options name: the segment must exist (it is never
 // created, and its settings are left as its servers set them).
 func open(e *env) (*target, error) {
+	t, err := openStore(e)
+	if err == nil && e.wrap != nil {
+		t.b = e.wrap(t.b)
+	}
+	return t, err
+}
+
+func openStore(e *env) (*target, error) {
 	o := e.opts
 	if o.redis != "" {
 		if o.segment != "" {
