@@ -77,6 +77,9 @@ func (c *conn) dispatch(args [][]byte) {
 	case "expire", "pexpire":
 		c.expire(name, args)
 	case "ttl", "pttl":
+		// The time left is cut to the unit, never rounded up (Redis's
+		// TTL rounds to the nearest second): a lock never looks
+		// longer-lived than it is, as the ephpm command shows it.
 		ttl, found, err := st.PTTL(string(args[1]))
 		switch {
 		case c.storeErr(err):
@@ -85,7 +88,7 @@ func (c *conn) dispatch(args [][]byte) {
 		case ttl < 0:
 			c.w.Int(-1)
 		case string(name) == "ttl":
-			c.w.Int((ttl.Milliseconds() + 500) / 1000)
+			c.w.Int(int64(ttl / time.Second))
 		default:
 			c.w.Int(ttl.Milliseconds())
 		}

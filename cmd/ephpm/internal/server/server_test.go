@@ -201,7 +201,6 @@ func TestCommandsAnswerAsRedisDoes(t *testing.T) {
 		{[]string{"SET", "t", "v"}, "+OK"},
 		{[]string{"TTL", "t"}, ":-1"},
 		{[]string{"EXPIRE", "t", "100"}, ":1"},
-		{[]string{"TTL", "t"}, ":100"},
 		{[]string{"PEXPIRE", "t", "5000"}, ":1"},
 		{[]string{"EXPIRE", "nope", "100"}, ":0"},
 		{[]string{"EXPIRE", "t", "10", "NX"}, "-ERR Unsupported option NX"},
@@ -242,6 +241,23 @@ func TestCommandsAnswerAsRedisDoes(t *testing.T) {
 	assert.Equal(t, "+OK", c.do("QUIT"))
 	_, err := c.r.ReadByte()
 	assert.Equal(t, io.EOF, err, "QUIT closes the connection")
+}
+
+// TTL is the time left cut to whole seconds, never rounded up (Redis
+// rounds to the nearest), as PTTL is cut to the millisecond and the ephpm
+// command shows it: a lock never looks longer-lived than it is.
+func TestTTLIsCutNeverRoundedUp(t *testing.T) {
+	c := dial(t, func() string { a, _ := start(t, openStore(t), ""); return a }())
+	assert.Equal(t, "+OK", c.do("SET", "lock", "t", "PX", "1999"))
+	assert.Equal(t, ":1", c.do("TTL", "lock"), "1.99 s left: 1, where Redis says 2")
+	ms, err := strconv.Atoi(strings.TrimPrefix(c.do("PTTL", "lock"), ":"))
+	require.NoError(t, err)
+	assert.True(t, ms > 0 && ms <= 1999, "%d ms", ms)
+	assert.Equal(t, "+OK", c.do("SET", "lock", "t", "PX", "999"))
+	assert.Equal(t, ":0", c.do("TTL", "lock"), "under a second left: 0, the key still there")
+	assert.Equal(t, ":1", c.do("EXISTS", "lock"))
+	assert.Equal(t, ":1", c.do("EXPIRE", "lock", "100"))
+	assert.Contains(t, []string{":99", ":100"}, c.do("TTL", "lock"))
 }
 
 func TestRESP3AfterHello(t *testing.T) {
