@@ -591,3 +591,36 @@ func TestOwnerNamesRootsSegmentToo(t *testing.T) {
 	assert.Equal(t, PathOf("", name, 0), s.Path())
 	s.Close()
 }
+
+// Owners reads PathOf backwards: the uids with a segment file of the
+// name, and no other file that begins alike; Files are the segment's and
+// its fence file.
+func TestOwnersAndFilesFollowPathOf(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{
+		PathOf(dir, "app", 33), PathOf(dir, "app", 0), PathOf(dir, "app", 1000),
+		PathOf(dir, "app", 33) + ".fences1", PathOf(dir, "app.5", 33), PathOf(dir, "apple", 7), dir + "/ephpm-app.x",
+	} {
+		require.NoError(t, os.WriteFile(f, nil, 0o600))
+	}
+	uids, err := Owners(dir, "app")
+	require.NoError(t, err)
+	assert.Equal(t, []int{0, 33, 1000}, uids)
+	uids, err = Owners(dir, "app.5")
+	require.NoError(t, err)
+	assert.Equal(t, []int{33}, uids)
+	uids, err = Owners(dir, "none")
+	require.NoError(t, err)
+	assert.Empty(t, uids)
+	assert.Equal(t, []string{dir + "/ephpm-app.33", dir + "/ephpm-app.33.fences1"}, Files(dir, "app", 33))
+	assert.Equal(t, "/dev/shm/ephpm-app.33", Files("", "app", 33)[0])
+
+	s := openTest(t, kv.MemoryConfig{})
+	_, _, err = s.SetNXFenced("lock:f", []byte("t"), time.Minute) // makes the fence file
+	require.NoError(t, err)
+	for _, f := range Files("", testName(t), os.Geteuid()) {
+		_, err = os.Stat(f)
+		assert.NoError(t, err, "the store's own file %s", f)
+	}
+	assert.Equal(t, s.Path(), Files("", testName(t), os.Geteuid())[0])
+}

@@ -25,13 +25,16 @@ N=${CLI_RESP_N:-6} R=${CLI_RESP_ROUNDS:-40}
 dir=$(mktemp -d)
 pool="clitest$$"
 uid=$(id -u)
-seg="/dev/shm/ephpm-fpm-$pool.$uid"
+# The pool's segment files, as the command names them (the rule is shm.PathOf's).
+mapfile -t seg_files < <("$ephpm" --pool "$pool" path)
+seg=${seg_files[0]:-}
+[ "${#seg_files[@]}" = 2 ] && [[ "$seg" == /dev/shm/* ]] || { echo "ephpm path: ${seg_files[*]}"; rm -rf "$dir"; exit 1; }
 fpm_pid= serve_pid= unix_pid=
 bg=()
 cleanup() {
   for p in $serve_pid $unix_pid $fpm_pid "${bg[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in $serve_pid $unix_pid $fpm_pid "${bg[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -f "$seg" "$seg.fences1"
+  rm -f "${seg_files[@]}"
   rm -rf "$dir"
 }
 trap cleanup EXIT

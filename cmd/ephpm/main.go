@@ -9,6 +9,7 @@
 //	ephpm [target] del KEY               remove a key
 //	ephpm [target] check                 the segment's integrity, as the store's own check sees it
 //	ephpm [target] flush [--yes]         remove every key, after a confirmation
+//	ephpm [target] path                  the segment's files, one a line
 //	ephpm [target] serve [--unix PATH]   a RESP endpoint onto the segment
 //
 // target: --pool POOL (default www: the segment php-fpm's pool POOL uses
@@ -63,6 +64,7 @@ func init() {
 		{"del", "KEY", "remove a key", runDel},
 		{"check", "", "the segment's integrity, as the store's own check sees it (holds each shard while it walks it)", runCheck},
 		{"flush", "[--yes]", "remove every key, locks and sessions included, after a confirmation", runFlush},
+		{"path", "", "the segment's files (the segment, then its fence file), whether or not they exist", runPath},
 		{"serve", "[--unix PATH]", "serve the segment over RESP: TCP with a password (or --no-auth), or a socket only its user opens", runServe},
 	}
 }

@@ -203,6 +203,33 @@ func TestGetFailsWhenTheTTLCannotBeRead(t *testing.T) {
 	assert.Contains(t, text, `"ttl_ms": 3599`)
 }
 
+// ephpm path prints the files of the segment the options name, by the
+// rule the store names them by, whether or not they exist: as root with
+// no segment of its own, the one user's who has it.
+func TestPathPrintsTheSegmentsFilesByTheStoresRule(t *testing.T) {
+	dir := t.TempDir()
+	code, text, _ := ephpm(t, "", "--dir", dir, "--segment", "app", "path")
+	require.Equal(t, 0, code)
+	assert.Equal(t, strings.Join(shm.Files(dir, "app", os.Geteuid()), "\n")+"\n", text)
+	code, text, _ = ephpm(t, "", "--dir", dir, "--pool", "www", "path", "--json")
+	require.Equal(t, 0, code)
+	var out struct {
+		Segment, Fences string
+		Exists          bool
+	}
+	require.NoError(t, json.Unmarshal([]byte(text), &out))
+	assert.Equal(t, shm.PathOf(dir, "fpm-www", os.Geteuid()), out.Segment)
+	assert.False(t, out.Exists)
+	if os.Geteuid() == 0 {
+		require.NoError(t, os.WriteFile(shm.PathOf(dir, "app", 33), nil, 0o600))
+		code, text, _ = ephpm(t, "", "--dir", dir, "--segment", "app", "path")
+		require.Equal(t, 0, code)
+		assert.Equal(t, strings.Join(shm.Files(dir, "app", 33), "\n")+"\n", text)
+	}
+	code, _, _ = ephpm(t, "", "--redis", "redis://127.0.0.1:1", "path")
+	assert.Equal(t, 1, code)
+}
+
 func TestCheckReportsADamagedSegment(t *testing.T) {
 	dir, s := segment(t)
 	for i := 0; i < 500; i++ {
