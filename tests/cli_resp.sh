@@ -103,6 +103,8 @@ noauth() { env -u REDISCLI_AUTH redis-cli "$@"; } # a client that gives no passw
 poll 500 '[ "$(rc PING 2>/dev/null)" = PONG ]' || { cat "$dir/serve.log"; echo "ephpm serve did not answer"; exit 1; }
 check "serve says what it serves, on loopback" 'grep -q "serving segment fpm-$pool" "$dir/serve.log"'
 check "without the password, every command is refused" '[ "$(noauth -p "$port" GET fpm:hello 2>&1)" = "NOAUTH Authentication required." ]'
+out=$(noauth -p "$port" MSET a 1 b 2 c 3 d 4 e 5 f 6 2>&1 || true)
+check "without the password, Redis's limit of 10 arguments ($out)" 'grep -q "Protocol error: unauthenticated multibulk length" <<< "$out"'
 "$ephpm" --pool "$pool" serve --unix "$dir/ephpm.sock" 2> "$dir/serve-unix.log" &
 unix_pid=$!
 poll 500 '[ "$(noauth -s "$dir/ephpm.sock" PING 2>/dev/null)" = PONG ]' || { cat "$dir/serve-unix.log"; echo "ephpm serve --unix did not answer"; exit 1; }
