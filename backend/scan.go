@@ -38,9 +38,10 @@ type ScanPage struct {
 	Keys []KeyInfo
 	// Next is the cursor of the next page; 0 when the walk is complete.
 	Next uint64
-	// Skipped names the parts of the store the walk could not read (a
-	// damaged shard of a segment), each with why; their entries are not
-	// in any page.
+	// Skipped names the parts of the store the walk found damaged and
+	// went on past (a corrupt shard of a segment), each with why; their
+	// entries are not in any page. A caller that shows or counts keys
+	// must say so: the walk is not the store's whole content.
 	Skipped []string
 }
 
@@ -52,7 +53,9 @@ type Scanner interface {
 	// walk is returned at least once; one written or removed during it
 	// may be returned or not, and an entry may be returned twice. A
 	// cursor that names no position of the walk is refused with
-	// kv.ErrInvalidArgument.
+	// kv.ErrInvalidArgument. Any error but damage the walk goes past
+	// (ScanPage.Skipped) is the page's error, with no page: the page's
+	// outcome is unknown, never an empty or final page.
 	// It changes nothing in the store (an expired entry it meets is left
 	// for the store's own sweep), and it never blocks other callers for
 	// more than one page's worth of entries.
@@ -63,14 +66,18 @@ type Scanner interface {
 type SetCondition int
 
 const (
-	// SetAlways stores whatever the key holds (SET ... GET).
+	// SetAlways stores whatever the key holds (SET ... GET), as Set
+	// does: a plain overwrite, which keeps nothing of a lock it replaces.
 	SetAlways SetCondition = iota
 	// SetIfAbsent stores only if the key holds no live entry, as SetNX
 	// does: the entry is a lock, never evicted (SET ... NX GET).
 	SetIfAbsent
 	// SetIfEqual stores only if the key holds a live entry whose value
 	// equals the comparison value (Valkey's SET ... IFEQ): a missing or
-	// expired key is never created.
+	// expired key is never created. It is how a holder renews a lock
+	// (SET key token IFEQ token PX ttl), so a lock it replaces stays one:
+	// as ExpireIfEq, the store keeps what it keeps of a lock (never
+	// evicted, its recorded holder).
 	SetIfEqual
 )
 

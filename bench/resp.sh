@@ -17,10 +17,11 @@ args=${BENCH_ARGS:--t get,set -P 16 -n 200000 -q}
 [ -x "$ephpm" ] && [ -f "$ext" ] || { echo "build first: scripts/setup.sh test"; exit 1; }
 dir=$(mktemp -d)
 seg=bench-resp-$$
+mapfile -t seg_files < <("$ephpm" --segment "$seg" path) # its files, as the command names them
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-  rm -f "/dev/shm/ephpm-$seg.$(id -u)" "/dev/shm/ephpm-$seg.$(id -u).fences1"
+  rm -f "${seg_files[@]}"
   rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -32,7 +33,7 @@ redis-server --bind 127.0.0.1 --port "$rport" --save '' --appendonly no --dir "$
 pids+=($!)
 php -n -d "extension=$ext" -d "ephpm.kv_backend=shm://$seg" -r 'ephpm_kv_set("bench:made", "1");'
 eport=$(free_port)
-"$ephpm" --segment "$seg" serve --listen "127.0.0.1:$eport" ${RESP_SERVE_ARGS:-} 2> "$dir/ephpm.log" &
+"$ephpm" --segment "$seg" serve --listen "127.0.0.1:$eport" --no-auth ${RESP_SERVE_ARGS:-} 2> "$dir/ephpm.log" &
 pids+=($!)
 wait_pong "$rport" && wait_pong "$eport" || { cat "$dir"/*.log; exit 1; }
 

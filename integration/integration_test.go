@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/internal/redistest"
+	"github.com/ephpm/ephpm/internal/segname"
 )
 
 func extension(t *testing.T) string {
@@ -43,14 +44,14 @@ func lookPath(t *testing.T, names ...string) string {
 
 // fpm starts php-fpm with pm=static and n workers, the extension loaded
 // with ini, and stops it by PID when the test ends. It returns the socket.
-// The pool has a name of its own (so its default segment is the test's:
-// /dev/shm/ephpm-fpm-POOL.UID), removed when the test ends.
+// The pool has a name of its own (so its default segment, segname.FPMPool's
+// name for it, is the test's), removed when the test ends.
 func fpm(t *testing.T, n int, ini map[string]string) string {
 	bin := lookPath(t, "php-fpm8.2", "/usr/sbin/php-fpm8.2", "php-fpm")
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "fpm.sock")
 	pool := fmt.Sprintf("it%d-%d", os.Getpid(), time.Now().UnixNano()%1e9)
-	t.Cleanup(func() { removeSegment(fmt.Sprintf("/dev/shm/ephpm-fpm-%s.%d", pool, os.Geteuid())) })
+	t.Cleanup(func() { removeSegment(segname.FPMPool(pool), os.Geteuid()) })
 	conf := fmt.Sprintf("[global]\nerror_log = %s/fpm.log\ndaemonize = no\n[%s]\nlisten = %s\n"+
 		"listen.backlog = 1024\npm = static\npm.max_children = %d\n", dir, pool, sock, n)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "fpm.conf"), []byte(conf), 0o600))

@@ -19,7 +19,7 @@ import (
 func optimisticBackends(t *testing.T) map[string]map[string]string {
 	srv := redistest.Start(t)
 	shm := fmt.Sprintf("itopt%d", os.Getpid())
-	t.Cleanup(func() { removeSegment(fmt.Sprintf("/dev/shm/ephpm-%s.%d", shm, os.Getuid())) })
+	t.Cleanup(func() { removeSegment(shm, os.Geteuid()) })
 	base := func(backend string) map[string]string {
 		return map[string]string{
 			"ephpm.kv_backend":        backend,

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ephpm/ephpm/internal/fcgi"
 	"github.com/ephpm/ephpm/internal/redistest"
+	"github.com/ephpm/ephpm/shm"
 )
 
 // A server is PHP serving requests from several processes, started for one
@@ -89,18 +90,19 @@ func listening(t *testing.T, addr string, log func() string) {
 	t.Fatalf("nothing listens on %s: %s", addr, log())
 }
 
-// removeSegment removes the segment file path and its fence file.
-func removeSegment(path string) {
-	os.Remove(path)
-	os.Remove(path + ".fences1")
+// removeSegment removes the files of segment name of user uid (shm.Files).
+func removeSegment(name string, uid int) {
+	for _, f := range shm.Files("", name, uid) {
+		os.Remove(f)
+	}
 }
 
-// removeNewSegment removes the segment file path (and its fence file) when
-// the test ends, unless it was there before the test (a server of this
+// removeNewSegment removes the files of segment name of user uid when the
+// test ends, unless it was there before the test (a server of this
 // machine's may use it).
-func removeNewSegment(t *testing.T, path string) {
-	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
-		t.Cleanup(func() { removeSegment(path) })
+func removeNewSegment(t *testing.T, name string, uid int) {
+	if _, err := os.Lstat(shm.PathOf("", name, uid)); errors.Is(err, os.ErrNotExist) {
+		t.Cleanup(func() { removeSegment(name, uid) })
 	}
 }
 
@@ -110,7 +112,7 @@ func removeNewSegment(t *testing.T, path string) {
 func cgiServer(t *testing.T, n int, ini map[string]string) server {
 	bin := lookPath(t, "php-cgi8.2", "php-cgi")
 	so := extension(t)
-	removeNewSegment(t, fmt.Sprintf("/dev/shm/ephpm-cgi.%d", os.Geteuid()))
+	removeNewSegment(t, "cgi", os.Geteuid())
 	addr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 	args := []string{"-n", "-b", addr, "-d", "extension=" + so}
 	for k, v := range ini {
@@ -147,7 +149,7 @@ func apacheServer(t *testing.T, n int, ini map[string]string) server {
 	if uid == 0 {
 		uid, user = 33, "User www-data\nGroup www-data\n"
 	}
-	removeNewSegment(t, fmt.Sprintf("/dev/shm/ephpm-apache.%d", uid))
+	removeNewSegment(t, "apache", uid)
 	addr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 	conf := fmt.Sprintf(`ServerRoot %[1]s
 LoadModule mpm_prefork_module %[2]smod_mpm_prefork.so

@@ -18,8 +18,9 @@ import "sync/atomic"
 //
 // Tombstones go back to empty when they end a run (the next slot is empty),
 // and a shard with too many is compacted in place (compact), which moves
-// entries back along their probe path; a crash mid-way leaves an entry in
-// two slots, which recovery resolves (see recover.go).
+// entries back along their probe path, always to a lower slot; a crash
+// mid-way leaves an entry in two slots, which recovery resolves (see
+// recover.go).
 const (
 	slotEmpty = 0
 	slotTomb  = ^uint64(0)
@@ -104,10 +105,35 @@ func (sh *shard) removeAt(pos int) {
 	}
 }
 
-// compact turns every tombstone it can into an empty slot by moving later
-// entries of the run back along their probe paths (backward shift). A
-// move copies the entry first and overwrites its old slot only after, so
-// every entry is reachable at every instant, at times from two slots.
+// compact turns tombstones into empty slots by moving later entries of
+// the run back along their probe paths (backward shift). A move copies
+// the entry first and overwrites its old slot only after, so every entry
+// is reachable at every instant, at times from two slots (recovery keeps
+// the one nearer its probe start, recover.go).
+//
+// An entry only ever moves to a lower slot. The one move backward shift
+// would make to a higher one is across the wrap: an entry in the first
+// slots whose probe path starts in the last ones (its run goes on past
+// the last slot), into a tombstone among those. compact leaves such an
+// entry where it is and the tombstone in its path as it is, and that
+// shift ends there: the probe paths through the tombstone stay unbroken
+// (a tombstone, unlike an empty slot, does not end a probe), and the
+// entries after it could reach the tombstone only across the wrap too.
+// Lookups are as before: a moved entry lands on its own probe path before
+// its old slot, with no empty slot between. Why: a walk
+// (Scan, scan.go) visits the slots from the top down, and so misses no
+// entry live for the whole walk only if no entry moves from the slots it
+// has yet to visit to those it has visited.
+//
+// What that costs: the tombstones left lie in the last slots, on the
+// probe path of an entry past the wrap, at most that entry's distance from
+// its probe start (a few slots: a probe path longer than a handful is rare
+// with the seeded hash, and a long one would be for a full index, which
+// roomFor keeps below seven eighths). They are not lost: an insert whose
+// probe path meets one takes it (lookup's ins), removeAt empties them once
+// the entries past the wrap are gone (the run then ends at them), and a
+// later compaction empties those no wrapped entry needs any more. Caller
+// holds the lock.
 func (sh *shard) compact() {
 	n := sh.g.indexSlots
 	mask := n - 1
@@ -115,20 +141,36 @@ func (sh *shard) compact() {
 		if atomic.LoadUint64(sh.slot(i)) != slotTomb {
 			continue
 		}
-		hole := i
+		hole, last := i, uint64(slotEmpty)
 		for j := (i + 1) & mask; j != i; j = (j + 1) & mask {
 			v := atomic.LoadUint64(sh.slot(j))
 			if v == slotEmpty {
 				break
 			}
 			if v != slotTomb && sh.dist(sh.home(slotTag(v)), j) >= sh.dist(hole, j) {
+				if j < hole {
+					last = slotTomb // across the wrap: it stays, hole stays in its path
+					break
+				}
 				storeRel64(sh.slot(hole), v)
+				compactStored()
 				hole = j
 			}
 		}
-		storeRel64(sh.slot(hole), slotEmpty)
+		storeRel64(sh.slot(hole), last)
+		compactStored()
 	}
 	sh.recount()
+}
+
+// compactHook, set by a test, is called after each store compact makes:
+// a panic there leaves the index as a SIGKILL at that instant would.
+var compactHook func()
+
+func compactStored() {
+	if compactHook != nil {
+		compactHook()
+	}
 }
 
 // recount derives the entry and tombstone counts from the slots.

@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -22,19 +23,25 @@ import (
 //
 // Why downward: an entry moves between slots only when its shard's index
 // is compacted (index.go), and a compaction moves an entry back along its
-// probe path, to a lower slot, except where a run wraps past the last
-// slot to the first. So an entry that has not been visited (at or below
-// the cursor) stays unvisited, and one that has may be met again (a
-// duplicate, which a walk may return). The wrap is the one way an
-// unvisited entry (in the first slots) can move to visited ones (the last
-// slots): the hold that visits slot 0 therefore also looks again at the
-// run that ends the index (from the last slot down to the first empty
-// one), where such an entry lands.
+// probe path, always to a lower slot: it never moves one across the wrap
+// (from the first slots, where a run that wraps past the last slot goes
+// on, up into the last), but leaves it and the tombstone in its path
+// (index.go says what that costs). A compaction cut short by a SIGKILL
+// leaves an entry in two slots, and recovery keeps the one nearer its
+// probe start, the lower. So an entry that has not been visited (in a
+// slot below those visited) stays unvisited, and one that has may be met
+// again (a
+// duplicate, which a walk may return): an entry live for the whole walk
+// is returned at least once, with no second look anywhere.
 //
 // Damage (checked.go): every offset the walk reads through is checked by
 // the accessors; a shard found broken, or found corrupt by the walk (then
 // marked broken, as any call that meets damage marks it), is named in the
-// page's Skipped, and the walk goes on with the next shard.
+// page's Skipped, and the walk goes on with the next shard. That is the
+// one error a page goes on past: any other (the segment's file removed,
+// the store closed) is the page's error, with no page, as every other
+// call answers it; a walk that took it for "no more entries" would say a
+// store it cannot read is empty.
 const (
 	scanSlotsPerHold = 4096
 	scanSlotsPerPage = 16 * scanSlotsPerHold
@@ -69,6 +76,9 @@ func (s *Store) Scan(cursor uint64, count int, locksOnly bool) (backend.ScanPage
 		budget -= max(visited, 1)
 		done += visited
 		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				return backend.ScanPage{}, err
+			}
 			page.Skipped = append(page.Skipped, err.Error())
 			done = n
 		}
@@ -110,13 +120,6 @@ func (s *Store) scanSlots(sh *shard, done, hold, want int, locksOnly bool, page 
 	k := 0
 	for ; k < hold && found < want; k++ {
 		visit(n - 1 - (done + k))
-	}
-	if done+k == n {
-		// Slot 0 visited: the run that ends the index, where a compaction
-		// may have moved an unvisited entry (see above).
-		for i := n - 1; i > 0 && atomic.LoadUint64(sh.slot(i)) != slotEmpty; i-- {
-			visit(i)
-		}
 	}
 	return k
 }

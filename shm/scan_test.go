@@ -1,13 +1,17 @@
 package shm
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -145,6 +149,51 @@ func TestScanWithWritersChurningMissesNoKeyThatStays(t *testing.T) {
 	wg.Wait()
 }
 
+// An entry live for the whole walk is returned though it sits past the
+// wrap (its run goes on from the last slot to slot 0) and a compaction
+// runs between two pages: the compaction leaves it below the cursor,
+// where it was, instead of moving it up into the slots the walk visited.
+func TestScanReturnsAnEntryPastTheWrapThroughACompaction(t *testing.T) {
+	s := openTest(t, kv.MemoryConfig{Limit: 2 << 20})
+	n := s.g.indexSlots
+	sh := &s.shards[0]
+	a, b, f, e := keyAt(s, "a", n-3), keyAt(s, "b", n-2), keyAt(s, "f", n-1), keyAt(s, "e", n-3)
+	for _, k := range []string{a, b, f, e} {
+		require.NoError(t, s.Set(k, []byte("v"), 0))
+	}
+	slotOf := func(k string) int { p, _, _ := sh.lookup(tagOfHash(s.g.hashOf(k)), k); return p }
+	require.Equal(t, []int{n - 3, n - 2, n - 1, 0}, []int{slotOf(a), slotOf(b), slotOf(f), slotOf(e)})
+	_, err := s.Del(b) // a tombstone in e's probe path
+	require.NoError(t, err)
+
+	p, err := s.Scan(0, 2, false) // f, then a: the walk is below n-3
+	require.NoError(t, err)
+	require.Len(t, p.Keys, 2)
+	// A writer's roomFor compacts the shard (once entries and tombstones
+	// fill seven eighths of its index), then another caller deletes f.
+	require.NoError(t, s.lock(sh))
+	sh.compact()
+	s.unlock(sh)
+	assert.Equal(t, 0, slotOf(e), "e stays past the wrap")
+	_, err = s.Del(f)
+	require.NoError(t, err)
+
+	seen := map[string]bool{}
+	for _, k := range p.Keys {
+		seen[k.Key] = true
+	}
+	for cursor := p.Next; cursor != 0; {
+		p, err := s.Scan(cursor, 1000, false)
+		require.NoError(t, err)
+		for _, k := range p.Keys {
+			seen[k.Key] = true
+		}
+		cursor = p.Next
+	}
+	require.True(t, seen[e], "e was live for the whole walk but the walk never returned it")
+	require.True(t, seen[a])
+}
+
 func TestScanOfLocksNamesTheirHolderAndWaiters(t *testing.T) {
 	s := openTest(t, kv.MemoryConfig{})
 	// A session lock the session handler's call takes records this process.
@@ -222,6 +271,29 @@ func TestScanSkipsADamagedShardAndGoesOn(t *testing.T) {
 				assert.True(t, errors.Is(err, ErrCorrupt))
 			}
 		})
+	}
+}
+
+// A walk of a segment whose file was removed is refused as every other
+// call is: never a complete walk of no entries, and no shard named
+// damaged that is not. A damaged shard alone is skipped and named.
+func TestScanOfARemovedSegmentIsAnErrorNotAnEmptyWalk(t *testing.T) {
+	name := testName(t)
+	s := openRemovable(t, name)
+	for i := 0; i < 100; i++ {
+		require.NoError(t, s.Set("k"+strconv.Itoa(i), []byte("v"), 0))
+	}
+	p, err := s.Scan(0, 10, false)
+	require.NoError(t, err)
+	require.NotZero(t, p.Next)
+	require.NoError(t, os.Remove(Path("", name)))
+	require.Error(t, s.Revalidate())
+	for _, cursor := range []uint64{0, p.Next} {
+		page, err := s.Scan(cursor, 1000, false)
+		requireRemoved(t, err, Path("", name), "a walk of a removed segment")
+		assert.Empty(t, page.Keys)
+		assert.Empty(t, page.Skipped, "no shard is damaged")
+		assert.Zero(t, page.Next)
 	}
 }
 
@@ -311,6 +383,75 @@ func TestSetCondRacesHaveOneWinner(t *testing.T) {
 	}
 }
 
+// SET key token IFEQ token PX ttl is how a Redis client renews a lock:
+// the renewed lock stays pinned, so memory pressure never evicts it while
+// its holder holds it and a second set_nx never wins it. A plain SET ...
+// GET is an overwrite, as Set is, and leaves a plain value.
+func TestSetCondIfEqRenewalKeepsTheLockPinnedUnderEviction(t *testing.T) {
+	s := openTest(t, kv.MemoryConfig{Limit: 2 << 20, Policy: kv.AllKeysLRU})
+	pinned := func(key string) bool {
+		sh, _, tag := s.locate(key)
+		require.NoError(t, s.lock(sh))
+		defer s.unlock(sh)
+		_, b, _ := sh.lookup(tag, key)
+		require.NotEqual(t, noBlock, b, "%s is there", key)
+		return sh.entryPinned(b)
+	}
+	out, err := s.SetNX("lock:x", []byte("t1"), time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, kv.Inserted, out)
+	stored, _, _, err := s.SetCond("lock:x", []byte("t1"), time.Minute, backend.SetIfEqual, []byte("t1"), false)
+	require.NoError(t, err)
+	require.True(t, stored)
+	require.True(t, pinned("lock:x"), "renewed with IFEQ, still a lock")
+	stored, _, _, err = s.SetCond("lock:x", []byte("t2"), time.Minute, backend.SetIfEqual, []byte("t1"), true)
+	require.NoError(t, err)
+	require.True(t, stored)
+	require.True(t, pinned("lock:x"), "handed on with IFEQ, still a lock")
+
+	_, err = s.SetNX("plain", []byte("a"), time.Minute)
+	require.NoError(t, err)
+	stored, _, _, err = s.SetCond("plain", []byte("b"), 0, backend.SetAlways, nil, true)
+	require.NoError(t, err)
+	require.True(t, stored)
+	assert.False(t, pinned("plain"), "SET ... GET overwrites as SET does")
+
+	big := make([]byte, 4096)
+	for i := 0; i < 3000; i++ { // six times the limit: everything evictable goes
+		require.NoError(t, s.Set("fill:"+strconv.Itoa(i), big, 0))
+	}
+	ok, err := s.Exists("lock:x")
+	require.NoError(t, err)
+	require.True(t, ok, "the renewed lock was evicted while its holder holds it")
+	out, err = s.SetNX("lock:x", []byte("intruder"), time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, kv.Exists, out, "a second set_nx won a held lock")
+	v, _ := get(t, s, "lock:x")
+	assert.Equal(t, "t2", v)
+}
+
+// A session lock renewed with IFEQ keeps its recorded holder: it still
+// lapses when that process dies, and the walk of locks still names it.
+func TestSetCondIfEqRenewalKeepsASessionLocksHolder(t *testing.T) {
+	s := openTest(t, kv.MemoryConfig{})
+	out, _, _, err := s.SetNXGet("session_lock:abc", []byte("tok"), time.Minute, "session:abc", nil)
+	require.NoError(t, err)
+	require.Equal(t, kv.Inserted, out)
+	stored, _, _, err := s.SetCond("session_lock:abc", []byte("tok"), 2*time.Minute, backend.SetIfEqual, []byte("tok"), false)
+	require.NoError(t, err)
+	require.True(t, stored)
+	sh, _, tag := s.locate("session_lock:abc")
+	require.NoError(t, s.lock(sh))
+	_, b, _ := sh.lookup(tag, "session_lock:abc")
+	holder, pinned := sh.entryHolder(b), sh.entryPinned(b)
+	s.unlock(sh)
+	assert.Equal(t, s.tag, holder, "the holder is recorded still")
+	assert.True(t, pinned)
+	locks, _, _ := walk(t, s, 100, true)
+	assert.Equal(t, os.Getpid(), locks["session_lock:abc"].HolderPID)
+	assert.Greater(t, locks["session_lock:abc"].TTL, time.Minute, "the renewal's TTL")
+}
+
 func TestExistingAttachesOnlyAndKeepsTheSegmentsSettings(t *testing.T) {
 	name := testName(t)
 	removeSegment(name)
@@ -327,7 +468,7 @@ func TestExistingAttachesOnlyAndKeepsTheSegmentsSettings(t *testing.T) {
 	require.NoError(t, server.Set("k", []byte("v"), 0))
 	before := server.MemoryConfig()
 
-	tool, err := Open(name, Options{Existing: true, Owner: os.Geteuid()})
+	tool, err := Open(name, Options{Existing: true, Owner: UID(os.Geteuid())})
 	require.NoError(t, err)
 	assert.Equal(t, before, server.MemoryConfig(), "the tool's zero settings were not applied")
 	assert.Equal(t, before, tool.MemoryConfig())
@@ -338,6 +479,148 @@ func TestExistingAttachesOnlyAndKeepsTheSegmentsSettings(t *testing.T) {
 	v, _ = get(t, server, "k2")
 	assert.Equal(t, "w", v)
 
-	_, err = Open(name, Options{Existing: true, Owner: os.Geteuid() + 4242})
+	_, err = Open(name, Options{Existing: true, Owner: UID(os.Geteuid() + 4242)})
 	require.ErrorIs(t, err, os.ErrNotExist, "another user's segment of that name is another file")
+}
+
+// Existing attaches to a segment as it is: with an anchor or a memory
+// setting, which say what to make or set, it is refused, and a file of
+// another layout, which an anchored Open may replace, is left as it is.
+func TestExistingRefusesAnAnchorOrAMemorySettingAndReplacesNothing(t *testing.T) {
+	name := testName(t)
+	removeSegment(name)
+	t.Cleanup(func() { removeSegment(name) })
+	srv, err := Open(name, Options{Memory: kv.MemoryConfig{Limit: 2 << 20}, Anchor: os.Getpid()})
+	require.NoError(t, err)
+	require.NoError(t, srv.Set("k", []byte("v"), 0))
+	before := srv.MemoryConfig()
+	*srv.g.u32(hVersion) = layoutVersion - 1 // a file of the previous release
+	require.NoError(t, srv.Close())
+
+	for _, opts := range []Options{
+		{Existing: true, Anchor: os.Getpid()},
+		{Existing: true, Memory: kv.MemoryConfig{Limit: 2 << 20}},
+		{Existing: true, Memory: kv.MemoryConfig{Policy: kv.AllKeysLRU}},
+		{Existing: true, Memory: kv.MemoryConfig{Compression: true}},
+	} {
+		_, err := Open(name, opts)
+		assert.ErrorIs(t, err, kv.ErrInvalidArgument, "%+v", opts)
+	}
+	_, err = Open(name, Options{Existing: true})
+	require.ErrorIs(t, err, ErrIncompatible, "another layout is refused, not made anew")
+
+	f, err := os.OpenFile(Path("", name), os.O_RDWR, 0)
+	require.NoError(t, err)
+	var v [4]byte
+	binary.LittleEndian.PutUint32(v[:], layoutVersion)
+	_, err = f.WriteAt(v[:], hVersion) // the release it was made by again
+	require.NoError(t, err)
+	f.Close()
+	s, err := Open(name, Options{Existing: true})
+	require.NoError(t, err)
+	defer s.Close()
+	got, found := get(t, s, "k")
+	assert.True(t, found, "the segment was kept, entries and all")
+	assert.Equal(t, "v", got)
+	assert.Equal(t, before, s.MemoryConfig())
+}
+
+func init() { workers["owner"] = ownerWorker }
+
+// ownerWorker, run as a uid other than root's, makes its own segment
+// SHM_NAME, then opens SHM_NAME of the uid SHM_OWNER with Existing and
+// prints "opened PATH" or "refused ERR".
+func ownerWorker() {
+	name := os.Getenv("SHM_NAME")
+	mine, err := Open(name, Options{})
+	if err != nil {
+		fmt.Println("bad open:", err)
+		return
+	}
+	defer func() { mine.Close(); os.Remove(mine.Path()) }()
+	owner, _ := strconv.Atoi(os.Getenv("SHM_OWNER"))
+	s, err := Open(name, Options{Existing: true, Owner: UID(owner)})
+	if err != nil {
+		fmt.Println("refused", err)
+		return
+	}
+	fmt.Println("opened", s.Path())
+	s.Close()
+}
+
+// Owner names root's segment too: a process of another uid asking for
+// uid 0's is given root's file (which it may not open), never its own.
+func TestOwnerNamesRootsSegmentToo(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run a worker as another uid")
+	}
+	const nobody = 65534
+	name := testName(t)
+	removeSegment(name)
+	t.Cleanup(func() { removeSegment(name); os.Remove(PathOf("", name, nobody)) })
+	root, err := Open(name, Options{})
+	require.NoError(t, err)
+	defer root.Close()
+	// The test binary, where that uid may run it.
+	dir, err := os.MkdirTemp("", "ephpm-owner")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	bin, err := os.ReadFile(os.Args[0])
+	require.NoError(t, err)
+	exe := dir + "/shm.test"
+	require.NoError(t, os.WriteFile(exe, bin, 0o755))
+
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), workerEnv+"=owner", "SHM_NAME="+name, "SHM_OWNER=0")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	t.Logf("worker as uid %d: %s", nobody, out)
+	require.True(t, strings.HasPrefix(string(out), "refused "), "uid %d's open of uid 0's segment opened its own: %s", nobody, out)
+	assert.Contains(t, string(out), PathOf("", name, 0))
+	assert.Contains(t, string(out), "permission denied")
+
+	_, err = Open(name, Options{Owner: UID(nobody)})
+	assert.ErrorIs(t, err, kv.ErrInvalidArgument, "a segment this process makes is its own uid's")
+	_, err = Open(name, Options{Existing: true, Owner: UID(-1)})
+	assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+	s, err := Open(name, Options{Existing: true, Owner: UID(0)})
+	require.NoError(t, err, "root names its own segment as uid 0")
+	assert.Equal(t, PathOf("", name, 0), s.Path())
+	s.Close()
+}
+
+// Owners reads PathOf backwards: the uids with a segment file of the
+// name, and no other file that begins alike; Files are the segment's and
+// its fence file.
+func TestOwnersAndFilesFollowPathOf(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{
+		PathOf(dir, "app", 33), PathOf(dir, "app", 0), PathOf(dir, "app", 1000),
+		PathOf(dir, "app", 33) + ".fences1", PathOf(dir, "app.5", 33), PathOf(dir, "apple", 7), dir + "/ephpm-app.x",
+	} {
+		require.NoError(t, os.WriteFile(f, nil, 0o600))
+	}
+	uids, err := Owners(dir, "app")
+	require.NoError(t, err)
+	assert.Equal(t, []int{0, 33, 1000}, uids)
+	uids, err = Owners(dir, "app.5")
+	require.NoError(t, err)
+	assert.Equal(t, []int{33}, uids)
+	uids, err = Owners(dir, "none")
+	require.NoError(t, err)
+	assert.Empty(t, uids)
+	assert.Equal(t, []string{dir + "/ephpm-app.33", dir + "/ephpm-app.33.fences1"}, Files(dir, "app", 33))
+	assert.Equal(t, "/dev/shm/ephpm-app.33", Files("", "app", 33)[0])
+
+	s := openTest(t, kv.MemoryConfig{})
+	_, _, err = s.SetNXFenced("lock:f", []byte("t"), time.Minute) // makes the fence file
+	require.NoError(t, err)
+	for _, f := range Files("", testName(t), os.Geteuid()) {
+		_, err = os.Stat(f)
+		assert.NoError(t, err, "the store's own file %s", f)
+	}
+	assert.Equal(t, s.Path(), Files("", testName(t), os.Geteuid())[0])
 }

@@ -14,8 +14,16 @@ import (
 // writes are; a write that does not fit makes room with no lock held and
 // is decided again on what the key holds then (writeLoop), so old is what
 // the key held at the step that decided. SetIfAbsent stores a lock, as
-// SetNX does (pinned, counted as a set_nx win or loss); the others store
-// as Set does (pinned under a pinned prefix or the session lock prefix).
+// SetNX does (pinned, counted as a set_nx win or loss). SetIfEqual
+// replaces a live entry that holds cmp, the way a holder renews its lock
+// (SET key token IFEQ token PX ttl): the new entry keeps the old one's pin
+// and recorded holder, as ExpireIfEq keeps them, so a lock so renewed is
+// never evicted and a session lock still lapses when its holder dies
+// (entry.go); a lock whose pin went with the renewal would be evicted
+// under memory pressure while its holder holds it, and a second set_nx
+// would win it. SetAlways stores as Set does, whatever the key held
+// (pinned only under a pinned prefix or the session lock prefix, no
+// holder): it is a plain overwrite that also returns the old value.
 func (s *Store) SetCond(key string, value []byte, ttl time.Duration, cond backend.SetCondition, cmp []byte, get bool) (stored bool, old []byte, found bool, err error) {
 	if err := kv.CheckWrite(key, value, ttl); err != nil {
 		return false, nil, false, err
@@ -61,6 +69,12 @@ func (s *Store) SetCond(key string, value []byte, ttl time.Duration, cond backen
 		}
 		if kind == kv.KindSession && live {
 			w.flags |= sh.entryMeta(b) & flagRead // the same session, rewritten
+		}
+		if cond == backend.SetIfEqual {
+			// A renewal: the lock stays a lock, held by whom it was (live:
+			// a holder recorded is alive, or this process).
+			w.flags |= sh.entryMeta(b) & flagPinned
+			w.holder = sh.entryHolder(b)
 		}
 		r := s.put(sh, &w, pos, b, ins, room)
 		if r != fits {

@@ -56,18 +56,27 @@ type Options struct {
 	// Existing attaches to a segment that exists and is ready, as a tool
 	// that looks at a server's segment does (the ephpm command): Open
 	// creates no file (a missing one is an error wrapping os.ErrNotExist),
-	// sweeps nothing, records no anchor and changes none of the segment's
-	// settings (Memory is not applied: the segment keeps the policy,
-	// compression and session budget its servers set), and never creates
-	// the fence file for another uid's segment (a call that needs it then
-	// fails, having done nothing).
+	// sweeps nothing, records no anchor, replaces no file (one of another
+	// layout is refused, never made anew) and changes none of the
+	// segment's settings (the segment keeps the policy, compression and
+	// session budget its servers set), and never creates the fence file
+	// for another uid's segment (a call that needs it then fails, having
+	// done nothing). So Anchor and Memory, which say what to make and
+	// set, must be zero with it: either is refused with
+	// kv.ErrInvalidArgument.
 	Existing bool
 	// Owner, with Existing, is the uid whose segment NAME is
 	// (/dev/shm/ephpm-NAME.OWNER): the file must be that uid's, 0600, as
-	// every segment is. 0 means the effective uid. A process of another
-	// uid opens it only if the file's permissions let it (root does).
-	Owner int
+	// every segment is. nil means the effective uid; UID(0) is root's
+	// segment (a uid of 0 cannot stand for "mine", or nobody could name
+	// root's). A process of another uid opens it only if the file's
+	// permissions let it (root does). Without Existing it may only name
+	// the effective uid: a segment this process makes is its own.
+	Owner *int
 }
+
+// UID is an Options.Owner naming uid.
+func UID(uid int) *int { return &uid }
 
 // Store is one process's attachment to a segment. It is safe for
 // concurrent use; Close detaches it.
@@ -135,6 +144,10 @@ func Open(name string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("%w: shared-memory segment name %q is not 1-64 of [A-Za-z0-9._-]", kv.ErrInvalidArgument, name)
 	}
 	cfg := opts.Memory
+	if opts.Existing && (opts.Anchor != 0 || cfg != (kv.MemoryConfig{})) {
+		return nil, fmt.Errorf("%w: Existing attaches to segment %s as it is: an anchor (%d) or a memory setting (%+v) "+
+			"would make or change it", kv.ErrInvalidArgument, name, opts.Anchor, cfg)
+	}
 	if cfg.Policy < kv.NoEviction || cfg.Policy > kv.AllKeysLRU || cfg.CompressionMinSize < 0 || cfg.Limit < 0 {
 		return nil, fmt.Errorf("%w: memory setting %+v", kv.ErrInvalidArgument, cfg)
 	}
@@ -148,8 +161,12 @@ func Open(name string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	owner := os.Geteuid()
-	if opts.Existing && opts.Owner != 0 {
-		owner = opts.Owner
+	if opts.Owner != nil {
+		if o := *opts.Owner; o < 0 || !opts.Existing && o != owner {
+			return nil, fmt.Errorf("%w: owner uid %d: a segment is named by the uid it belongs to (>= 0), and one this "+
+				"process makes belongs to its effective uid %d", kv.ErrInvalidArgument, o, owner)
+		}
+		owner = *opts.Owner
 	}
 	if !opts.Existing {
 		sweep(opts.Dir)

@@ -3,7 +3,9 @@
 # segment, while php-fpm works on it:
 #   - php-fpm (a config and a pool of its own, so a default segment name of
 #     its own) makes the pool's segment; `ephpm serve` serves that segment
-#     on a free loopback port;
+#     on a free loopback port with a password (it refuses to serve TCP
+#     without one unless told --no-auth), and on a Unix socket of mode
+#     0600 with none;
 #   - redis-cli and python3-redis each SET/GET/SETNX/DELIFEQ/SET IFEQ/SCAN/
 #     INFO and an unknown command, and see what PHP wrote and the reverse;
 #   - the race: N php-fpm requests and N Python clients (each a process
@@ -23,13 +25,16 @@ N=${CLI_RESP_N:-6} R=${CLI_RESP_ROUNDS:-40}
 dir=$(mktemp -d)
 pool="clitest$$"
 uid=$(id -u)
-seg="/dev/shm/ephpm-fpm-$pool.$uid"
-fpm_pid= serve_pid=
+# The pool's segment files, as the command names them (the rule is shm.PathOf's).
+mapfile -t seg_files < <("$ephpm" --pool "$pool" path)
+seg=${seg_files[0]:-}
+[ "${#seg_files[@]}" = 2 ] && [[ "$seg" == /dev/shm/* ]] || { echo "ephpm path: ${seg_files[*]}"; rm -rf "$dir"; exit 1; }
+fpm_pid= serve_pid= unix_pid=
 bg=()
 cleanup() {
-  for p in $serve_pid $fpm_pid "${bg[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in $serve_pid $fpm_pid "${bg[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -f "$seg" "$seg.fences1"
+  for p in $serve_pid $unix_pid $fpm_pid "${bg[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in $serve_pid $unix_pid $fpm_pid "${bg[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -f "${seg_files[@]}"
   rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -86,11 +91,26 @@ read -r worker backend < <(request hello.php) || true
 check "a php-fpm worker answered on the pool's segment ($backend)" '[ "${backend:-}" = shm ] && [ -f "$seg" ]'
 
 port=$(php -n -r '$s = stream_socket_server("tcp://127.0.0.1:0"); echo substr(strrchr(stream_socket_get_name($s, false), ":"), 1);')
-"$ephpm" --pool "$pool" serve --listen "127.0.0.1:$port" 2> "$dir/serve.log" &
+out=$(EPHPM_REQUIREPASS= "$ephpm" --pool "$pool" serve --listen "127.0.0.1:$port" 2>&1) && status=0 || status=$?
+check "serve refuses TCP with no password unless --no-auth ($status)" '[ "$status" = 1 ] && grep -q -- "--no-auth" <<< "$out"'
+pass="pw-$$-$RANDOM"
+printf '%s\n' "$pass" > "$dir/pass"
+"$ephpm" --pool "$pool" serve --listen "127.0.0.1:$port" --requirepass-file "$dir/pass" 2> "$dir/serve.log" &
 serve_pid=$!
+export REDISCLI_AUTH=$pass
 rc() { redis-cli -p "$port" "$@"; }
+noauth() { env -u REDISCLI_AUTH redis-cli "$@"; } # a client that gives no password
 poll 500 '[ "$(rc PING 2>/dev/null)" = PONG ]' || { cat "$dir/serve.log"; echo "ephpm serve did not answer"; exit 1; }
 check "serve says what it serves, on loopback" 'grep -q "serving segment fpm-$pool" "$dir/serve.log"'
+check "without the password, every command is refused" '[ "$(noauth -p "$port" GET fpm:hello 2>&1)" = "NOAUTH Authentication required." ]'
+out=$(noauth -p "$port" MSET a 1 b 2 c 3 d 4 e 5 f 6 2>&1 || true)
+check "without the password, Redis's limit of 10 arguments ($out)" 'grep -q "Protocol error: unauthenticated multibulk length" <<< "$out"'
+"$ephpm" --pool "$pool" serve --unix "$dir/ephpm.sock" 2> "$dir/serve-unix.log" &
+unix_pid=$!
+poll 500 '[ "$(noauth -s "$dir/ephpm.sock" PING 2>/dev/null)" = PONG ]' || { cat "$dir/serve-unix.log"; echo "ephpm serve --unix did not answer"; exit 1; }
+check "the Unix socket is mode 0600, the segment's user's, and needs no password" \
+  '[ "$(stat -c "%a %u" "$dir/ephpm.sock")" = "600 $uid" ] && [ "$(noauth -s "$dir/ephpm.sock" GET fpm:hello)" = "$worker" ]'
+kill "$unix_pid"; wait "$unix_pid" 2>/dev/null || true; unix_pid=
 
 # --- redis-cli ---------------------------------------------------------------
 check "redis-cli GET reads what PHP wrote" '[ "$(rc GET fpm:hello)" = "$worker" ]'
@@ -114,7 +134,7 @@ check "an unknown command gets Redis's error ($unknown)" '[ "$unknown" = "ERR un
 # --- python3-redis -----------------------------------------------------------
 cat > "$dir/client.py" <<'PY'
 import sys, redis
-r = redis.Redis(host="127.0.0.1", port=int(sys.argv[1]))
+r = redis.Redis(host="127.0.0.1", port=int(sys.argv[1]), password=sys.argv[3])
 def check(what, ok):
     print(("ok " if ok else "FAIL ") + what)
 check("get what PHP wrote", r.get("fpm:hello") == sys.argv[2].encode())
@@ -141,7 +161,7 @@ check("client setname", r.client_setname("py") and r.client_getname() == "py")
 PY
 while read -r line; do
   check "python3-redis: ${line#* }" '[ "${line%% *}" = ok ]'
-done < <($python "$dir/client.py" "$port" "$worker" 2>&1)
+done < <($python "$dir/client.py" "$port" "$worker" "$pass" 2>&1)
 check "PHP reads what python SET" '[ "$(request kv.php "op=get&k=py:k")" = "'"'"'v2'"'"'" ]'
 
 # --- the race: N php-fpm requests and N Python clients per round -------------
@@ -161,7 +181,7 @@ PHP
 cat > "$dir/race.py" <<'PY'
 import sys, time, redis
 port, rounds, ident = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-r = redis.Redis(host="127.0.0.1", port=port)
+r = redis.Redis(host="127.0.0.1", port=port, password=sys.argv[4])
 r.ping()
 for n in range(1, rounds + 1):
     r.incr("race:ready:%d" % n)
@@ -175,7 +195,7 @@ PY
 for i in $(seq "$N"); do
   request race.php "n=$N&rounds=$R&id=$i" > "$dir/race.php.$i" &
   bg+=($!)
-  $python "$dir/race.py" "$port" "$R" "$i" > "$dir/race.py.$i" 2>&1 &
+  $python "$dir/race.py" "$port" "$R" "$i" "$pass" > "$dir/race.py.$i" 2>&1 &
   bg+=($!)
 done
 released=0

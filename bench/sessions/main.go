@@ -54,6 +54,8 @@ import (
 	"time"
 
 	"github.com/ephpm/ephpm/internal/fcgi"
+	"github.com/ephpm/ephpm/internal/segname"
+	"github.com/ephpm/ephpm/shm"
 )
 
 func freePort() int {
@@ -305,9 +307,9 @@ func main() {
 			r := run(sock, add, count, *n, fmt.Sprintf("bench%d%d", h, time.Now().UnixNano()))
 			stopMonitor()
 			stop()
-			segment := fmt.Sprintf("/dev/shm/ephpm-fpm-%s.%d", pool, os.Geteuid())
-			os.Remove(segment)
-			os.Remove(segment + ".fences1")
+			for _, f := range shm.Files("", segname.FPMPool(pool), os.Geteuid()) {
+				os.Remove(f)
+			}
 			// The count request is one more: its commands are left in.
 			total, per := redisCommands(port)
 			cmds := "-"

@@ -145,6 +145,7 @@ func runKeys(e *env, args []string) int {
 			fmt.Fprintf(e.stdout, " beginning with %q", prefix)
 		}
 		fmt.Fprintf(e.stdout, " in %s\n", t.describe)
+		incomplete(e, skipped)
 		if next != 0 && err == nil {
 			fmt.Fprintf(e.stdout, "more: ephpm keys %s--cursor %d\n", prefixArg(prefix), next)
 		}
@@ -164,6 +165,14 @@ func orEmpty(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// incomplete says, after a walk's count, that the count is not the
+// store's when the walk skipped parts of it.
+func incomplete(e *env, skipped []string) {
+	if len(skipped) > 0 {
+		fmt.Fprintf(e.stdout, "incomplete: the walk skipped %d damaged part(s) of the store, named below\n", len(skipped))
+	}
 }
 
 // report says what a walk skipped or failed on: status 1 if anything.
@@ -224,6 +233,7 @@ func runLocks(e *env, args []string) int {
 	} else {
 		tw.Flush()
 		fmt.Fprintf(e.stdout, "%d locks held in %s\n", n, t.describe)
+		incomplete(e, skipped)
 		if t.seg == nil {
 			fmt.Fprintln(e.stdout, "(on Redis a lock is a plain key: these are the session locks, the read-held names and the names with waiters in line)")
 		}
@@ -245,32 +255,15 @@ func runGet(e *env, args []string) int {
 		return fail(e, err)
 	}
 	defer t.b.Close()
-	var value []byte
-	found := false
-	for size := 4096; ; {
-		buf := make([]byte, size)
-		n, f, err := t.b.GetInto(key, buf)
-		if err != nil {
-			return fail(e, err)
-		}
-		found = f
-		if !f || n <= len(buf) {
-			value = buf[:n]
-			break
-		}
-		size = n // grew meanwhile: again
-	}
-	var left = -1.0
-	if found {
-		if d, f, err := t.b.PTTL(key); err == nil && f && d >= 0 {
-			left = float64(d.Milliseconds())
-		}
+	value, found, left, err := getWithTTL(t, key)
+	if err != nil {
+		return fail(e, err)
 	}
 	if e.opts.json {
 		out := map[string]any{"key": key, "found": found}
 		if found {
 			out["size"] = len(value)
-			out["ttl_ms"] = int64(left)
+			out["ttl_ms"] = left
 			if utf8.Valid(value) {
 				out["value"] = string(value)
 			} else {
@@ -288,6 +281,38 @@ func runGet(e *env, args []string) int {
 	}
 	e.stdout.Write(value)
 	return 0
+}
+
+// getWithTTL reads key's value and then its TTL left (ms, cut; -1 for
+// none): two calls, each at its own instant. A TTL that cannot be read
+// is an error, never "no TTL"; a key gone between the two is read again.
+func getWithTTL(t *target, key string) (value []byte, found bool, left int64, err error) {
+	for attempt := 0; attempt < 3; attempt++ {
+		for size := 4096; ; {
+			buf := make([]byte, size)
+			n, f, err := t.b.GetInto(key, buf)
+			if err != nil {
+				return nil, false, 0, err
+			}
+			found = f
+			if !f || n <= len(buf) {
+				value = buf[:n]
+				break
+			}
+			size = n // grew meanwhile: again
+		}
+		if !found {
+			return nil, false, 0, nil
+		}
+		d, f, err := t.b.PTTL(key)
+		if err != nil {
+			return nil, false, 0, fmt.Errorf("the TTL of %s: %w", shown(key), err)
+		}
+		if f {
+			return value, true, ttlMS(d), nil
+		}
+	}
+	return nil, false, 0, fmt.Errorf("%s came and went while it was read: try again", shown(key))
 }
 
 func runDel(e *env, args []string) int {

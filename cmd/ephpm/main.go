@@ -9,7 +9,8 @@
 //	ephpm [target] del KEY               remove a key
 //	ephpm [target] check                 the segment's integrity, as the store's own check sees it
 //	ephpm [target] flush [--yes]         remove every key, after a confirmation
-//	ephpm [target] serve [--listen ADDR] a RESP endpoint onto the segment
+//	ephpm [target] path                  the segment's files, one a line
+//	ephpm [target] serve [--unix PATH]   a RESP endpoint onto the segment
 //
 // target: --pool POOL (default www: the segment php-fpm's pool POOL uses
 // by default), --segment NAME (the segment ephpm.kv_backend=shm://NAME
@@ -24,6 +25,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/ephpm/ephpm/backend"
 )
 
 func main() {
@@ -36,6 +39,12 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	opts           *options
+	// stop, when closed, stops a serve as SIGTERM does (a test's; nil in
+	// the command).
+	stop <-chan struct{}
+	// wrap, if set (a test's), is put around the store a command opens:
+	// what the command calls in its place.
+	wrap func(backend.Backend) backend.Backend
 }
 
 // command is one subcommand: run gets the arguments after its name.
@@ -55,7 +64,8 @@ func init() {
 		{"del", "KEY", "remove a key", runDel},
 		{"check", "", "the segment's integrity, as the store's own check sees it (holds each shard while it walks it)", runCheck},
 		{"flush", "[--yes]", "remove every key, locks and sessions included, after a confirmation", runFlush},
-		{"serve", "[--listen ADDR]", "serve the segment over RESP (redis-cli, Redis clients)", runServe},
+		{"path", "", "the segment's files (the segment, then its fence file), whether or not they exist", runPath},
+		{"serve", "[--unix PATH]", "serve the segment over RESP: TCP with a password (or --no-auth), or a socket only its user opens", runServe},
 	}
 }
 
@@ -70,23 +80,28 @@ func usage(w io.Writer) {
 
 // run is the command line's outcome: its exit status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	opts := &options{}
-	global := newFlags("ephpm", opts, stderr)
-	global.Usage = func() { usage(stderr) }
+	return runIn(&env{stdin: stdin, stdout: stdout, stderr: stderr}, args)
+}
+
+// runIn is run with e's streams (and stop).
+func runIn(e *env, args []string) int {
+	e.opts = &options{}
+	global := newFlags("ephpm", e.opts, e.stderr)
+	global.Usage = func() { usage(e.stderr) }
 	if err := global.Parse(args); err != nil {
 		return 2
 	}
 	rest := global.Args()
 	if len(rest) == 0 {
-		usage(stderr)
+		usage(e.stderr)
 		return 2
 	}
 	for _, c := range commands {
 		if c.name == rest[0] {
-			return c.run(&env{stdin: stdin, stdout: stdout, stderr: stderr, opts: opts}, rest[1:])
+			return c.run(e, rest[1:])
 		}
 	}
-	fmt.Fprintf(stderr, "ephpm: unknown command %q\n", rest[0])
-	usage(stderr)
+	fmt.Fprintf(e.stderr, "ephpm: unknown command %q\n", rest[0])
+	usage(e.stderr)
 	return 2
 }

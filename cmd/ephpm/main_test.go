@@ -1,18 +1,27 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/internal/redistest"
 	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/redisstore"
@@ -165,6 +174,62 @@ func TestCommandsOnASegment(t *testing.T) {
 	assert.Zero(t, st.Keys)
 }
 
+// noTTL is a store whose PTTL fails, as a call on a shard found damaged
+// between two calls does.
+type noTTL struct{ backend.Backend }
+
+func (noTTL) PTTL(string) (time.Duration, bool, error) {
+	return 0, false, errors.New("shm: segment shard is corrupt: shard 1")
+}
+
+// A TTL that cannot be read fails ephpm get: it is not shown as "no TTL".
+func TestGetFailsWhenTheTTLCannotBeRead(t *testing.T) {
+	dir, s := segment(t)
+	require.NoError(t, s.Set("k", []byte("v"), time.Hour))
+	for _, json := range []bool{false, true} {
+		var out, errOut bytes.Buffer
+		args := []string{"--dir", dir, "get", "k"}
+		if json {
+			args = append(args, "--json")
+		}
+		code := runIn(&env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut,
+			wrap: func(b backend.Backend) backend.Backend { return noTTL{b} }}, args)
+		assert.Equal(t, 1, code, "json %v", json)
+		assert.Empty(t, out.String(), "no value with no TTL to go with it")
+		assert.Contains(t, errOut.String(), "the TTL of k: shm: segment shard is corrupt: shard 1")
+	}
+	code, text, _ := ephpm(t, "", "--dir", dir, "get", "k", "--json")
+	require.Equal(t, 0, code)
+	assert.Contains(t, text, `"ttl_ms": 3599`)
+}
+
+// ephpm path prints the files of the segment the options name, by the
+// rule the store names them by, whether or not they exist: as root with
+// no segment of its own, the one user's who has it.
+func TestPathPrintsTheSegmentsFilesByTheStoresRule(t *testing.T) {
+	dir := t.TempDir()
+	code, text, _ := ephpm(t, "", "--dir", dir, "--segment", "app", "path")
+	require.Equal(t, 0, code)
+	assert.Equal(t, strings.Join(shm.Files(dir, "app", os.Geteuid()), "\n")+"\n", text)
+	code, text, _ = ephpm(t, "", "--dir", dir, "--pool", "www", "path", "--json")
+	require.Equal(t, 0, code)
+	var out struct {
+		Segment, Fences string
+		Exists          bool
+	}
+	require.NoError(t, json.Unmarshal([]byte(text), &out))
+	assert.Equal(t, shm.PathOf(dir, "fpm-www", os.Geteuid()), out.Segment)
+	assert.False(t, out.Exists)
+	if os.Geteuid() == 0 {
+		require.NoError(t, os.WriteFile(shm.PathOf(dir, "app", 33), nil, 0o600))
+		code, text, _ = ephpm(t, "", "--dir", dir, "--segment", "app", "path")
+		require.Equal(t, 0, code)
+		assert.Equal(t, strings.Join(shm.Files(dir, "app", 33), "\n")+"\n", text)
+	}
+	code, _, _ = ephpm(t, "", "--redis", "redis://127.0.0.1:1", "path")
+	assert.Equal(t, 1, code)
+}
+
 func TestCheckReportsADamagedSegment(t *testing.T) {
 	dir, s := segment(t)
 	for i := 0; i < 500; i++ {
@@ -180,8 +245,17 @@ func TestCheckReportsADamagedSegment(t *testing.T) {
 	code, text, _ := ephpm(t, "", "--dir", dir, "check", "--json")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, text, `"ok": false`)
-	code, _, _ = ephpm(t, "", "--dir", dir, "keys")
-	assert.Equal(t, 1, code, "a walk that skipped a shard says so")
+	for _, cmd := range []string{"keys", "locks"} {
+		code, text, errOut := ephpm(t, "", "--dir", dir, cmd)
+		assert.Equal(t, 1, code, "%s: a walk that skipped a shard fails", cmd)
+		assert.Regexp(t, `ephpm: skipped: shm: segment shard is corrupt: shard \d+ of `, errOut, "%s names the shard", cmd)
+		assert.Contains(t, text, "incomplete: the walk skipped", cmd)
+		code, text, _ = ephpm(t, "", "--dir", dir, cmd, "--json")
+		assert.Equal(t, 1, code, cmd)
+		var out struct{ Skipped []string }
+		require.NoError(t, json.Unmarshal([]byte(text), &out))
+		assert.NotEmpty(t, out.Skipped, cmd)
+	}
 }
 
 func TestServeRefusesARemoteAddressUnlessToldAndGivenAPassword(t *testing.T) {
@@ -208,6 +282,156 @@ func TestServeRefusesARemoteAddressUnlessToldAndGivenAPassword(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, ok, addr)
 	}
+}
+
+// lockedBuffer is a buffer a serve writes while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// serving runs ephpm with args (a serve) until the test ends, and returns
+// where it serves once it says so, and what it wrote to stderr so far.
+func serving(t *testing.T, args ...string) (where string, stderr *lockedBuffer) {
+	t.Helper()
+	stderr = &lockedBuffer{}
+	stop, done := make(chan struct{}), make(chan struct{})
+	code := 0
+	go func() {
+		defer close(done)
+		code = runIn(&env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: stderr, stop: stop}, args)
+	}()
+	t.Cleanup(func() {
+		close(stop)
+		<-done
+		assert.Equal(t, 0, code, "serve stops with status 0: %s", stderr)
+	})
+	re := regexp.MustCompile(` on (?:unix socket )?(\S+) \(`)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if m := re.FindStringSubmatch(stderr.String()); m != nil {
+			return m[1], stderr
+		}
+		select {
+		case <-done:
+			t.Fatalf("serve ended: %s", stderr)
+		default:
+		}
+		require.True(t, time.Now().Before(deadline), "serve said nothing: %s", stderr)
+	}
+}
+
+// ping sends PING on a new connection to network addr and returns the
+// reply's line.
+func ping(t *testing.T, network, addr string) string {
+	t.Helper()
+	c, err := net.Dial(network, addr)
+	require.NoError(t, err)
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	_, err = c.Write([]byte("PING\r\n"))
+	require.NoError(t, err)
+	line, err := bufio.NewReader(c).ReadString('\n')
+	require.NoError(t, err)
+	return strings.TrimSpace(line)
+}
+
+// Whoever reaches the endpoint reads and writes every session and lock of
+// the pool, so serve never hands that to every local user unasked: on TCP
+// it wants a password or --no-auth; on --unix the socket admits the
+// segment's user alone, with no password.
+func TestServeWantsAPasswordNoAuthOrASocketOnlyTheSegmentsUserOpens(t *testing.T) {
+	dir, s := segment(t)
+	t.Setenv(passwordEnv, "")
+	code, _, errOut := ephpm(t, "", "--dir", dir, "serve", "--listen", "127.0.0.1:0")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "a password is required: every local user can connect")
+	assert.Contains(t, errOut, "--unix PATH")
+	assert.Contains(t, errOut, "--no-auth")
+	code, _, errOut = ephpm(t, "", "--dir", dir, "serve", "--help")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "Whoever connects reads and writes\neverything the segment holds")
+	code, _, errOut = ephpm(t, "", "--dir", dir, "serve", "--no-auth", "--requirepass", "x")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "give one")
+
+	addr, log := serving(t, "--dir", dir, "serve", "--listen", "127.0.0.1:0", "--no-auth")
+	assert.Contains(t, log.String(), "no password (--no-auth): every local user may connect")
+	assert.Equal(t, "+PONG", ping(t, "tcp", addr))
+
+	t.Setenv(passwordEnv, "sesame")
+	addr, _ = serving(t, "--dir", dir, "serve", "--listen", "127.0.0.1:0")
+	assert.Equal(t, "-NOAUTH Authentication required.", ping(t, "tcp", addr))
+
+	// The socket is the segment's user's, whoever runs serve: as root, a
+	// segment of another uid gives that uid the socket.
+	t.Setenv(passwordEnv, "")
+	owner := os.Geteuid()
+	if owner == 0 { // that uid's copy of the segment
+		owner = 65534
+		b, err := os.ReadFile(s.Path())
+		require.NoError(t, err)
+		theirs := shm.PathOf(dir, "fpm-www", owner)
+		require.NoError(t, os.WriteFile(theirs, b, 0o600))
+		require.NoError(t, os.Chown(theirs, owner, -1))
+	}
+	sock := filepath.Join(t.TempDir(), "ephpm.sock")
+	where, log := serving(t, "--dir", dir, "--user", strconv.Itoa(owner), "serve", "--unix", sock)
+	assert.Equal(t, sock, where)
+	assert.Contains(t, log.String(), fmt.Sprintf("mode 0600, uid %d", owner))
+	fi, err := os.Lstat(sock)
+	require.NoError(t, err)
+	assert.Equal(t, os.ModeSocket|0o600, fi.Mode())
+	assert.Equal(t, uint32(owner), fi.Sys().(*syscall.Stat_t).Uid)
+	assert.Equal(t, "+PONG", ping(t, "unix", sock))
+
+	code, _, errOut = ephpm(t, "", "--dir", dir, "--user", strconv.Itoa(owner), "serve", "--unix", sock)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "a server listens there already")
+	code, _, errOut = ephpm(t, "", "--dir", dir, "serve", "--unix", sock+"2", "--listen", "127.0.0.1:0")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "give one place to listen")
+	plain := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(plain, nil, 0o600))
+	code, _, errOut = ephpm(t, "", "--dir", dir, "--user", strconv.Itoa(owner), "serve", "--unix", plain)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "not a socket")
+}
+
+// --maxclients and --timeout are the server's: one connection beyond the
+// limit is refused in Redis's words, an idle one is closed.
+func TestServeHoldsItsMaxClientsAndTimeout(t *testing.T) {
+	dir, _ := segment(t)
+	addr, _ := serving(t, "--dir", dir, "serve", "--listen", "127.0.0.1:0", "--no-auth", "--maxclients", "1", "--timeout", "300ms")
+	first, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer first.Close()
+	first.SetDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(first)
+	first.Write([]byte("PING\r\n"))
+	line, err := r.ReadString('\n')
+	require.NoError(t, err)
+	assert.Equal(t, "+PONG\r\n", line)
+	assert.Equal(t, "-ERR max number of clients reached", ping(t, "tcp", addr))
+	_, err = r.ReadString('\n')
+	assert.Equal(t, io.EOF, err, "the idle connection is closed after --timeout")
+	for deadline := time.Now().Add(10 * time.Second); ping(t, "tcp", addr) != "+PONG"; time.Sleep(5 * time.Millisecond) {
+		require.True(t, time.Now().Before(deadline), "its place is free again")
+	}
+	code, _, errOut := ephpm(t, "", "--dir", dir, "serve", "--no-auth", "--maxclients", "0")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "--maxclients must be at least 1")
 }
 
 func TestCommandsOnRedis(t *testing.T) {

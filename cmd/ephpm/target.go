@@ -7,9 +7,7 @@ import (
 	"io"
 	"os"
 	"os/user"
-	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/internal/segname"
@@ -70,11 +68,20 @@ type target struct {
 	b        backend.Backend
 	describe string
 	seg      *shm.Store // nil on Redis
+	uid      int        // the segment's owner (on Redis: none, 0)
 }
 
 // open opens what the options name: the segment must exist (it is never
 // created, and its settings are left as its servers set them).
 func open(e *env) (*target, error) {
+	t, err := openStore(e)
+	if err == nil && e.wrap != nil {
+		t.b = e.wrap(t.b)
+	}
+	return t, err
+}
+
+func openStore(e *env) (*target, error) {
 	o := e.opts
 	if o.redis != "" {
 		if o.segment != "" {
@@ -87,15 +94,11 @@ func open(e *env) (*target, error) {
 		}
 		return &target{b: r, describe: "redis " + redisstore.Redact(o.redis)}, nil
 	}
-	name := o.segment
-	if name == "" {
-		name = segname.FPMPool(o.pool)
-	}
-	uid, err := segmentUID(o.dir, name, o.user)
+	name, uid, err := segmentOf(o)
 	if err != nil {
 		return nil, err
 	}
-	s, err := shm.Open(name, shm.Options{Dir: o.dir, Existing: true, Owner: uid})
+	s, err := shm.Open(name, shm.Options{Dir: o.dir, Existing: true, Owner: shm.UID(uid)})
 	if errors.Is(err, os.ErrNotExist) {
 		how := "php-fpm's pool " + o.pool + " makes it at its first ephpm call"
 		if o.segment != "" {
@@ -106,7 +109,44 @@ func open(e *env) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &target{b: s, seg: s, describe: "segment " + name + " (" + s.Path() + ")"}, nil
+	return &target{b: s, seg: s, uid: uid, describe: "segment " + name + " (" + s.Path() + ")"}, nil
+}
+
+// segmentOf is the segment the options name: its name and its owner's
+// uid.
+func segmentOf(o *options) (name string, uid int, err error) {
+	name = o.segment
+	if name == "" {
+		name = segname.FPMPool(o.pool)
+	}
+	uid, err = segmentUID(o.dir, name, o.user)
+	return name, uid, err
+}
+
+// runPath prints the files of the segment the options name, one a line:
+// the segment, then its fence file, whether or not they exist. A script
+// asks the command for them rather than repeat the rule that names them
+// (shm.PathOf).
+func runPath(e *env, args []string) int {
+	if pos, ok := parseFlags(e, "path", args, nil); !ok || len(pos) != 0 {
+		return 2
+	}
+	if e.opts.redis != "" {
+		return fail(e, errors.New("path names a segment's files: a Redis URL names none"))
+	}
+	name, uid, err := segmentOf(e.opts)
+	if err != nil {
+		return fail(e, err)
+	}
+	files := shm.Files(e.opts.dir, name, uid)
+	if e.opts.json {
+		_, err := os.Stat(files[0])
+		return printJSON(e, map[string]any{"segment": files[0], "fences": files[1], "uid": uid, "exists": err == nil})
+	}
+	for _, f := range files {
+		fmt.Fprintln(e.stdout, f)
+	}
+	return 0
 }
 
 // segmentUID is the uid whose segment name is: --user's; else this
@@ -127,14 +167,7 @@ func segmentUID(dir, name, who string) (int, error) {
 		return uid, nil
 	}
 	// Root with no segment of its own of that name: the pool's user's.
-	prefix := filepath.Join(dir, "ephpm-"+name+".")
-	files, _ := filepath.Glob(prefix + "*")
-	var uids []int
-	for _, f := range files {
-		if n, err := strconv.Atoi(strings.TrimPrefix(f, prefix)); err == nil {
-			uids = append(uids, n)
-		}
-	}
+	uids, _ := shm.Owners(dir, name)
 	switch len(uids) {
 	case 0:
 		return uid, nil

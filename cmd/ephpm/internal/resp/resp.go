@@ -25,6 +25,24 @@ const (
 	MaxInline = 64 << 10
 )
 
+// Limits bound the multibulk command a reader takes: its number of
+// arguments and each one's length, with the texts of the errors that
+// refuse more. An inline command is bounded by MaxInline.
+type Limits struct {
+	Args, Bulk       int
+	argsErr, bulkErr string
+}
+
+var (
+	// Authenticated are the limits for a client that may use the store.
+	Authenticated = Limits{MaxArgs, MaxBulkLen, "invalid multibulk length", "invalid bulk length"}
+	// Unauthenticated are Redis's limits before AUTH (since
+	// CVE-2021-32675), with its texts: at most 10 arguments of at most
+	// 16 KiB, so that a client that has not authenticated makes the
+	// server hold at most about 160 KiB for it (256 MiB otherwise).
+	Unauthenticated = Limits{10, 16 << 10, "unauthenticated multibulk length", "unauthenticated bulk length"}
+)
+
 // ProtocolError is a malformed command; the connection cannot be read
 // further. Its text is Redis's for the same fault.
 type ProtocolError string
@@ -38,42 +56,101 @@ func (e ProtocolError) Error() string { return "Protocol error: " + string(e) }
 // arguments (n > 0, len 0): skip it. A malformed command is a
 // ProtocolError. Parse never reads outside buf, whatever it holds.
 func Parse(buf []byte, args [][]byte) (_ [][]byte, n int, err error) {
-	args = args[:0]
-	if len(buf) == 0 {
-		return args[:0], 0, nil
-	}
-	if buf[0] != '*' {
-		return parseInline(buf, args)
-	}
-	count, pos, err := parseLen(buf, 1, MaxArgs, "invalid multibulk length")
-	if pos == 0 || err != nil {
+	var p parser
+	p.reset()
+	n, err = p.advance(buf, &Authenticated)
+	if n == 0 || err != nil {
 		return args[:0], 0, err
 	}
-	for i := 0; i < count; i++ {
-		if pos >= len(buf) {
-			return args[:0], 0, nil
+	return p.take(buf[:n], args)
+}
+
+// parser is the state of a command parsed in steps, as its bytes arrive:
+// what it has read of the command stays read, so a command that arrives
+// in many reads is parsed once, not once a read (which made a command of
+// N arguments cost N²).
+type parser struct {
+	count int   // the multibulk command's arguments; -1 before its header
+	pos   int   // where parsing goes on, from the command's start
+	spans []int // each argument read so far: its start and end, from the command's start
+	seen  int   // an inline command's bytes searched for its line's end
+}
+
+func (p *parser) reset() {
+	p.count, p.pos, p.spans, p.seen = -1, 0, p.spans[:0], 0
+}
+
+// advance parses on in buf, which holds the command from its start (with
+// at least the bytes it held at the last call): n > 0 once the command
+// is whole (then take returns it), 0 when more is needed.
+func (p *parser) advance(buf []byte, lim *Limits) (n int, err error) {
+	if len(buf) == 0 {
+		return 0, nil
+	}
+	if buf[0] != '*' {
+		end := bytes.IndexByte(buf[p.seen:], '\n')
+		if end < 0 {
+			p.seen = len(buf)
+			if len(buf) > MaxInline {
+				return 0, ProtocolError("too big inline request")
+			}
+			return 0, nil
 		}
-		if buf[pos] != '$' {
-			return args, 0, ProtocolError("expected '$', got '" + string(buf[pos]) + "'")
-		}
-		l, next, err := parseLen(buf, pos+1, MaxBulkLen, "invalid bulk length")
+		return p.seen + end + 1, nil
+	}
+	if p.count < 0 {
+		count, next, err := parseLen(buf, 1, MaxArgs, "invalid multibulk length")
 		if next == 0 || err != nil {
-			return args[:0], 0, err
+			return 0, err
+		}
+		if count > lim.Args {
+			return 0, ProtocolError(lim.argsErr)
+		}
+		p.count, p.pos = max(count, 0), next
+	}
+	for len(p.spans) < 2*p.count {
+		if p.pos >= len(buf) {
+			return 0, nil
+		}
+		if buf[p.pos] != '$' {
+			return 0, ProtocolError("expected '$', got '" + string(buf[p.pos]) + "'")
+		}
+		l, next, err := parseLen(buf, p.pos+1, MaxBulkLen, "invalid bulk length")
+		if next == 0 || err != nil {
+			return 0, err
 		}
 		if l < 0 {
-			return args, 0, ProtocolError("invalid bulk length")
+			return 0, ProtocolError("invalid bulk length")
+		}
+		if l > lim.Bulk {
+			return 0, ProtocolError(lim.bulkErr)
 		}
 		end := next + l
-		if end+2 > len(buf) || end+2 < next {
-			return args[:0], 0, nil
+		if end+2 > len(buf) {
+			return 0, nil // the header is read again when more came: a few bytes
 		}
 		if buf[end] != '\r' || buf[end+1] != '\n' {
-			return args, 0, ProtocolError("invalid bulk length")
+			return 0, ProtocolError("invalid bulk length")
 		}
-		args = append(args, buf[next:end:end])
-		pos = end + 2
+		p.spans = append(p.spans, next, end)
+		p.pos = end + 2
 	}
-	return args, pos, nil
+	return p.pos, nil
+}
+
+// take returns the whole command cmd that advance parsed, its arguments
+// appended to args[:0] (slices of cmd, or of their own for an inline
+// command's quoted words), and its length.
+func (p *parser) take(cmd []byte, args [][]byte) ([][]byte, int, error) {
+	if cmd[0] != '*' {
+		return parseInline(cmd, args[:0])
+	}
+	args = args[:0]
+	for i := 0; i < len(p.spans); i += 2 {
+		a, b := p.spans[i], p.spans[i+1]
+		args = append(args, cmd[a:b:b])
+	}
+	return args, len(cmd), nil
 }
 
 // parseLen reads the decimal number (possibly negative) from buf[at] up
@@ -191,6 +268,10 @@ type Reader struct {
 	buf  []byte
 	r, w int
 	args [][]byte
+	p    parser
+	// Limits bound each command (Authenticated unless set): a server
+	// sets Unauthenticated until the client authenticates.
+	Limits Limits
 	// BeforeRead, if set, is called just before the reader would read
 	// from the connection: the server flushes its replies there.
 	BeforeRead func() error
@@ -198,7 +279,9 @@ type Reader struct {
 
 // NewReader reads from rd.
 func NewReader(rd io.Reader) *Reader {
-	return &Reader{rd: rd, buf: make([]byte, 16<<10)}
+	r := &Reader{rd: rd, buf: make([]byte, 16<<10), Limits: Authenticated}
+	r.p.reset()
+	return r
 }
 
 // Buffered is how many bytes the reader holds unparsed.
@@ -206,16 +289,24 @@ func (r *Reader) Buffered() int { return r.w - r.r }
 
 // Next returns the next command's arguments (never none): slices of the
 // reader's buffer, valid until the next call. It returns io.EOF once the
-// connection ends between commands, a ProtocolError for a malformed one.
+// connection ends between commands, a ProtocolError for a malformed one
+// or one beyond r.Limits. A command that arrives in many reads is parsed
+// as it arrives, each byte once.
 func (r *Reader) Next() ([][]byte, error) {
 	for {
-		args, n, err := Parse(r.buf[r.r:r.w], r.args)
-		r.args = args
+		n, err := r.p.advance(r.buf[r.r:r.w], &r.Limits)
 		if err != nil {
 			return nil, err
 		}
 		if n > 0 {
+			cmd := r.buf[r.r : r.r+n]
 			r.r += n
+			args, _, err := r.p.take(cmd, r.args)
+			r.p.reset()
+			r.args = args
+			if err != nil {
+				return nil, err
+			}
 			if len(args) == 0 {
 				continue
 			}
@@ -227,8 +318,9 @@ func (r *Reader) Next() ([][]byte, error) {
 	}
 }
 
-// fill reads more: the unparsed bytes move to the front, and the buffer
-// grows when they fill it (a large value).
+// fill reads more: the unparsed bytes move to the front (the parser's
+// state is kept from the command's start, so it moves with them), and
+// the buffer grows when they fill it (a large value).
 func (r *Reader) fill() error {
 	if r.r > 0 {
 		r.w = copy(r.buf, r.buf[r.r:r.w])

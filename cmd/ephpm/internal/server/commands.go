@@ -63,15 +63,7 @@ func (c *conn) dispatch(args [][]byte) {
 		}
 		c.w.Int(boolInt(out == kv.Inserted))
 	case "del":
-		var count int64
-		for _, k := range args[1:] {
-			ok, err := st.Del(string(k))
-			if c.storeErr(err) {
-				return
-			}
-			count += boolInt(ok)
-		}
-		c.w.Int(count)
+		c.del(args[1:])
 	case "exists":
 		var count int64
 		for _, k := range args[1:] {
@@ -85,6 +77,9 @@ func (c *conn) dispatch(args [][]byte) {
 	case "expire", "pexpire":
 		c.expire(name, args)
 	case "ttl", "pttl":
+		// The time left is cut to the unit, never rounded up (Redis's
+		// TTL rounds to the nearest second): a lock never looks
+		// longer-lived than it is, as the ephpm command shows it.
 		ttl, found, err := st.PTTL(string(args[1]))
 		switch {
 		case c.storeErr(err):
@@ -93,17 +88,14 @@ func (c *conn) dispatch(args [][]byte) {
 		case ttl < 0:
 			c.w.Int(-1)
 		case string(name) == "ttl":
-			c.w.Int((ttl.Milliseconds() + 500) / 1000)
+			c.w.Int(int64(ttl / time.Second))
 		default:
 			c.w.Int(ttl.Milliseconds())
 		}
 	case "incr", "decr", "incrby", "decrby":
 		c.incr(name, args)
 	case "mget":
-		c.w.Array(len(args) - 1)
-		for _, k := range args[1:] {
-			c.get(string(k))
-		}
+		c.mget(args[1:])
 	case "mset":
 		if len(args)%2 != 1 {
 			c.w.Error(wrongArgs(name))
@@ -115,7 +107,11 @@ func (c *conn) dispatch(args [][]byte) {
 			keys = append(keys, string(args[i]))
 			values = append(values, args[i+1])
 		}
-		if _, err := st.SetMany(keys, values, 0); c.storeErr(err) {
+		if n, err := st.SetMany(keys, values, 0); err != nil {
+			if n > 0 { // each key is set on its own (README): say which were
+				err = fmt.Errorf("MSET set %d of its %d keys (%s), then failed: %w", n, len(keys), keyList(keys[:n]), err)
+			}
+			c.storeErr(err)
 			return
 		}
 		c.w.OK()
@@ -224,20 +220,28 @@ func (c *conn) storeErr(err error) bool {
 
 // get answers key's value as a bulk string, or the null reply.
 func (c *conn) get(key string) {
+	v, found, err := c.read(key)
+	switch {
+	case c.storeErr(err):
+	case !found:
+		c.w.Null()
+	default:
+		c.w.Bulk(v)
+	}
+}
+
+// read returns key's value, in c.buf while it fits (valid until the next
+// read), or found false.
+func (c *conn) read(key string) (v []byte, found bool, err error) {
 	st := c.s.cfg.Store
 	buf := c.buf
 	for {
 		n, found, err := st.GetInto(key, buf)
-		if c.storeErr(err) {
-			return
-		}
-		if !found {
-			c.w.Null()
-			return
+		if err != nil || !found {
+			return nil, false, err
 		}
 		if n <= len(buf) {
-			c.w.Bulk(buf[:n])
-			return
+			return buf[:n], true, nil
 		}
 		// Larger than the buffer: again into one of its size (the value
 		// may have changed meanwhile: then again).
@@ -246,6 +250,87 @@ func (c *conn) get(key string) {
 			c.buf = buf
 		}
 	}
+}
+
+// mget is MGET: every key is read first, and any failure is the one
+// reply, an error, so that no array holds an error a client would take
+// for a value (or hand on as one). Each key is read on its own, as
+// ephpm_kv_get_many reads them: the reply is no snapshot.
+func (c *conn) mget(keys [][]byte) {
+	values := make([][]byte, len(keys)) // nil: no entry
+	for i, k := range keys {
+		v, found, err := c.read(string(k))
+		if err != nil {
+			c.storeErr(fmt.Errorf("MGET could not read key '%s': %w", cleanArg(k), err))
+			return
+		}
+		if found {
+			values[i] = append([]byte{}, v...)
+		}
+	}
+	c.w.Array(len(values))
+	for _, v := range values {
+		if v == nil {
+			c.w.Null()
+		} else {
+			c.w.Bulk(v)
+		}
+	}
+}
+
+// del is DEL key [key ...]. A store error is one of a shard or of the
+// whole segment, which every key of it meets alike (a damaged shard, a
+// removed file): with more than one key, each is looked at first, and a
+// key that fails there fails the command with nothing deleted. An error
+// only the deletion meets (damage found in the step itself) ends the
+// command there, its keys before it deleted, as each key is deleted on
+// its own step: the error says which were.
+func (c *conn) del(keys [][]byte) {
+	st := c.s.cfg.Store
+	if len(keys) > 1 {
+		for _, k := range keys {
+			if _, err := st.Exists(string(k)); err != nil {
+				c.storeErr(fmt.Errorf("DEL deleted nothing: key '%s': %w", cleanArg(k), err))
+				return
+			}
+		}
+	}
+	var deleted []string
+	for i, k := range keys {
+		ok, err := st.Del(string(k))
+		if err != nil {
+			if i > 0 {
+				err = fmt.Errorf("DEL failed at key '%s' having deleted %d of the %d keys before it (%s): %w",
+					cleanArg(k), len(deleted), i, keyList(deleted), err)
+			}
+			c.storeErr(err)
+			return
+		}
+		if ok {
+			deleted = append(deleted, string(k))
+		}
+	}
+	c.w.Int(int64(len(deleted)))
+}
+
+// keyList quotes keys for an error text: those that fit in about 256
+// bytes, then how many more; "none" for none.
+func keyList(keys []string) string {
+	if len(keys) == 0 {
+		return "none"
+	}
+	var b strings.Builder
+	for i, k := range keys {
+		if b.Len() > 256 {
+			fmt.Fprintf(&b, " and %d more", len(keys)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		b.WriteString("'" + cleanArg([]byte(k)) + "'")
+	}
+	return b.String()
 }
 
 // parseTTL reads a count of unit (time.Second, time.Millisecond) for the
@@ -415,7 +500,11 @@ func (c *conn) incr(name []byte, args [][]byte) {
 // scan is SCAN cursor [MATCH pattern] [COUNT n] [TYPE type]: one page of
 // Scanner.Scan, filtered by MATCH as Redis filters (after the walk: a
 // page may be empty with the walk not done). Every value here is a
-// string: another TYPE matches nothing.
+// string: another TYPE matches nothing. A page that skipped a damaged
+// part of the store (a corrupt shard) is answered with an error naming it
+// and the cursor the walk goes on from: a Redis client takes a SCAN
+// reply for the store's content, and would take the walk's end for "no
+// more keys" where a shard's keys were never read.
 func (c *conn) scan(args [][]byte) {
 	cursor, err := strconv.ParseUint(string(args[1]), 10, 64)
 	if err != nil {
@@ -460,8 +549,13 @@ func (c *conn) scan(args [][]byte) {
 	if c.storeErr(err) {
 		return
 	}
-	for _, why := range page.Skipped {
-		c.s.logf("SCAN skipped: %s", why)
+	if len(page.Skipped) > 0 {
+		for _, why := range page.Skipped {
+			c.s.logf("SCAN skipped: %s", why)
+		}
+		c.w.Error(fmt.Sprintf("ERR SCAN could not read part of the store: %s (the walk goes on from cursor %d without it)",
+			oneLine(strings.Join(page.Skipped, "; ")), page.Next))
+		return
 	}
 	keys := page.Keys[:0]
 	for _, k := range page.Keys {
@@ -494,7 +588,7 @@ func (c *conn) auth(args [][]byte) {
 		c.w.Error(errWrongPass)
 		return
 	}
-	c.authed = true
+	c.setAuthed(true)
 	c.w.OK()
 }
 
@@ -553,7 +647,7 @@ func (c *conn) hello(args [][]byte) {
 		c.w.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
 		return
 	}
-	c.authed = true
+	c.setAuthed(true)
 	if setName {
 		c.name = name
 	}

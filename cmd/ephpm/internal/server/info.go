@@ -36,9 +36,10 @@ func (c *conn) info(sections [][]byte) {
 	up := time.Since(c.s.started)
 	section("Server", kv("redis_version", redisVersion), kv("server_name", "ephpm"), kv("redis_mode", "standalone"),
 		kv("process_id", os.Getpid()), kv("uptime_in_seconds", int64(up.Seconds())), kv("uptime_in_days", int64(up.Hours()/24)))
-	section("Clients", kv("connected_clients", c.s.clients.Load()))
+	section("Clients", kv("connected_clients", c.s.clients.Load()), kv("maxclients", c.s.cfg.MaxClients))
 	section("Memory", kv("used_memory", st.BytesUsed), kv("maxmemory", st.MemoryLimit), kv("maxmemory_policy", st.Eviction))
 	section("Stats", kv("total_connections_received", c.s.conns.Load()), kv("total_commands_processed", c.s.commands.Load()),
+		kv("rejected_connections", c.s.rejected.Load()),
 		kv("keyspace_hits", st.Hits), kv("keyspace_misses", st.Misses), kv("expired_keys", st.Expirations), kv("evicted_keys", st.Evictions))
 	section("Ephpm", kv("store", c.s.cfg.Describe), kv("backend", c.s.cfg.Store.Name()), kv("instance_id", st.InstanceID),
 		kv("processes_attached", st.Processes), kv("session_bytes", st.SessionBytes), kv("session_limit", st.SessionLimit),

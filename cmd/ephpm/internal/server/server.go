@@ -42,10 +42,24 @@ type Config struct {
 	Password string
 	// Describe names the store in INFO (a segment's file).
 	Describe string
+	// MaxClients is the most connections served at once, as Redis's
+	// maxclients (0: DefaultMaxClients); one more is answered Redis's
+	// "-ERR max number of clients reached" and closed.
+	MaxClients int
+	// IdleTimeout, if not 0, closes a connection that has neither sent
+	// a command nor taken its replies for that long, as Redis's timeout
+	// (whose default, 0, is never).
+	IdleTimeout time.Duration
 	// Logf, if set, receives what the server has to say (a walk that
 	// skipped a damaged shard, a connection's protocol error).
 	Logf func(format string, args ...any)
 }
+
+// DefaultMaxClients is Redis's default maxclients.
+const DefaultMaxClients = 10000
+
+// errMaxClients is Redis's answer to a connection beyond maxclients.
+const errMaxClients = "-ERR max number of clients reached\r\n"
 
 // Server serves Config.Store over RESP.
 type Server struct {
@@ -55,6 +69,7 @@ type Server struct {
 	clients  atomic.Int64
 	commands atomic.Uint64
 	conns    atomic.Uint64
+	rejected atomic.Uint64
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
@@ -65,6 +80,9 @@ type Server struct {
 
 // New makes a server of cfg.
 func New(cfg Config) *Server {
+	if cfg.MaxClients <= 0 {
+		cfg.MaxClients = DefaultMaxClients
+	}
 	return &Server{cfg: cfg, started: time.Now(), listeners: map[net.Listener]struct{}{}, open: map[net.Conn]struct{}{}}
 }
 
@@ -101,9 +119,20 @@ func (s *Server) Serve(l net.Listener) error {
 			return err
 		}
 		pause = 0
+		if s.clients.Add(1) > int64(s.cfg.MaxClients) {
+			// As Redis: told why, then closed. The reply fits the new
+			// socket's empty send buffer; the deadline bounds the rest.
+			s.clients.Add(-1)
+			s.rejected.Add(1)
+			nc.SetWriteDeadline(time.Now().Add(time.Second))
+			nc.Write([]byte(errMaxClients))
+			nc.Close()
+			continue
+		}
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
+			s.clients.Add(-1)
 			nc.Close()
 			return ErrClosed
 		}
@@ -112,6 +141,7 @@ func (s *Server) Serve(l net.Listener) error {
 		s.mu.Unlock()
 		go func() {
 			defer s.wg.Done()
+			defer s.clients.Add(-1)
 			s.serveConn(nc)
 			s.mu.Lock()
 			delete(s.open, nc)
@@ -165,11 +195,19 @@ func (s *Server) serveConn(nc net.Conn) {
 		tc.SetNoDelay(true)
 	}
 	c := &conn{s: s, nc: nc, r: resp.NewReader(nc), w: resp.NewWriter(nc), id: s.ids.Add(1),
-		authed: s.cfg.Password == "", buf: make([]byte, 4096)}
+		buf: make([]byte, 4096)}
+	c.setAuthed(s.cfg.Password == "")
 	c.r.BeforeRead = c.w.Flush
-	s.clients.Add(1)
+	if idle := s.cfg.IdleTimeout; idle > 0 {
+		c.r.BeforeRead = func() error {
+			if err := c.w.Flush(); err != nil {
+				return err
+			}
+			return nc.SetDeadline(time.Now().Add(idle))
+		}
+		nc.SetDeadline(time.Now().Add(idle))
+	}
 	s.conns.Add(1)
-	defer s.clients.Add(-1)
 	for !c.quit {
 		args, err := c.r.Next()
 		if err != nil {
@@ -184,6 +222,16 @@ func (s *Server) serveConn(nc net.Conn) {
 		c.dispatch(args)
 	}
 	c.w.Flush()
+}
+
+// setAuthed records whether the client may use the store, and sets its
+// reader's limits to match: Redis's small ones until it may (resp.Unauthenticated).
+func (c *conn) setAuthed(ok bool) {
+	c.authed = ok
+	c.r.Limits = resp.Unauthenticated
+	if ok {
+		c.r.Limits = resp.Authenticated
+	}
 }
 
 // checkPassword reports whether given is the password, in time that does
@@ -213,5 +261,8 @@ func cleanArg(b []byte) string {
 	if len(b) > 128 {
 		b = b[:128]
 	}
-	return strings.NewReplacer("\r", " ", "\n", " ").Replace(string(b))
+	return oneLine(string(b))
 }
+
+// oneLine is s with its line breaks made spaces, as an error reply needs.
+func oneLine(s string) string { return strings.NewReplacer("\r", " ", "\n", " ").Replace(s) }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/internal/barrier"
 	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/shm"
@@ -61,10 +63,17 @@ func (c countingConn) Write(b []byte) (int, error) {
 // the server's writes.
 func start(t *testing.T, st Store, password string) (addr string, writes *atomic.Int64) {
 	t.Helper()
+	return startWith(t, Config{Store: st, Password: password})
+}
+
+// startWith is start with every setting of cfg.
+func startWith(t *testing.T, cfg Config) (addr string, writes *atomic.Int64) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	writes = new(atomic.Int64)
-	s := New(Config{Store: st, Password: password, Describe: "test segment", Logf: t.Logf})
+	cfg.Describe, cfg.Logf = "test segment", t.Logf
+	s := New(cfg)
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(countingListener{l, writes}) }()
 	t.Cleanup(func() {
@@ -192,7 +201,6 @@ func TestCommandsAnswerAsRedisDoes(t *testing.T) {
 		{[]string{"SET", "t", "v"}, "+OK"},
 		{[]string{"TTL", "t"}, ":-1"},
 		{[]string{"EXPIRE", "t", "100"}, ":1"},
-		{[]string{"TTL", "t"}, ":100"},
 		{[]string{"PEXPIRE", "t", "5000"}, ":1"},
 		{[]string{"EXPIRE", "nope", "100"}, ":0"},
 		{[]string{"EXPIRE", "t", "10", "NX"}, "-ERR Unsupported option NX"},
@@ -235,6 +243,23 @@ func TestCommandsAnswerAsRedisDoes(t *testing.T) {
 	assert.Equal(t, io.EOF, err, "QUIT closes the connection")
 }
 
+// TTL is the time left cut to whole seconds, never rounded up (Redis
+// rounds to the nearest), as PTTL is cut to the millisecond and the ephpm
+// command shows it: a lock never looks longer-lived than it is.
+func TestTTLIsCutNeverRoundedUp(t *testing.T) {
+	c := dial(t, func() string { a, _ := start(t, openStore(t), ""); return a }())
+	assert.Equal(t, "+OK", c.do("SET", "lock", "t", "PX", "1999"))
+	assert.Equal(t, ":1", c.do("TTL", "lock"), "1.99 s left: 1, where Redis says 2")
+	ms, err := strconv.Atoi(strings.TrimPrefix(c.do("PTTL", "lock"), ":"))
+	require.NoError(t, err)
+	assert.True(t, ms > 0 && ms <= 1999, "%d ms", ms)
+	assert.Equal(t, "+OK", c.do("SET", "lock", "t", "PX", "999"))
+	assert.Equal(t, ":0", c.do("TTL", "lock"), "under a second left: 0, the key still there")
+	assert.Equal(t, ":1", c.do("EXISTS", "lock"))
+	assert.Equal(t, ":1", c.do("EXPIRE", "lock", "100"))
+	assert.Contains(t, []string{":99", ":100"}, c.do("TTL", "lock"))
+}
+
 func TestRESP3AfterHello(t *testing.T) {
 	addr, _ := start(t, openStore(t), "")
 	c := dial(t, addr)
@@ -275,6 +300,74 @@ func TestAuthGuardsEveryCommandButAuthHelloQuit(t *testing.T) {
 	assert.True(t, strings.HasPrefix(d.do("HELLO", "3", "AUTH", "default", "s3cret"), "{$server $ephpm"))
 	assert.Equal(t, "+OK", d.do("SET", "k", "v"))
 	assert.Equal(t, "+OK", dial(t, addr).do("QUIT"), "QUIT before AUTH")
+}
+
+// Before AUTH, Redis's limits (CVE-2021-32675) and texts: at most 10
+// arguments of at most 16 KiB, refused at the header and the connection
+// closed, so that a client without the password makes the server hold
+// little; after AUTH, the usual limits.
+func TestBeforeAuthACommandIsLimitedAsRedisLimitsIt(t *testing.T) {
+	addr, _ := start(t, openStore(t), "s3cret")
+	for _, tc := range []struct {
+		stream []byte
+		want   string
+	}{
+		{[]byte("*11\r\n"), "-ERR Protocol error: unauthenticated multibulk length"},
+		{[]byte("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$16385\r\n"), "-ERR Protocol error: unauthenticated bulk length"},
+		{[]byte("*2\r\n$4\r\nAUTH\r\n$268435456\r\n"), "-ERR Protocol error: unauthenticated bulk length"},
+	} {
+		c := dial(t, addr)
+		_, err := c.nc.Write(tc.stream)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, c.reply(), "%q", tc.stream)
+		_, err = c.r.ReadByte()
+		assert.Equal(t, io.EOF, err, "closed after the error")
+	}
+	c := dial(t, addr)
+	assert.Equal(t, "-NOAUTH Authentication required.", c.do("SET", "k", strings.Repeat("v", 16384)), "16 KiB is taken")
+	assert.Equal(t, "+OK", c.do("AUTH", "s3cret"))
+	assert.Equal(t, "+OK", c.do("SET", "k", strings.Repeat("v", 100000)))
+	assert.Equal(t, "+OK", c.do("MSET", "a", "1", "b", "2", "c", "3", "d", "4", "e", "5", "f", "6"))
+	d := dial(t, addr)
+	assert.True(t, strings.HasPrefix(d.do("HELLO", "2", "AUTH", "default", "s3cret"), "[$server $ephpm"))
+	assert.Equal(t, "+OK", d.do("SET", "k", strings.Repeat("w", 100000)), "HELLO's AUTH lifts the limits too")
+}
+
+// One connection beyond MaxClients is told so in Redis's words and
+// closed; once one of them ends, a new one is served.
+func TestMaxClientsRefusesOneMoreWithRedisText(t *testing.T) {
+	addr, _ := startWith(t, Config{Store: openStore(t), MaxClients: 2})
+	a, b := dial(t, addr), dial(t, addr)
+	assert.Equal(t, "+PONG", a.do("PING"))
+	assert.Equal(t, "+PONG", b.do("PING"))
+	c := dial(t, addr)
+	assert.Equal(t, "-ERR max number of clients reached", c.reply())
+	_, err := c.r.ReadByte()
+	assert.Equal(t, io.EOF, err)
+	assert.Contains(t, a.do("INFO", "stats"), "rejected_connections:1")
+	a.nc.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		d := dial(t, addr)
+		if r := d.do("PING"); r == "+PONG" {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "a place was freed")
+	}
+	assert.Equal(t, 10000, New(Config{}).cfg.MaxClients, "Redis's default")
+}
+
+// IdleTimeout closes a connection idle that long, and only an idle one.
+func TestIdleTimeoutClosesAnIdleConnection(t *testing.T) {
+	addr, _ := startWith(t, Config{Store: openStore(t), IdleTimeout: 300 * time.Millisecond})
+	idle, busy := dial(t, addr), dial(t, addr)
+	assert.Equal(t, "+PONG", idle.do("PING"))
+	for i := 0; i < 8; i++ { // 800 ms of a command every 100 ms
+		assert.Equal(t, "+PONG", busy.do("PING"))
+		time.Sleep(100 * time.Millisecond)
+	}
+	_, err := idle.r.ReadByte()
+	assert.Equal(t, io.EOF, err, "the idle one was closed")
+	assert.Equal(t, "+PONG", busy.do("PING"), "the busy one was not")
 }
 
 // A pipeline is read whole and answered in order, in far fewer writes
@@ -343,6 +436,102 @@ func TestScanWalksWithMatchAndCount(t *testing.T) {
 	}
 	assert.Equal(t, want, got)
 	assert.True(t, strings.HasSuffix(c.do("SCAN", "0", "TYPE", "list", "COUNT", "100000"), " []]"), "no key is a list")
+}
+
+// failing is a segment whose walk skips a damaged shard (skip), or fails
+// (scanErr), and on which key "bad" fails: every call on it (badShard),
+// or only its deletion and read (badStep: damage met in the step).
+type failing struct {
+	*shm.Store
+	skip              string
+	scanErr           error
+	badShard, badStep bool
+}
+
+var errDamaged = errors.New("shm: segment shard is corrupt: shard 3 of /dev/shm/x")
+
+func (f failing) Del(k string) (bool, error) {
+	if k == "bad" && (f.badShard || f.badStep) {
+		return false, errDamaged
+	}
+	return f.Store.Del(k)
+}
+
+func (f failing) Exists(k string) (bool, error) {
+	if k == "bad" && f.badShard {
+		return false, errDamaged
+	}
+	return f.Store.Exists(k)
+}
+
+func (f failing) GetInto(k string, dst []byte) (int, bool, error) {
+	if k == "bad" && (f.badShard || f.badStep) {
+		return 0, false, errDamaged
+	}
+	return f.Store.GetInto(k, dst)
+}
+
+func (f failing) Scan(c uint64, n int, locks bool) (backend.ScanPage, error) {
+	if f.scanErr != nil {
+		return backend.ScanPage{}, f.scanErr
+	}
+	p, err := f.Store.Scan(c, n, locks)
+	if f.skip != "" {
+		p.Skipped = append(p.Skipped, f.skip)
+	}
+	return p, err
+}
+
+// A SCAN page that skipped a damaged shard is an error naming it (and the
+// cursor to go on from), never a page a client takes for all the keys; a
+// walk that failed is an error too.
+func TestScanAnswersAnErrorForASkippedShardOrAFailedWalk(t *testing.T) {
+	st := openStore(t)
+	require.NoError(t, st.Set("a", []byte("1"), 0))
+	addr, _ := start(t, failing{Store: st, skip: "shm: segment shard is corrupt: shard 3 of /dev/shm/x"}, "")
+	c := dial(t, addr)
+	assert.Regexp(t, `^-ERR SCAN could not read part of the store: shm: segment shard is corrupt: shard 3 of /dev/shm/x \(the walk goes on from cursor \d+ without it\)$`,
+		c.do("SCAN", "0", "COUNT", "1000"))
+	addr, _ = start(t, failing{Store: st, scanErr: errors.New("shm: segment removed")}, "")
+	assert.Equal(t, "-ERR shm: segment removed", dial(t, addr).do("SCAN", "0"))
+}
+
+// DEL of several keys decides what a failing shard decides before it
+// deletes anything; what only a deletion meets ends it with the error
+// naming the keys it had deleted. MGET answers one error, never an array
+// with an error among its values.
+func TestMultiKeyCommandsAnswerOneErrorAndSayWhatTheyDid(t *testing.T) {
+	st := openStore(t)
+	set := func(keys ...string) {
+		for _, k := range keys {
+			require.NoError(t, st.Set(k, []byte("v"+k), 0))
+		}
+	}
+	set("a", "b")
+	addr, _ := start(t, failing{Store: st, badShard: true}, "")
+	c := dial(t, addr)
+	assert.Equal(t, "-ERR DEL deleted nothing: key 'bad': "+errDamaged.Error(), c.do("DEL", "a", "bad", "b"))
+	ok, err := st.Exists("a")
+	require.NoError(t, err)
+	assert.True(t, ok, "a shard every call fails on fails DEL before it deletes anything")
+	assert.Equal(t, "-ERR MGET could not read key 'bad': "+errDamaged.Error(), c.do("MGET", "a", "bad", "b"))
+	assert.Equal(t, "[$va $nil $vb]", c.do("MGET", "a", "nope", "b"))
+	assert.Equal(t, "-ERR "+errDamaged.Error(), c.do("EXISTS", "a", "bad"))
+
+	addr, _ = start(t, failing{Store: st, badStep: true}, "")
+	c = dial(t, addr)
+	assert.Equal(t, "-ERR DEL failed at key 'bad' having deleted 1 of the 2 keys before it ('a'): "+errDamaged.Error(),
+		c.do("DEL", "a", "nope", "bad", "b"))
+	ok, err = st.Exists("b")
+	require.NoError(t, err)
+	assert.True(t, ok, "DEL stopped at the failure")
+	assert.Equal(t, ":1", c.do("DEL", "b", "nope"))
+	assert.Equal(t, "-ERR "+errDamaged.Error(), c.do("DEL", "bad"))
+
+	// MSET sets each key on its own: a failure after some says which.
+	r := c.do("MSET", "m1", "1", "m2", "2", "huge", strings.Repeat("x", 3<<20), "m3", "3")
+	assert.True(t, strings.HasPrefix(r, "-OOM command not allowed when used memory > 'maxmemory': MSET set 2 of its 4 keys ('m1' 'm2'), then failed: key \"huge\""), r)
+	assert.Equal(t, "[$1 $2 $nil]", c.do("MGET", "m1", "m2", "m3"))
 }
 
 func TestMatchIsRedisGlob(t *testing.T) {
