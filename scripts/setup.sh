@@ -23,7 +23,7 @@ packages=(ca-certificates php8.2-cli php8.2-dev cmake gcc make)
 if [ "$profile" = test ]; then
   packages+=(php8.2-fpm libfcgi-bin libphp8.2-embed redis-server redis-tools curl valgrind
              phpunit php-symfony-lock php-illuminate-cache php-psr-simple-cache php8.2-xml chromium debootstrap
-             php8.2-cgi libapache2-mod-php8.2 python3-redis
+             php8.2-cgi libapache2-mod-php8.2 python3-redis procps
              build-essential dpkg-dev debhelper dh-php lintian
              wordpress wordpress-theme-twentytwentythree wordpress-theme-twentytwentyone mariadb-server php8.2-mysql
              php8.2-apcu php8.2-redis)
@@ -49,7 +49,18 @@ command -v go >/dev/null || missing+=(golang-go)
 # as daemons (their parent init), before the install: one that runs after it
 # and did not before was started by a package's postinst, and is reported
 # (the tests' own servers are their scripts' children, never init's).
-daemons() { ps -eo pid=,ppid=,comm= | awk '$2 == 1 && $3 ~ /^(mariadbd|mysqld|mysqld_safe|redis-server|apache2|php-fpm8\.2)$/ { print $1 }'; }
+# (Read from /proc: a minimal Debian has no ps before procps is installed.)
+daemons() {
+  local d
+  for d in /proc/[0-9]*; do
+    case $(cat "$d/comm" 2>/dev/null) in
+      mariadbd|mysqld|mysqld_safe|redis-server|apache2|php-fpm8.2)
+        # The parent is stat's 4th field (these names hold no space).
+        [ "$(cut -d' ' -f4 "$d/stat" 2>/dev/null)" = 1 ] && echo "${d#/proc/}" ;;
+    esac
+  done
+  return 0
+}
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
   before=" $(daemons | tr '\n' ' ')"
