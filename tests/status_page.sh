@@ -21,10 +21,11 @@ mkdir -p "$artifacts"
 passed=0 failed=0
 check() { if eval "$2"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $1"; fi; }
 
-port=$(php -n -r '$s = stream_socket_server("tcp://127.0.0.1:0"); echo substr(strrchr(stream_socket_get_name($s, false), ":"), 1);')
-php -n -d "extension=$ext" -S "127.0.0.1:$port" -t "$src/examples" > "$dir/server.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.05; done
+. "$src/tests/listen.sh"
+server_start() { php -n -d "extension=$ext" -S "127.0.0.1:$1" -t "$src/examples" > "$dir/server.log" 2>&1 & listen_pid=$!; }
+server_ready() { curl -s -o /dev/null "http://127.0.0.1:$1/"; }
+listen_start server_start server_ready || { cat "$dir/server.log"; exit 1; }
+pids+=("$listen_pid")
 curl -s -o /dev/null "http://127.0.0.1:$port/lock.php?release=del_if_eq"   # something to count
 
 chrome=(chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --disable-quic --no-first-run

@@ -22,35 +22,36 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { php -n -r '$s = stream_socket_server("tcp://127.0.0.1:0"); echo substr(strrchr(stream_socket_get_name($s, false), ":"), 1);'; }
+. "$(dirname "$0")/listen.sh"
 
-start_redis() { # start_redis PORT [EXTRA CONFIG...]
-  local port=$1 conf="$dir/$1.conf"
-  shift
-  printf 'bind 127.0.0.1\nport %s\ndir %s\nsave ""\nappendonly no\ndbfilename dump-%s.rdb\n' "$port" "$dir" "$port" > "$conf"
-  for line in "$@"; do echo "$line" >> "$conf"; done
-  "$server" "$conf" > "$dir/$port.log" 2>&1 &
-  pids+=($!)
-  for _ in $(seq 100); do
-    "$cli" -p "$port" ping > /dev/null 2>&1 && return 0
-    sleep 0.05
-  done
-  cat "$dir/$port.log"
-  echo "$server on port $port did not start" >&2
-  exit 1
+# redis_start PORT starts a server with $extra_config (lines, @PORT@ being
+# the port); redis_ready PORT pings it.
+extra_config=()
+redis_start() {
+  local conf="$dir/$1.conf"
+  printf 'bind 127.0.0.1\nport %s\ndir %s\nsave ""\nappendonly no\ndbfilename dump-%s.rdb\n' "$1" "$dir" "$1" > "$conf"
+  for line in "${extra_config[@]}"; do echo "${line//@PORT@/$1}" >> "$conf"; done
+  "$server" "$conf" > "$dir/$1.log" 2>&1 &
+  listen_pid=$!
+}
+redis_ready() { "$cli" -p "$1" ping > /dev/null 2>&1; }
+
+# start_redis [EXTRA CONFIG...] starts a server and sets $port to its port.
+start_redis() {
+  extra_config=("$@")
+  listen_start redis_start redis_ready || exit 1
+  pids+=("$listen_pid")
 }
 
 case $mode in
   standalone)
-    port=$(free_port)
-    start_redis "$port"
+    start_redis
     backend="redis://127.0.0.1:$port"
     ;;
   cluster)
     ports=()
     for _ in 1 2 3; do
-      port=$(free_port)
-      start_redis "$port" "cluster-enabled yes" "cluster-config-file nodes-$port.conf" "cluster-node-timeout 5000"
+      start_redis "cluster-enabled yes" "cluster-config-file nodes-@PORT@.conf" "cluster-node-timeout 5000"
       ports+=("$port")
     done
     "$cli" --cluster create "${ports[@]/#/127.0.0.1:}" --cluster-replicas 0 --cluster-yes > "$dir/create.log" 2>&1 \
@@ -58,9 +59,11 @@ case $mode in
     # Every node must see the cluster up: ephpm does not retry a
     # CLUSTERDOWN (it retries nothing), so a node still catching up fails
     # the first test that lands on it.
+    # The wait is a 60 s hang catch.
     for port in "${ports[@]}"; do
-      for _ in $(seq 100); do
-        "$cli" -p "$port" cluster info | grep -q 'cluster_state:ok' && break
+      deadline=$((SECONDS + 60))
+      until "$cli" -p "$port" cluster info | grep -q 'cluster_state:ok'; do
+        ((SECONDS < deadline)) || { echo "cluster node $port not up within 60 s" >&2; exit 1; }
         sleep 0.1
       done
     done

@@ -43,10 +43,14 @@ cat > "$dir/count.php" <<'PHP'
 echo ephpm_kv_incr('served', 1);
 PHP
 
-port=$(php -n -r '$s = stream_socket_server("tcp://127.0.0.1:0"); echo substr(strrchr(stream_socket_get_name($s, false), ":"), 1);')
-PHP_CLI_SERVER_WORKERS=4 php -n -d "extension=$ext" -S "127.0.0.1:$port" -t "$dir" > "$dir/server.log" 2>&1 &
-pid=$!
-for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.05; done
+. "$(dirname "$0")/../listen.sh"
+server_start() {
+  PHP_CLI_SERVER_WORKERS=4 php -n -d "extension=$ext" -S "127.0.0.1:$1" -t "$dir" > "$dir/server.log" 2>&1 &
+  listen_pid=$!
+}
+server_ready() { curl -s -o /dev/null "http://127.0.0.1:$1/"; }
+listen_start server_start server_ready || { cat "$dir/server.log"; exit 1; }
+pid=$listen_pid
 
 passed=0 failed=0
 check() { if eval "$2"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $1"; fi; }

@@ -36,4 +36,4 @@ echo "== phpt, sanitized extension"
 # no_deepbind.so drops the flag.
 export LD_PRELOAD="$out/no_deepbind.so:$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
 NO_INTERACTION=1 TEST_PHP_EXECUTABLE=$(command -v php) \
-  php "$(php-config --extension-dir)/build/run-tests.php" -q -n -d "extension=$out/ephpm.so" --show-diff phpt
+  php "$(php-config --extension-dir)/build/run-tests.php" -q -n -d "extension=$out/ephpm.so" --show-diff --set-timeout 300 phpt
