@@ -72,7 +72,8 @@ $bad = [];
 foreach ($children as $pid => $s) {
     $out = json_decode(stream_get_contents($s), true);
     pcntl_waitpid($pid, $status);
-    $bad = array_merge($bad, $out['bad'] ?? ['a child died']);
+    $bad = array_merge($bad, $out['bad'] ?? [sprintf('child %d ended without its answer: %s', $pid,
+        pcntl_wifsignaled($status) ? 'signal ' . pcntl_wtermsig($status) : 'exit ' . pcntl_wexitstatus($status))]);
     $all = array_merge($all, $out['fences'] ?? []);
 }
 echo implode("\n", array_slice($bad, 0, 10)), "\n";
