@@ -2,7 +2,7 @@
 
 /*
  * The provider's ops table and the wrapper of each member: the fork guard,
- * the NULL checks, then the crossing into Go (exports.go).
+ * the NULL checks, then the crossing into Go (exports_gen.go).
  *
  * Edit struct ephpm_kv_ops in include/ephpm_kv.h and run go generate ./bridge.
  */
