@@ -3,7 +3,8 @@
 // the bridge's code that is per member: the provider's C wrappers (fork
 // guard, NULL checks, the crossing into Go) and the table itself
 // (members.c, members.h), the Go side of each member (exports_gen.go), the
-// member numbers (members_gen.go).
+// member numbers (members_gen.go) and the fuzz test's call of each member
+// (invoke_gen.go).
 //
 // A parameter's checks follow from its declaration: a char pointer followed
 // by a size_t is a buffer (NULL only when empty), any other pointer must not
@@ -176,11 +177,16 @@ func Generate(root string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	invoke, err := Invoke(members)
+	if err != nil {
+		return nil, err
+	}
 	return map[string][]byte{
 		"members.c":      C(members),
 		"members.h":      H(members),
 		"members_gen.go": Go(members),
 		"exports_gen.go": exports,
+		"invoke_gen.go":  invoke,
 	}, nil
 }
 
@@ -214,7 +220,7 @@ func C(members []Member) []byte {
 // member numbers.
 func H(members []Member) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "%s\n\n/*\n * Shared by table.c, members.c and invoke.go.\n *\n * %s\n */\n", cMarker, generated)
+	fmt.Fprintf(&b, "%s\n\n/*\n * Shared by table.c, members.c and invoke_gen.go.\n *\n * %s\n */\n", cMarker, generated)
 	b.WriteString("#ifndef EPHPM_BRIDGE_MEMBERS_H\n#define EPHPM_BRIDGE_MEMBERS_H\n\n#include <signal.h>\n#include <stddef.h>\n#include <stdint.h>\n\n#include \"ephpm_kv.h\"\n\n")
 	b.WriteString("/* Set in the child of every fork (table.c). */\nextern volatile sig_atomic_t ephpm_forked_child;\n\n")
 	b.WriteString("/* A buffer may be NULL only when it is empty. */\n#define EPHPM_BAD_BUF(p, n) ((p) == NULL && (n) != 0)\n\n")
