@@ -10,7 +10,7 @@
 //     members that are not one Backend call (the waiting members,
 //     configure, stats, begin_request; composed.go).
 //   - The header's arguments, in order, are that function's parameters,
-//     converted by the Go parameter's type (crossing.go's args): a string
+//     converted by the Go parameter's type (args.go): a string
 //     is a key (1..MaxKeyLen bytes), a []byte a value or token, a
 //     time.Duration milliseconds (0..MaxTTL), any other integer type a
 //     conversion; the caller's buffer (char *buf, size_t buf_cap, size_t
@@ -19,7 +19,7 @@
 //     first argument refused is the one last_error names.
 //   - The status, and what the output pointers hold, follow from the
 //     function's results and those pointers by memberlist's answer rules
-//     (exports.go), through the answers and outputs of crossing.go.
+//     (exports.go), through the answers and outputs of answers.go.
 //
 // A rule rather than a table row per member, so that the common member (one
 // Backend method) costs no file beyond the header and the method; the

@@ -8,7 +8,7 @@ type Call struct {
 	// arguments: a Backend method, or a function of package bridge
 	// (composed.go).
 	Func string
-	// Answer is the answer helper of crossing.go that maps the results,
+	// Answer is the answer helper of answers.go that maps the results,
 	// for a member that reads them unlike others of the same shape.
 	Answer string
 }
