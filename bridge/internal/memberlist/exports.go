@@ -353,11 +353,12 @@ const exportsDoc = `// The Go side of each member of the ops table: members.c's 
 //     function's results and those pointers by memberlist's answer rules
 //     (exports.go), through the answers and outputs of answers.go.
 //
-// A rule rather than a table row per member, so that the common member (one
+// Rules rather than a table row per member, so that the common member (one
 // Backend method) costs no file beyond the header and the method; the
-// table holds only the ten members whose Go side cannot be derived, and a
-// member whose results take a new shape adds an answer rule. Every
-// export is direct code: no reflection, nothing allocated per call.
+// table holds only the members whose Go side cannot be derived, and a
+// member whose results take a new shape adds an answer rule. Every export
+// is direct code, as the hand-written ones were: no reflection, nothing
+// allocated per call, the answer helpers inlined.
 `
 
 // Exports returns bridge/exports_gen.go: the export of every member that
