@@ -1,14 +1,14 @@
 // Package bridge serves a key-value Backend to C through the ops table of
 // include/ephpm_kv.h.
 //
-// The table and each member's C wrapper live in members.c, generated from
-// the header's struct (go generate); table.c holds the fork guard and the
-// members written in C; the Go side of each member is an exported function
-// in exports.go. Linking this package
-// into a program makes that program a provider: cmd/libephpm packages it as
-// a c-shared library for PHP, and a Go program that embeds PHP imports it to
-// serve the same table from its own runtime (a process must never hold two
-// Go runtimes).
+// The table, each member's C wrapper (members.c) and its Go side
+// (exports_gen.go) are generated from the header's struct (go generate;
+// see package memberlist); table.c holds the fork guard and the members
+// written in C; args.go and answers.go what every Go side shares. Linking
+// this package into a program makes that program a provider: cmd/libephpm
+// packages it as a c-shared library for PHP, and a Go program that embeds
+// PHP imports it to serve the same table from its own runtime (a process
+// must never hold two Go runtimes).
 package bridge
 
 //go:generate go run ./internal/memberlist/gen

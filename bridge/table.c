@@ -30,7 +30,7 @@ __attribute__((constructor)) static void ephpm_install_fork_guard(void)
 }
 
 /* The message of this thread's last failure: set from Go (failure() in
- * exports.go) on the thread that made the call, read by last_error. */
+ * answers.go) on the thread that made the call, read by last_error. */
 static __thread char ephpm_last_error_msg[512];
 static __thread size_t ephpm_last_error_len;
 

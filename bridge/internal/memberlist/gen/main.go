@@ -1,5 +1,6 @@
-// Command gen writes bridge/members.c, members.h and members_gen.go from
-// struct ephpm_kv_ops in include/ephpm_kv.h. Run it as go generate ./bridge.
+// Command gen writes the bridge's generated files (memberlist.Generate)
+// from struct ephpm_kv_ops in include/ephpm_kv.h and the Go functions its
+// members call. Run it as go generate ./bridge.
 package main
 
 import (
@@ -10,19 +11,11 @@ import (
 )
 
 func main() {
-	header, err := os.ReadFile("../include/ephpm_kv.h")
+	files, err := memberlist.Generate("..")
 	if err != nil {
 		log.Fatal(err)
 	}
-	members, err := memberlist.Parse(header)
-	if err != nil {
-		log.Fatal(err)
-	}
-	for name, text := range map[string][]byte{
-		"members.c":      memberlist.C(members),
-		"members.h":      memberlist.H(members),
-		"members_gen.go": memberlist.Go(members),
-	} {
+	for name, text := range files {
 		if err := os.WriteFile(name, text, 0o644); err != nil {
 			log.Fatal(err)
 		}
