@@ -55,7 +55,8 @@ for ($i = 0; $i < $procs; $i++) {
                 $bad[] = "round $r: lost the lock";
             }
         }
-        fwrite($child, json_encode(['bad' => $bad, 'fences' => $fences]));
+        // A message may quote bytes that are not UTF-8 (a key, a token): substituted, not lost.
+        fwrite($child, json_encode(['bad' => $bad, 'fences' => $fences], JSON_INVALID_UTF8_SUBSTITUTE));
         exit(0);
     }
     fclose($child);
