@@ -58,18 +58,17 @@ static const ps_module ps_mod_ephpm = {
     PS_MOD_UPDATE_TIMESTAMP(ephpm)
 };
 
-/* Room for the longest key: the prefix plus a session id of any length
- * PHP allows (session.sid_length is at most 256). */
-#define EPHPM_SESSION_KEY_MAX EPHPM_KV_MAX_KEY_LEN
-
+/* A session's key, with room for the longest: a prefix and a session id
+ * of any length PHP allows (include/ephpm_session.h). */
 typedef struct {
-    char buf[EPHPM_SESSION_KEY_MAX];
+    char buf[EPHPM_SESSION_KEY_MAX_LEN];
     size_t len;
 } ephpm_session_key;
 
 /* Builds prefix + sid into key. False, with the files handler's warning,
- * if sid is not a valid session id (php_session_valid_key: 1..256 of
- * A-Z a-z 0-9 , -), so that no client picks an arbitrary store key. */
+ * if sid is not a valid session id (php_session_valid_key: 1 to
+ * EPHPM_SESSION_SID_MAX_LEN of EPHPM_SESSION_SID_CHARS), so that no client
+ * picks an arbitrary store key. */
 static bool ephpm_session_make_key(ephpm_session_key *key, const char *prefix, const zend_string *sid)
 {
     size_t plen = strlen(prefix);

@@ -4,10 +4,7 @@
 
 #include "php.h"
 #include "ephpm_kv.h"
-#include "ephpm_session.h"
-
-/* A lock token's length: EPHPM_SESSION_TOKEN_BYTES bytes, hex-encoded. */
-#define EPHPM_TOKEN_LEN (2 * EPHPM_SESSION_TOKEN_BYTES)
+#include "ephpm_session.h" /* the key rules and EPHPM_TOKEN_LEN, generated from sessionkeys */
 
 extern zend_module_entry ephpm_module_entry;
 #define phpext_ephpm_ptr &ephpm_module_entry
