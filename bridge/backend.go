@@ -19,27 +19,27 @@ import (
 	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/redisstore"
-	"github.com/ephpm/ephpm/session"
+	"github.com/ephpm/ephpm/sessionkeys"
 )
 
 // Backend is what the table's members call (see package backend).
 type Backend = backend.Backend
 
 // sessionPrefixes are the prefixes of the session protocol's keys (package
-// session): the rules each backend is told about them live here. Redis
+// sessionkeys): the rules each backend is told about them live here. Redis
 // keeps a session's data and lock in one Cluster slot and refuses to work
 // on them while a master may evict (redisOptions); the in-process store
 // and a shared-memory segment keep session data within its budget
 // (sessionRule).
-var sessionPrefixes = []string{session.DataPrefix, session.LockPrefix}
+var sessionPrefixes = []string{sessionkeys.DataPrefix, sessionkeys.LockPrefix}
 
 // sessionRule is the session rule of the in-process store, which a
 // shared-memory segment applies too: session data lives within its
 // budget, and only while no request holds its lock may it be evicted;
 // locks never are.
 var sessionRule = kv.Options{
-	SessionDataPrefix: session.DataPrefix,
-	SessionLockPrefix: session.LockPrefix,
+	SessionDataPrefix: sessionkeys.DataPrefix,
+	SessionLockPrefix: sessionkeys.LockPrefix,
 	SessionLimitName:  "ephpm.session_memory_limit",
 }
 

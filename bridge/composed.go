@@ -5,19 +5,19 @@ import (
 
 	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/kv"
-	"github.com/ephpm/ephpm/session"
+	"github.com/ephpm/ephpm/lockwait"
 )
 
 // The members whose Go side is not one Backend method, as Go functions of
 // Go values: memberlist's Calls table names each, and its export
 // (exports_gen.go) converts the C arguments and answers with the results
 // as it does for a Backend method of the same shape. The waiting members
-// run session.Locker's loop over the backend's one attempt and answer what
+// run lockwait.Locker's loop over the backend's one attempt and answer what
 // the attempt answers (kv.Inserted: granted).
 
 // timedOut is the outcome of a lock wait: Inserted when granted, else
 // Exists, counted in lockTimeouts unless the wait failed.
-func timedOut(res session.Result, err error) kv.SetNXOutcome {
+func timedOut(res lockwait.Result, err error) kv.SetNXOutcome {
 	if res.Acquired {
 		return kv.Inserted
 	}
@@ -29,7 +29,7 @@ func timedOut(res session.Result, err error) kv.SetNXOutcome {
 
 // setNXWait is set_nx_wait.
 func setNXWait(key string, value []byte, ttl, wait time.Duration) (kv.SetNXOutcome, error) {
-	locker := session.Locker{Store: current()}
+	locker := lockwait.Locker{Store: current()}
 	res, err := locker.Acquire(key, value, ttl, wait)
 	return timedOut(res, err), err
 }
@@ -37,14 +37,14 @@ func setNXWait(key string, value []byte, ttl, wait time.Duration) (kv.SetNXOutco
 // setNXWaitFenced is set_nx_wait_fenced.
 func setNXWaitFenced(key string, value []byte, ttl, wait time.Duration) (kv.SetNXOutcome, int64, error) {
 	b := current()
-	locker := session.Locker{Store: b}
+	locker := lockwait.Locker{Store: b}
 	res, fence, err := locker.AcquireFenced(b, key, value, ttl, wait)
 	return timedOut(res, err), fence, err
 }
 
 // setNXWaitGet is set_nx_wait_get.
 func setNXWaitGet(key string, value []byte, ttl, wait time.Duration, dataKey string, dst []byte) (kv.SetNXOutcome, int, bool, error) {
-	locker := session.Locker{Store: current()}
+	locker := lockwait.Locker{Store: current()}
 	res, read, err := locker.AcquireGet(key, value, ttl, wait, dataKey, dst)
 	return timedOut(res, err), read.N, read.Found, err
 }
@@ -52,7 +52,7 @@ func setNXWaitGet(key string, value []byte, ttl, wait time.Duration, dataKey str
 // setNXWaitGetFenced is set_nx_wait_get_fenced.
 func setNXWaitGetFenced(key string, value []byte, ttl, wait time.Duration, dataKey string, dst []byte) (kv.SetNXOutcome, int, bool, int64, error) {
 	b := current()
-	locker := session.Locker{Store: b}
+	locker := lockwait.Locker{Store: b}
 	res, read, fence, err := locker.AcquireGetFenced(b, key, value, ttl, wait, dataKey, dst)
 	return timedOut(res, err), read.N, read.Found, fence, err
 }
@@ -64,7 +64,7 @@ func lockAcquire(key string, token []byte, mode kv.LockMode, ttl, wait time.Dura
 		return kv.Exists, 0, err
 	}
 	b := current()
-	locker := session.Locker{Store: b}
+	locker := lockwait.Locker{Store: b}
 	res, fence, err := locker.AcquireLock(b, key, token, mode, ttl, wait)
 	return timedOut(res, err), fence, err
 }

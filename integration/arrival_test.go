@@ -12,7 +12,7 @@ import (
 
 	"github.com/ephpm/ephpm/internal/redistest"
 	"github.com/ephpm/ephpm/redisstore"
-	"github.com/ephpm/ephpm/session"
+	"github.com/ephpm/ephpm/sessionkeys"
 )
 
 // PHP processes waiting in session_start() for one session's lock on
@@ -27,11 +27,11 @@ func TestSessionWaitersAreServedInArrivalOrder(t *testing.T) {
 	// The test holds the lock first, through a store with the key rules
 	// the extension gives its own (session keys in the session's slot).
 	s, err := redisstore.Open("redis://"+srv.Addr, redisstore.Options{
-		Colocated: []string{session.DataPrefix, session.LockPrefix},
+		Colocated: []string{sessionkeys.DataPrefix, sessionkeys.LockPrefix},
 	})
 	require.NoError(t, err)
 	defer s.Close()
-	lock := session.LockKey(sid)
+	lock := sessionkeys.LockKey(sid)
 	_, err = s.SetNX(lock, []byte("test"), time.Minute)
 	require.NoError(t, err)
 	inLine := func() int {

@@ -8,15 +8,15 @@ import (
 	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/backend/backendtest"
 	"github.com/ephpm/ephpm/kv"
-	"github.com/ephpm/ephpm/session"
+	"github.com/ephpm/ephpm/sessionkeys"
 )
 
 // TestSessionBudgetRules runs the session budget's rules, which the
 // shared-memory store passes too, on the in-process store.
 func TestSessionBudgetRules(t *testing.T) {
 	backendtest.RunSessionBudget(t, func(t *testing.T, cfg kv.MemoryConfig, limitName string) backend.Backend {
-		s := kv.New(kv.Options{SweepInterval: -1, SessionDataPrefix: session.DataPrefix,
-			SessionLockPrefix: session.LockPrefix, SessionLimitName: limitName})
+		s := kv.New(kv.Options{SweepInterval: -1, SessionDataPrefix: sessionkeys.DataPrefix,
+			SessionLockPrefix: sessionkeys.LockPrefix, SessionLimitName: limitName})
 		t.Cleanup(s.Close)
 		require.NoError(t, s.Configure(cfg))
 		return backend.Memory{Store: s}

@@ -51,7 +51,7 @@ func (g *evictionGuard) reconnected() {
 }
 
 // noEviction is the guard of every member that needs exclusion (SetNX and
-// so the session Locker, DelIfEq, ExpireIfEq, SetGuarded) or durability
+// so lockwait.Locker, DelIfEq, ExpireIfEq, SetGuarded) or durability
 // (any member on a session key, see durable); each calls it before it sends
 // anything. It returns nil while no master may evict a key, or when the
 // URL opted out with allow_evicting_server=1; else the error the member

@@ -12,7 +12,8 @@ import (
 
 	"github.com/ephpm/ephpm/internal/redistest"
 	"github.com/ephpm/ephpm/kv"
-	"github.com/ephpm/ephpm/session"
+	"github.com/ephpm/ephpm/lockwait"
+	"github.com/ephpm/ephpm/sessionkeys"
 )
 
 // evicting is the configuration of a server that evicts keys when full.
@@ -62,11 +63,11 @@ func TestAnEvictingServerRefusesLocksAndSessions(t *testing.T) {
 		t.Run(policy, func(t *testing.T) {
 			srv := redistest.Start(t, evicting(policy)...)
 			s := open(t, "redis://"+srv.Addr)
-			data, lock := session.DataKey("sid"), session.LockKey("sid")
+			data, lock := sessionkeys.DataKey("sid"), sessionkeys.LockKey("sid")
 
 			_, err := s.SetNX("lock", []byte("A"), 300*time.Second)
 			refusedForEviction(t, err, "SetNX", policy, "maxmemory 3145728", srv.Addr)
-			_, err = (&session.Locker{Store: s}).Acquire(lock, []byte("A"), time.Minute, time.Second)
+			_, err = (&lockwait.Locker{Store: s}).Acquire(lock, []byte("A"), time.Minute, time.Second)
 			refusedForEviction(t, err, "Locker.Acquire", policy)
 			_, err = s.DelIfEq("lock", []byte("A"))
 			refusedForEviction(t, err, "DelIfEq", policy)
@@ -120,7 +121,7 @@ func TestAllowEvictingServerOptsIn(t *testing.T) {
 	ok, err := s.DelIfEq("lock", []byte("A"))
 	require.NoError(t, err)
 	assert.True(t, ok)
-	res, err := (&session.Locker{Store: s}).Acquire(session.LockKey("sid"), []byte("A"), time.Minute, time.Second)
+	res, err := (&lockwait.Locker{Store: s}).Acquire(sessionkeys.LockKey("sid"), []byte("A"), time.Minute, time.Second)
 	require.NoError(t, err)
 	assert.True(t, res.Acquired)
 

@@ -13,7 +13,8 @@ import (
 
 	"github.com/ephpm/ephpm/internal/redistest"
 	"github.com/ephpm/ephpm/kv"
-	"github.com/ephpm/ephpm/session"
+	"github.com/ephpm/ephpm/lockwait"
+	"github.com/ephpm/ephpm/sessionkeys"
 )
 
 // A release whose reply is lost must be reported as an error (outcome
@@ -83,7 +84,7 @@ func TestRestartUnderLoadLosesNoAcknowledgedWrite(t *testing.T) {
 		go func(w int) {
 			defer wg.Done()
 			sid := fmt.Sprintf("w%d", w)
-			l := &session.Locker{Store: s}
+			l := &lockwait.Locker{Store: s}
 			for n := int64(1); ; n++ {
 				select {
 				case <-stop:
@@ -91,16 +92,16 @@ func TestRestartUnderLoadLosesNoAcknowledgedWrite(t *testing.T) {
 				default:
 				}
 				start := time.Now()
-				tok, _ := session.NewToken()
-				res, err := l.Acquire(session.LockKey(sid), []byte(tok), 5*time.Second, 0)
+				tok, _ := sessionkeys.NewToken()
+				res, err := l.Acquire(sessionkeys.LockKey(sid), []byte(tok), 5*time.Second, 0)
 				if err == nil && res.Acquired {
 					var ok bool
-					ok, err = s.SetGuarded(session.DataKey(sid), []byte(strconv.FormatInt(n, 10)), time.Hour,
-						session.LockKey(sid), []byte(tok))
+					ok, err = s.SetGuarded(sessionkeys.DataKey(sid), []byte(strconv.FormatInt(n, 10)), time.Hour,
+						sessionkeys.LockKey(sid), []byte(tok))
 					if err == nil && ok {
 						acked[w].Store(n)
 					}
-					s.DelIfEq(session.LockKey(sid), []byte(tok))
+					s.DelIfEq(sessionkeys.LockKey(sid), []byte(tok))
 				}
 				if err != nil {
 					failures.Add(1)
@@ -123,7 +124,7 @@ func TestRestartUnderLoadLosesNoAcknowledgedWrite(t *testing.T) {
 	assert.Zero(t, slow.Load(), "no call hung past the timeouts")
 	for w := 0; w < writers; w++ {
 		dst := make([]byte, 32)
-		n, found, err := s.GetInto(session.DataKey(fmt.Sprintf("w%d", w)), dst)
+		n, found, err := s.GetInto(sessionkeys.DataKey(fmt.Sprintf("w%d", w)), dst)
 		require.NoError(t, err, "working again after the restart")
 		require.True(t, found)
 		stored, _ := strconv.ParseInt(string(dst[:n]), 10, 64)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/ephpm/ephpm/internal/redistest"
 	"github.com/ephpm/ephpm/kv"
-	"github.com/ephpm/ephpm/session"
+	"github.com/ephpm/ephpm/sessionkeys"
 )
 
 func TestKeySlotIsTheClusters(t *testing.T) {
@@ -23,7 +23,7 @@ func TestKeySlotIsTheClusters(t *testing.T) {
 }
 
 func TestAFenceKeySharesItsLocksSlot(t *testing.T) {
-	for _, name := range []string{"lock", "{orders}:lock", "a{b}c", "x{", "x{y", session.LockKey("sid")} {
+	for _, name := range []string{"lock", "{orders}:lock", "a{b}c", "x{", "x{y", sessionkeys.LockKey("sid")} {
 		rk := testKey(name)
 		assert.Equal(t, keySlot(rk), keySlot(fenceKey(rk)), name)
 	}

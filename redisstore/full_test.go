@@ -11,7 +11,8 @@ import (
 
 	"github.com/ephpm/ephpm/internal/redistest"
 	"github.com/ephpm/ephpm/kv"
-	"github.com/ephpm/ephpm/session"
+	"github.com/ephpm/ephpm/lockwait"
+	"github.com/ephpm/ephpm/sessionkeys"
 )
 
 // fill makes srv a full noeviction server (maxmemory below what a 2 MiB
@@ -81,7 +82,7 @@ func waitingInLine(t *testing.T, a *redis.Client, key string, done <-chan error)
 // there, and the waiter still waiting, only if its attempts renewed it.
 func leaseKept(t *testing.T, a *redis.Client, lease string, done <-chan error) {
 	t.Helper()
-	for end := time.Now().Add(session.LineStep + session.LeaseMargin + 200*time.Millisecond); time.Now().Before(end); {
+	for end := time.Now().Add(lockwait.LineStep + lockwait.LeaseMargin + 200*time.Millisecond); time.Now().Before(end); {
 		select {
 		case err := <-done:
 			t.Fatalf("the waiter's call ended on the full server: %v", err)
@@ -118,7 +119,7 @@ func TestAFullServerReleasesLocksAndHandsThemOn(t *testing.T) {
 	holder := []byte("holder")
 	const ttl = time.Minute
 	exclusive := func(s *Store, key string) (bool, error) {
-		res, err := (&session.Locker{Store: s}).Acquire(key, []byte("next"), ttl, 20*time.Second)
+		res, err := (&lockwait.Locker{Store: s}).Acquire(key, []byte("next"), ttl, 20*time.Second)
 		return res.Acquired, err
 	}
 	for _, tc := range []struct {
@@ -181,7 +182,7 @@ func TestAFullServerReleasesLocksAndHandsThemOn(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			name := "full" + tc.name
-			key, data := session.LockKey(name), session.DataKey(name)
+			key, data := sessionkeys.LockKey(name), sessionkeys.DataKey(name)
 			require.NoError(t, s.Set(data, []byte("old"), ttl))
 			var fence int64
 			if tc.hold != nil {
@@ -230,7 +231,7 @@ func fencedHold(t *testing.T, s *Store, key string) int64 {
 // lockWaiter is a read/write lock's waiter in mode.
 func lockWaiter(mode kv.LockMode) func(s *Store, key string) (bool, error) {
 	return func(s *Store, key string) (bool, error) {
-		res, _, err := (&session.Locker{Store: s}).AcquireLock(s, key, []byte(fmt.Sprintf("next-%d", mode)), mode, time.Minute, 20*time.Second)
+		res, _, err := (&lockwait.Locker{Store: s}).AcquireLock(s, key, []byte(fmt.Sprintf("next-%d", mode)), mode, time.Minute, 20*time.Second)
 		return res.Acquired, err
 	}
 }
@@ -247,7 +248,7 @@ func TestAFullServerKeepsTheLineMoving(t *testing.T) {
 	done := make(chan error, 1)
 	var acquired bool
 	go func() {
-		res, err := (&session.Locker{Store: s}).Acquire(key, []byte("next"), time.Minute, 20*time.Second)
+		res, err := (&lockwait.Locker{Store: s}).Acquire(key, []byte("next"), time.Minute, 20*time.Second)
 		acquired = res.Acquired
 		done <- err
 	}()
@@ -282,9 +283,9 @@ func TestAFullServerKeepsTheLineMoving(t *testing.T) {
 // fenced write whose lock is no longer held (nothing to release).
 func TestAFullServerRefusesAWriteThatReleasesNothing(t *testing.T) {
 	srv, s, key := heldLock(t, "fullguard")
-	data := session.DataKey("fullguard")
+	data := sessionkeys.DataKey("fullguard")
 	require.NoError(t, s.Set(data, []byte("old"), time.Minute))
-	fenced := session.LockKey("fullfenced")
+	fenced := sessionkeys.LockKey("fullfenced")
 	_, _, _, fence, err := s.SetNXGetFenced(fenced, []byte("gone"), time.Minute, "unread", nil)
 	require.NoError(t, err)
 	ok, err := s.DelIfEq(fenced, []byte("gone"))
@@ -315,7 +316,7 @@ func TestAFullServerGrantsNoNewLock(t *testing.T) {
 	srv := redistest.Start(t)
 	s := open(t, "redis://"+srv.Addr)
 	fill(t, admin(t, srv.Addr))
-	free := session.LockKey("fullnew")
+	free := sessionkeys.LockKey("fullnew")
 	_, err := s.SetNX(free, []byte("a"), time.Minute)
 	assert.ErrorIs(t, err, kv.ErrNoMemory, "set_nx")
 	_, err = s.SetNXInLine(free, []byte("b"), time.Minute, "newid", 10*time.Second)
@@ -323,7 +324,7 @@ func TestAFullServerGrantsNoNewLock(t *testing.T) {
 	for _, mode := range []kv.LockMode{kv.LockExclusive, kv.LockShared} {
 		_, _, err = s.LockAttempt(free, []byte("c"), mode, time.Minute, 0)
 		assert.ErrorIs(t, err, kv.ErrNoMemory, "lock_acquire, mode %v", mode)
-		_, _, err = (&session.Locker{Store: s}).AcquireLock(s, free, []byte("d"), mode, time.Minute, time.Second)
+		_, _, err = (&lockwait.Locker{Store: s}).AcquireLock(s, free, []byte("d"), mode, time.Minute, time.Second)
 		assert.ErrorIs(t, err, kv.ErrNoMemory, "lock_acquire in line, mode %v", mode)
 	}
 	v, found, err := get(t, s, free)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/ephpm/ephpm/backend/backendtest"
 	"github.com/ephpm/ephpm/internal/redistest"
-	"github.com/ephpm/ephpm/session"
+	"github.com/ephpm/ephpm/lockwait"
 )
 
 func TestNativeOf(t *testing.T) {
@@ -211,7 +211,7 @@ func TestRefreshOnAFullServer(t *testing.T) {
 	assert.True(t, ok, "released")
 }
 
-// A waiter blocked in Wait, or in the session Locker's wait (set_nx_wait),
+// A waiter blocked in Wait, or in lockwait.Locker's wait (set_nx_wait),
 // is woken by a release, not by its timeout (a minute; the lock's TTL is
 // five): on the native path as on the scripts, on the direct path and in a
 // Cluster. The release comes once the waiter has subscribed and looked
@@ -241,7 +241,7 @@ func TestReleaseWakesAWaiterAtOnce(t *testing.T) {
 				return err == nil && free
 			},
 			"Locker": func(key string) bool {
-				l := &session.Locker{Store: s, Backoff: session.Backoff{Initial: timeout, Max: timeout}}
+				l := &lockwait.Locker{Store: s, Backoff: lockwait.Backoff{Initial: timeout, Max: timeout}}
 				res, err := l.Acquire(key, []byte("second"), time.Minute, 2*timeout)
 				return err == nil && res.Acquired
 			},

@@ -10,7 +10,7 @@ import (
 // Waiters line up for a lock, across every process sharing the server, so
 // that a release hands the lock to exactly one of them, the one that came
 // first. A lock's line is a sorted set beside it (in its slot): member a
-// waiter's id (random per acquisition, from session.Locker), score the
+// waiter's id (random per acquisition, from lockwait.Locker), score the
 // server's time when it first queued. Each waiter also holds a lease, a
 // key with a TTL that its every attempt renews, whose value is the lease's
 // length in ms and the token the waiter would set ("1500:token"); a waiter

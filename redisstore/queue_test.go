@@ -15,7 +15,8 @@ import (
 
 	"github.com/ephpm/ephpm/internal/redistest"
 	"github.com/ephpm/ephpm/kv"
-	"github.com/ephpm/ephpm/session"
+	"github.com/ephpm/ephpm/lockwait"
+	"github.com/ephpm/ephpm/sessionkeys"
 )
 
 func TestQueueKeysShareTheLocksSlot(t *testing.T) {
@@ -55,7 +56,7 @@ func TestTheLockPassesInArrivalOrderAcrossProcesses(t *testing.T) {
 		defer s.Close()
 		stores[i] = s
 	}
-	key := session.LockKey("order")
+	key := sessionkeys.LockKey("order")
 	out, err := stores[0].SetNX(key, []byte("holder"), time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, kv.Inserted, out)
@@ -67,15 +68,15 @@ func TestTheLockPassesInArrivalOrderAcrossProcesses(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			l := &session.Locker{Store: stores[i]}
+			l := &lockwait.Locker{Store: stores[i]}
 			tok := []byte("w" + strconv.Itoa(i))
-			var res session.Result
+			var res lockwait.Result
 			var fence int64
 			var err error
 			start := time.Now()
 			if i%2 == 0 {
 				res, _, fence, err = l.AcquireGetFenced(stores[i], key, tok, time.Minute, 30*time.Second,
-					session.DataKey("order"), nil)
+					sessionkeys.DataKey("order"), nil)
 			} else {
 				res, err = l.Acquire(key, tok, time.Minute, 30*time.Second)
 			}
@@ -86,14 +87,14 @@ func TestTheLockPassesInArrivalOrderAcrossProcesses(t *testing.T) {
 			// wake led to: a release wakes the head alone, on every server.
 			// A waiter in line also tries once per LineStep it waits, to
 			// renew its place (a slow host's long wait).
-			assert.LessOrEqual(t, res.Attempts, 2+int(time.Since(start)/session.LineStep), "waiter %d", i)
+			assert.LessOrEqual(t, res.Attempts, 2+int(time.Since(start)/lockwait.LineStep), "waiter %d", i)
 			mu.Lock()
 			got = append(got, i)
 			mu.Unlock()
 			var released bool
 			if i%2 == 0 {
 				assert.Positive(t, fence)
-				released, err = stores[i].SetFencedRelease(session.DataKey("order"), tok, time.Minute, key, fence, tok)
+				released, err = stores[i].SetFencedRelease(sessionkeys.DataKey("order"), tok, time.Minute, key, fence, tok)
 			} else {
 				released, err = stores[i].DelIfEq(key, tok)
 			}
@@ -118,7 +119,7 @@ func TestADeadWaiterHoldsUpTheLineOnlyForItsLease(t *testing.T) {
 	s, err := Open("redis://"+srv.Addr, testOptions)
 	require.NoError(t, err)
 	defer s.Close()
-	key := session.LockKey("dead")
+	key := sessionkeys.LockKey("dead")
 	_, err = s.SetNX(key, []byte("holder"), time.Minute)
 	require.NoError(t, err)
 	const lease = 300 * time.Millisecond
@@ -127,7 +128,7 @@ func TestADeadWaiterHoldsUpTheLineOnlyForItsLease(t *testing.T) {
 	require.Equal(t, kv.Exists, out, "in line")
 	done := make(chan time.Duration)
 	go func() {
-		l := &session.Locker{Store: s}
+		l := &lockwait.Locker{Store: s}
 		start := time.Now()
 		res, err := l.Acquire(key, []byte("next"), time.Minute, 30*time.Second)
 		assert.NoError(t, err)
@@ -152,10 +153,10 @@ func TestAWaiterOutOfTimeLeavesTheLine(t *testing.T) {
 	s, err := Open("redis://"+srv.Addr, testOptions)
 	require.NoError(t, err)
 	defer s.Close()
-	key := session.LockKey("leave")
+	key := sessionkeys.LockKey("leave")
 	_, err = s.SetNX(key, []byte("holder"), time.Minute)
 	require.NoError(t, err)
-	res, err := (&session.Locker{Store: s}).Acquire(key, []byte("w"), time.Minute, 50*time.Millisecond)
+	res, err := (&lockwait.Locker{Store: s}).Acquire(key, []byte("w"), time.Minute, 50*time.Millisecond)
 	require.NoError(t, err)
 	assert.False(t, res.Acquired)
 	assert.Equal(t, 0, lineLength(t, s, key), "it left")
@@ -166,7 +167,7 @@ func TestAWaiterOutOfTimeLeavesTheLine(t *testing.T) {
 func heldLock(t *testing.T, name string) (*redistest.Server, *Store, string) {
 	srv := redistest.Start(t)
 	s := open(t, "redis://"+srv.Addr)
-	key := session.LockKey(name)
+	key := sessionkeys.LockKey(name)
 	out, err := s.SetNX(key, []byte("holder"), time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, kv.Inserted, out)
@@ -196,13 +197,13 @@ func TestAReleaseHandsTheLockToTheHead(t *testing.T) {
 	}{
 		{"DelIfEq", func(key string) (bool, error) { return s.DelIfEq(key, []byte("holder")) }},
 		{"SetGuardedRelease", func(key string) (bool, error) {
-			return s.SetGuardedRelease(session.DataKey("handon"), []byte("data"), time.Minute, key, []byte("holder"))
+			return s.SetGuardedRelease(sessionkeys.DataKey("handon"), []byte("data"), time.Minute, key, []byte("holder"))
 		}},
 		{"Del", func(key string) (bool, error) { return s.Del(key) }},
 	} {
 		t.Run(release.name, func(t *testing.T) {
-			key := session.LockKey("handon")
-			require.NoError(t, s.Set(session.DataKey("handon"), []byte("data"), time.Minute))
+			key := sessionkeys.LockKey("handon")
+			require.NoError(t, s.Set(sessionkeys.DataKey("handon"), []byte("data"), time.Minute))
 			out, err := s.SetNX(key, []byte("holder"), time.Minute)
 			require.NoError(t, err)
 			require.Equal(t, kv.Inserted, out)
@@ -234,7 +235,7 @@ func TestAReleaseHandsTheLockToTheHead(t *testing.T) {
 
 			dst := make([]byte, 64)
 			out, n, found, err := s.SetNXGetInLine(key, []byte("head"), time.Minute, "headid", lease,
-				session.DataKey("handon"), dst)
+				sessionkeys.DataKey("handon"), dst)
 			require.NoError(t, err)
 			require.Equal(t, kv.Inserted, out, "the head claims the lock handed to it")
 			assert.True(t, found)
@@ -286,7 +287,7 @@ func TestHandOffChild(t *testing.T) {
 		t.Skip("the child of TestAWaiterKilledAtTheHandOffHoldsUpTheLineForItsLeaseOnly")
 	}
 	s := open(t, "redis://"+addr)
-	(&session.Locker{Store: s}).Acquire(key, []byte(os.Getenv("HANDOFF_TOKEN")), time.Minute, time.Minute)
+	(&lockwait.Locker{Store: s}).Acquire(key, []byte(os.Getenv("HANDOFF_TOKEN")), time.Minute, time.Minute)
 	t.Fatal("the child got the lock or gave up: it was to be killed while waiting")
 }
 
@@ -307,7 +308,7 @@ func TestAWaiterKilledAtTheHandOffHoldsUpTheLineForItsLeaseOnly(t *testing.T) {
 	next := open(t, "redis://"+srv.Addr)
 	done := make(chan time.Time, 1)
 	go func() {
-		res, err := (&session.Locker{Store: next}).Acquire(key, []byte("next"), time.Minute, 30*time.Second)
+		res, err := (&lockwait.Locker{Store: next}).Acquire(key, []byte("next"), time.Minute, 30*time.Second)
 		assert.NoError(t, err)
 		assert.True(t, res.Acquired)
 		done <- time.Now()
@@ -326,7 +327,7 @@ func TestAWaiterKilledAtTheHandOffHoldsUpTheLineForItsLeaseOnly(t *testing.T) {
 	require.Equal(t, "dead", string(v), "the release handed the lock to the killed waiter, its lease still live")
 
 	took := (<-done).Sub(start)
-	lease := session.LineStep + session.LeaseMargin
+	lease := lockwait.LineStep + lockwait.LeaseMargin
 	assert.Less(t, took, time.Minute/2,
 		"held up for the dead waiter's lease (and the next one's wait), not the lock's minute")
 	t.Logf("the next waiter had the lock %v after the hand-off to the killed one (lease %v)",
@@ -388,7 +389,7 @@ func TestAWaiterInLineWaitsOnASubscriberConnection(t *testing.T) {
 
 	// The next wait, on another lock, on the kept connection: a message on
 	// the first channel does not wake it; a release of its own does.
-	other := session.LockKey("subscriber2")
+	other := sessionkeys.LockKey("subscriber2")
 	_, err = s.SetNX(other, []byte("holder"), time.Minute)
 	require.NoError(t, err)
 	waitTurn(t, s, other, "w2", woke)
@@ -441,7 +442,7 @@ func TestAWaiterInLineWaitsOnASubscriberConnection(t *testing.T) {
 func TestAFencedWaiterHandedTheLockMintsItsFenceAtTheClaim(t *testing.T) {
 	srv := redistest.Start(t)
 	s := open(t, "redis://"+srv.Addr)
-	key, data := session.LockKey("fencedhandoff"), session.DataKey("fencedhandoff")
+	key, data := sessionkeys.LockKey("fencedhandoff"), sessionkeys.DataKey("fencedhandoff")
 	out, _, _, first, err := s.SetNXGetFenced(key, []byte("holder"), time.Minute, data, nil)
 	require.NoError(t, err)
 	require.Equal(t, kv.Inserted, out)
@@ -476,13 +477,13 @@ func TestAFencedWaiterHandedTheLockMintsItsFenceAtTheClaim(t *testing.T) {
 // lock and a read/write lock alike.
 func TestARefusedAttemptThatWillNotWaitTakesNoPlaceInLine(t *testing.T) {
 	srv, s, key := heldLock(t, "nowait")
-	l := &session.Locker{Store: s}
+	l := &lockwait.Locker{Store: s}
 	for _, tc := range []struct {
 		name string
-		try  func() (session.Result, error)
+		try  func() (lockwait.Result, error)
 	}{
-		{"Acquire", func() (session.Result, error) { return l.Acquire(key, []byte("w"), time.Minute, 0) }},
-		{"AcquireLock", func() (session.Result, error) {
+		{"Acquire", func() (lockwait.Result, error) { return l.Acquire(key, []byte("w"), time.Minute, 0) }},
+		{"AcquireLock", func() (lockwait.Result, error) {
 			res, _, err := l.AcquireLock(s, key, []byte("r"), kv.LockShared, time.Minute, 0)
 			return res, err
 		}},

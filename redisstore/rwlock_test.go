@@ -17,7 +17,7 @@ import (
 
 	"github.com/ephpm/ephpm/internal/redistest"
 	"github.com/ephpm/ephpm/kv"
-	"github.com/ephpm/ephpm/session"
+	"github.com/ephpm/ephpm/lockwait"
 )
 
 const (
@@ -713,8 +713,8 @@ func TestReadWriteWaitersGetTheNameInArrivalOrder(t *testing.T) {
 					defer wg.Done()
 					tok := []byte("w" + strconv.Itoa(i))
 					start := time.Now()
-					res, fence, err := (&session.Locker{Store: s}).AcquireLock(s, name, tok, mode, time.Minute, 30*time.Second)
-					renewals[i] = int(time.Since(start) / session.LineStep)
+					res, fence, err := (&lockwait.Locker{Store: s}).AcquireLock(s, name, tok, mode, time.Minute, 30*time.Second)
+					renewals[i] = int(time.Since(start) / lockwait.LineStep)
 					if !assert.NoError(t, err) || !assert.True(t, res.Acquired) {
 						return
 					}
@@ -760,14 +760,14 @@ func TestAWriterInLineRenewsItsClaimWhileItWaits(t *testing.T) {
 	granted(t, a, name, "r1", shared, time.Minute)
 	done := make(chan bool, 1)
 	go func() {
-		res, _, err := (&session.Locker{Store: b}).AcquireLock(b, name, []byte("w"), excl, time.Minute, 20*time.Second)
+		res, _, err := (&lockwait.Locker{Store: b}).AcquireLock(b, name, []byte("w"), excl, time.Minute, 20*time.Second)
 		assert.NoError(t, err)
 		done <- res.Acquired
 	}()
 	require.Eventually(t, func() bool { return record(t, a, name).Claim != 0 }, 10*time.Second, time.Millisecond, "the writer claims")
 	for range 3 {
 		claim := record(t, a, name).Claim
-		require.Eventually(t, func() bool { return record(t, a, name).Claim > claim }, session.LineStep*6/10, time.Millisecond,
+		require.Eventually(t, func() bool { return record(t, a, name).Claim > claim }, lockwait.LineStep*6/10, time.Millisecond,
 			"the claim renewed before the writer's LineStep")
 	}
 	out, _, err := a.LockAttempt(name, []byte("r2"), shared, time.Minute, 0)

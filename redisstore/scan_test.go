@@ -14,7 +14,7 @@ import (
 	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/internal/redistest"
 	"github.com/ephpm/ephpm/kv"
-	"github.com/ephpm/ephpm/session"
+	"github.com/ephpm/ephpm/sessionkeys"
 )
 
 // failPTTL makes the server's answer to PTTL of key an error, in a
@@ -84,7 +84,7 @@ func TestScanCountsReadHoldsAsLockInfoDoes(t *testing.T) {
 	out, _, err := s.LockAttempt("lock:short", []byte("r"), kv.LockShared, 50*time.Millisecond, 0)
 	require.NoError(t, err)
 	require.Equal(t, kv.Inserted, out)
-	_, err = s.SetNX(session.LockKey("sid"), []byte("tok"), time.Minute)
+	_, err = s.SetNX(sessionkeys.LockKey("sid"), []byte("tok"), time.Minute)
 	require.NoError(t, err)
 	time.Sleep(100 * time.Millisecond) // lock:short's one hold lapses; its record may stay
 	locks, err := walkAll(s, true)
@@ -94,7 +94,7 @@ func TestScanCountsReadHoldsAsLockInfoDoes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, n, locks["lock:rw"].Readers, "as LockInfo counts them")
 	assert.Zero(t, locks["lock:short"].Readers, "a lapsed hold is not counted")
-	assert.Zero(t, locks[session.LockKey("sid")].Readers)
+	assert.Zero(t, locks[sessionkeys.LockKey("sid")].Readers)
 
 	limited, err := Open("redis://limited:pw@"+srv.Addr+"/0", s.opts)
 	require.NoError(t, err)

@@ -10,14 +10,14 @@ import (
 
 	"github.com/ephpm/ephpm/backend/backendtest"
 	"github.com/ephpm/ephpm/internal/redistest"
-	"github.com/ephpm/ephpm/session"
+	"github.com/ephpm/ephpm/sessionkeys"
 )
 
 // testOptions are the key rules the bridge opens a store with: session
 // data and locks share a slot and are pinned.
 var testOptions = Options{
-	Colocated: []string{session.DataPrefix, session.LockPrefix},
-	Pinned:    []string{session.DataPrefix, session.LockPrefix},
+	Colocated: []string{sessionkeys.DataPrefix, sessionkeys.LockPrefix},
+	Pinned:    []string{sessionkeys.DataPrefix, sessionkeys.LockPrefix},
 }
 
 // testKey is the Redis key of key in a store opened with testOptions.

@@ -6,14 +6,14 @@ import (
 	"time"
 
 	"github.com/ephpm/ephpm/kv"
-	"github.com/ephpm/ephpm/session"
+	"github.com/ephpm/ephpm/sessionkeys"
 )
 
 func benchStore(b *testing.B) *Store {
 	name := fmt.Sprintf("bench-%d", time.Now().UnixNano())
 	// The session rule the bridge opens a segment with.
 	s, err := Open(name, Options{Memory: kv.MemoryConfig{Limit: 64 << 20},
-		SessionDataPrefix: session.DataPrefix, SessionLockPrefix: session.LockPrefix})
+		SessionDataPrefix: sessionkeys.DataPrefix, SessionLockPrefix: sessionkeys.LockPrefix})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func benchStore(b *testing.B) *Store {
 func BenchmarkSessionVisit(b *testing.B) {
 	s := benchStore(b)
 	tok := []byte("0123456789abcdef0123456789abcdef")
-	lock, data := session.LockKey("0123456789abcdef0123456789abcdef"), session.DataKey("0123456789abcdef0123456789abcdef")
+	lock, data := sessionkeys.LockKey("0123456789abcdef0123456789abcdef"), sessionkeys.DataKey("0123456789abcdef0123456789abcdef")
 	v := make([]byte, 141)
 	dst := make([]byte, 1024)
 	s.Set(data, v, time.Hour)

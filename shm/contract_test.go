@@ -6,14 +6,14 @@ import (
 	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/backend/backendtest"
 	"github.com/ephpm/ephpm/kv"
-	"github.com/ephpm/ephpm/session"
+	"github.com/ephpm/ephpm/sessionkeys"
 )
 
 var _ backend.Backend = (*Store)(nil)
 
 func TestShmPassesTheContract(t *testing.T) {
 	s := openWith(t, Options{Memory: kv.MemoryConfig{Limit: 8 << 20},
-		SessionDataPrefix: session.DataPrefix, SessionLockPrefix: session.LockPrefix})
+		SessionDataPrefix: sessionkeys.DataPrefix, SessionLockPrefix: sessionkeys.LockPrefix})
 	backendtest.Run(t, s, backendtest.Coarse)
 }
 

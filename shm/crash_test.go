@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/kv"
-	"github.com/ephpm/ephpm/session"
+	"github.com/ephpm/ephpm/sessionkeys"
 )
 
 var crashKills = flag.Int("shm.kills", 1000, "SIGKILLs the crash test deals its workers")
@@ -35,7 +35,7 @@ const (
 // writes evict sessions.
 var crashOptions = Options{
 	Memory:         kv.MemoryConfig{Limit: 16 << 20, SessionLimit: 256 << 10, Policy: kv.AllKeysLRU, Compression: true, CompressionMinSize: 64},
-	PinnedPrefixes: []string{"ctr:"}, SessionDataPrefix: session.DataPrefix, SessionLockPrefix: session.LockPrefix,
+	PinnedPrefixes: []string{"ctr:"}, SessionDataPrefix: sessionkeys.DataPrefix, SessionLockPrefix: sessionkeys.LockPrefix,
 }
 
 func init() {
@@ -204,7 +204,7 @@ func crashWorker() {
 			// A session request: lock, read, write under the lock, read
 			// again (held data is never evicted), release.
 			sid := strconv.Itoa(rand.IntN(32))
-			lock, data := session.LockKey(sid), session.DataKey(sid)
+			lock, data := sessionkeys.LockKey(sid), sessionkeys.DataKey(sid)
 			var out kv.SetNXOutcome
 			since := expiryNow()
 			timed(func() { out, err = s.SetNX(lock, token, time.Second) })

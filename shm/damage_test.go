@@ -22,7 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/kv"
-	"github.com/ephpm/ephpm/session"
+	"github.com/ephpm/ephpm/sessionkeys"
 )
 
 // Damaged segments: bytes no process wrote, over a segment's shards. A
@@ -214,7 +214,7 @@ var damageOps = flag.Int("shm.damage.ops", 3000, "calls each FuzzDamagedSegment 
 var damageLoadOptions = Options{
 	Memory:            kv.MemoryConfig{Limit: 2 << 20, SessionLimit: 256 << 10, Policy: kv.AllKeysLRU, Compression: true, CompressionMinSize: 64},
 	PinnedPrefixes:    []string{"pin:"},
-	SessionDataPrefix: session.DataPrefix, SessionLockPrefix: session.LockPrefix,
+	SessionDataPrefix: sessionkeys.DataPrefix, SessionLockPrefix: sessionkeys.LockPrefix,
 }
 
 // A damage record of FuzzDamagedSegment's input is 8 bytes: when (after
@@ -496,9 +496,9 @@ func damageCall(s *Store, r *rand.Rand, op int, note func(error)) {
 		}
 	case 15:
 		sid := fmt.Sprint(r.IntN(16))
-		_, _, _, err = s.SetNXGet(session.LockKey(sid), tok, time.Second, session.DataKey(sid), dst)
+		_, _, _, err = s.SetNXGet(sessionkeys.LockKey(sid), tok, time.Second, sessionkeys.DataKey(sid), dst)
 		if err == nil {
-			_, err = s.SetGuardedRelease(session.DataKey(sid), value(), time.Minute, session.LockKey(sid), tok)
+			_, err = s.SetGuardedRelease(sessionkeys.DataKey(sid), value(), time.Minute, sessionkeys.LockKey(sid), tok)
 		}
 	case 16:
 		_, err = s.Wait("lock:"+key, time.Millisecond)

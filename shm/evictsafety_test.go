@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/kv"
-	"github.com/ephpm/ephpm/session"
+	"github.com/ephpm/ephpm/sessionkeys"
 )
 
 // Eviction beside a removed file and beside broken shards (review findings
@@ -25,10 +25,10 @@ func openEvicting(t *testing.T, name string, policy kv.Policy) *Store {
 	t.Helper()
 	removeSegment(name)
 	s, err := Open(name, Options{Memory: kv.MemoryConfig{Limit: 4 << 20, SessionLimit: 1 << 20, Policy: policy},
-		SessionDataPrefix: session.DataPrefix, SessionLockPrefix: session.LockPrefix})
+		SessionDataPrefix: sessionkeys.DataPrefix, SessionLockPrefix: sessionkeys.LockPrefix})
 	require.NoError(t, err)
 	require.Greater(t, len(s.shards), 1)
-	require.Equal(t, kv.KindSession, s.g.kindOf(session.DataKey("x")))
+	require.Equal(t, kv.KindSession, s.g.kindOf(sessionkeys.DataKey("x")))
 	t.Cleanup(func() {
 		s.Close()
 		removeSegment(name)
@@ -122,7 +122,7 @@ func TestMakingRoomMarksACorruptShardBrokenBeforeReleasingIt(t *testing.T) {
 		key  string
 	}{
 		{"in its shard", heapFull, "big"},
-		{"over its share", overShare, session.DataKey("abcdefghijklmnopqrstuvwxyz012345")},
+		{"over its share", overShare, sessionkeys.DataKey("abcdefghijklmnopqrstuvwxyz012345")},
 		{"over the limit", overLimit, "big"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -183,7 +183,7 @@ func TestABrokenShardsSessionBytesRefuseNoSessionElsewhere(t *testing.T) {
 	atomic.StoreInt64(breakShard(s, 0).sessUsed(), 1<<40)
 	var key string
 	for i := 0; ; i++ {
-		key = session.DataKey(fmt.Sprintf("healthy%025d", i))
+		key = sessionkeys.DataKey(fmt.Sprintf("healthy%025d", i))
 		if sh, _, _ := s.locate(key); sh.i != 0 {
 			break
 		}

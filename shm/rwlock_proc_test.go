@@ -17,10 +17,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/kv"
-	"github.com/ephpm/ephpm/session"
+	"github.com/ephpm/ephpm/lockwait"
+	"github.com/ephpm/ephpm/sessionkeys"
 )
 
-// lockAttempts makes LockAttempt in mode session.Locker's fenced attempt,
+// lockAttempts makes LockAttempt in mode lockwait.Locker's fenced attempt,
 // so that the tests wait between attempts with the session handler's own
 // loop (backoff, Wait): an exclusive attempt leaves a claim of
 // kv.WriterClaim.
@@ -39,11 +40,11 @@ func (a lockAttempts) SetNXFenced(key string, token []byte, ttl time.Duration) (
 
 // acquireLock takes key in mode with a fresh token, waiting at most budget.
 func acquireLock(s *Store, key string, mode kv.LockMode, ttl, budget time.Duration) (token []byte, fence int64, err error) {
-	tok, err := session.NewToken()
+	tok, err := sessionkeys.NewToken()
 	if err != nil {
 		return nil, 0, err
 	}
-	res, fence, err := (&session.Locker{Store: s}).AcquireFenced(lockAttempts{s, mode}, key, []byte(tok), ttl, budget)
+	res, fence, err := (&lockwait.Locker{Store: s}).AcquireFenced(lockAttempts{s, mode}, key, []byte(tok), ttl, budget)
 	if err != nil || !res.Acquired {
 		return nil, 0, err
 	}

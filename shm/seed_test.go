@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/kv"
-	"github.com/ephpm/ephpm/session"
+	"github.com/ephpm/ephpm/sessionkeys"
 )
 
 // Chosen keys (issue 26, item 4): PHP takes a session id from the cookie,
@@ -104,10 +104,10 @@ func TestKeysAimedByTheUnseededHashSpread(t *testing.T) {
 				homes := map[[2]int]bool{}
 				differ := 0
 				for _, sid := range aim.sids {
-					sh, h, tag := a.locate(session.DataKey(sid))
+					sh, h, tag := a.locate(sessionkeys.DataKey(sid))
 					perShard[sh.i]++
 					homes[[2]int{sh.i, sh.home(tag)}] = true
-					if _, hb, _ := b.locate(session.DataKey(sid)); hb != h {
+					if _, hb, _ := b.locate(sessionkeys.DataKey(sid)); hb != h {
 						differ++
 					}
 				}

@@ -13,7 +13,7 @@ import (
 	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/backend/backendtest"
 	"github.com/ephpm/ephpm/kv"
-	"github.com/ephpm/ephpm/session"
+	"github.com/ephpm/ephpm/sessionkeys"
 )
 
 // Session data on a segment: the rules kv has (backendtest.RunSessionBudget)
@@ -21,8 +21,8 @@ import (
 // process, the tallies recovery recomputes).
 
 const (
-	dataPrefix = session.DataPrefix
-	lockPrefix = session.LockPrefix
+	dataPrefix = sessionkeys.DataPrefix
+	lockPrefix = sessionkeys.LockPrefix
 )
 
 func sessionOptions(cfg kv.MemoryConfig) Options {

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/kv"
-	"github.com/ephpm/ephpm/session"
+	"github.com/ephpm/ephpm/sessionkeys"
 )
 
 // A shard's share of the session budget (issue 26, item 4): even one who
@@ -25,7 +25,7 @@ func sidsInShard(s *Store, n int) []string {
 	var sids []string
 	for i := 0; len(sids) < n; i++ {
 		sid := fmt.Sprintf("flood%027d", i)
-		if sh, _, _ := s.locate(session.DataKey(sid)); sh.i == 0 {
+		if sh, _, _ := s.locate(sessionkeys.DataKey(sid)); sh.i == 0 {
 			sids = append(sids, sid)
 		}
 	}
@@ -66,11 +66,11 @@ func TestASessionFloodAimedAtOneShardLeavesItsLocksRoom(t *testing.T) {
 			sids := sidsInShard(s, int(2*s.g.heapSize/int64(len(data))))
 			refused := 0
 			for _, sid := range sids {
-				lock, tok := session.LockKey(sid), []byte("tok-"+sid)
+				lock, tok := sessionkeys.LockKey(sid), []byte("tok-"+sid)
 				out, err := s.SetNX(lock, tok, 30*time.Second)
 				require.NoError(t, err)
 				require.Equal(t, kv.Inserted, out)
-				ok, err := s.SetGuarded(session.DataKey(sid), data, time.Hour, lock, tok)
+				ok, err := s.SetGuarded(sessionkeys.DataKey(sid), data, time.Hour, lock, tok)
 				if err != nil {
 					require.ErrorIs(t, err, kv.ErrNoMemory)
 					refused++
@@ -114,10 +114,10 @@ func TestASessionLargerThanItsShareIsRefused(t *testing.T) {
 	share := evenShare(s)
 	require.LessOrEqual(t, share, s.g.heapSize/2, "a session over the share fits a shard's heap")
 	sids := sidsInShard(s, 2)
-	require.NoError(t, s.Set(session.DataKey(sids[0]), []byte("small"), time.Hour))
-	err := s.Set(session.DataKey(sids[1]), make([]byte, share+1), time.Hour)
+	require.NoError(t, s.Set(sessionkeys.DataKey(sids[0]), []byte("small"), time.Hour))
+	err := s.Set(sessionkeys.DataKey(sids[1]), make([]byte, share+1), time.Hour)
 	require.ErrorIs(t, err, kv.ErrNoMemory)
 	assert.Contains(t, err.Error(), "share")
-	assert.True(t, has(t, s, session.DataKey(sids[0])), "the refused write evicted another session")
-	require.NoError(t, s.Set(session.DataKey(sids[1]), make([]byte, share/2), time.Hour))
+	assert.True(t, has(t, s, sessionkeys.DataKey(sids[0])), "the refused write evicted another session")
+	require.NoError(t, s.Set(sessionkeys.DataKey(sids[1]), make([]byte, share/2), time.Hour))
 }

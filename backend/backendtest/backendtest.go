@@ -18,7 +18,8 @@ import (
 	"github.com/ephpm/ephpm/internal/barrier"
 	"github.com/ephpm/ephpm/internal/coarse"
 	"github.com/ephpm/ephpm/kv"
-	"github.com/ephpm/ephpm/session"
+	"github.com/ephpm/ephpm/lockwait"
+	"github.com/ephpm/ephpm/sessionkeys"
 )
 
 // A Clock is the clock a backend keeps its TTL deadlines and expiry checks
@@ -255,7 +256,7 @@ var contract = []struct {
 		assert.False(t, ok, "no entry equals any token")
 		ttl, _, _ = b.PTTL(p + "full")
 		assert.Equal(t, time.Duration(-1), ttl, "a mismatch changes nothing")
-		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
+		data, lock := sessionkeys.DataKey(p+"sid"), sessionkeys.LockKey(p+"sid")
 		require.NoError(t, b.Set(lock, []byte{}, time.Minute))
 		ok, err = b.SetGuarded(data, []byte("v"), time.Minute, lock, []byte{})
 		require.NoError(t, err)
@@ -268,7 +269,7 @@ var contract = []struct {
 		assert.True(t, ok)
 	}},
 	{"SetGuarded", func(t *testing.T, b backend.Backend, p string, _ Clock) {
-		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
+		data, lock := sessionkeys.DataKey(p+"sid"), sessionkeys.LockKey(p+"sid")
 		ok, err := b.SetGuarded(data, []byte("v1"), time.Minute, lock, []byte("tok"))
 		require.NoError(t, err)
 		assert.False(t, ok, "no lock")
@@ -283,7 +284,7 @@ var contract = []struct {
 		assert.Equal(t, "v1", string(dst[:n]))
 	}},
 	{"DelGuarded", func(t *testing.T, b backend.Backend, p string, _ Clock) {
-		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
+		data, lock := sessionkeys.DataKey(p+"sid"), sessionkeys.LockKey(p+"sid")
 		require.NoError(t, b.Set(data, []byte("v1"), time.Minute))
 		held, err := b.DelGuarded(data, lock, []byte("tok"))
 		require.NoError(t, err)
@@ -304,7 +305,7 @@ var contract = []struct {
 		assert.True(t, found, "the lock is left to its holder")
 	}},
 	{"SetNXGet", func(t *testing.T, b backend.Backend, p string, _ Clock) {
-		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
+		data, lock := sessionkeys.DataKey(p+"sid"), sessionkeys.LockKey(p+"sid")
 		dst := make([]byte, 8)
 		out, n, found, err := b.SetNXGet(lock, []byte("tok"), time.Minute, data, dst)
 		require.NoError(t, err)
@@ -357,7 +358,7 @@ var contract = []struct {
 		// Odd rounds through SetNXGetFenced, whose winner has a fence too.
 		for round := 0; round < 20; round++ {
 			sid := fmt.Sprintf("%ssid%d", p, round)
-			data, lock := session.DataKey(sid), session.LockKey(sid)
+			data, lock := sessionkeys.DataKey(sid), sessionkeys.LockKey(sid)
 			require.NoError(t, b.Set(data, []byte("v"), time.Minute))
 			wins := barrier.Race(16, func(i int) bool {
 				dst := make([]byte, 4)
@@ -384,7 +385,7 @@ var contract = []struct {
 		}
 	}},
 	{"SetGuardedRelease", func(t *testing.T, b backend.Backend, p string, _ Clock) {
-		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
+		data, lock := sessionkeys.DataKey(p+"sid"), sessionkeys.LockKey(p+"sid")
 		require.NoError(t, b.Set(data, []byte("v0"), time.Minute))
 		ok, err := b.SetGuardedRelease(data, []byte("v1"), time.Minute, lock, []byte("tok"))
 		require.NoError(t, err)
@@ -413,7 +414,7 @@ var contract = []struct {
 		assert.False(t, ok, "released once: the guard is gone")
 	}},
 	{"ExpireGuardedRelease", func(t *testing.T, b backend.Backend, p string, _ Clock) {
-		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
+		data, lock := sessionkeys.DataKey(p+"sid"), sessionkeys.LockKey(p+"sid")
 		require.NoError(t, b.Set(data, []byte("v0"), time.Minute))
 		ok, err := b.ExpireGuardedRelease(data, 2*time.Minute, lock, []byte("tok"))
 		require.NoError(t, err)
@@ -428,7 +429,7 @@ var contract = []struct {
 		assert.LessOrEqual(t, ttl, time.Minute, "a refused refresh changes nothing")
 		held, _ := b.Exists(lock)
 		assert.True(t, held, "nor releases")
-		empty, emptyLock := session.DataKey(p+"none"), session.LockKey(p+"none")
+		empty, emptyLock := sessionkeys.DataKey(p+"none"), sessionkeys.LockKey(p+"none")
 		_, err = b.SetNX(emptyLock, []byte("tok"), time.Minute)
 		require.NoError(t, err)
 		ok, err = b.ExpireGuardedRelease(empty, 2*time.Minute, emptyLock, []byte("tok"))
@@ -451,7 +452,7 @@ var contract = []struct {
 		assert.False(t, ok, "released once: the guard is gone")
 	}},
 	{"SetGuardedReleaseWakesAWaiter", func(t *testing.T, b backend.Backend, p string, _ Clock) {
-		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
+		data, lock := sessionkeys.DataKey(p+"sid"), sessionkeys.LockKey(p+"sid")
 		_, err := b.SetNX(lock, []byte("tok"), time.Minute)
 		require.NoError(t, err)
 		wokenByRelease(t, b, lock, func() (bool, error) {
@@ -459,7 +460,7 @@ var contract = []struct {
 		})
 	}},
 	{"DelGuardedRefusesAnExpiredGuard", func(t *testing.T, b backend.Backend, p string, _ Clock) {
-		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
+		data, lock := sessionkeys.DataKey(p+"sid"), sessionkeys.LockKey(p+"sid")
 		require.NoError(t, b.Set(data, []byte("v1"), time.Minute))
 		_, err := b.SetNX(lock, []byte("tok"), 20*time.Millisecond)
 		require.NoError(t, err)
@@ -504,14 +505,14 @@ var contract = []struct {
 	}},
 	{"LockerThroughBackend", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		// 20 requests on one session through the real acquisition loop.
-		l := &session.Locker{Store: b}
-		data, lock := session.DataKey(p+"s"), session.LockKey(p+"s")
+		l := &lockwait.Locker{Store: b}
+		data, lock := sessionkeys.DataKey(p+"s"), sessionkeys.LockKey(p+"s")
 		var wg sync.WaitGroup
 		for i := 0; i < 20; i++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				tok, _ := session.NewToken()
+				tok, _ := sessionkeys.NewToken()
 				res, err := l.Acquire(lock, []byte(tok), time.Minute, time.Minute)
 				if !assert.NoError(t, err) || !assert.True(t, res.Acquired) {
 					return
@@ -683,7 +684,7 @@ var contract = []struct {
 		assert.ErrorIs(t, err, kv.ErrInvalidArgument)
 	}},
 	{"SetNXGetFenced", func(t *testing.T, b backend.Backend, p string, _ Clock) {
-		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
+		data, lock := sessionkeys.DataKey(p+"sid"), sessionkeys.LockKey(p+"sid")
 		dst := make([]byte, 8)
 		out, n, found, f1, err := b.SetNXGetFenced(lock, []byte("tok"), time.Minute, data, dst)
 		require.NoError(t, err)
@@ -743,7 +744,7 @@ var contract = []struct {
 		assert.Zero(t, n)
 	}},
 	{"SetFencedReleaseKeepsAnOverrunWithoutContender", func(t *testing.T, b backend.Backend, p string, _ Clock) {
-		data, lock := session.DataKey(p+"sid"), session.LockKey(p+"sid")
+		data, lock := sessionkeys.DataKey(p+"sid"), sessionkeys.LockKey(p+"sid")
 		dst := make([]byte, 16)
 		_, _, _, fa, err := b.SetNXGetFenced(lock, []byte("a"), 20*time.Millisecond, data, dst)
 		require.NoError(t, err)
@@ -783,7 +784,7 @@ var contract = []struct {
 		dst := make([]byte, 16)
 		for _, del := range []bool{false, true} {
 			sid := fmt.Sprintf("%ssid-%v", p, del)
-			data, lock := session.DataKey(sid), session.LockKey(sid)
+			data, lock := sessionkeys.DataKey(sid), sessionkeys.LockKey(sid)
 			release := func(fence int64, token string) bool {
 				var ok bool
 				var err error
@@ -834,7 +835,7 @@ var contract = []struct {
 	{"FencedReleaseWakesAWaiter", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		for _, del := range []bool{false, true} {
 			sid := fmt.Sprintf("%ssid-%v", p, del)
-			data, lock := session.DataKey(sid), session.LockKey(sid)
+			data, lock := sessionkeys.DataKey(sid), sessionkeys.LockKey(sid)
 			_, fence, err := b.SetNXFenced(lock, []byte("tok"), time.Minute)
 			require.NoError(t, err)
 			wokenByRelease(t, b, lock, func() (bool, error) {
@@ -849,7 +850,7 @@ var contract = []struct {
 		// 16 callers at a barrier take one lock 25 times each; under the
 		// lock, each grant's fence must exceed the one before it.
 		lock := p + "hot"
-		l := &session.Locker{Store: b}
+		l := &lockwait.Locker{Store: b}
 		var mu sync.Mutex
 		last, grants := int64(0), 0
 		barrier.Race(16, func(i int) bool {
@@ -1034,7 +1035,7 @@ var contract = []struct {
 		// every grant that came before it: a writer's every earlier
 		// fence, a reader's the fence of the writer before it.
 		lock := p + "rw"
-		l := &session.Locker{Store: b}
+		l := &lockwait.Locker{Store: b}
 		var readers, writers atomic.Int32
 		var mu sync.Mutex
 		maxFence, lastWriter := int64(0), int64(0)
@@ -1088,7 +1089,7 @@ var contract = []struct {
 		// Readers keep the name read-held without a gap (each re-enters
 		// while the others hold); a writer waiting for them gets it.
 		lock := p + "rw"
-		l := &session.Locker{Store: b}
+		l := &lockwait.Locker{Store: b}
 		var stop atomic.Bool
 		var wg sync.WaitGroup
 		for i := 0; i < 4; i++ {

@@ -13,12 +13,12 @@ import (
 	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/internal/barrier"
 	"github.com/ephpm/ephpm/kv"
-	"github.com/ephpm/ephpm/session"
+	"github.com/ephpm/ephpm/sessionkeys"
 )
 
 // SessionStore opens a fresh store for t with the session rule of package
-// session (kv.Options.SessionDataPrefix = session.DataPrefix,
-// SessionLockPrefix = session.LockPrefix, SessionLimitName = limitName)
+// session (kv.Options.SessionDataPrefix = sessionkeys.DataPrefix,
+// SessionLockPrefix = sessionkeys.LockPrefix, SessionLimitName = limitName)
 // and the memory setting cfg.
 type SessionStore func(t *testing.T, cfg kv.MemoryConfig, limitName string) backend.Backend
 
@@ -39,16 +39,16 @@ func RunSessionBudget(t *testing.T, open SessionStore) {
 // reports whether the data was there.
 func visit(t *testing.T, b backend.Backend, sid string, data []byte) (bool, error) {
 	t.Helper()
-	lock, tok := session.LockKey(sid), []byte("token-"+sid)
+	lock, tok := sessionkeys.LockKey(sid), []byte("token-"+sid)
 	out, err := b.SetNX(lock, tok, 30*time.Second)
 	if err != nil {
 		return false, err
 	}
 	require.Equal(t, kv.Inserted, out)
 	defer b.DelIfEq(lock, tok)
-	_, found, err := b.GetInto(session.DataKey(sid), make([]byte, 1024))
+	_, found, err := b.GetInto(sessionkeys.DataKey(sid), make([]byte, 1024))
 	require.NoError(t, err)
-	ok, err := b.SetGuarded(session.DataKey(sid), data, time.Hour, lock, tok)
+	ok, err := b.SetGuarded(sessionkeys.DataKey(sid), data, time.Hour, lock, tok)
 	require.True(t, ok || err != nil)
 	return found, err
 }
@@ -115,7 +115,7 @@ var sessionBudget = []struct {
 		}
 		assert.NotZero(t, stats(t, b).Evictions)
 		for i := 0; i < 500; i++ {
-			assert.True(t, has(t, b, session.DataKey(fmt.Sprintf("s%03d", i))))
+			assert.True(t, has(t, b, sessionkeys.DataKey(fmt.Sprintf("s%03d", i))))
 		}
 	}},
 	// The data of a session whose lock is there (a request is using it) is
@@ -123,9 +123,9 @@ var sessionBudget = []struct {
 	{"AHeldSessionIsNeverEvicted", func(t *testing.T, open SessionStore) {
 		b := open(t, kv.MemoryConfig{Limit: smallStore, Policy: kv.AllKeysLRU}, "")
 		tok := []byte("held-token")
-		_, err := b.SetNX(session.LockKey("held"), tok, time.Minute)
+		_, err := b.SetNX(sessionkeys.LockKey("held"), tok, time.Minute)
 		require.NoError(t, err)
-		ok, err := b.SetGuarded(session.DataKey("held"), csrf, time.Hour, session.LockKey("held"), tok)
+		ok, err := b.SetGuarded(sessionkeys.DataKey("held"), csrf, time.Hour, sessionkeys.LockKey("held"), tok)
 		require.NoError(t, err)
 		require.True(t, ok)
 		for i := 0; i < 3000; i++ {
@@ -133,20 +133,20 @@ var sessionBudget = []struct {
 			require.NoError(t, err)
 		}
 		require.NotZero(t, stats(t, b).Evictions)
-		assert.True(t, has(t, b, session.DataKey("held")), "evicted while its lock was held")
+		assert.True(t, has(t, b, sessionkeys.DataKey("held")), "evicted while its lock was held")
 
-		ok, err = b.DelIfEq(session.LockKey("held"), tok)
+		ok, err = b.DelIfEq(sessionkeys.LockKey("held"), tok)
 		require.NoError(t, err)
 		require.True(t, ok)
 		// Evictable, not first: entries stamped in the same LRU tick (kv's
 		// clock moves with its sweeper, every 100 ms, later on a busy host)
 		// are sampled at random, so it goes within a few store-fulls of
 		// visits (~1000 sessions each), not by a given one.
-		for i := 0; i < 30000 && has(t, b, session.DataKey("held")); i++ {
+		for i := 0; i < 30000 && has(t, b, sessionkeys.DataKey("held")); i++ {
 			_, err := visit(t, b, fmt.Sprintf("more%04d", i), csrf)
 			require.NoError(t, err)
 		}
-		assert.False(t, has(t, b, session.DataKey("held")), "a released session that nobody read back is evictable")
+		assert.False(t, has(t, b, sessionkeys.DataKey("held")), "a released session that nobody read back is evictable")
 	}},
 	// Requests that hold their session's lock never lose its data while
 	// other goroutines, released together, flood the budget: the check of
@@ -165,17 +165,17 @@ var sessionBudget = []struct {
 					continue
 				}
 				sid := fmt.Sprintf("user-%d", g)
-				lock, tok := session.LockKey(sid), []byte(fmt.Sprintf("tok-%d-%d", g, r))
+				lock, tok := sessionkeys.LockKey(sid), []byte(fmt.Sprintf("tok-%d-%d", g, r))
 				if out, err := b.SetNX(lock, tok, time.Minute); err != nil || out != kv.Inserted {
 					t.Errorf("lock %s: %v %v", sid, out, err)
 					return false
 				}
-				if ok, err := b.SetGuarded(session.DataKey(sid), csrf, time.Hour, lock, tok); err != nil || !ok {
+				if ok, err := b.SetGuarded(sessionkeys.DataKey(sid), csrf, time.Hour, lock, tok); err != nil || !ok {
 					t.Errorf("write %s: %v %v", sid, ok, err)
 					return false
 				}
 				for k := 0; k < 5; k++ {
-					if ok, err := b.Exists(session.DataKey(sid)); err != nil || !ok {
+					if ok, err := b.Exists(sessionkeys.DataKey(sid)); err != nil || !ok {
 						lost.Add(1)
 					}
 				}
@@ -215,7 +215,7 @@ var sessionBudget = []struct {
 		}
 		require.NotZero(t, stats(t, b).Evictions)
 		for u := 0; u < returning; u++ {
-			assert.True(t, has(t, b, session.DataKey(fmt.Sprintf("user%02d", u))))
+			assert.True(t, has(t, b, sessionkeys.DataKey(fmt.Sprintf("user%02d", u))))
 		}
 		// A new user's login page and login.
 		_, err := visit(t, b, "newuser", csrf)
@@ -255,7 +255,7 @@ var sessionBudget = []struct {
 				}
 				assert.Contains(t, err.Error(), want)
 				assert.Contains(t, err.Error(), "16384 bytes")
-				assert.False(t, has(t, b, session.DataKey(fmt.Sprintf("s%05d", i-1))))
+				assert.False(t, has(t, b, sessionkeys.DataKey(fmt.Sprintf("s%05d", i-1))))
 				st := stats(t, b)
 				assert.LessOrEqual(t, st.SessionBytes, int64(16<<10))
 				assert.Greater(t, st.SessionBytes, int64(15<<10), "refused at the budget, not before")

@@ -17,7 +17,8 @@ import (
 	"time"
 
 	"github.com/ephpm/ephpm/kv"
-	"github.com/ephpm/ephpm/session"
+	"github.com/ephpm/ephpm/lockwait"
+	"github.com/ephpm/ephpm/sessionkeys"
 )
 
 type polling struct{ s *kv.Store }
@@ -32,12 +33,12 @@ func (w waiting) Wait(k string, d time.Duration) (bool, error) { return w.s.Wait
 
 type mode struct {
 	name  string
-	store func(*kv.Store) session.Store
+	store func(*kv.Store) lockwait.Store
 }
 
 var modes = []mode{
-	{"with wait", func(s *kv.Store) session.Store { return waiting{polling{s}} }},
-	{"without wait (sleep)", func(s *kv.Store) session.Store { return polling{s} }},
+	{"with wait", func(s *kv.Store) lockwait.Store { return waiting{polling{s}} }},
+	{"without wait (sleep)", func(s *kv.Store) lockwait.Store { return polling{s} }},
 }
 
 // requests runs n requests released together on one session. Each takes
@@ -45,8 +46,8 @@ var modes = []mode{
 // back one byte longer (guarded by the lock) and releases. It returns the
 // wall time of the run and, for every acquisition after the first, the time
 // since the previous release: the hand-off latency.
-func requests(st session.Store, s *kv.Store, n int, hold time.Duration) (time.Duration, []time.Duration) {
-	locker := &session.Locker{Store: st}
+func requests(st lockwait.Store, s *kv.Store, n int, hold time.Duration) (time.Duration, []time.Duration) {
+	locker := &lockwait.Locker{Store: st}
 	var released atomic.Int64 // unix ns of the last release; 0 before the first
 	var mu sync.Mutex
 	var handoffs []time.Duration
@@ -57,10 +58,10 @@ func requests(st session.Store, s *kv.Store, n int, hold time.Duration) (time.Du
 	for i := 0; i < n; i++ {
 		go func() {
 			defer done.Done()
-			tok, _ := session.NewToken()
+			tok, _ := sessionkeys.NewToken()
 			ready.Done()
 			<-start
-			res, err := locker.Acquire(session.LockKey("bench"), []byte(tok), time.Minute, time.Minute)
+			res, err := locker.Acquire(sessionkeys.LockKey("bench"), []byte(tok), time.Minute, time.Minute)
 			if err != nil || !res.Acquired {
 				panic(fmt.Sprint("acquire: ", err))
 			}
@@ -69,11 +70,11 @@ func requests(st session.Store, s *kv.Store, n int, hold time.Duration) (time.Du
 				handoffs = append(handoffs, time.Duration(time.Now().UnixNano()-r))
 				mu.Unlock()
 			}
-			v, _ := s.Get(session.DataKey("bench"))
+			v, _ := s.Get(sessionkeys.DataKey("bench"))
 			time.Sleep(hold)
-			s.SetGuarded(session.DataKey("bench"), append(append([]byte{}, v...), 'x'), time.Minute, session.LockKey("bench"), []byte(tok))
+			s.SetGuarded(sessionkeys.DataKey("bench"), append(append([]byte{}, v...), 'x'), time.Minute, sessionkeys.LockKey("bench"), []byte(tok))
 			released.Store(time.Now().UnixNano())
-			s.DelIfEq(session.LockKey("bench"), []byte(tok))
+			s.DelIfEq(sessionkeys.LockKey("bench"), []byte(tok))
 		}()
 	}
 	ready.Wait()
@@ -102,7 +103,7 @@ func main() {
 		for r := 0; r < *rounds; r++ {
 			s := kv.New(kv.Options{})
 			run, lat := requests(m.store(s), s, *n, *hold)
-			v, _ := s.Get(session.DataKey("bench"))
+			v, _ := s.Get(sessionkeys.DataKey("bench"))
 			kept = min(kept, len(v))
 			if r == 0 {
 				kept = len(v)

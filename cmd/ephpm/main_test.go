@@ -25,7 +25,7 @@ import (
 	"github.com/ephpm/ephpm/internal/redistest"
 	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/redisstore"
-	"github.com/ephpm/ephpm/session"
+	"github.com/ephpm/ephpm/sessionkeys"
 	"github.com/ephpm/ephpm/shm"
 )
 
@@ -437,14 +437,14 @@ func TestServeHoldsItsMaxClientsAndTimeout(t *testing.T) {
 func TestCommandsOnRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	url := "redis://" + srv.Addr + "/0"
-	prefixes := []string{session.DataPrefix, session.LockPrefix}
+	prefixes := []string{sessionkeys.DataPrefix, sessionkeys.LockPrefix}
 	r, err := redisstore.Open(url, redisstore.Options{Colocated: prefixes, Pinned: prefixes})
 	require.NoError(t, err)
 	defer r.Close()
 	for i := 0; i < 25; i++ {
 		require.NoError(t, r.Set("k:"+strconv.Itoa(i), []byte("vv"), time.Hour))
 	}
-	_, err = r.SetNX(session.LockKey("sid1"), []byte("tok"), time.Minute)
+	_, err = r.SetNX(sessionkeys.LockKey("sid1"), []byte("tok"), time.Minute)
 	require.NoError(t, err)
 	_, _, err = r.LockAttempt("lock:rw", []byte("reader1"), kv.LockShared, time.Minute, 0)
 	require.NoError(t, err)
@@ -459,7 +459,7 @@ func TestCommandsOnRedis(t *testing.T) {
 	for _, k := range keys.Keys {
 		names[k.Key] = k
 	}
-	assert.Contains(t, names, session.LockKey("sid1"), "the store's name, its hash tag taken off")
+	assert.Contains(t, names, sessionkeys.LockKey("sid1"), "the store's name, its hash tag taken off")
 	assert.Equal(t, int64(2), names["k:3"].Size)
 	assert.InDelta(t, float64(time.Hour/time.Millisecond), float64(names["k:3"].TTLMS), 60000)
 

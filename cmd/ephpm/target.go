@@ -12,7 +12,7 @@ import (
 	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/internal/segname"
 	"github.com/ephpm/ephpm/redisstore"
-	"github.com/ephpm/ephpm/session"
+	"github.com/ephpm/ephpm/sessionkeys"
 	"github.com/ephpm/ephpm/shm"
 )
 
@@ -87,8 +87,8 @@ func openStore(e *env) (*target, error) {
 		if o.segment != "" {
 			return nil, errors.New("--redis and --segment name two stores: give one")
 		}
-		prefixes := []string{session.DataPrefix, session.LockPrefix}
-		r, err := redisstore.Open(o.redis, redisstore.Options{Colocated: prefixes, Pinned: prefixes, LockPrefixes: []string{session.LockPrefix}})
+		prefixes := []string{sessionkeys.DataPrefix, sessionkeys.LockPrefix}
+		r, err := redisstore.Open(o.redis, redisstore.Options{Colocated: prefixes, Pinned: prefixes, LockPrefixes: []string{sessionkeys.LockPrefix}})
 		if err != nil {
 			return nil, err
 		}

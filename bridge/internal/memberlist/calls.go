@@ -23,7 +23,7 @@ var Calls = map[string]Call{
 	"get": {Func: "GetInto"},
 	// Wait's false is "still held": EXISTS, not MISS.
 	"wait": {Answer: "freed"},
-	// The waiting members: session.Locker's loop over the Backend's one
+	// The waiting members: lockwait.Locker's loop over the Backend's one
 	// attempt (SetNX, SetNXFenced, SetNXGet, SetNXGetFenced, LockAttempt).
 	"set_nx_wait":            {Func: "setNXWait"},
 	"set_nx_wait_fenced":     {Func: "setNXWaitFenced"},

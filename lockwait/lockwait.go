@@ -1,48 +1,23 @@
-// Package session is the session lock protocol: where a session's data and
-// lock live, what a lock token is, and how a lock is acquired — set-if-absent
-// with a TTL, retried on contention with a backoff of 10 ms doubling to a
-// 100 ms cap until a wait budget, counted in wall-clock time, runs out.
+// Package lockwait is the wait for a lock, behind every lock the store
+// grants (session locks, ephpm_kv_lock(), read/write locks, the fenced
+// ones): attempt, and on contention wait before the next attempt (the
+// store's Wait where it has one, a backoff of 10 ms doubling to a 100 ms
+// cap where it has not, or a turn in the key's line where waiters line up
+// across processes), until a wait budget, counted in wall-clock time,
+// runs out.
 //
-// The PHP session handler reaches Acquire through the ops table's
-// set_nx_wait member (see bridge); Go programs call it directly.
-//
-// Key names follow include/ephpm_session.h. The PHP handler builds its
-// keys and tokens in C and times its own wait; this package's DataKey,
-// LockKey and NewToken serve Go callers (a host that reads its scripts'
-// sessions, tests, benchmarks), and NewToken also names a waiter in line.
-// The prefixes tell the backends which keys are a session's (see bridge).
-package session
+// The ops table's waiting members (set_nx_wait and its kin, lock_acquire)
+// reach it through the bridge; Go programs call Locker's methods directly.
+// The session protocol's key names and tokens are package sessionkeys';
+// this package takes a waiter's id in line from sessionkeys.NewToken.
+package lockwait
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"time"
 
 	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/sessionkeys"
 )
-
-// Key prefixes, as include/ephpm_session.h defines them for C.
-const (
-	DataPrefix = "session:"
-	LockPrefix = "session_lock:"
-	TokenBytes = 16
-)
-
-// DataKey is the key of session sid's data.
-func DataKey(sid string) string { return DataPrefix + sid }
-
-// LockKey is the key of session sid's lock.
-func LockKey(sid string) string { return LockPrefix + sid }
-
-// NewToken returns a fresh lock token: TokenBytes from the CSPRNG, hex, as
-// the PHP handler's ephpm_new_token makes them.
-func NewToken() (string, error) {
-	b := make([]byte, TokenBytes)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(b), nil
-}
 
 // Backoff is the retry schedule: the first wait is Initial, each next one
 // doubles, capped at Max.
@@ -330,7 +305,7 @@ func (l *Locker) acquire(key string, budget time.Duration, lined bool, turn func
 	var line *Line
 	var id string
 	if ln, ok := l.Store.(Line); lined && ok && ln.InLine(key) {
-		tok, err := NewToken()
+		tok, err := sessionkeys.NewToken()
 		if err != nil {
 			return Result{}, err
 		}

@@ -1,9 +1,7 @@
-package session
+package lockwait
 
 import (
 	"errors"
-	"os"
-	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -12,35 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/sessionkeys"
 )
-
-// The C handler and this package must name keys alike: read the header.
-func TestKeyPrefixesMatchTheCHeader(t *testing.T) {
-	header, err := os.ReadFile("../include/ephpm_session.h")
-	require.NoError(t, err)
-	define := func(name string) string {
-		m := regexp.MustCompile(`#define\s+` + name + `\s+("[^"]*"|\d+)`).FindSubmatch(header)
-		require.NotNil(t, m, "%s not defined in the header", name)
-		return string(m[1])
-	}
-	assert.Equal(t, `"`+DataPrefix+`"`, define("EPHPM_SESSION_DATA_PREFIX"))
-	assert.Equal(t, `"`+LockPrefix+`"`, define("EPHPM_SESSION_LOCK_PREFIX"))
-	assert.Equal(t, "16", define("EPHPM_SESSION_TOKEN_BYTES"))
-	assert.Equal(t, 16, TokenBytes)
-	assert.Equal(t, "session:abc", DataKey("abc"))
-	assert.Equal(t, "session_lock:abc", LockKey("abc"))
-}
-
-func TestNewTokenIsFreshAnd128Bits(t *testing.T) {
-	seen := map[string]bool{}
-	for i := 0; i < 1000; i++ {
-		tok, err := NewToken()
-		require.NoError(t, err)
-		require.Regexp(t, `^[0-9a-f]{32}$`, tok)
-		require.False(t, seen[tok])
-		seen[tok] = true
-	}
-}
 
 func TestBackoffSchedule(t *testing.T) {
 	var got []time.Duration
@@ -257,25 +228,25 @@ func TestConcurrentRequestsLoseNoUpdate(t *testing.T) {
 			for i := 0; i < n; i++ {
 				go func(i int) {
 					defer done.Done()
-					tok, _ := NewToken()
+					tok, _ := sessionkeys.NewToken()
 					ready.Done()
 					<-start
-					res, err := l.Acquire(LockKey("s"), []byte(tok), time.Minute, time.Minute)
+					res, err := l.Acquire(sessionkeys.LockKey("s"), []byte(tok), time.Minute, time.Minute)
 					if !assert.NoError(t, err) || !assert.True(t, res.Acquired) {
 						return
 					}
-					v, _ := s.Get(DataKey("s"))
+					v, _ := s.Get(sessionkeys.DataKey("s"))
 					seen[i] = len(v)
-					ok, err := s.SetGuarded(DataKey("s"), append(append([]byte{}, v...), 'x'), time.Minute, LockKey("s"), []byte(tok))
+					ok, err := s.SetGuarded(sessionkeys.DataKey("s"), append(append([]byte{}, v...), 'x'), time.Minute, sessionkeys.LockKey("s"), []byte(tok))
 					assert.NoError(t, err)
 					assert.True(t, ok)
-					assert.True(t, s.DelIfEq(LockKey("s"), []byte(tok)))
+					assert.True(t, s.DelIfEq(sessionkeys.LockKey("s"), []byte(tok)))
 				}(i)
 			}
 			ready.Wait()
 			close(start)
 			done.Wait()
-			v, _ := s.Get(DataKey("s"))
+			v, _ := s.Get(sessionkeys.DataKey("s"))
 			assert.Len(t, v, n)
 			distinct := map[int]bool{}
 			for _, x := range seen {
