@@ -1,7 +1,7 @@
 /*
  * ephpm: the module. Its ini settings, the exception class, phpinfo() and
  * the request hooks. The PHP functions are in ephpm_functions.c, the
- * session handler in ephpm_session_handler.c, the reads and figures both
+ * session handler in ephpm_session*.c, the reads and figures both
  * use in ephpm_store.c, the failure texts and exceptions in ephpm_errors.c;
  * the store's logic lives in Go, behind the table.
  */

@@ -1,4 +1,6 @@
-/* The session save handler "ephpm" (session.save_handler=ephpm). */
+/* The session save handler "ephpm" (session.save_handler=ephpm), as the
+ * module sees it: ephpm_session.c, ephpm_session_lock.c and
+ * ephpm_session_merge.c implement it (ephpm_session_internal.h). */
 #ifndef EPHPM_SESSION_HANDLER_H
 #define EPHPM_SESSION_HANDLER_H
 

@@ -26,7 +26,7 @@ typedef enum {
 
 /* The session handler's state, in one struct as ps_files is mod_files's:
  * its ini settings (ephpm.session_*) and what the current request holds.
- * The handler reads it through ES() (php-ext/ephpm_session_handler.c). */
+ * The handler reads it through ES() (php-ext/ephpm_session_internal.h). */
 typedef struct {
     /* ini settings */
     bool locking;

@@ -1,0 +1,371 @@
+/*
+ * The session lock: one per request, on session_lock:<sid>
+ * (include/ephpm_session.h), its value the request's own token.
+ *
+ *   take     ephpm_session_lock: a fresh 128-bit CSPRNG token, the lock
+ *            TTL (ephpm.session_lock_ttl) and a wait budget
+ *            (ephpm.session_lock_wait, capped by max_execution_time); the
+ *            wait itself, attempt and backoff or the store's wake, runs in
+ *            Go (set_nx_wait and its kin, package lockwait). Where the
+ *            library has them, the attempt that wins also reads the data
+ *            (set_nx_wait_get) and mints a fence (set_nx_wait_get_fenced).
+ *   hold     ephpm_session_write_held, ephpm_session_remove: a write or
+ *            removal made only while the lock is this request's, checked in
+ *            the store's step (set_guarded, del_guarded), or, with the
+ *            grant's fence, while nobody else was granted or holds it since
+ *            (set_fenced_release, del_fenced_release); the release comes in
+ *            the same call where the library can.
+ *   release  ephpm_session_release: del_if_eq with the token, at close and
+ *            at the request's end (ephpm_session_request_end).
+ *   lost     a write refused because the lock is no longer this request's
+ *            (expired, or lost by the store) is warned about
+ *            (ephpm_session_warn_lock_lost) and leaves the stored session as
+ *            it is; a forked child cannot release its parent's lock and
+ *            says what frees it.
+ *
+ * Which members are used depends on what the library has
+ * (EPHPM_KV_OPS_HAS): the version dispatch. The ini handlers of the lock's
+ * settings (ephpm.session_lock_ttl, _wait, _timeout_action, _mode) close
+ * the file.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <time.h>
+#include <unistd.h>
+
+#include "php.h"
+#include "zend_execute.h"
+
+#include "php_ephpm.h"
+#include "ephpm_provider.h"
+#include "ephpm_session_handler.h"
+#include "ephpm_session_internal.h"
+
+static double ephpm_monotonic_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Forgets the request's lock without releasing it. */
+void ephpm_session_forget_lock(void)
+{
+    if (ES(lock_key) != NULL) {
+        zend_string_release(ES(lock_key));
+        ES(lock_key) = NULL;
+    }
+    ES(lock_held) = false;
+    ES(lock_fence) = 0;
+    memset(ES(lock_token), 0, sizeof ES(lock_token));
+}
+
+/* Whether the library has the fenced session members (appended together:
+ * the lock with its fence, the fenced write and removal with the release). */
+static bool ephpm_session_fenced(const ephpm_kv_ops *ops)
+{
+    return EPHPM_KV_OPS_HAS(ops, set_nx_wait_get_fenced) && EPHPM_KV_OPS_HAS(ops, set_fenced_release)
+        && EPHPM_KV_OPS_HAS(ops, del_fenced_release);
+}
+
+/* Whether this request holds the lock whose key is lock. */
+bool ephpm_session_holds(const ephpm_session_key *lock)
+{
+    zend_string *held = ES(lock_key);
+    return ES(lock_held) && held != NULL
+        && zend_binary_strcmp(ZSTR_VAL(held), ZSTR_LEN(held), lock->buf, lock->len) == 0;
+}
+
+/* Removes session data while this request holds the session's lock (one
+ * atomic step: del_guarded; with a fence, del_fenced_release, which also
+ * releases the lock), or, without the lock, outright. OK, MISS (the lock is
+ * no longer this request's: nothing changed) or a failure. Crosses into Go. */
+int ephpm_session_remove(const ephpm_kv_ops *ops, const ephpm_session_key *data,
+                         const ephpm_session_key *lock)
+{
+    if (ephpm_session_holds(lock)) {
+        const char *token = ES(lock_token);
+        if (ES(lock_fence) > 0) {
+            int rc = ops->del_fenced_release(data->buf, data->len, lock->buf, lock->len, ES(lock_fence),
+                                             token, strlen(token));
+            if (rc == EPHPM_KV_OK) {
+                ephpm_session_forget_lock(); /* released, or expired with nobody granted since */
+            }
+            return rc;
+        }
+        return ops->del_guarded(data->buf, data->len, lock->buf, lock->len, token, strlen(token));
+    }
+    int rc = ops->del(data->buf, data->len);
+    return rc == EPHPM_KV_MISS ? EPHPM_KV_OK : rc;
+}
+
+/* The warning for a write or destroy refused because the lock is gone: it
+ * expired, or the store lost it (a Redis server restarted empty, flushed,
+ * or failed over before the lock reached its replica). */
+void ephpm_session_warn_lock_lost(const zend_string *sid, const char *what)
+{
+    php_error_docref(NULL, E_WARNING,
+        "ephpm: session %s: not %s, this request no longer holds the session lock "
+        "(it expired after ephpm.session_lock_ttl=" ZEND_LONG_FMT " s, or the store lost it, "
+        "and another request may hold it); the stored session is left as it is",
+        ZSTR_VAL(sid), what, ES(lock_ttl));
+}
+
+/* The warning of a forked child that cannot release the session lock of
+ * the request it was forked in. The lock is the parent's, which took it
+ * (the child cannot take one: it cannot enter the library) and releases it
+ * at its own request end; what frees it if the parent dies first depends
+ * on the store: a shared-memory segment records the parent as the lock's
+ * holder and lets the lock lapse at once (the next call that meets it),
+ * Redis records no holder and waits for the lock's TTL, and the in-process
+ * store is the parent's own and ends with it. */
+static void ephpm_session_warn_forked_release(const zend_string *key)
+{
+    const char *backend = ephpm_provider_backend();
+    long parent = (long)ephpm_provider_pid();
+    char then[160];
+    if (backend != NULL && strcmp(backend, "shm") == 0) {
+        snprintf(then, sizeof then,
+                 "if pid %ld dies first, the lock lapses at once (the shared-memory segment records "
+                 "pid %ld as its holder)", parent, parent);
+    } else if (backend != NULL && strcmp(backend, "redis") == 0) {
+        snprintf(then, sizeof then,
+                 "if pid %ld dies first, the lock expires by its TTL (ephpm.session_lock_ttl=" ZEND_LONG_FMT
+                 " s)", parent, ES(lock_ttl));
+    } else if (backend != NULL && strcmp(backend, "memory") == 0) {
+        snprintf(then, sizeof then, "the lock is in pid %ld's own in-process store, and ends with it", parent);
+    } else {
+        snprintf(then, sizeof then, "if pid %ld dies first, the lock lapses with it or by its TTL", parent);
+    }
+    php_error_docref(NULL, E_WARNING,
+        "ephpm: releasing the session lock %s failed: this process (pid %ld) was forked from pid %ld "
+        "after the ephpm library was loaded there, and cannot use it; the lock stays with pid %ld, "
+        "which took it and releases it when its request ends; %s",
+        ZSTR_VAL(key), (long)getpid(), parent, parent, then);
+}
+
+/* Releases the request's lock, if it has (or may have) one, with its token.
+ * A failure is warned about unless quiet (after the request's globals are
+ * gone, a warning's message would outlive its memory). Crosses into Go. */
+void ephpm_session_release_ex(const ephpm_kv_ops *ops, bool quiet)
+{
+    zend_string *key = ES(lock_key);
+    if (key == NULL) {
+        return;
+    }
+    if (ops != NULL) {
+        int rc = ops->del_if_eq(ZSTR_VAL(key), ZSTR_LEN(key), ES(lock_token),
+                                strlen(ES(lock_token)));
+        if (rc == EPHPM_KV_E_FORKED && !quiet) {
+            ephpm_session_warn_forked_release(key);
+        } else if (rc < 0 && !quiet) {
+            php_error_docref(NULL, E_WARNING,
+                "ephpm: releasing the session lock %s failed: %s; it expires by its TTL",
+                ZSTR_VAL(key), EPHPM_CAUSE(rc));
+        }
+    }
+    ephpm_session_forget_lock();
+}
+
+void ephpm_session_release(const ephpm_kv_ops *ops)
+{
+    ephpm_session_release_ex(ops, false);
+}
+
+/* Writes value under data while this request holds lock (set_guarded),
+ * releasing the lock in the same call where the library has
+ * set_guarded_release (one round trip on Redis; the write is the last
+ * thing a request does under its session lock). With the grant's fence,
+ * set_fenced_release: written while nobody else was granted or holds the
+ * lock, even after it expired. OK, MISS (the lock is no longer this
+ * request's: nothing changed) or a failure. Crosses into Go. */
+int ephpm_session_write_held(const ephpm_kv_ops *ops, const ephpm_session_key *data,
+                             const ephpm_session_key *lock, const char *value, size_t value_len,
+                             int64_t ttl_ms)
+{
+    const char *token = ES(lock_token);
+    if (ES(lock_fence) > 0) {
+        int rc = ops->set_fenced_release(data->buf, data->len, value, value_len, ttl_ms, lock->buf,
+                                         lock->len, ES(lock_fence), token, strlen(token));
+        if (rc == EPHPM_KV_OK) {
+            ephpm_session_forget_lock(); /* released, or expired with nobody granted since */
+        }
+        return rc;
+    }
+    if (EPHPM_KV_OPS_HAS(ops, set_guarded_release)) {
+        int rc = ops->set_guarded_release(data->buf, data->len, value, value_len, ttl_ms,
+                                          lock->buf, lock->len, token, strlen(token));
+        if (rc == EPHPM_KV_OK) {
+            ephpm_session_forget_lock(); /* released */
+        }
+        return rc;
+    }
+    return ops->set_guarded(data->buf, data->len, value, value_len, ttl_ms, lock->buf, lock->len,
+                            token, strlen(token));
+}
+
+/* The wait budget in ms: ephpm.session_lock_wait, but never longer than
+ * max_execution_time; *capped says the limit, not the setting, decided.
+ * (On NTS builds PHP counts CPU time, which a wait does not use, so without
+ * the cap a wait could outlast max_execution_time unseen. The cap is the
+ * limit itself, not what is left of it: set_time_limit() restarts PHP's
+ * timer at a moment this code cannot see, and a cap from the request's
+ * start could end a request PHP would have let run.) */
+static int64_t ephpm_session_wait_ms(bool *capped)
+{
+    double wait = ES(lock_wait);
+    *capped = false;
+    if (EG(timeout_seconds) > 0 && (double)EG(timeout_seconds) < wait) {
+        wait = (double)EG(timeout_seconds);
+        *capped = true;
+    }
+    return (int64_t)(wait * 1000.0);
+}
+
+/* Takes the lock of session sid for this request. True if it is held;
+ * false after a warning that names the cause and then, what follows. A
+ * wait that reaches max_execution_time ends the request with PHP's timeout
+ * fatal if may_time_out (in session_start()), else it is a failure like
+ * any other. With data, and a library that has set_nx_wait_get, the call
+ * that takes the lock also reads the session's data (one round trip on
+ * Redis): *data_rc is then what ephpm_kv_fetch answers, with *val; else it
+ * is EPHPM_SESSION_NOT_READ and the caller reads. Crosses into Go (twice
+ * for data over the get buffer). */
+bool ephpm_session_lock(const ephpm_kv_ops *ops, const zend_string *sid, const char *then,
+                        bool may_time_out, const ephpm_session_key *data, int *data_rc,
+                        zend_string **val)
+{
+    ephpm_session_key lock;
+
+    if (!LOCK_KEY(&lock, sid)) {
+        return false;
+    }
+    char *token = ES(lock_token);
+    if (!ephpm_new_token(token, false)) {
+        php_error_docref(NULL, E_WARNING, "ephpm: session %s: no random bytes for a lock token; %s",
+                         ZSTR_VAL(sid), then);
+        return false;
+    }
+
+    bool capped;
+    int64_t wait_ms = ephpm_session_wait_ms(&capped);
+    double start = ephpm_monotonic_seconds();
+    int64_t ttl_ms = (int64_t)ES(lock_ttl) * 1000;
+    int rc;
+    bool fenced = ephpm_session_fenced(ops);
+    int64_t fence = 0;
+    if (data_rc != NULL) {
+        *data_rc = EPHPM_SESSION_NOT_READ;
+    }
+    if (data != NULL && (fenced || EPHPM_KV_OPS_HAS(ops, set_nx_wait_get))) {
+        size_t cap, len = 0;
+        char *buf = ephpm_kv_fetch_buffer(&cap);
+        rc = fenced
+            ? ops->set_nx_wait_get_fenced(lock.buf, lock.len, token, EPHPM_TOKEN_LEN, ttl_ms, wait_ms,
+                                          data->buf, data->len, buf, cap, &len, &fence)
+            : ops->set_nx_wait_get(lock.buf, lock.len, token, EPHPM_TOKEN_LEN, ttl_ms, wait_ms,
+                                   data->buf, data->len, buf, cap, &len);
+        if (rc == EPHPM_KV_OK || rc == EPHPM_KV_MISS || rc == EPHPM_KV_TOO_SMALL) {
+            *data_rc = ephpm_kv_fetch_finish(ops, data->buf, data->len, rc, len, val);
+            rc = EPHPM_KV_OK; /* the lock is this request's */
+        }
+    } else if (fenced) {
+        rc = ops->set_nx_wait_fenced(lock.buf, lock.len, token, EPHPM_TOKEN_LEN, ttl_ms, wait_ms, &fence);
+    } else {
+        rc = ops->set_nx_wait(lock.buf, lock.len, token, EPHPM_TOKEN_LEN, ttl_ms, wait_ms);
+    }
+    double waited = ephpm_monotonic_seconds() - start;
+
+    if (rc == EPHPM_KV_EXISTS && capped && may_time_out) {
+        /* The request ran out of time waiting: end it as PHP does, with the
+         * timeout fatal. Nothing is held; the session stays unwritten. */
+        ES(timed_out) = true;
+        zend_timeout();
+    }
+
+    if (rc == EPHPM_KV_OK || rc == EPHPM_KV_E_UNAVAILABLE) {
+        /* Granted, or maybe granted: either way close must release it. */
+        ES(lock_key) = zend_string_init(lock.buf, lock.len, 0);
+        ES(lock_held) = rc == EPHPM_KV_OK;
+        ES(lock_fence) = rc == EPHPM_KV_OK ? fence : 0;
+    }
+    if (rc == EPHPM_KV_OK) {
+        return true;
+    }
+    if (rc == EPHPM_KV_EXISTS) {
+        php_error_docref(NULL, E_WARNING,
+            "ephpm: session %s: lock not acquired after waiting %.3f s, another request holds it; %s",
+            ZSTR_VAL(sid), waited, then);
+    } else {
+        php_error_docref(NULL, E_WARNING, "ephpm: session %s: lock not acquired: %s; %s",
+                         ZSTR_VAL(sid), EPHPM_CAUSE(rc), then);
+    }
+    return false;
+}
+
+/* ---- ini: the ephpm.session_lock_* settings ------------------------------- */
+
+ZEND_INI_MH(OnUpdateEphpmLockTtl)
+{
+    zend_long ttl = ZEND_STRTOL(ZSTR_VAL(new_value), NULL, 10);
+    if (ttl < 1 || (int64_t)ttl > EPHPM_KV_MAX_TTL_SECONDS) {
+        php_error_docref(NULL, E_WARNING,
+            "ephpm.session_lock_ttl must be between 1 and %" PRId64 " seconds, \"%s\" given",
+            (int64_t)EPHPM_KV_MAX_TTL_SECONDS, ZSTR_VAL(new_value));
+        return FAILURE;
+    }
+    ES(lock_ttl) = ttl;
+    return SUCCESS;
+}
+
+ZEND_INI_MH(OnUpdateEphpmLockWait)
+{
+    double wait = zend_strtod(ZSTR_VAL(new_value), NULL);
+    if (!(wait >= 0 && wait <= (double)EPHPM_KV_MAX_TTL_SECONDS)) {
+        php_error_docref(NULL, E_WARNING,
+            "ephpm.session_lock_wait must be between 0 and %" PRId64 " seconds, \"%s\" given",
+            (int64_t)EPHPM_KV_MAX_TTL_SECONDS, ZSTR_VAL(new_value));
+        return FAILURE;
+    }
+    ES(lock_wait) = wait;
+    return SUCCESS;
+}
+
+ZEND_INI_MH(OnUpdateEphpmLockAction)
+{
+    static const struct {
+        const char *name;
+        ephpm_lock_action action;
+    } actions[] = {
+        {"proceed", EPHPM_LOCK_ACTION_PROCEED},
+        {"fail", EPHPM_LOCK_ACTION_FAIL},
+        {"readonly", EPHPM_LOCK_ACTION_READONLY},
+    };
+    for (size_t i = 0; i < sizeof actions / sizeof actions[0]; i++) {
+        if (strcasecmp(ZSTR_VAL(new_value), actions[i].name) == 0) {
+            ES(lock_timeout_action) = actions[i].action;
+            return SUCCESS;
+        }
+    }
+    php_error_docref(NULL, E_WARNING,
+        "ephpm.session_lock_timeout_action must be proceed, fail or readonly, \"%s\" given",
+        ZSTR_VAL(new_value));
+    return FAILURE;
+}
+
+ZEND_INI_MH(OnUpdateEphpmLockMode)
+{
+    if (strcasecmp(ZSTR_VAL(new_value), "exclusive") == 0) {
+        ES(lock_mode) = EPHPM_LOCK_MODE_EXCLUSIVE;
+    } else if (strcasecmp(ZSTR_VAL(new_value), "optimistic") == 0) {
+        ES(lock_mode) = EPHPM_LOCK_MODE_OPTIMISTIC;
+    } else {
+        php_error_docref(NULL, E_WARNING,
+            "ephpm.session_lock_mode must be exclusive or optimistic, \"%s\" given", ZSTR_VAL(new_value));
+        return FAILURE;
+    }
+    return SUCCESS;
+}
+
