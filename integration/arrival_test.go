@@ -32,7 +32,7 @@ func TestSessionWaitersAreServedInArrivalOrder(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	lock := sessionkeys.LockKey(sid)
-	_, err = s.SetNX(lock, []byte("test"), time.Minute)
+	_, err = s.SetNX(lock, []byte("test"), time.Hour) // released below, however slow the host
 	require.NoError(t, err)
 	inLine := func() int {
 		out, err := exec.Command(redistest.CLIBinary(), "-p", strconv.Itoa(srv.Port),
@@ -48,7 +48,8 @@ func TestSessionWaitersAreServedInArrivalOrder(t *testing.T) {
 	args := func(path string, extra ...string) []string {
 		return append([]string{"-n", "-d", "extension=" + extension(t),
 			"-d", "ephpm.kv_backend=redis://" + srv.Addr, "-d", "session.save_handler=ephpm",
-			"-d", "session.use_cookies=0", "-d", "session.cache_limiter=", path}, extra...)
+			"-d", "session.use_cookies=0", "-d", "session.cache_limiter=",
+			"-d", "ephpm.session_lock_wait=600", path}, extra...) // a hang catch: the first waits while the rest start
 	}
 	type proc struct {
 		cmd *exec.Cmd
@@ -61,7 +62,7 @@ func TestSessionWaitersAreServedInArrivalOrder(t *testing.T) {
 		cmd.Stdout, cmd.Stderr = out, out
 		require.NoError(t, cmd.Start())
 		procs = append(procs, proc{cmd, out})
-		require.Eventually(t, func() bool { return inLine() == i }, 20*time.Second, time.Millisecond,
+		require.Eventually(t, func() bool { return inLine() == i }, 2*time.Minute, time.Millisecond,
 			"process %d in line", i)
 	}
 	released, err := s.DelIfEq(lock, []byte("test"))

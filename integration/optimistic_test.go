@@ -102,11 +102,11 @@ echo json_encode($_SESSION);
 			go func() {
 				done <- get(t, srv, set, sid, "who=A&barrier="+barrier+"&ready="+ready)
 			}()
-			for i := 0; ; i++ { // A has read the session when it writes the file
+			for deadline := time.Now().Add(2 * time.Minute); ; { // A has read the session when it writes the file
 				if _, err := os.Stat(ready); err == nil {
 					break
 				}
-				require.Less(t, i, 1000, "request A did not start")
+				require.True(t, time.Now().Before(deadline), "request A did not start") // a hang catch
 				time.Sleep(10 * time.Millisecond)
 			}
 			require.Equal(t, "ok", get(t, srv, set, sid, "who=B"))

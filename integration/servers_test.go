@@ -57,7 +57,7 @@ func fcgiGet(network, addr string) func(script, query, sid string) (string, erro
 		if sid != "" {
 			params["HTTP_COOKIE"] = "PHPSESSID=" + sid
 		}
-		resp, err := fcgi.Do(network, addr, params, 60*time.Second)
+		resp, err := fcgi.Do(network, addr, params, 10*time.Minute) // a hang catch
 		if err != nil {
 			return "", err
 		}
@@ -80,7 +80,7 @@ func stopGroup(t *testing.T, cmd *exec.Cmd) {
 
 // listening waits until something accepts connections on addr.
 func listening(t *testing.T, addr string, log func() string) {
-	for i := 0; i < 200; i++ {
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); { // a hang catch
 		if c, err := net.Dial("tcp", addr); err == nil {
 			c.Close()
 			return
@@ -197,7 +197,7 @@ ListenBacklog 1024
 	stopGroup(t, cmd)
 	log := func() string { b, _ := os.ReadFile(filepath.Join(dir, "error.log")); return string(b) }
 	listening(t, addr, log)
-	client := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	client := &http.Client{Timeout: 10 * time.Minute, Transport: &http.Transport{DisableKeepAlives: true}} // a hang catch
 	return server{dir: dir, do: func(script, query, sid string) (string, error) {
 		rel, err := filepath.Rel(dir, script)
 		if err != nil || strings.HasPrefix(rel, "..") {

@@ -67,9 +67,9 @@ func TestTheLastReadersReleaseWakesAWriterBehindReaders(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			woken[i] = s.Wait("rw", 30*time.Second) // readers first, the writer last
+			woken[i] = s.Wait("rw", 5*hangCatch) // readers first, the writer last
 		}()
-		require.Eventually(t, func() bool { return s.waitersOf("rw") == i+1 }, 10*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return s.waitersOf("rw") == i+1 }, hangCatch, time.Millisecond)
 	}
 	ok, _ := s.LockRelease("rw", []byte("r1"))
 	require.True(t, ok)
@@ -89,13 +89,13 @@ func TestASharedGrantWakesTheNextWaiter(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			woken[i] = s.Wait("rw", 30*time.Second)
+			woken[i] = s.Wait("rw", 5*hangCatch)
 		}()
-		require.Eventually(t, func() bool { return s.waitersOf("rw") == i+1 }, 10*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return s.waitersOf("rw") == i+1 }, hangCatch, time.Millisecond)
 	}
 	ok, _ := s.LockRelease("rw", []byte("w"))
 	require.True(t, ok, "wakes the oldest waiter")
-	require.Eventually(t, func() bool { return s.waitersOf("rw") == 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return s.waitersOf("rw") == 1 }, hangCatch, time.Millisecond)
 	out, _, _ = s.LockAttempt("rw", []byte("r1"), LockShared, time.Hour, 0)
 	require.Equal(t, Inserted, out, "a reader enters, which wakes the next")
 	wg.Wait()

@@ -319,13 +319,13 @@ func TestFlushWakesWaitersAndEmptiesTheStore(t *testing.T) {
 		require.NoError(t, s.Set(fmt.Sprint(i), []byte("v"), time.Duration(i%2)*time.Hour))
 	}
 	done := make(chan bool)
-	go func() { done <- s.Wait("7", time.Minute) }()
+	go func() { done <- s.Wait("7", 5*hangCatch) }()
 	require.Eventually(t, func() bool {
 		sh := s.shardFor("7")
 		sh.mu.Lock()
 		defer sh.mu.Unlock()
 		return sh.waiters["7"] != nil
-	}, 5*time.Second, time.Millisecond)
+	}, hangCatch, time.Millisecond)
 	s.Flush()
 	assert.True(t, <-done)
 	assert.Equal(t, 0, s.Len())

@@ -170,34 +170,37 @@ func (w waitEntered) Wait(k string, d time.Duration) (bool, error) {
 }
 
 // The pause between attempts is the store's Wait, which the release ends:
-// with steps of a minute, the waiter has the lock at its second attempt
+// with steps of 10 minutes, the waiter has the lock at its second attempt
 // long before its first pause would have run out (a plain sleep, or a
-// Wait the release did not wake, would take the whole minute).
+// Wait the release did not wake, would take the whole step). The 2 minute
+// bounds are hang catches, not speed bounds; the holder's hour outlasts
+// them.
 func TestAcquireWithWaitGetsTheLockRightAfterRelease(t *testing.T) {
+	const hangCatch, step = 2 * time.Minute, 10 * time.Minute
 	s := kv.New(kv.Options{})
 	defer s.Close()
-	_, err := s.SetNX("l", []byte("holder"), time.Minute)
+	_, err := s.SetNX("l", []byte("holder"), time.Hour)
 	require.NoError(t, err)
 
 	st := waitEntered{waitingStore{memStore{s}}, make(chan struct{}, 1)}
-	l := &Locker{Store: st, Backoff: Backoff{Initial: time.Minute, Max: time.Minute}}
+	l := &Locker{Store: st, Backoff: Backoff{Initial: step, Max: step}}
 	done := make(chan Result, 1)
 	go func() {
-		res, err := l.Acquire("l", []byte("waiter"), time.Minute, 2*time.Minute)
+		res, err := l.Acquire("l", []byte("waiter"), time.Minute, 2*step)
 		assert.NoError(t, err)
 		done <- res
 	}()
 	select {
 	case <-st.entered: // refused once, it pauses in Wait
-	case <-time.After(30 * time.Second):
+	case <-time.After(hangCatch):
 		t.Fatal("the waiter did not pause in the store's Wait")
 	}
 	require.True(t, s.DelIfEq("l", []byte("holder")))
 	var res Result
 	select {
 	case res = <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("still pausing 30 s after the release: the release did not end the pause")
+	case <-time.After(hangCatch):
+		t.Fatalf("still pausing %v after the release: the release did not end the pause", hangCatch)
 	}
 	require.True(t, res.Acquired)
 	assert.Equal(t, 2, res.Attempts, "the attempt right after the release won")

@@ -60,7 +60,7 @@ func TestClusterSendsACommandOnce(t *testing.T) {
 				}
 			}
 			return true
-		}, 10*time.Second, 20*time.Millisecond)
+		}, hangCatch, 20*time.Millisecond)
 		admin.Close()
 	}
 

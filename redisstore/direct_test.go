@@ -106,7 +106,7 @@ func TestDirectDropsAConnectionTheServerClosed(t *testing.T) {
 		s.direct.mu.Lock()
 		defer s.direct.mu.Unlock()
 		return len(s.direct.idle) == 1 && !s.direct.idle[0].raw.nothingPending()
-	}, 5*time.Second, 50*time.Millisecond, "the server closes the idle connection")
+	}, hangCatch, 50*time.Millisecond, "the server closes the idle connection")
 	out, err := s.SetNX("k2", []byte("v"), time.Minute)
 	require.NoError(t, err, "a SET NX is never written on a connection known to be dead")
 	assert.Equal(t, kv.Inserted, out)
@@ -145,15 +145,27 @@ func TestUserNameWithoutPassword(t *testing.T) {
 }
 
 // A reply that arrives after its command timed out is never read as the
-// reply to the next command: the connection it was due on is closed.
+// reply to the next command: the connection it was due on is closed. The
+// server sleeps 3 s: the test looks until it has stopped answering before
+// the SET, and until it answers again before the GET, so that no step
+// depends on how soon the host runs the next (a host slower than the whole
+// sleep skips the test).
 func TestLateReplyIsNotTheNextCommandsReply(t *testing.T) {
 	srv := redistest.Start(t, "enable-debug-command yes")
 	s := open(t, "redis://"+srv.Addr+"?pool_size=1&read_timeout=200ms&pool_timeout=2s")
 	require.NoError(t, s.Set("k", []byte("value"), 0))
 	admin := open(t, "redis://"+srv.Addr)
-	go admin.c.Do(ctx, "debug", "sleep", "0.4") // the server stops answering
-	time.Sleep(50 * time.Millisecond)
-	require.Error(t, s.Set("k", []byte("value"), 0), "times out")
+	probe := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: 100 * time.Millisecond, MaxRetries: -1})
+	defer probe.Close()
+	require.NoError(t, probe.Ping(ctx).Err())
+	go admin.c.Do(ctx, "debug", "sleep", "3") // the server stops answering
+	require.Eventually(t, func() bool { return probe.Ping(ctx).Err() != nil }, hangCatch, 10*time.Millisecond,
+		"the server stops answering")
+	if err := s.Set("k", []byte("value"), 0); err == nil {
+		t.Skip("the host took the server's whole 3 s sleep to send the SET")
+	}
+	require.Eventually(t, func() bool { return probe.Ping(ctx).Err() == nil }, hangCatch, 10*time.Millisecond,
+		"the server answers again, and the SET's late reply has come")
 	dst := make([]byte, 16)
 	n, found, err := s.GetInto("k", dst)
 	require.NoError(t, err)

@@ -106,7 +106,7 @@ func TestRestartUnderLoadLosesNoAcknowledgedWrite(t *testing.T) {
 				if err != nil {
 					failures.Add(1)
 				}
-				if time.Since(start) > 3*time.Second {
+				if time.Since(start) > 30*time.Second { // a hang catch, not a speed bound
 					slow.Add(1)
 				}
 			}

@@ -267,7 +267,7 @@ func TestReleaseWakesAWaiterAtOnce(t *testing.T) {
 					woken <- outcome{free, time.Now()}
 				}()
 				require.Eventually(t, func() bool { return calls(t, tc.addrs...)["pttl"] > pttls },
-					5*time.Second, time.Millisecond, "the waiter looked and blocks")
+					hangCatch, time.Millisecond, "the waiter looked and blocks")
 				ok, err := s.DelIfEq(key, tok)
 				require.NoError(t, err)
 				require.True(t, ok)
@@ -294,7 +294,7 @@ func clusterBusCarriesPublish(t *testing.T, nodes []*redistest.Server) {
 				require.NoError(t, pub.Publish(ctx, "bus", from.Addr).Err())
 				m, err := sub.ReceiveTimeout(ctx, 20*time.Millisecond)
 				return err == nil && m.(*redis.Message).Payload == from.Addr
-			}, 10*time.Second, time.Millisecond, "%s to %s", from.Addr, to.Addr)
+			}, hangCatch, time.Millisecond, "%s to %s", from.Addr, to.Addr)
 		}
 		sub.Close()
 	}

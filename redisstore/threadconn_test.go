@@ -119,7 +119,7 @@ func TestThreadConnCloseWakesABlockedRead(t *testing.T) {
 	select {
 	case err := <-done:
 		assert.Error(t, err)
-	case <-time.After(2 * time.Second):
+	case <-time.After(hangCatch):
 		t.Fatal("Close did not wake the blocked read")
 	}
 	_, err := c.Read(make([]byte, 8))

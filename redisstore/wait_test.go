@@ -34,12 +34,12 @@ func TestHubReaderDoesNotHoldAP(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			s.Wait("w", time.Minute)
+			s.Wait("w", 5*hangCatch)
 		}()
 		require.Eventually(t, func() bool {
 			n, err := s.c.PubSubNumSub(ctx, releaseChannel("w")).Result()
 			return err == nil && n[releaseChannel("w")] == 1
-		}, 30*time.Second, time.Millisecond)
+		}, hangCatch, time.Millisecond)
 		_, err := s.Del("w") // publishes: the reader delivers it, then waits again
 		require.NoError(t, err)
 		start := time.Now()
@@ -48,7 +48,7 @@ func TestHubReaderDoesNotHoldAP(t *testing.T) {
 		<-done
 	}
 	slices.Sort(sleeps)
-	assert.Less(t, sleeps[len(sleeps)/2], time.Second, "sorted: %v", sleeps)
+	assert.Less(t, sleeps[len(sleeps)/2], hangCatch/2, "sorted: %v", sleeps)
 }
 
 // delayProxy forwards TCP connections to addr, delaying what the client
@@ -109,13 +109,13 @@ func TestAWaitLooksOnlyOnceItsSubscriptionStands(t *testing.T) {
 	s.hub = newHub(redis.NewClient(&redis.Options{Addr: delayProxy(t, srv.Addr, 200*time.Millisecond)}))
 	// The hub's connection opens (its handshake's round trips included) on
 	// a first wait, for a key that is free.
-	free, err := s.Wait("free", 10*time.Second)
+	free, err := s.Wait("free", hangCatch)
 	require.NoError(t, err)
 	require.True(t, free)
 	require.NoError(t, s.Set("held", []byte("x"), time.Minute))
 	done := make(chan bool, 1)
 	go func() {
-		free, err := s.Wait("held", 10*time.Second)
+		free, err := s.Wait("held", 5*hangCatch)
 		assert.NoError(t, err)
 		done <- free
 	}()
@@ -125,7 +125,7 @@ func TestAWaitLooksOnlyOnceItsSubscriptionStands(t *testing.T) {
 	select {
 	case free := <-done:
 		assert.True(t, free)
-	case <-time.After(5 * time.Second):
+	case <-time.After(hangCatch):
 		t.Fatal("the release that came before the subscription stood was missed")
 	}
 }
@@ -195,14 +195,14 @@ func TestAHeadsChannelIsUnsubscribedAfterALateMessage(t *testing.T) {
 		heads = append(heads, headChannel(ch, id))
 		woke := make(chan bool, 1)
 		waitTurn(t, s, key, id, woke)
-		require.Eventually(t, func() bool { return numSub(headChannel(ch, id)) == 1 }, 5*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return numSub(headChannel(ch, id)) == 1 }, hangCatch, time.Millisecond)
 		for j := 0; j < 2; j++ {
 			require.NoError(t, s.c.Publish(ctx, headChannel(ch, id), id).Err())
 		}
 		turned(t, woke, "the head was not woken")
 	}
 	for _, c := range heads {
-		require.Eventually(t, func() bool { return numSub(c) == 0 }, 5*time.Second, time.Millisecond, "%q still subscribed", c)
+		require.Eventually(t, func() bool { return numSub(c) == 0 }, hangCatch, time.Millisecond, "%q still subscribed", c)
 	}
 	s.hub.mu.Lock()
 	defer s.hub.mu.Unlock()

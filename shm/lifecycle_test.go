@@ -195,7 +195,7 @@ func TestRacingCreatorsAllOpen(t *testing.T) {
 		go func() { done.Wait(); close(finished) }()
 		select {
 		case <-finished:
-		case <-time.After(20 * time.Second):
+		case <-time.After(hangLimit):
 			t.Fatalf("round %d: an opener is still waiting", round)
 		}
 		close(errs)

@@ -148,7 +148,7 @@ func init() {
 		defer s.Close()
 		in := bufio.NewScanner(os.Stdin)
 		for in.Scan() {
-			free, err := s.Wait("lock", 10*time.Second)
+			free, err := s.Wait("lock", 5*hangLimit)
 			fmt.Println("free", free, err)
 		}
 	}
@@ -169,7 +169,7 @@ func TestAReleaseWakesAWaiterInAnotherProcess(t *testing.T) {
 		_, err := s.SetNX("lock", []byte("tok"), time.Minute)
 		require.NoError(t, err)
 		fmt.Fprintln(w.stdin, "wait")
-		require.Eventually(t, func() bool { return s.waitingOn(sh) == 1 }, 5*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return s.waitingOn(sh) == 1 }, hangLimit, time.Millisecond)
 		slot := waitSlotOf(t, s, "lock")
 		seq := atomic.LoadUint32(s.g.waitSeq(slot))
 		ok, err := s.DelIfEq("lock", []byte("tok"))

@@ -161,7 +161,7 @@ func TestAReadUnderAChangeWaitsForTheLock(t *testing.T) {
 	}()
 	// The reader is waiting once it has set the contended bit.
 	require.Eventually(t, func() bool { return atomic.LoadUint32(sh.u32(sLock))&contended != 0 },
-		10*time.Second, 100*time.Microsecond)
+		hangLimit, time.Millisecond)
 	// A change the reader must not see half-made: the new value written in
 	// place, as no write does, so that a read with no lock would show it
 	// torn or early.

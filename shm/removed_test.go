@@ -38,7 +38,7 @@ func openRemovable(t *testing.T, name string) *Store {
 // waitCheckDue waits until s's next call checks its file (removed.go).
 func waitCheckDue(t *testing.T, s *Store) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); s.check.Load() != checkDue; {
+	for deadline := time.Now().Add(hangLimit); s.check.Load() != checkDue; {
 		require.True(t, time.Now().Before(deadline), "the check never came due")
 		time.Sleep(time.Millisecond)
 	}
@@ -210,7 +210,7 @@ func TestAFlushRefusedAfterItsFirstShardSaysItDidSomething(t *testing.T) {
 	require.NoError(t, s.lock(sh1))
 	res := make(chan error, 1)
 	go func() { res <- s.Flush() }()
-	for deadline := time.Now().Add(10 * time.Second); atomic.LoadUint32(sh1.u32(sLock))&contended == 0; runtime.Gosched() {
+	for deadline := time.Now().Add(hangLimit); atomic.LoadUint32(sh1.u32(sLock))&contended == 0; runtime.Gosched() {
 		require.True(t, time.Now().Before(deadline), "Flush never waited for shard 1")
 	}
 	require.NoError(t, os.Remove(path))
@@ -218,7 +218,7 @@ func TestAFlushRefusedAfterItsFirstShardSaysItDidSomething(t *testing.T) {
 	s.unlock(sh1)
 	select {
 	case err = <-res:
-	case <-time.After(10 * time.Second):
+	case <-time.After(hangLimit):
 		t.Fatal("Flush did not return")
 	}
 	require.ErrorIs(t, err, ErrSegmentRemoved)

@@ -66,7 +66,7 @@ func TestScanReturnsEachLiveEntryWithItsSizeTTLAndKind(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, kv.Inserted, out)
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; {
+	for deadline := time.Now().Add(hangLimit); ; {
 		if _, found, _ := s.PTTL("gone"); !found {
 			break
 		}
@@ -204,11 +204,11 @@ func TestScanOfLocksNamesTheirHolderAndWaiters(t *testing.T) {
 	require.NoError(t, err)
 	done := make(chan bool)
 	go func() {
-		free, _ := s.Wait("lock:w", 10*time.Second)
+		free, _ := s.Wait("lock:w", 5*hangLimit)
 		done <- free
 	}()
 	var locks map[string]backend.KeyInfo
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	for deadline := time.Now().Add(hangLimit); ; {
 		locks, _, _ = walk(t, s, 100, true)
 		if locks["lock:w"].Waiters == 1 {
 			break

@@ -116,8 +116,11 @@ func TestCloseWaitsForCallsInProgress(t *testing.T) {
 		waitErr <- err
 	}()
 	sh, _, _ := s.locate("held")
-	for atomic.LoadUint32(sh.u32(sWaiters)) == 0 {
-		time.Sleep(100 * time.Microsecond) // until the waiter is registered, asleep in Wait
+	// Until the waiter is registered, asleep in Wait; a host that did not
+	// run this loop within the wait's 300 ms finds it done (Close then
+	// has one call fewer in progress), and does not wait for ever.
+	for atomic.LoadUint32(sh.u32(sWaiters)) == 0 && !waiterDone.Load() {
+		time.Sleep(time.Millisecond)
 	}
 
 	const writers = 4

@@ -16,8 +16,8 @@ import (
 func waitingOnKey(t *testing.T, s *Store, key string) (int, chan error) {
 	t.Helper()
 	res := make(chan error, 1)
-	go func() { _, err := s.Wait(key, time.Minute); res <- err }()
-	for deadline := time.Now().Add(10 * time.Second); ; runtime.Gosched() {
+	go func() { _, err := s.Wait(key, 5*hangLimit); res <- err }()
+	for deadline := time.Now().Add(hangLimit); ; runtime.Gosched() {
 		for i := 0; i < waitSlots; i++ {
 			if c := atomic.LoadUint64(s.g.waitCtl(i)); ctlState(c) == wWaiting && ctlOwner(c) == s.tag {
 				return i, res
@@ -43,7 +43,7 @@ func refusedWait(t *testing.T, s *Store, slot int, res chan error) error {
 	var err error
 	select {
 	case err = <-res:
-	case <-time.After(10 * time.Second):
+	case <-time.After(hangLimit):
 		t.Fatal("Wait did not return")
 	}
 	require.Error(t, err)

@@ -64,8 +64,10 @@ pm.max_children = $((N + 3))
 CONF
 root_flag=()
 [ "$uid" = 0 ] && root_flag=(-R)
+# The session lock's 600 s outlive the checks made while a worker holds it.
 "$fpm" -n -F "${root_flag[@]}" -y "$dir/fpm.conf" -d "extension=$ext" -d max_execution_time=0 \
-  -d session.save_handler=ephpm -d session.use_strict_mode=0 -d session.use_cookies=0 -d session.cache_limiter= &
+  -d session.save_handler=ephpm -d session.use_strict_mode=0 -d session.use_cookies=0 -d session.cache_limiter= \
+  -d ephpm.session_lock_ttl=600 &
 fpm_pid=$!
 poll 6000 '[ -S "$dir/fpm.sock" ]' || { cat "$dir/fpm.log"; echo "php-fpm did not start"; exit 1; }
 
@@ -235,7 +237,7 @@ cat > "$dir/session.php" <<'PHP'
 session_id('clisess' . $_GET['s']);
 session_start();
 ephpm_kv_set('sess:holder', (string) getmypid());
-$deadline = microtime(true) + 60;
+$deadline = microtime(true) + 600;                 // a hang catch
 while (ephpm_kv_get('sess:release') === null && microtime(true) < $deadline) { usleep(1000); }
 $_SESSION['n'] = 1;
 echo 'done';

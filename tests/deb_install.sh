@@ -13,7 +13,7 @@
 #   - php-fpm, with the package's configuration and no ephpm setting (the
 #     pool's shared-memory segment), gives one winner among 20 requests, each
 #     in its own worker, released together from a barrier, for
-#     ephpm_kv_setnx('lock', getmypid(), 10); the ephpm command, on that
+#     ephpm_kv_setnx('lock', getmypid(), 3600); the ephpm command, on that
 #     pool's segment, reads the winner's pid from the lock and lists it among
 #     the held locks;
 #   - `apt-get remove` leaves only the conffile (the module disabled for
@@ -231,18 +231,19 @@ EOF
 cat > "$fpm/race.php" <<'EOF'
 <?php
 // One contender: loads the library (and the pool's segment) first, says it
-// is ready, waits for the go file (a bounded poll), then races.
+// is ready, waits for the go file (a bounded poll: 600 s, a hang catch),
+// then races. The lock's hour outlives the reads of it below.
 $dir = '/tmp/fpm/barrier';
 ephpm_kv_get('warm-up');
 touch("$dir/ready." . getmypid());
-$deadline = microtime(true) + 30;
+$deadline = microtime(true) + 600;
 while (!file_exists("$dir/go")) {
     if (microtime(true) > $deadline) {
-        exit(json_encode(['pid' => getmypid(), 'error' => 'no go within 30 s']) . "\n");
+        exit(json_encode(['pid' => getmypid(), 'error' => 'no go within 600 s']) . "\n");
     }
-    usleep(500);
+    usleep(1000);
 }
-$won = ephpm_kv_setnx('lock', (string)getmypid(), 10);
+$won = ephpm_kv_setnx('lock', (string)getmypid(), 3600);
 echo json_encode(['pid' => getmypid(), 'won' => $won, 'store' => ephpm_kv_stats()['store']], JSON_UNESCAPED_SLASHES), "\n";
 EOF
 cat > "$fpm/holder.php" <<'EOF'
@@ -252,7 +253,7 @@ EOF
 chroot "$run" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin php-fpm$php -F -y /tmp/fpm/php-fpm.conf > "$tmp/fpm.log" 2>&1 &
 fpm_pid=$!
 workers=0
-for _ in $(seq 300); do # up to 30 s for the master and its 20 workers
+for _ in $(seq 3000); do # up to 300 s for the master and its 20 workers (a hang catch)
   workers=$(pgrep -c -P "$fpm_pid" || true)
   [ -S "$fpm/sock" ] && [ "$workers" = 20 ] && break
   kill -0 "$fpm_pid" 2>/dev/null || break
@@ -262,16 +263,16 @@ if [ ! -S "$fpm/sock" ] || [ "$workers" != 20 ]; then
   cat "$tmp/fpm.log" "$fpm/error.log" 2>/dev/null || true
   echo "FAIL: php-fpm did not start 20 workers ($workers)"; exit 1
 fi
-request() { # request SCRIPT: one FastCGI request to the pool, bounded
+request() { # request SCRIPT: one FastCGI request to the pool, bounded (a hang catch)
   in_root env REQUEST_METHOD=GET SCRIPT_FILENAME="/tmp/fpm/$1" SCRIPT_NAME="/$1" \
-    timeout 60 cgi-fcgi -bind -connect /tmp/fpm/sock
+    timeout 900 cgi-fcgi -bind -connect /tmp/fpm/sock
 }
 for i in $(seq 20); do
   request race.php > "$tmp/response.$i" 2>&1 &
   requests+=($!)
 done
 ready=0
-for _ in $(seq 300); do # up to 30 s for all 20 to wait at the barrier
+for _ in $(seq 3000); do # up to 300 s for all 20 to wait at the barrier (a hang catch)
   ready=$(find "$fpm/barrier" -name 'ready.*' | wc -l)
   [ "$ready" = 20 ] && break
   sleep 0.1
@@ -301,8 +302,8 @@ if [ "$failed" != 0 ]; then
   echo "-- responses:"; cat "$tmp"/response.*; echo "-- php-fpm:"; cat "$tmp/fpm.log" "$fpm/error.log" 2>/dev/null || true
 fi
 kill -QUIT "$fpm_pid"
-for _ in $(seq 100); do kill -0 "$fpm_pid" 2>/dev/null || break; sleep 0.1; done
-kill -0 "$fpm_pid" 2>/dev/null && { echo "FAIL: php-fpm did not stop on SIGQUIT within 10 s"; exit 1; }
+for _ in $(seq 1200); do kill -0 "$fpm_pid" 2>/dev/null || break; sleep 0.1; done # a hang catch
+kill -0 "$fpm_pid" 2>/dev/null && { echo "FAIL: php-fpm did not stop on SIGQUIT within 120 s"; exit 1; }
 wait "$fpm_pid" || true
 fpm_pid=''
 rm -rf "$fpm"

@@ -71,8 +71,10 @@ CONF
   root=(); [ "$(id -u)" = 0 ] && root=(-R)
   "$fpm" -n -F "${root[@]}" -y "$dir/fpm.conf" -d "extension=$ext" -d ephpm.kv_backend=memory &
   pids+=($!)
-  for _ in $(seq 100); do [ -S "$dir/fpm.sock" ] && break; sleep 0.05; done
-  SCRIPT_FILENAME="$src/examples/status.php" REQUEST_METHOD=GET cgi-fcgi -bind -connect "$dir/fpm.sock" > "$dir/fpm.html"
+  # A minute for php-fpm to start, 300 s for the request: hang catches.
+  for _ in $(seq 1200); do [ -S "$dir/fpm.sock" ] && break; sleep 0.05; done
+  [ -S "$dir/fpm.sock" ] || { cat "$dir/fpm.log"; echo "php-fpm did not start"; exit 1; }
+  SCRIPT_FILENAME="$src/examples/status.php" REQUEST_METHOD=GET timeout 300 cgi-fcgi -bind -connect "$dir/fpm.sock" > "$dir/fpm.html"
   check "under php-fpm with ephpm.kv_backend=memory the page says the store is private to the worker" 'grep -q private-banner "$dir/fpm.html"'
 fi
 echo "$passed passed, $failed failed"

@@ -50,8 +50,12 @@ case $mode in
     ;;
   cluster)
     ports=()
+    # A node that has not answered its peers for cluster-node-timeout is
+    # failed, and with no replica the cluster is down: 60 s, so that a node
+    # a loaded host did not run for a few seconds is not (nothing here
+    # fails a node on purpose).
     for _ in 1 2 3; do
-      start_redis "cluster-enabled yes" "cluster-config-file nodes-@PORT@.conf" "cluster-node-timeout 5000"
+      start_redis "cluster-enabled yes" "cluster-config-file nodes-@PORT@.conf" "cluster-node-timeout 60000"
       ports+=("$port")
     done
     "$cli" --cluster create "${ports[@]/#/127.0.0.1:}" --cluster-replicas 0 --cluster-yes > "$dir/create.log" 2>&1 \

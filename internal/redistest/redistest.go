@@ -25,13 +25,18 @@ func FreePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// startLimit bounds a server's start, and the Cluster's: a hang catch, not
+// a speed bound (a loaded host under the race detector takes seconds).
+const startLimit = 2 * time.Minute
+
 // Server is a running redis-server.
 type Server struct {
-	Addr string
-	Port int
-	Dir  string
-	argv []string
-	cmd  *exec.Cmd
+	Addr   string
+	Port   int
+	Dir    string
+	argv   []string
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once cmd has exited (and been waited for)
 }
 
 // Start runs redis-server on a free port with extra config lines ("key
@@ -52,13 +57,16 @@ func StartSentinel(t testing.TB, master *Server) *Server {
 
 // StartCluster runs three redis-servers as a Redis Cluster of three
 // masters (redis-cli --cluster create), each with the extra config lines,
-// and waits until it is ready.
+// and waits until it is ready. A node its peers have not heard from for
+// cluster-node-timeout is failed, and with no replica the cluster goes
+// down: 60 s, so that a node a loaded host did not run for a few seconds
+// is not (no test fails a node on purpose).
 func StartCluster(t testing.TB, extra ...string) []*Server {
 	t.Helper()
 	var nodes []*Server
 	var addrs []string
 	for i := 0; i < 3; i++ {
-		s := Start(t, append([]string{"cluster-enabled yes", "cluster-config-file nodes.conf", "cluster-node-timeout 5000"}, extra...)...)
+		s := Start(t, append([]string{"cluster-enabled yes", "cluster-config-file nodes.conf", "cluster-node-timeout 60000"}, extra...)...)
 		nodes = append(nodes, s)
 		addrs = append(addrs, s.Addr)
 	}
@@ -67,14 +75,15 @@ func StartCluster(t testing.TB, extra ...string) []*Server {
 	if err != nil {
 		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
 	}
+	deadline := time.Now().Add(startLimit)
 	for _, n := range nodes { // every node must see the whole cluster up
-		for i := 0; ; i++ {
+		for {
 			out, err := exec.Command(CLIBinary(), "-p", strconv.Itoa(n.Port), "cluster", "info").Output()
 			if err == nil && strings.Contains(string(out), "cluster_state:ok") {
 				break
 			}
-			if i == 400 {
-				t.Fatalf("node %s did not see the cluster ready", n.Addr)
+			if time.Now().After(deadline) {
+				t.Fatalf("node %s did not see the cluster ready within %v", n.Addr, startLimit)
 			}
 			time.Sleep(25 * time.Millisecond)
 		}
@@ -98,50 +107,78 @@ func envOr(name, fallback string) string {
 }
 
 // launch writes a config (head, formatted with the port and the
-// directory, then the extra lines) and runs redis-server with it.
+// directory, then the extra lines) and runs redis-server with it. A port
+// found free can be taken by another process before the server binds it
+// (the packages' tests run at once): a server that exits, or a port that
+// answers while the server is gone, starts over on another port.
 func launch(t testing.TB, head string, extra []string, args ...string) *Server {
 	t.Helper()
 	bin, err := exec.LookPath(ServerBinary())
 	if err != nil {
 		t.Skip(ServerBinary() + " not installed")
 	}
-	dir := t.TempDir()
-	port := FreePort(t)
-	conf := fmt.Sprintf(head, port, dir)
-	for _, line := range extra {
-		conf += line + "\n"
+	deadline := time.Now().Add(startLimit)
+	for {
+		dir := t.TempDir()
+		port := FreePort(t)
+		conf := fmt.Sprintf(head, port, dir)
+		for _, line := range extra {
+			conf += line + "\n"
+		}
+		path := filepath.Join(dir, "redis.conf")
+		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir, argv: append([]string{bin, path}, args...)}
+		err := s.start(deadline)
+		if err == nil {
+			t.Cleanup(s.Stop)
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
 	}
-	path := filepath.Join(dir, "redis.conf")
-	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir, argv: append([]string{bin, path}, args...)}
-	s.run(t)
-	t.Cleanup(s.Stop)
-	return s
 }
 
-// run starts the process and waits until it answers.
-func (s *Server) run(t testing.TB) {
+// start starts the process and waits until it answers, by deadline (a
+// hang catch); an error if it exited first, or did not answer in time.
+func (s *Server) start(deadline time.Time) error {
 	s.cmd = exec.Command(s.argv[0], s.argv[1:]...)
 	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
+		return err
 	}
-	for i := 0; i < 200; i++ {
+	exited := make(chan struct{})
+	s.exited = exited
+	go func(cmd *exec.Cmd) { cmd.Wait(); close(exited) }(s.cmd)
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			s.cmd = nil
+			return fmt.Errorf("redis-server on %s exited before it answered", s.Addr)
+		default:
+		}
 		if c, err := net.DialTimeout("tcp", s.Addr, 100*time.Millisecond); err == nil {
 			c.Close()
-			return
+			select {
+			case <-exited: // another process's server on the port this one could not bind
+				s.cmd = nil
+				return fmt.Errorf("redis-server on %s exited; another process answers there", s.Addr)
+			case <-time.After(10 * time.Millisecond):
+				return nil
+			}
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
-	t.Fatalf("redis-server on %s did not start", s.Addr)
+	s.Stop()
+	return fmt.Errorf("redis-server on %s did not answer within %v", s.Addr, startLimit)
 }
 
 // Stop kills the server and waits for it.
 func (s *Server) Stop() {
 	if s.cmd != nil && s.cmd.Process != nil {
 		s.cmd.Process.Kill()
-		s.cmd.Wait()
+		<-s.exited
 		s.cmd = nil
 	}
 }
@@ -150,5 +187,7 @@ func (s *Server) Stop() {
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
 	s.Stop()
-	s.run(t)
+	if err := s.start(time.Now().Add(startLimit)); err != nil {
+		t.Fatal(err)
+	}
 }

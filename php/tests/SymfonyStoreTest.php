@@ -59,15 +59,17 @@ final class SymfonyStoreTest extends TestCase
 
     public function testBlockingAcquireOfALockThisKeyHoldsReturnsAtOnce(): void
     {
-        $store = new EphpmStore(initialTtl: 30);
+        // A wait for its own lock would last until the lock's 600 s ran out:
+        // the 300 s bound tells the two apart, a hang catch, not a speed bound.
+        $store = new EphpmStore(initialTtl: 3600);
         $key = $this->key();
         $store->save($key);
-        ephpm_kv_expire((string) $key, 5);
+        ephpm_kv_expire((string) $key, 600);
         $start = microtime(true);
         $store->waitAndSave($key);
-        $this->assertLessThan(1.0, microtime(true) - $start, 'a re-entrant wait returns at once');
+        $this->assertLessThan(300, microtime(true) - $start, 'a re-entrant wait returns at once');
         $this->assertTrue($store->exists($key), 'the lock is still this key\'s');
-        $this->assertGreaterThan(5, ephpm_kv_ttl((string) $key), 'and its TTL was refreshed');
+        $this->assertGreaterThan(600, ephpm_kv_ttl((string) $key), 'and its TTL was refreshed');
         $other = new Key((string) $key);
         try {
             $store->save($other);
@@ -87,13 +89,14 @@ final class SymfonyStoreTest extends TestCase
 
     public function testPutOffExpiration(): void
     {
-        $store = new EphpmStore(1);
+        // 30 s put off to an hour: the TTL left shows it, whatever this
+        // host's pace (putting off 1 s had to come within that second).
+        $store = new EphpmStore(30);
         $key = $this->key();
         $store->save($key);
-        $store->putOffExpiration($key, 10);
-        usleep(1_100_000);
-        $this->assertTrue($store->exists($key), 'the TTL was extended');
-        $this->assertGreaterThan(5, ephpm_kv_ttl((string) $key));
+        $store->putOffExpiration($key, 3600);
+        $this->assertTrue($store->exists($key));
+        $this->assertGreaterThan(30, ephpm_kv_ttl((string) $key), 'the TTL was extended');
     }
 
     public function testPutOffExpirationOfALockTakenOverFails(): void
@@ -104,14 +107,15 @@ final class SymfonyStoreTest extends TestCase
         $store->save($first);
         usleep(1_100_000);                         // the first key's lock expired
         $second = new Key($resource);
-        $store->save($second);
+        $long = new EphpmStore(3600);              // the new holder's lock outlives the test
+        $long->save($second);
         try {
             $store->putOffExpiration($first, 10);
             $this->fail('a stale holder must not extend the new holder\'s lock');
         } catch (LockConflictedException) {
         }
         $store->delete($first);                    // and must not release it
-        $this->assertTrue($store->exists($second));
+        $this->assertTrue($long->exists($second));
     }
 
     public function testAbortAfterExpiration(): void
@@ -127,12 +131,12 @@ final class SymfonyStoreTest extends TestCase
     {
         $factory = new LockFactory(new EphpmStore());
         $resource = 'sf:' . bin2hex(random_bytes(6));
-        $lock = $factory->createLock($resource, 5);
+        $lock = $factory->createLock($resource, 30);   // held throughout, however slow the host
         $this->assertTrue($lock->acquire());
         $this->assertTrue($lock->isAcquired());
         $this->assertFalse($factory->createLock($resource, 5)->acquire());
-        $lock->refresh(30);
-        $this->assertGreaterThan(20, $lock->getRemainingLifetime());
+        $lock->refresh(300);
+        $this->assertGreaterThan(200, $lock->getRemainingLifetime());
         $lock->release();
         $this->assertTrue($factory->createLock($resource, 5)->acquire());
     }
@@ -154,7 +158,11 @@ final class SymfonyStoreTest extends TestCase
         $releasedAt = (float) fgets($pipes[1]);
         proc_close($proc);
         $this->assertGreaterThanOrEqual($releasedAt - 0.01, $acquiredAt);
-        $this->assertLessThan(0.1, $acquiredAt - $releasedAt, 'woken by the release, not a polling step');
+        // Not asserted: how soon after the release (a loaded host runs the
+        // woken process when it can). That the release wakes the waiter,
+        // rather than a polling step, the Go tests show without a clock:
+        // session TestAcquireWithWaitGetsTheLockRightAfterRelease, shm
+        // TestAReleaseWakesAWaiterInAnotherProcess.
         $lock->release();
     }
 
@@ -276,14 +284,14 @@ final class SymfonyStoreTest extends TestCase
     {
         $factory = new LockFactory(new EphpmStore());
         $resource = 'sf:' . bin2hex(random_bytes(6));
-        $a = $factory->createLock($resource, 5);
-        $b = $factory->createLock($resource, 5);
+        $a = $factory->createLock($resource, 30);      // held throughout, however slow the host
+        $b = $factory->createLock($resource, 30);
         $this->assertTrue($a->acquireRead());
         $this->assertTrue($b->acquireRead(true));  // blocking: shares at once
         $this->assertTrue($a->isAcquired() && $b->isAcquired());
         $this->assertFalse($factory->createLock($resource, 5)->acquire(), 'no writer beside readers');
-        $a->refresh(30);
-        $this->assertGreaterThan(20, $a->getRemainingLifetime());
+        $a->refresh(300);
+        $this->assertGreaterThan(200, $a->getRemainingLifetime());
         $a->release();
         $b->release();
         $writer = $factory->createLock($resource, 5);
@@ -294,16 +302,21 @@ final class SymfonyStoreTest extends TestCase
 
     public function testReadLocksExpire(): void
     {
+        // k2's hold of 30 s is put off to an hour: the name's TTL (its
+        // latest hold's) shows it whatever this host's pace; k1's of 1 s
+        // lapses.
         $store = new EphpmStore(1);
+        $long = new EphpmStore(30);
         [$k1, $k2] = array_slice($this->keys(), 0, 2);
         $store->saveRead($k1);
-        $store->saveRead($k2);
+        $long->saveRead($k2);
         $k2->resetLifetime();                      // as Lock::refresh() does before putting it off
-        $store->putOffExpiration($k2, 10);
+        $long->putOffExpiration($k2, 3600);
+        $this->assertGreaterThan(30, ephpm_kv_ttl((string) $k2), 'its TTL was extended');
         usleep(1_100_000);
         $this->assertFalse($store->exists($k1), 'expired');
-        $this->assertTrue($store->exists($k2), 'its TTL was extended');
-        $store->delete($k2);
+        $this->assertTrue($long->exists($k2), 'still held');
+        $long->delete($k2);
     }
 
     /** A writer waiting for a reader in another process gets the lock at the reader's release. */
@@ -338,8 +351,10 @@ final class SymfonyStoreTest extends TestCase
             $this->markTestSkipped('processes share locks only through a shared backend');
         }
         $resource = 'sf:' . bin2hex(random_bytes(6)) . ':';
+        // Locks of an hour: none lapses before the last process tried its
+        // resource, or before the read locks are counted, however slow the host.
         $outputs = ephpm_test_race(6, sprintf(
-            '$store ??= new Ephpm\Symfony\EphpmStore(30);'
+            '$store ??= new Ephpm\Symfony\EphpmStore(3600);'
             . ' try { $store->save(new Symfony\Component\Lock\Key(%1$s . $r)); echo $r, "\n"; }'
             . ' catch (Symfony\Component\Lock\Exception\LockConflictedException) {}'
             . ' if ($r === 199) { $read = 0; for ($k = 0; $k < 200; $k++) { $store->saveRead(new Symfony\Component\Lock\Key(%1$s . "r" . $k)); $read++; }'

@@ -819,10 +819,18 @@ final class WordPressObjectCacheTest extends TestCase
             if ($maxAge === null) {
                 usleep(1_100_000);
             }
+            $read = hrtime(true);                  // before the delete reads the generations again
             $calls = $this->calls($u, fn () => $this->assertTrue($u->delete(42, 'posts'), 'it deleted the entry R cached'));
             $this->assertSame(2, $calls, 'the generations, then the delete');
             $this->assertFalse($this->request()->get(42, 'posts'));
-            $this->assertSame($maxAge === null ? 1 : 2, $this->calls($u, fn () => $u->set(43, 'x', 'posts')), 'fresh for a while with the default: no more reading');
+            $calls = $this->calls($u, fn () => $u->set(43, 'x', 'posts'));
+            if ($maxAge === null && hrtime(true) - $read >= 1e9) {
+                // This host took the default's whole second since that
+                // reading: it may be read again (its pace is not asserted).
+                $this->assertContains($calls, [1, 2]);
+            } else {
+                $this->assertSame($maxAge === null ? 1 : 2, $calls, 'fresh for a while with the default: no more reading');
+            }
         }
     }
 
@@ -1054,7 +1062,9 @@ final class WordPressObjectCacheTest extends TestCase
      */
     public function testARefusedAddKeepsTheRequestsCopy(): void
     {
-        $cache = $this->request(['lock_wait' => 1.0]);
+        // A lock wait of 60 s (a held lock of 600 s): one would show far past
+        // the 30 s bound below, a hang catch, not a speed bound.
+        $cache = $this->request(['lock_wait' => 60.0]);
         $selects = 0;
         $getOption = function (string $name) use ($cache, &$selects) {
             $all = $cache->get('alloptions', 'options');
@@ -1071,7 +1081,7 @@ final class WordPressObjectCacheTest extends TestCase
         $lock = $cache->store_key('alloptions', 'options', 'm');
         WpSeam::at(null, 'before', 'setnx', WpSeam::count(null, 'setnx') + 1, function () use ($lock) {
             (new WP_Object_Cache(['prefix' => $this->site, 'lock_wait' => 0.0]))->delete('alloptions', 'options');
-            $this->assertIsString(ephpm_kv_lock($lock, 30));
+            $this->assertIsString(ephpm_kv_lock($lock, 600));
         });
         $start = microtime(true);
         $calls = $this->calls($cache, function () use ($getOption) {
@@ -1080,7 +1090,7 @@ final class WordPressObjectCacheTest extends TestCase
             }
         });
         $this->assertSame(1, $selects);
-        $this->assertLessThan(0.5, microtime(true) - $start, 'no lock wait');
+        $this->assertLessThan(30, microtime(true) - $start, 'no lock wait');
         $this->assertSame(5, $calls, 'the setnx, its check, the invalidation (delete, advance, delete), once: the miss came with the first reading');
         $this->assertFalse($this->storedAlloptions());
         ephpm_kv_lock_release_all($lock);
@@ -1642,12 +1652,16 @@ final class WordPressObjectCacheTest extends TestCase
             $this->assertSame('newer', $this->request()->get('post'));
 
             // Reads only, while off: nothing is flushed when the store returns; after the retry time, without flush_runtime().
-            $reader = $this->request(['store_retry' => 0.2]);
+            $reader = $this->request(['store_retry' => 1.0]);
             $reader->get('warm');
             WpSeam::at(null, 'before', 'get', WpSeam::count(null, 'get') + 1, 'fail');
+            $failing = hrtime(true);               // before the failure turns the store off
             $this->assertFalse($reader->get('x', 'default', true));
-            $this->assertFalse($reader->get('post', 'default', true), 'off: no store');
-            usleep(250_000);
+            $post = $reader->get('post', 'default', true);
+            if (hrtime(true) - $failing < 1e9) {
+                $this->assertFalse($post, 'off: no store');
+            } // else this host took the retry time's whole second: tried again (its pace is not asserted)
+            usleep(1_050_000);
             $this->assertSame('newer', $reader->get('post', 'default', true), 'back, and nothing flushed');
             $lines = array_values(array_filter(explode("\n", (string) file_get_contents($log))));
             $this->assertStringContainsString('this site\'s entries were flushed', $lines[1] ?? '', implode("\n", $lines));

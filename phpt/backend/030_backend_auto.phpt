@@ -8,20 +8,20 @@ ephpm
 <?php
 require __DIR__ . '/../inc/child.inc';
 require __DIR__ . '/../inc/server.inc';
+require __DIR__ . '/../inc/listen.inc';
 var_dump(ini_get('ephpm.kv_backend'), ephpm_kv_stats()['backend'], ephpm_kv_stats()['store']);
 
-// php -S with two workers (and its master, which serves too).
-$sock = stream_socket_server('tcp://127.0.0.1:0');
-$port = (int) substr(strrchr(stream_socket_get_name($sock, false), ':'), 1);
-fclose($sock);
-$cmd = 'exec ' . getenv('TEST_PHP_EXECUTABLE') . ' ' . getenv('TEST_PHP_EXTRA_ARGS')
-     . " -S 127.0.0.1:$port -t " . escapeshellarg(__DIR__ . '/../www');
+// php -S with two workers (and its master, which serves too), on a free
+// port (inc/listen.inc: retried if another process took it; its wait a
+// hang catch).
+$cmd = 'exec ' . getenv('TEST_PHP_EXECUTABLE') . ' ' . getenv('TEST_PHP_EXTRA_ARGS');
+$www = escapeshellarg(__DIR__ . '/../www');
 $env = getenv() + ['PHP_CLI_SERVER_WORKERS' => '2'];
-$proc = proc_open($cmd, [0 => ['pipe', 'r'], 1 => ['file', '/dev/null', 'w'], 2 => ['file', '/dev/null', 'w']], $pipes, null, $env);
+$port = ephpm_test_listen(static function (int $port) use ($cmd, $www, $env, &$proc) {
+    return $proc = proc_open("$cmd -S 127.0.0.1:$port -t $www",
+        [0 => ['pipe', 'r'], 1 => ['file', '/dev/null', 'w'], 2 => ['file', '/dev/null', 'w']], $pipes, null, $env);
+}, 'php -S with workers');
 $master = proc_get_status($proc)['pid'];
-for ($i = 0; $i < 100 && !@fsockopen('127.0.0.1', $port); $i++) {
-    usleep(50_000);
-}
 $segment = "cli-server-127.0.0.1_$port";
 $uid = (int) trim(shell_exec('id -u'));
 $file = "/dev/shm/ephpm-$segment.$uid";
@@ -43,7 +43,8 @@ var_dump(file_exists($file));   // while the server runs, nobody removes it
 $children = array_filter(explode(' ', trim((string) @file_get_contents("/proc/$master/task/$master/children"))));
 exec('kill ' . implode(' ', array_map('intval', [...$children, $master])));
 proc_close($proc);
-for ($i = 0; $i < 100 && array_filter($children, fn ($p) => file_exists("/proc/$p")); $i++) {
+$end = microtime(true) + 60;                     // a hang catch
+while (array_filter($children, fn ($p) => file_exists("/proc/$p")) && microtime(true) < $end) {
     usleep(20_000);
 }
 ephpm_child('ephpm_kv_stats();', ['ephpm.kv_backend' => "shm://t30-$port"]);   // the next process to open a segment

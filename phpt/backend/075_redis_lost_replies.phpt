@@ -10,13 +10,18 @@ require __DIR__ . '/../inc/child.inc';
 require __DIR__ . '/../inc/redis.inc';
 $port = ephpm_redis_server();
 
-// The child pauses the server's writes over a connection of its own for
-// longer than its read_timeout, so a write's reply cannot come in time,
-// then waits the pause out.
+// The child pauses the server's writes over a connection of its own, so a
+// write's reply cannot come within its read_timeout, then ends the pause
+// (CLIENT UNPAUSE). The pause is 10 minutes, a hang catch: a pause that
+// ran out by itself could end before a slow host even sent the call.
 $code = <<<'PHP'
     $admin = stream_socket_client('tcp://' . $argv[1]);
     $pause = function () use ($admin): void {
-        fwrite($admin, "*4\r\n$6\r\nCLIENT\r\n$5\r\nPAUSE\r\n$3\r\n600\r\n$5\r\nWRITE\r\n");
+        fwrite($admin, "*4\r\n$6\r\nCLIENT\r\n$5\r\nPAUSE\r\n$6\r\n600000\r\n$5\r\nWRITE\r\n");
+        fgets($admin);
+    };
+    $unpause = function () use ($admin): void {
+        fwrite($admin, "*2\r\n$6\r\nCLIENT\r\n$7\r\nUNPAUSE\r\n");
         fgets($admin);
     };
     ephpm_kv_set('t75:warm', '1');
@@ -34,7 +39,7 @@ $code = <<<'PHP'
         } catch (Ephpm\KvException $e) {
             echo $name, ': ', $e->getCode() === Ephpm\KvException::UNAVAILABLE ? 'UNAVAILABLE' : $e->getCode(), ': ', $e->getMessage(), "\n";
         }
-        usleep(700_000);
+        $unpause();
     }
     var_dump(ephpm_kv_get('t75:warm'));
     PHP;

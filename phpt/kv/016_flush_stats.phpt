@@ -19,8 +19,10 @@ $after = ephpm_kv_stats();
 foreach (['sets', 'hits', 'misses', 'set_nx_wins', 'del_if_eq_matches', 'del_if_eq_mismatches', 'lock_timeouts'] as $k) {
     echo "$k +", $after[$k] - $before[$k], "\n";
 }
-// The waiting lock call lost several attempts, not just one.
-var_dump($after['set_nx_losses'] - $before['set_nx_losses'] >= 3);
+// Every lost attempt counts: the losing set_nx, and the waiting lock call's
+// attempts, at least its first (how many more fit in its 0.05 s is this
+// host's pace, not asserted).
+var_dump($after['set_nx_losses'] - $before['set_nx_losses'] >= 2);
 var_dump($after['keys'], $after['bytes_used'] > 0, $after['backend'], $after['memory_limit']);
 var_dump(preg_match('/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/', $after['instance_id']));
 var_dump($after['pid'] === getmypid(), str_ends_with($after['library'], 'libephpm.so'));

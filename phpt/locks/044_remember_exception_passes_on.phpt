@@ -14,13 +14,15 @@ ephpm_kv_del('t44:k');
 ephpm_kv_del('t44:runs');
 // The first process says "computing" from inside $compute and throws once
 // it reads "throw"; the second starts only after "computing", so it waits.
+// The 300 s waits (and so the fill lock's TTL, which is the wait) are hang
+// catches: the first holds the lock while the second process starts.
 [$first] = ephpm_spawn('try {
     ephpm_kv_remember("t44:k", 60, function () {
         ephpm_kv_incr("t44:runs");
         echo "computing\n";
         fgets(STDIN);
         throw new RuntimeException("first failed");
-    }, 30.0);
+    }, 300.0);
 } catch (RuntimeException $e) {
     echo "first: ", $e->getMessage(), "\n";
 }', 1);
@@ -29,7 +31,7 @@ echo fgets($first[1][1]);
 [$second] = ephpm_spawn('echo "second: ", ephpm_kv_remember("t44:k", 60, function () {
     ephpm_kv_incr("t44:runs");
     return "computed by the second";
-}, 30.0), "\n";', 1);
+}, 300.0), "\n";', 1);
 ephpm_release([$second]);
 // The second is blocked on the fill lock until the first lets go of it.
 var_dump(ephpm_kv_exists('remember_lock:t44:k'), ephpm_kv_get('t44:runs'));
@@ -45,7 +47,7 @@ ephpm_kv_del('t44:runs');
 // (max_execution_time) bails out through zend_try.
 require __DIR__ . '/../inc/child.inc';
 foreach (['t44:exit' => 'echo "exit\n"; exit(3);', 't44:time' => 'set_time_limit(1); while (true) {}'] as $key => $body) {
-    echo preg_replace('/ in .*/', '', trim(ephpm_child("ephpm_kv_remember('$key', 60, function () { $body }, 30.0);",
+    echo preg_replace('/ in .*/', '', trim(ephpm_child("ephpm_kv_remember('$key', 60, function () { $body }, 300.0);",
         ['ephpm.kv_backend' => ini_get('ephpm.kv_backend')]))), "\n";
     var_dump(ephpm_kv_exists("remember_lock:$key"), ephpm_kv_exists($key));
 }

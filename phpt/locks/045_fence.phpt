@@ -31,7 +31,7 @@ ephpm_kv_unlock($lock, $c);
 
 // An expired lock keeps its fence; the next grant is above it.
 $d = ephpm_kv_lock($lock, 1, 0.0, null, $fd);
-$e = ephpm_kv_lock($lock, 30, 3.0, null, $fe);
+$e = ephpm_kv_lock($lock, 30, 300.0, null, $fe);                      // a hang catch
 var_dump($e !== false, $fe > $fd);
 ephpm_kv_unlock($lock, $e);
 

@@ -20,11 +20,12 @@ ephpm_kv_del('{t53}:rw');
 // looks at the other kind's count, holds the lock a moment, and counts
 // itself out. A writer, holding alone, also checks its fence against every
 // reader's latest fence (reader i's key maxr:i) and the last writer's.
+// The 600 s waits are hang catches, not speed bounds.
 $common = '$n = "{t53}:rw"; $bad = []; $fences = [];';
 $reader = $common . ' $i = ephpm_kv_incr("{t53}:spawned");
 for ($r = 0; $r < 40; $r++) {
-    $t = ephpm_kv_lock_read($n, 60, 60.0, null, $f);
-    if ($t === false) { $bad[] = "round $r: no read lock in 60 s"; continue; }
+    $t = ephpm_kv_lock_read($n, 60, 600.0, null, $f);
+    if ($t === false) { $bad[] = "round $r: no read lock in 600 s"; continue; }
     $in = ephpm_kv_incr("{t53}:readers");
     if ($in > 1) { ephpm_kv_incr("{t53}:together"); }
     if ((int) ephpm_kv_get("{t53}:writers") !== 0) { $bad[] = "round $r: a writer beside a reader"; }
@@ -38,8 +39,8 @@ for ($r = 0; $r < 40; $r++) {
 echo json_encode(["bad" => $bad, "fences" => $fences]);';
 $writer = $common . '
 for ($r = 0; $r < 40; $r++) {
-    $t = ephpm_kv_lock($n, 60, 60.0, null, $f);
-    if ($t === false) { $bad[] = "round $r: no write lock in 60 s"; continue; }
+    $t = ephpm_kv_lock($n, 60, 600.0, null, $f);
+    if ($t === false) { $bad[] = "round $r: no write lock in 600 s"; continue; }
     if (ephpm_kv_incr("{t53}:writers") !== 1) { $bad[] = "round $r: two writers"; }
     if (($readers = (int) ephpm_kv_get("{t53}:readers")) !== 0) { $bad[] = "round $r: $readers readers beside a writer"; }
     if ($f <= (int) ephpm_kv_get("{t53}:lastw")) { $bad[] = "round $r: write fence $f not above the last writer\'s"; }

@@ -15,11 +15,14 @@ ephpm_kv_del('{t54}:stop');
 ephpm_kv_del('{t54}:grants');
 // 6 readers, each holding the name 20 ms at a time and taking it again at
 // once: with 6 of them there is always a reader inside, so a writer that
-// waited only for the name to be free would wait for ever.
-$children = ephpm_spawn('$n = "{t54}:rw"; $rounds = 0; $bad = "";
-while (ephpm_kv_get("{t54}:stop") === null && $rounds < 2000) {
-    $t = ephpm_kv_lock_read($n, 60, 30.0);
-    if ($t === false) { $bad = "no read lock in 30 s"; break; }
+// waited only for the name to be free would wait for ever. They read until
+// the test stops them, or for 600 s (a hang catch, beyond the writer's
+// 120 s wait: a starved writer is refused while they still read). Every
+// wait here is a hang catch, not a speed bound.
+$children = ephpm_spawn('$n = "{t54}:rw"; $rounds = 0; $bad = ""; $end = microtime(true) + 600;
+while (ephpm_kv_get("{t54}:stop") === null && microtime(true) < $end) {
+    $t = ephpm_kv_lock_read($n, 60, 600.0);
+    if ($t === false) { $bad = "no read lock in 600 s"; break; }
     ephpm_kv_incr("{t54}:grants");
     usleep(20000);
     ephpm_kv_unlock($n, $t);
@@ -27,18 +30,23 @@ while (ephpm_kv_get("{t54}:stop") === null && $rounds < 2000) {
 }
 echo $bad === "" && $rounds > 0 ? "ok" : "bad: $bad after $rounds rounds";', 6);
 ephpm_release($children);
-// Wait (bounded) until the readers' stream runs: 30 grants made.
-for ($i = 0; $i < 1000 && (int) ephpm_kv_get('{t54}:grants') < 30; $i++) {
+// Wait until the readers' stream runs: 30 grants made.
+$end = microtime(true) + 120;
+while ((int) ephpm_kv_get('{t54}:grants') < 30 && microtime(true) < $end) {
     usleep(5000);
 }
-$w = ephpm_kv_lock('{t54}:rw', 60, 10.0);
+if ((int) ephpm_kv_get('{t54}:grants') < 30) {
+    echo "the readers' stream did not start within 120 s\n";
+}
+$w = ephpm_kv_lock('{t54}:rw', 60, 120.0);
 var_dump($w !== false, ephpm_kv_lock_info('{t54}:rw'));
 $during = (int) ephpm_kv_get('{t54}:grants');
 usleep(50000);
 var_dump((int) ephpm_kv_get('{t54}:grants') === $during);       // no reader entered beside the writer
 ephpm_kv_unlock('{t54}:rw', $w);
 // The readers get in again after the writer, then stop.
-for ($i = 0; $i < 1000 && (int) ephpm_kv_get('{t54}:grants') <= $during; $i++) {
+$end = microtime(true) + 120;
+while ((int) ephpm_kv_get('{t54}:grants') <= $during && microtime(true) < $end) {
     usleep(5000);
 }
 var_dump((int) ephpm_kv_get('{t54}:grants') > $during);

@@ -10,6 +10,7 @@ session.cache_limiter=
 session.lazy_write=0
 --FILE--
 <?php
+$t = hrtime(true);
 ini_set('session.gc_maxlifetime', '1');
 session_id('s02short');
 session_start();
@@ -22,7 +23,10 @@ session_start();
 $_SESSION['x'] = 1;
 session_write_close();
 
-var_dump(ephpm_kv_get('session:s02short') !== null, ephpm_kv_get('session:s02long') !== null);
+// s02short is still there, unless this host took most of its second to get
+// here (then it may be gone: the host's pace is not asserted).
+$short = ephpm_kv_get('session:s02short');
+var_dump($short !== null || (hrtime(true) - $t) / 1e9 > 0.9, ephpm_kv_get('session:s02long') !== null);
 usleep(1_100_000);
 var_dump(ephpm_kv_get('session:s02short'), ephpm_kv_get('session:s02long') !== null);
 

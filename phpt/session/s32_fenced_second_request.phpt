@@ -26,7 +26,7 @@ $b = ephpm_child(
     'session_id("' . $sid . '"); session_start(); $_SESSION["by"] = "B"; var_dump(session_write_close());',
     ['ephpm.kv_backend' => '"' . ini_get('ephpm.kv_backend') . '"', 'session.save_handler' => 'ephpm',
      'session.use_cookies' => '0', 'session.cache_limiter' => '', 'session.lazy_write' => '0',
-     'ephpm.session_lock_ttl' => '30']);
+     'ephpm.session_lock_ttl' => '30', 'ephpm.session_lock_wait' => '300']);    // the wait: a hang catch
 echo "B: $b";
 var_dump(session_write_close());                     // A, 1 s late: refused
 var_dump(ephpm_kv_get("session:$sid"));               // B's data stays

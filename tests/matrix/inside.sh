@@ -35,7 +35,7 @@ for server in $servers; do
   run "$server $version: ${redis_suites//|/, }" \
     ctest --test-dir /build -R "^($redis_suites)\$" --output-on-failure
   run "$server $version: Go contract and Redis suites" \
-    bash -c 'cd /src && go test -count=1 -timeout 45m -buildvcs=false ./redisstore ./backend/...'
+    bash -c 'cd /src && go test -count=1 -timeout 30m -buildvcs=false ./redisstore ./backend/...' # -timeout: a hang catch
 done
 echo "matrix: $failed suite(s) failed"
 [ "$failed" = 0 ]

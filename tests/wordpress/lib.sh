@@ -95,7 +95,7 @@ wp_start_mariadb() {
     --loose-innodb-buffer-pool-dump-at-shutdown=0 --loose-innodb-buffer-pool-load-at-startup=0 &
   wp_pids+=($!)
   wp_db_pid=$!
-  for i in $(seq 300); do
+  for i in $(seq 3000); do # 300 s and more: a hang catch
     if wp_cli /dev/null -d extension=mysqlnd -d extension=mysqli -r '
         mysqli_report(MYSQLI_REPORT_OFF);
         $db = @mysqli_connect("localhost", "root", "", "", 0, $argv[1]);
@@ -220,14 +220,15 @@ listen.backlog = 1024
 pm = static
 pm.max_children = $workers
 catch_workers_output = yes
-request_terminate_timeout = 120
+; a hang catch, not a speed bound
+request_terminate_timeout = 600
 clear_env = no
 CONF
   [ "$(id -u)" = 0 ] && root=(-R)
   PHP_INI_SCAN_DIR= "$wp_fpm" -F "${root[@]}" -c "$ini" -y "$dir/fpm.conf" &
   wp_pids+=($!)
   wp_fpm_pid=$!
-  for i in $(seq 200); do
+  for i in $(seq 2400); do # 120 s: a hang catch
     [ -S "$wp_fpm_sock" ] && return 0
     kill -0 "$wp_fpm_pid" 2>/dev/null || break
     sleep 0.05
@@ -245,7 +246,7 @@ wp_get() {
     REQUEST_METHOD=GET QUERY_STRING="$query" REQUEST_URI="$path${query:+?$query}" \
     HTTP_HOST=localhost SERVER_NAME=localhost SERVER_PORT=80 SERVER_PROTOCOL=HTTP/1.1 \
     REMOTE_ADDR=127.0.0.1 GATEWAY_INTERFACE=CGI/1.1 \
-    timeout 120 "$wp_cgi_fcgi" -bind -connect "$wp_fpm_sock"
+    timeout 900 "$wp_cgi_fcgi" -bind -connect "$wp_fpm_sock"
 }
 
 # wp_header NAME < RESPONSE: the value of a response header. (It reads

@@ -112,7 +112,8 @@ flock_waiters() {
 # exclusive flock on) until all N wait there (then on the store's counter,
 # actions.php says why). @I@ in QUERY is the
 # request's number i, @I50@ is 50 i; request i's lines go to OUT.i. Returns non-zero if
-# they did not all reach the barrier within 60 s.
+# they did not all reach the barrier within 300 s (a hang catch: 20 WordPress
+# boots at once take long on a loaded host).
 race() {
   local n=$1 root=$2 query=$3 out=$4 barrier i q fd at=0 reqs=()
   barrier=$(mktemp "$wp_tmp/barrier.XXXXXX")
@@ -125,7 +126,7 @@ race() {
     reqs+=($!)
     race_pids+=($!)
   done
-  for _ in $(seq 600); do
+  for _ in $(seq 3000); do
     at=$(flock_waiters "$barrier")
     [ "$at" -ge "$n" ] && break
     sleep 0.1
