@@ -112,8 +112,13 @@ func TestKeysAimedByTheUnseededHashSpread(t *testing.T) {
 					}
 				}
 				k := len(aim.sids)
+				// Aimed ids spread as random ones do: a shard holds about k/4.
+				// The bound is 3k/4, not k/2: a fair spread of the chain's 32
+				// ids puts 16 in some shard in about 1 run of 40 (binomial,
+				// over the three id lengths), 24 in fewer than 1 in 10^7; an
+				// aim that worked puts all k in one.
 				for i, c := range perShard {
-					assert.Less(t, c, k/2, "%s: shard %d holds %d of %d aimed ids", aim.name, i, c, k)
+					assert.Less(t, c, k*3/4, "%s: shard %d holds %d of %d aimed ids", aim.name, i, c, k)
 				}
 				assert.Greater(t, len(homes), k*9/10, "%s: %d distinct probe starts for %d aimed ids", aim.name, len(homes), k)
 				assert.Greater(t, differ, k*9/10, "%s: two segments hash alike", aim.name)
