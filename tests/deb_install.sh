@@ -35,6 +35,7 @@
 # (skipped) without them.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
+. "$src/tests/chroot.sh"
 if [ "$(id -u)" != 0 ]; then
   echo "deb-package: needs root for debootstrap, mount and chroot: skipped"
   exit 77
@@ -157,11 +158,10 @@ mount -t overlay overlay -o "lowerdir=$base,upperdir=$tmp/upper,workdir=$tmp/wor
 mounted+=("$run")
 mount -t proc proc "$run/proc"
 mounted+=("$run/proc")
-mount --rbind /dev "$run/dev"
+# A /dev of the run's own (tests/chroot.sh), with its /dev/shm: the pool's
+# segment is made there.
+chroot_dev "$run"
 mounted+=("$run/dev")
-# A /dev/shm of the run's own: the pool's segment is made there.
-mount -t tmpfs -o mode=1777,size=256m tmpfs "$run/dev/shm"
-mounted+=("$run/dev/shm")
 
 # What the chroot holds before the install (dpkg's and apt's own records,
 # logs and /tmp aside), to compare with what it holds after the purge.

@@ -46,6 +46,10 @@ mkdir -p "$(dirname "$root")"
 exec 9> "$root.lock"
 flock 9
 
+. "$src/tests/chroot.sh"
+# A run killed by a timeout left its mounts: undo them before anything else.
+chroot_unmount "$root" || { echo "matrix: a mount under $root stays"; exit 1; }
+
 mounted=()
 cleanup() {
   # Servers started inside the chroot by a test that failed halfway.
@@ -72,7 +76,7 @@ current() {
 if ! current; then
   echo "matrix: making a Debian $suite chroot in $root"
   command -v debootstrap >/dev/null || apt-get install -y -qq debootstrap
-  rm -rf "$root.new"
+  chroot_remove "$root.new"
   debootstrap --variant=minbase "$suite" "$root.new" "$mirror" > "$root.new.log" 2>&1 \
     || { tail -20 "$root.new.log"; exit 1; }
   # No service starts inside the chroot when its package is installed.
@@ -89,14 +93,15 @@ if ! current; then
   fi
   umount "$root.new/proc"
   chroot "$root.new" apt-get clean
-  rm -rf "$root"
+  chroot_remove "$root"
   mv "$root.new" "$root"
   echo "$want" > "$stamp"
 fi
 
 mount -t proc proc "$root/proc"
 mounted+=("$root/proc")
-bind /dev /dev
+chroot_dev "$root"
+mounted+=("$root/dev")
 bind "$src" /src
 bind "$go_root" /usr/local/go
 bind "$go_modcache" "$go_modcache"
