@@ -180,6 +180,31 @@ func (o recordsOut) answer(need int) C.int {
 	return C.EPHPM_KV_OK
 }
 
+// pageOut is a walk's page of records in the caller's buffer, their
+// length in *n, and the next page's cursor in *next, written only with OK
+// (scan).
+type pageOut struct {
+	n    *C.size_t
+	cap  C.size_t
+	next *C.uint64_t
+}
+
+func outPage(n *C.size_t, cap C.size_t, next *C.uint64_t) pageOut {
+	*n, *next = 0, 0
+	return pageOut{n, cap, next}
+}
+
+// answer: OK with the records and the cursor, or TOO_SMALL with *n the
+// length they need.
+func (o pageOut) answer(need int, next uint64) C.int {
+	*o.n = C.size_t(need)
+	if need > int(o.cap) {
+		return C.EPHPM_KV_TOO_SMALL
+	}
+	*o.next = C.uint64_t(next)
+	return C.EPHPM_KV_OK
+}
+
 // storedOut is how many leading entries of a batch are stored, in *p:
 // set even when the batch fails (set_many), so its answer takes the error.
 type storedOut struct{ p *C.size_t }

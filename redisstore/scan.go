@@ -27,15 +27,15 @@ var _ backend.Scanner = (*Store)(nil)
 // hash tag taken off). ephpm's own keys (ephpm:line:, ephpm:lease:,
 // ephpm:fence:) are listed as they are.
 //
-// Locks: Redis stores a lock as a plain string. Every walk reports the
-// keys under Options.LockPrefixes (the session lock prefix,
-// session_lock:) as locks; a walk with locksOnly reports besides the
-// keys it can tell are locks by a look at each: read-held names (their
-// value is a reader record: Readers counts the live holds, by lock_info's
-// script, on the server's clock in one step, as LockInfo counts them) and
-// names with waiters in their line (Waiters: the line's length, which
-// counts waiters of every process; it counts no waiter of Wait); a walk
-// of every key does not look (Waiters -1: not known). A lock taken with
+// Locks: Redis stores a lock as a plain string. Every walk reports as
+// locks the keys under Options.LockPrefixes (the session lock prefix,
+// session_lock:) and read-held names (their value is a reader record:
+// Readers counts the live holds, by lock_info's script, on the server's
+// clock in one step, as LockInfo counts them); a walk with locksOnly
+// reports besides the names with waiters in their line (Waiters: the
+// line's length, which counts waiters of every process; it counts no
+// waiter of Wait), which a walk of every key does not look at (Waiters
+// -1: not known). A lock taken with
 // set_nx on a name nobody waits for is told from a value by nothing: it
 // is in the walk of every key. HolderPID is always 0: the server records
 // no process.
@@ -70,8 +70,8 @@ func (s *Store) Scan(prefix string, cursor uint64, count int, locksOnly bool) (b
 	for i, k := range keys {
 		pttl[i] = pipe.PTTL(ctx, k)
 		strlen[i] = pipe.StrLen(ctx, k)
+		head[i] = pipe.GetRange(ctx, k, 0, 31) // a reader record's magic, and more
 		if locksOnly {
-			head[i] = pipe.GetRange(ctx, k, 0, 31) // a reader record's magic, and more
 			if q, _, ok := queueKeys(k); ok {
 				line[i] = pipe.ZCard(ctx, q)
 			}
@@ -103,25 +103,25 @@ func (s *Store) Scan(prefix string, cursor uint64, count int, locksOnly bool) (b
 		case !isWrongType(err):
 			return backend.ScanPage{}, fmt.Errorf("STRLEN of %s: %w", k, classify(err))
 		}
-		ki.Lock = hasPrefix(ki.Key, s.opts.LockPrefixes)
+		h, err := head[i].Result()
+		if err != nil && !isWrongType(err) {
+			return backend.ScanPage{}, fmt.Errorf("GETRANGE of %s: %w", k, classify(err))
+		}
+		reader := err == nil && kv.IsReaderRecord([]byte(h))
+		if reader {
+			// lock_info's count: the live holds on the server's clock,
+			// read in one step (-1: the key holds no reader record
+			// any more, 0: no live hold, or the key is gone).
+			n, err := s.run(lockInfoScript, []string{k})
+			if err != nil {
+				return backend.ScanPage{}, fmt.Errorf("the read holds of %s: %w", k, err)
+			}
+			ki.Readers = int(max(n, 0))
+		}
+		ki.Lock = reader || hasPrefix(ki.Key, s.opts.LockPrefixes)
 		if locksOnly {
 			if strings.HasPrefix(k, "ephpm:") {
 				continue
-			}
-			h, err := head[i].Result()
-			if err != nil && !isWrongType(err) {
-				return backend.ScanPage{}, fmt.Errorf("GETRANGE of %s: %w", k, classify(err))
-			}
-			reader := err == nil && kv.IsReaderRecord([]byte(h))
-			if reader {
-				// lock_info's count: the live holds on the server's clock,
-				// read in one step (-1: the key holds no reader record
-				// any more, 0: no live hold, or the key is gone).
-				n, err := s.run(lockInfoScript, []string{k})
-				if err != nil {
-					return backend.ScanPage{}, fmt.Errorf("the read holds of %s: %w", k, err)
-				}
-				ki.Readers = int(max(n, 0))
 			}
 			ki.Waiters = 0
 			if line[i] != nil {
