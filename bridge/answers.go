@@ -328,6 +328,19 @@ func fillStats(out *C.ephpm_kv_stats) error {
 	full.session_bytes, full.session_limit = C.int64_t(st.SessionBytes), C.int64_t(st.SessionLimit)
 	full.processes = C.int64_t(st.Processes)
 	setText(full.store[:], *chosen.Load())
+	setText(full.facts[:], st.Facts)
+	full.rate_interval_ms = C.uint32_t(st.RateInterval / time.Millisecond)
+	for i, r := range st.Rates[:min(len(st.Rates), len(full.rates))] {
+		full.rates[i] = C.ephpm_kv_rate{hits: C.uint64_t(r.Hits), misses: C.uint64_t(r.Misses), sets: C.uint64_t(r.Sets),
+			set_nx_wins: C.uint64_t(r.SetNXWins), set_nx_losses: C.uint64_t(r.SetNXLosses),
+			evictions: C.uint64_t(r.Evictions), expirations: C.uint64_t(r.Expirations)}
+		full.rate_count++
+	}
+	for i, sh := range st.Shards[:min(len(st.Shards), len(full.shard))] {
+		full.shard[i] = C.ephpm_kv_shard{keys: C.int64_t(sh.Keys), bytes_used: C.int64_t(sh.BytesUsed),
+			heap_size: C.int64_t(sh.HeapSize), heap_free: C.int64_t(sh.HeapFree), largest_free: C.int64_t(sh.LargestFree)}
+		full.shard_count++
+	}
 	// Fill only what the caller's struct has room for.
 	n := min(uintptr(out.struct_size), unsafe.Sizeof(full))
 	copy(unsafe.Slice((*byte)(unsafe.Pointer(out)), n), unsafe.Slice((*byte)(unsafe.Pointer(&full)), n))

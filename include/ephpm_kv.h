@@ -162,6 +162,27 @@ typedef enum ephpm_kv_status {
  * EPHPM_KV_E_UNAVAILABLE). Go's kv.ErrNothingDone has this text. */
 #define EPHPM_KV_NOTHING_DONE "nothing was written or granted"
 
+/* The counts of one interval of the rates a store keeps (the stats
+ * member's rates[]): what happened in it, as the totals of ephpm_kv_stats
+ * count it. */
+typedef struct ephpm_kv_rate {
+    uint64_t hits, misses, sets, set_nx_wins, set_nx_losses, evictions, expirations;
+} ephpm_kv_rate;
+
+/* One shard of a shared-memory segment (the stats member's shard[]). */
+typedef struct ephpm_kv_shard {
+    int64_t keys;          /* entries, counting expired ones not yet reclaimed */
+    int64_t bytes_used;    /* memory charged to entries */
+    int64_t heap_size;     /* bytes of the shard's heap */
+    int64_t heap_free;     /* bytes of its free blocks */
+    int64_t largest_free;  /* its largest free block: heap_free much larger
+                            * than it is a fragmented heap */
+} ephpm_kv_shard;
+
+/* How many intervals and shards ephpm_kv_stats has room for. */
+#define EPHPM_KV_STATS_RATES  30
+#define EPHPM_KV_STATS_SHARDS 32
+
 /* Filled by the stats member. The caller sets struct_size to the size of
  * its own struct; the provider fills only the fields that lie within it, so
  * fields appended later never overrun an older caller's struct. Text fields
@@ -194,6 +215,21 @@ typedef struct ephpm_kv_stats {
                              * "shm /dev/shm/ephpm-fpm-www.33 (default: php-fpm
                              * pool www)" or "redis (ephpm.kv_backend)"; cut to
                              * fit, NUL-terminated */
+    /* ---- appended for the status page ---- */
+    char facts[256];        /* what the store is, for a person: a segment's
+                             * file and shape, a Redis server's version, mode
+                             * and memory policy; "" for the in-process store */
+    uint32_t rate_interval_ms; /* the length of each interval of rates[]; 0:
+                                * the store keeps no rates (Redis) */
+    uint32_t rate_count;    /* intervals in rates[], newest first: rates[0]
+                             * is the last complete one. A ring of counters
+                             * the store keeps (in a segment, for every
+                             * process), 10 s intervals over 5 minutes */
+    ephpm_kv_rate rates[EPHPM_KV_STATS_RATES];
+    uint32_t shard_count;   /* shards in shard[]; 0 for a store without (the
+                             * in-process store, Redis) */
+    uint32_t reserved2;
+    ephpm_kv_shard shard[EPHPM_KV_STATS_SHARDS];
 } ephpm_kv_stats;
 
 typedef struct ephpm_kv_ops {

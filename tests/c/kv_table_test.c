@@ -24,6 +24,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1027,6 +1028,18 @@ static void test_scan_member(void)
     CHECK(ops->scan(long_prefix, sizeof long_prefix, 0, 10, 0, buf, sizeof buf, &len, &next) == EPHPM_KV_E_INVALID,
           "a prefix longer than a key");
     CHECK(ops->lock_release(S("scan:lock"), S("r1")) == EPHPM_KV_OK, "release");
+
+    /* The status page's stats: the in-process store keeps rates, has no
+     * shards to show; an older caller's struct ends before them. */
+    ephpm_kv_stats st;
+    memset(&st, 0xAB, sizeof st);
+    st.struct_size = sizeof st;
+    CHECK(ops->stats(&st) == EPHPM_KV_OK && st.rate_interval_ms == 10000 && st.rate_count <= EPHPM_KV_STATS_RATES
+          && st.shard_count == 0 && st.facts[0] == '\0', "stats: rates every %u ms, %u shards", st.rate_interval_ms,
+          st.shard_count);
+    memset(&st, 0xAB, sizeof st);
+    st.struct_size = offsetof(ephpm_kv_stats, facts);
+    CHECK(ops->stats(&st) == EPHPM_KV_OK && (unsigned char)st.facts[0] == 0xAB, "an older struct is not overrun");
 }
 
 int main(int argc, char **argv)
