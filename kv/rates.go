@@ -37,7 +37,13 @@ const (
 // RateCounts are the counters the ring keeps: totals in a snapshot,
 // counts in an interval.
 type RateCounts struct {
-	Hits, Misses, Sets, SetNXWins, SetNXLosses, Evictions, Expirations uint64
+	Hits        uint64 `json:"hits"`
+	Misses      uint64 `json:"misses"`
+	Sets        uint64 `json:"sets"`
+	SetNXWins   uint64 `json:"set_nx_wins"`
+	SetNXLosses uint64 `json:"set_nx_losses"`
+	Evictions   uint64 `json:"evictions"`
+	Expirations uint64 `json:"expirations"`
 }
 
 func (c RateCounts) fields() [rateFields]uint64 {

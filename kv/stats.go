@@ -56,14 +56,14 @@ type Stats struct {
 
 // ShardStats is one shard of a shared-memory segment.
 type ShardStats struct {
-	Keys      int64 // entries, counting expired ones not yet reclaimed
-	BytesUsed int64 // memory charged to entries
-	HeapSize  int64 // bytes of the shard's heap
-	HeapFree  int64 // bytes of its free blocks
+	Keys      int64 `json:"keys"`       // entries, counting expired ones not yet reclaimed
+	BytesUsed int64 `json:"bytes_used"` // memory charged to entries
+	HeapSize  int64 `json:"heap_size"`  // bytes of the shard's heap
+	HeapFree  int64 `json:"heap_free"`  // bytes of its free blocks
 	// LargestFree is the largest free block, the longest value a write
 	// can place without moving entries: HeapFree much larger than it is a
 	// fragmented heap.
-	LargestFree int64
+	LargestFree int64 `json:"largest_free"`
 }
 
 // Stats returns the store's figures now. It takes each shard lock in turn,
