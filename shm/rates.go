@@ -47,13 +47,15 @@ func (s *Store) rateTotals() kv.RateCounts {
 	return kv.RateCounts{Hits: f[0], Misses: f[1], Sets: f[2], SetNXWins: f[3], SetNXLosses: f[4], Evictions: f[5], Expirations: f[6]}
 }
 
-// armRates starts this process's ticks of the ring. Open calls it once.
+// armRates arms this process's next tick of the ring: Open, then each
+// tick. Each tick is a timer of its own, kept where Close finds it.
 func (s *Store) armRates() {
-	s.rateTimer = time.AfterFunc(rateTick, s.tickRates)
+	s.rateTimer.Store(time.AfterFunc(rateTick, s.tickRates))
 }
 
 // tickRates ticks the ring and arms the next tick, until the store is
-// closed or its file gone.
+// closed or its file gone (a tick that runs as Close stops the timer arms
+// one more, which finds the store closed).
 func (s *Store) tickRates() {
 	tk, err := s.enter()
 	if err != nil {
@@ -61,7 +63,7 @@ func (s *Store) tickRates() {
 	}
 	defer s.leave(tk)
 	s.rateRing().Tick(expiryNow(), s.rateTotals)
-	s.rateTimer.Reset(rateTick)
+	s.armRates()
 }
 
 // statsMore adds to st the rates, the shards and the facts. Caller has

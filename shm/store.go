@@ -107,8 +107,8 @@ type Store struct {
 	check      atomic.Uint32
 	gone       atomic.Pointer[error]
 	checkTimer *time.Timer
-	// rateTimer ticks the rate ring (rates.go).
-	rateTimer *time.Timer
+	// rateTimer is the next tick of the rate ring (rates.go).
+	rateTimer atomic.Pointer[time.Timer]
 }
 
 var (
@@ -297,7 +297,9 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.checkTimer.Stop()
-	s.rateTimer.Stop()
+	if t := s.rateTimer.Load(); t != nil {
+		t.Stop()
+	}
 	done := tk.done
 	tk = nil
 	// The ticket is unreachable once no call holds it: every call keeps it

@@ -81,8 +81,9 @@ var_dump($redis ? $w === null : $w === 0);
 ephpm_kv_unlock('t77:rw', $r1);
 ephpm_kv_unlock('t77:rw', $r2);
 
-// Without $cursor: the first page. An empty prefix: every key.
-var_dump(count(ephpm_kv_scan('t77:k:', count: 5)) <= 5);
+// Without $cursor: the first page (Redis takes the count as a hint). An
+// empty prefix: every key.
+var_dump(count(ephpm_kv_scan('t77:k:', count: 5)) <= ($redis ? 251 : 5));
 $n = 0;
 $cursor = null;
 do {
