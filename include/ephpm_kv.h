@@ -84,7 +84,8 @@ extern "C" {
  * caller's buffer, without padding, each field in the machine's byte
  * order, read with memcpy (records are not aligned):
  *   uint32_t key_len
- *   uint32_t kind        EPHPM_KV_SCAN_VALUE, _LOCK, _LOCK_SHARED, _SESSION
+ *   uint32_t kind        EPHPM_KV_SCAN_VALUE, _LOCK, _LOCK_SHARED, _SESSION,
+ *                        _SKIPPED
  *   int64_t  size        the value's length as get returns it; -1 when the
  *                        store cannot say (a Redis key that is no string)
  *   int64_t  ttl_ms      the time left, rounded up as pttl does; -1: none
