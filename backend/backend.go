@@ -106,6 +106,10 @@ type Backend interface {
 	// Close releases what the backend holds (connections); it is called
 	// when the table stops serving it.
 	Close() error
+
+	// Scanner is the scan member's walk (scan.go); the bridge writes its
+	// pages as the header's records (bridge/scan.go).
+	Scanner
 }
 
 // Revalidator is a Backend whose store can be taken away from under a

@@ -64,3 +64,17 @@ func (m Memory) Stats() (kv.Stats, error) { return m.Store.Stats(), nil }
 
 // Close does nothing: the in-process store lives as long as the process.
 func (m Memory) Close() error { return nil }
+
+// Scan walks the store (kv.Store.Scan): every waiter and holder is this
+// process's, so no entry names a holder process.
+func (m Memory) Scan(prefix string, cursor uint64, count int, locksOnly bool) (ScanPage, error) {
+	entries, next, err := m.Store.Scan(prefix, cursor, count, locksOnly)
+	if err != nil {
+		return ScanPage{}, err
+	}
+	page := ScanPage{Next: next, Keys: make([]KeyInfo, len(entries))}
+	for i, e := range entries {
+		page.Keys[i] = KeyInfo{Key: e.Key, Size: e.Size, TTL: e.TTL, Lock: e.Lock, Readers: e.Readers, Waiters: e.Waiters}
+	}
+	return page, nil
+}

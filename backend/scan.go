@@ -1,11 +1,15 @@
 package backend
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
-// What a tool that looks at a store (the ephpm command, its RESP
-// endpoint) needs beyond the table's members. These are optional: a
-// Backend that has them implements the interface, and a caller asks with a
-// type assertion. None of them is a member of include/ephpm_kv.h.
+// The walk of a store's entries (Scanner, which every Backend is: the
+// scan member of include/ephpm_kv.h, the ephpm command's keys and locks,
+// its RESP endpoint's SCAN, the status page's key browser), and what a
+// tool needs beyond the table's members (CondSetter: optional, a caller
+// asks with a type assertion).
 
 // KeyInfo is one live entry as a walk of the store saw it, at one instant
 // of its own (each entry is read under its shard's lock or its server's
@@ -28,9 +32,59 @@ type KeyInfo struct {
 	// (a session lock taken by the session handler on a shared-memory
 	// segment); 0 when the store records none.
 	HolderPID int
-	// Waiters is how many callers wait for the key to be free (only
-	// filled by a walk of locks; 0 when the store cannot say).
+	// Waiters is how many callers wait for the key to be free; -1 when
+	// the store cannot say (on Redis, outside a walk of locks).
 	Waiters int
+}
+
+// Kind is what an entry of a walk is, as the scan member's records
+// (EPHPM_KV_SCAN_*) and the ephpm command name it: the one place that
+// reads a KeyInfo's fields as a kind.
+type Kind uint32
+
+const (
+	KindValue      Kind = iota // a value
+	KindLock                   // a lock held exclusively (set_nx, lock_acquire, a session's lock)
+	KindSharedLock             // a lock held for reading (Readers holds)
+	KindSession                // a session's data (the session handler's data prefix)
+)
+
+// Kind is k's kind; sessionData is the session handler's data prefix
+// ("": no entry is session data).
+func (k KeyInfo) Kind(sessionData string) Kind {
+	switch {
+	case k.Lock && k.Readers > 0:
+		return KindSharedLock
+	case k.Lock:
+		return KindLock
+	case sessionData != "" && strings.HasPrefix(k.Key, sessionData):
+		return KindSession
+	}
+	return KindValue
+}
+
+// Holders is how many hold k: 1 for an exclusive lock, the read holds of
+// a shared one, 0 for a value or session data.
+func (k KeyInfo) Holders() int {
+	switch {
+	case k.Lock && k.Readers > 0:
+		return k.Readers
+	case k.Lock:
+		return 1
+	}
+	return 0
+}
+
+func (k Kind) String() string {
+	switch k {
+	case KindLock:
+		return "lock"
+	case KindSharedLock:
+		return "shared lock"
+	case KindSession:
+		return "session"
+	}
+	return "value"
 }
 
 // ScanPage is one page of a walk.
@@ -45,11 +99,14 @@ type ScanPage struct {
 	Skipped []string
 }
 
-// Scanner walks a store's live entries page by page.
+// Scanner walks a store's live entries page by page. Every Backend is one
+// (the scan member).
 type Scanner interface {
 	// Scan returns the page that begins at cursor (0: the first) with
-	// about count entries (a page may hold fewer, or none, with the walk
-	// not complete), only locks with locksOnly. An entry live for the whole
+	// about count of the entries whose key begins with prefix (a page may
+	// hold fewer, or none, with the walk not complete; it may hold more
+	// on Redis, whose SCAN takes count as a hint), only locks with
+	// locksOnly. An entry live for the whole
 	// walk is returned at least once; one written or removed during it
 	// may be returned or not, and an entry may be returned twice. A
 	// cursor that names no position of the walk is refused with
@@ -59,7 +116,7 @@ type Scanner interface {
 	// It changes nothing in the store (an expired entry it meets is left
 	// for the store's own sweep), and it never blocks other callers for
 	// more than one page's worth of entries.
-	Scan(cursor uint64, count int, locksOnly bool) (ScanPage, error)
+	Scan(prefix string, cursor uint64, count int, locksOnly bool) (ScanPage, error)
 }
 
 // SetCondition is when a conditional set stores.

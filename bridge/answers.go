@@ -180,6 +180,31 @@ func (o recordsOut) answer(need int) C.int {
 	return C.EPHPM_KV_OK
 }
 
+// pageOut is a walk's page of records in the caller's buffer, their
+// length in *n, and the next page's cursor in *next, written only with OK
+// (scan).
+type pageOut struct {
+	n    *C.size_t
+	cap  C.size_t
+	next *C.uint64_t
+}
+
+func outPage(n *C.size_t, cap C.size_t, next *C.uint64_t) pageOut {
+	*n, *next = 0, 0
+	return pageOut{n, cap, next}
+}
+
+// answer: OK with the records and the cursor, or TOO_SMALL with *n the
+// length they need.
+func (o pageOut) answer(need int, next uint64) C.int {
+	*o.n = C.size_t(need)
+	if need > int(o.cap) {
+		return C.EPHPM_KV_TOO_SMALL
+	}
+	*o.next = C.uint64_t(next)
+	return C.EPHPM_KV_OK
+}
+
 // storedOut is how many leading entries of a batch are stored, in *p:
 // set even when the batch fails (set_many), so its answer takes the error.
 type storedOut struct{ p *C.size_t }
@@ -303,6 +328,19 @@ func fillStats(out *C.ephpm_kv_stats) error {
 	full.session_bytes, full.session_limit = C.int64_t(st.SessionBytes), C.int64_t(st.SessionLimit)
 	full.processes = C.int64_t(st.Processes)
 	setText(full.store[:], *chosen.Load())
+	setText(full.facts[:], st.Facts)
+	full.rate_interval_ms = C.uint32_t(st.RateInterval / time.Millisecond)
+	for i, r := range st.Rates[:min(len(st.Rates), len(full.rates))] {
+		full.rates[i] = C.ephpm_kv_rate{hits: C.uint64_t(r.Hits), misses: C.uint64_t(r.Misses), sets: C.uint64_t(r.Sets),
+			set_nx_wins: C.uint64_t(r.SetNXWins), set_nx_losses: C.uint64_t(r.SetNXLosses),
+			evictions: C.uint64_t(r.Evictions), expirations: C.uint64_t(r.Expirations)}
+		full.rate_count++
+	}
+	for i, sh := range st.Shards[:min(len(st.Shards), len(full.shard))] {
+		full.shard[i] = C.ephpm_kv_shard{keys: C.int64_t(sh.Keys), bytes_used: C.int64_t(sh.BytesUsed),
+			heap_size: C.int64_t(sh.HeapSize), heap_free: C.int64_t(sh.HeapFree), largest_free: C.int64_t(sh.LargestFree)}
+		full.shard_count++
+	}
 	// Fill only what the caller's struct has room for.
 	n := min(uintptr(out.struct_size), unsafe.Sizeof(full))
 	copy(unsafe.Slice((*byte)(unsafe.Pointer(out)), n), unsafe.Slice((*byte)(unsafe.Pointer(&full)), n))

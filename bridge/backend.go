@@ -44,9 +44,11 @@ var sessionRule = kv.Options{
 }
 
 // redisOptions are the key rules a Redis backend is opened with, and near
-// its near cache.
+// its near cache. A session's lock is a lock to the walk (scan), which
+// cannot tell it from a value on Redis otherwise.
 func redisOptions(near redisstore.NearCache) redisstore.Options {
-	return redisstore.Options{Near: near, Colocated: sessionPrefixes, Pinned: sessionPrefixes}
+	return redisstore.Options{Near: near, Colocated: sessionPrefixes, Pinned: sessionPrefixes,
+		LockPrefixes: []string{sessionkeys.LockPrefix}}
 }
 
 var (

@@ -683,3 +683,22 @@ func ephpmGoBeginRequest() (rc C.int) {
 	defer recoverStatus(&rc)
 	return done(beginRequest())
 }
+
+// ephpmGoScan is scan's Go side: scanInto.
+//
+//export ephpmGoScan
+func ephpmGoScan(prefix *C.char, prefixLen C.size_t, cursor C.uint64_t, count C.size_t, flags C.int32_t, buf *C.char, bufCap C.size_t, len_ *C.size_t, next *C.uint64_t) (rc C.int) {
+	rc = unanswered
+	defer recoverStatus(&rc)
+	out := outPage(len_, bufCap, next)
+	var a args
+	p := a.bytes(prefix, prefixLen)
+	if a.err != nil {
+		return failure(a.err)
+	}
+	need, then, err := scanInto(p, uint64(cursor), int(count), int32(flags), view(buf, bufCap))
+	if err != nil {
+		return failure(err)
+	}
+	return out.answer(need, then)
+}

@@ -96,6 +96,8 @@ int call_member(int op, const char *k, size_t kl, const char *v, size_t vl,
         return o->expire_guarded_release(k, kl, ttl, v, vl, k, kl);
     case EPHPM_MEMBER_BEGIN_REQUEST:
         return o->begin_request();
+    case EPHPM_MEMBER_SCAN:
+        return o->scan(k, kl, (uint64_t)ttl, (size_t)ttl, (int32_t)(ttl & 1), buf, cap, len, (uint64_t *)num);
     }
     return -100;
 }
@@ -106,7 +108,7 @@ import "C"
 // caller's buffer.
 func fillsBuffer(op int) bool {
 	switch op {
-	case memberGet, memberLastError, memberGetMany, memberSetNXWaitGet, memberSetNXWaitGetFenced:
+	case memberGet, memberLastError, memberGetMany, memberSetNXWaitGet, memberSetNXWaitGetFenced, memberScan:
 		return true
 	}
 	return false
@@ -146,7 +148,8 @@ func takesKey(op int) bool {
 		memberLockRelease,
 		memberLockRefresh,
 		memberLockInfo,
-		memberExpireGuardedRelease:
+		memberExpireGuardedRelease,
+		memberScan:
 		return true
 	}
 	return false

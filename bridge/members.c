@@ -463,6 +463,21 @@ static int ephpm_op_begin_request(void)
     return ephpmGoBeginRequest();
 }
 
+/* Crosses into Go: ephpmGoScan. */
+static int ephpm_op_scan(const char *prefix, size_t prefix_len, uint64_t cursor, size_t count, int32_t flags, char *buf, size_t buf_cap, size_t *len, uint64_t *next)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (EPHPM_BAD_BUF(prefix, prefix_len)
+        || EPHPM_BAD_BUF(buf, buf_cap)
+        || len == NULL
+        || next == NULL) {
+        return ephpm_reject_null("scan");
+    }
+    return ephpmGoScan((char *)prefix, prefix_len, cursor, count, flags, buf, buf_cap, len, next);
+}
+
 static const ephpm_kv_ops ephpm_ops = {
     .abi_version = EPHPM_KV_ABI_VERSION,
     .struct_size = sizeof(ephpm_kv_ops),
@@ -501,6 +516,7 @@ static const ephpm_kv_ops ephpm_ops = {
     .lock_info = ephpm_op_lock_info,
     .expire_guarded_release = ephpm_op_expire_guarded_release,
     .begin_request = ephpm_op_begin_request,
+    .scan = ephpm_op_scan,
 };
 
 /* The provider's one exported symbol. */

@@ -66,6 +66,7 @@ int ephpm_op_last_error(char *buf, size_t buf_cap, size_t *len);
 #define EPHPM_MEMBER_LOCK_INFO 32
 #define EPHPM_MEMBER_EXPIRE_GUARDED_RELEASE 33
 #define EPHPM_MEMBER_BEGIN_REQUEST 34
-#define EPHPM_MEMBERS 35
+#define EPHPM_MEMBER_SCAN 35
+#define EPHPM_MEMBERS 36
 
 #endif /* EPHPM_BRIDGE_MEMBERS_H */

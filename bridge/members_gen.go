@@ -39,7 +39,8 @@ const (
 	memberLockInfo
 	memberExpireGuardedRelease
 	memberBeginRequest
+	memberScan
 )
 
 // tableMembers is how many members the table has.
-const tableMembers = 35
+const tableMembers = 36

@@ -80,6 +80,43 @@ extern "C" {
 /* The longest token lock_acquire takes (kv.CheckLockToken); the shortest is 1 byte. */
 #define EPHPM_KV_MAX_LOCK_TOKEN_LEN 255u
 
+/* The scan member. A page crosses as records laid end to end in the
+ * caller's buffer, without padding, each field in the machine's byte
+ * order, read with memcpy (records are not aligned):
+ *   uint32_t key_len
+ *   uint32_t kind        EPHPM_KV_SCAN_VALUE, _LOCK, _LOCK_SHARED, _SESSION,
+ *                        _SKIPPED
+ *   int64_t  size        the value's length as get returns it; -1 when the
+ *                        store cannot say (a Redis key that is no string)
+ *   int64_t  ttl_ms      the time left, rounded up as pttl does; -1: none
+ *   int64_t  holders     a lock's holders: 1 (exclusive) or its read
+ *                        holds; 0 for a value or session data
+ *   int64_t  waiters     callers waiting for the key to be free (wait and
+ *                        the waiting members); -1 when the store cannot
+ *                        say (Redis, in a walk of every key)
+ *   int64_t  holder_pid  the process the store records as the lock's
+ *                        holder (a session lock on a shared-memory
+ *                        segment); 0: none recorded
+ *   key_len bytes of key
+ * A lock is an entry the store keeps as one (set_nx, lock_acquire, a
+ * session's lock: never evicted). Redis keeps a lock as a plain string:
+ * it tells a session's lock by its prefix, and in a walk of locks also a
+ * read-held name and a name with callers in its line; a set_nx lock
+ * nobody waits for is a VALUE there. SESSION is the session handler's
+ * data (its data prefix). A SKIPPED record is no entry: its key bytes are
+ * the text of why a part of the store was left out (a damaged shard), its
+ * numbers 0. */
+#define EPHPM_KV_SCAN_RECORD_HEAD 48u   /* the fixed part of a record */
+#define EPHPM_KV_SCAN_VALUE       0u    /* a value */
+#define EPHPM_KV_SCAN_LOCK        1u    /* a lock held exclusively */
+#define EPHPM_KV_SCAN_LOCK_SHARED 2u    /* a lock held for reading */
+#define EPHPM_KV_SCAN_SESSION     3u    /* a session's data */
+#define EPHPM_KV_SCAN_SKIPPED     4u    /* a part of the store the walk left out */
+/* scan's flags. */
+#define EPHPM_KV_SCAN_LOCKS       1     /* only the locks */
+/* The most records a scan may ask for. */
+#define EPHPM_KV_SCAN_MAX_COUNT   100000u
+
 /* Return codes. Never renumbered; new codes take new numbers. */
 typedef enum ephpm_kv_status {
     /* The operation happened: found, stored, deleted. */
@@ -126,6 +163,27 @@ typedef enum ephpm_kv_status {
  * EPHPM_KV_E_UNAVAILABLE). Go's kv.ErrNothingDone has this text. */
 #define EPHPM_KV_NOTHING_DONE "nothing was written or granted"
 
+/* The counts of one interval of the rates a store keeps (the stats
+ * member's rates[]): what happened in it, as the totals of ephpm_kv_stats
+ * count it. */
+typedef struct ephpm_kv_rate {
+    uint64_t hits, misses, sets, set_nx_wins, set_nx_losses, evictions, expirations;
+} ephpm_kv_rate;
+
+/* One shard of a shared-memory segment (the stats member's shard[]). */
+typedef struct ephpm_kv_shard {
+    int64_t keys;          /* entries, counting expired ones not yet reclaimed */
+    int64_t bytes_used;    /* memory charged to entries */
+    int64_t heap_size;     /* bytes of the shard's heap */
+    int64_t heap_free;     /* bytes of its free blocks */
+    int64_t largest_free;  /* its largest free block: heap_free much larger
+                            * than it is a fragmented heap */
+} ephpm_kv_shard;
+
+/* How many intervals and shards ephpm_kv_stats has room for. */
+#define EPHPM_KV_STATS_RATES  30
+#define EPHPM_KV_STATS_SHARDS 32
+
 /* Filled by the stats member. The caller sets struct_size to the size of
  * its own struct; the provider fills only the fields that lie within it, so
  * fields appended later never overrun an older caller's struct. Text fields
@@ -158,6 +216,21 @@ typedef struct ephpm_kv_stats {
                              * "shm /dev/shm/ephpm-fpm-www.33 (default: php-fpm
                              * pool www)" or "redis (ephpm.kv_backend)"; cut to
                              * fit, NUL-terminated */
+    /* ---- appended for the status page ---- */
+    char facts[256];        /* what the store is, for a person: a segment's
+                             * file and shape, a Redis server's version, mode
+                             * and memory policy; "" for the in-process store */
+    uint32_t rate_interval_ms; /* the length of each interval of rates[]; 0:
+                                * the store keeps no rates (Redis) */
+    uint32_t rate_count;    /* intervals in rates[], newest first: rates[0]
+                             * is the last complete one. A ring of counters
+                             * the store keeps (in a segment, for every
+                             * process), 10 s intervals over 5 minutes */
+    ephpm_kv_rate rates[EPHPM_KV_STATS_RATES];
+    uint32_t shard_count;   /* shards in shard[]; 0 for a store without (the
+                             * in-process store, Redis) */
+    uint32_t reserved2;
+    ephpm_kv_shard shard[EPHPM_KV_STATS_SHARDS];
 } ephpm_kv_stats;
 
 typedef struct ephpm_kv_ops {
@@ -621,6 +694,35 @@ typedef struct ephpm_kv_ops {
      * at a call at most every 100 ms). OK otherwise, and at once on every
      * other backend. Changes nothing in the store. */
     int (*begin_request)(void);
+
+    /* ---- appended for the status page (a key browser, the held locks) ---- */
+
+    /* scan: one page of a walk of the store's live entries whose key begins
+     * with prefix (0..EPHPM_KV_MAX_KEY_LEN bytes; empty: every key), with
+     * flags EPHPM_KV_SCAN_LOCKS only the locks, as scan records in buf.
+     * cursor is 0 to begin, else the *next of the page before; *next is
+     * 0 once the walk is complete. count (1..EPHPM_KV_SCAN_MAX_COUNT) is
+     * about how many records a page holds: fewer, even none, with the walk
+     * not complete (a page visits a bounded part of the store), or more
+     * (entries the walk cannot part, Redis's SCAN COUNT being a hint).
+     *   OK         buf[0..*len) holds the page's records, *next the cursor.
+     *   TOO_SMALL  *len is the length the page's records need, larger than
+     *              buf_cap; nothing usable was written and *next is 0:
+     *              call again with the same cursor and a larger buffer.
+     *   E_INVALID  a bad prefix, count or flag, or a cursor no walk gave.
+     * A walk is no snapshot: each entry is read at an instant of its own.
+     * An entry live for the whole walk is in at least one page; one
+     * written or removed during it may be or not, and one may be in two
+     * (the shared-memory store: after a compaction; Redis: across a
+     * rehash). It changes nothing (no LRU stamp, no counter; an expired
+     * entry it meets is left for the store's own sweep). A shared-memory
+     * segment with a damaged shard walks past it, saying so in a record of
+     * kind EPHPM_KV_SCAN_SKIPPED: the walk is then not the store's whole
+     * content, and a caller that shows or counts keys must say so. A
+     * Redis Cluster is walked master by master; the cursor's top byte is
+     * the master's place. len and next must not be NULL. */
+    int (*scan)(const char *prefix, size_t prefix_len, uint64_t cursor, size_t count,
+                int32_t flags, char *buf, size_t buf_cap, size_t *len, uint64_t *next);
 
     /* Members appended by later versions go here, and only here: this
      * struct is the one list of members that bridge/members.c is generated

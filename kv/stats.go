@@ -1,5 +1,7 @@
 package kv
 
+import "time"
+
 // counters are one shard's; Stats adds them up. They are plain integers
 // guarded by the shard lock, which every operation that counts holds
 // anyway: an atomic store on amd64 is a locked XCHG, and eight of them on
@@ -38,10 +40,46 @@ type Stats struct {
 	// Processes is how many processes share the store (a shared-memory
 	// segment's attached processes); 0 for a store of one process.
 	Processes int64
+
+	// RateInterval is the length of the intervals of Rates, 0 for a store
+	// that keeps no rates (Redis); Rates are the counts of the last ones,
+	// newest first (RateRing.Read: none before a store's second interval).
+	RateInterval time.Duration
+	Rates        []RateCounts
+	// Shards are a shared-memory segment's shards, each's use of its
+	// heap; nil for a store without.
+	Shards []ShardStats
+	// Facts say what the store is, for a person: a segment's file and
+	// shape, a Redis server's version and mode ("" for none).
+	Facts string
 }
 
-// Stats returns the store's figures now. It takes each shard lock in turn.
+// ShardStats is one shard of a shared-memory segment.
+type ShardStats struct {
+	Keys      int64 `json:"keys"`       // entries, counting expired ones not yet reclaimed
+	BytesUsed int64 `json:"bytes_used"` // memory charged to entries
+	HeapSize  int64 `json:"heap_size"`  // bytes of the shard's heap
+	HeapFree  int64 `json:"heap_free"`  // bytes of its free blocks
+	// LargestFree is the largest free block, the longest value a write
+	// can place without moving entries: HeapFree much larger than it is a
+	// fragmented heap.
+	LargestFree int64 `json:"largest_free"`
+}
+
+// Stats returns the store's figures now. It takes each shard lock in turn,
+// and ticks the rate ring first (a reader sees the current interval).
 func (s *Store) Stats() Stats {
+	now := s.now()
+	s.rates.Tick(now, s.rateTotals)
+	st := s.stats()
+	st.RateInterval, st.Rates = RateInterval, s.rates.Read(now)
+	return st
+}
+
+// rateTotals are the counters the rate ring keeps, now.
+func (s *Store) rateTotals() RateCounts { return RateTotals(s.stats()) }
+
+func (s *Store) stats() Stats {
 	st := Stats{InstanceID: s.id}
 	cfg := s.MemoryConfig()
 	st.MemoryLimit, st.Eviction, st.Compression = cfg.Limit, cfg.Policy.String(), cfg.Compression

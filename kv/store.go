@@ -137,6 +137,11 @@ type Store struct {
 
 	shards [numShards]shard
 
+	// rates is the ring of the counters' snapshots (rates.go) over
+	// rateWords, ticked by the sweeper and by Stats.
+	rates     RateRing
+	rateWords [RateWords]uint64
+
 	stop      chan struct{}
 	sweeping  sync.WaitGroup
 	closeOnce sync.Once
@@ -181,6 +186,7 @@ func New(opts Options) *Store {
 		s.now, s.tick = coarse.Now, coarse.Resolution()
 	}
 	s.origin = s.now()
+	s.rates = NewRateRing(s.rateWords[:])
 	s.pinned = append([]string(nil), opts.PinnedPrefixes...)
 	s.sess = NewSessionRule(opts)
 	if err := s.Configure(opts.Memory); err != nil {

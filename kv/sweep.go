@@ -79,7 +79,9 @@ func (s *Store) sweepLoop(interval time.Duration) {
 		case <-s.stop:
 			return
 		case <-t.C:
-			s.lru.Store(uint32((s.now() - s.origin) / int64(time.Millisecond)))
+			now := s.now()
+			s.lru.Store(uint32((now - s.origin) / int64(time.Millisecond)))
+			s.rates.Tick(now, s.rateTotals)
 			s.Sweep()
 		}
 	}

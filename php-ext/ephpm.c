@@ -233,8 +233,10 @@ static PHP_MINFO_FUNCTION(ephpm)
             zend_string *name;
             ephpm_stats_to_array(&st, &arr);
             ZEND_HASH_FOREACH_STR_KEY_VAL(Z_ARRVAL(arr), name, v) {
-                if (zend_string_equals_literal(name, "library")) {
-                    continue;
+                if (zend_string_equals_literal(name, "library") || Z_TYPE_P(v) == IS_ARRAY
+                    || zend_string_equals_literal(name, "rate_interval_ms")
+                    || (Z_TYPE_P(v) == IS_STRING && Z_STRLEN_P(v) == 0)) {
+                    continue; /* the rates and shards are the status page's */
                 }
                 zend_string *text = zval_get_string(v);
                 php_info_print_table_row(2, ZSTR_VAL(name), ZSTR_VAL(text));

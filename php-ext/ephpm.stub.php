@@ -129,6 +129,22 @@ namespace {
     function ephpm_kv_set_many(array $values, int $ttl = 0): bool {}
 
     /**
+     * One page of a walk of the store's live entries whose key begins with
+     * $prefix (only the locks with $locks_only), as a list of
+     * ['key' => string, 'kind' => 'value'|'lock'|'lock_shared'|'session'|
+     * 'skipped', 'size' => bytes (-1: unknown), 'pttl' => ms left (-1:
+     * none), 'holders' => 1 or the read holds of a lock (0 otherwise),
+     * 'waiters' => ?int (null: unknown), 'holder_pid' => ?int]. $cursor is
+     * null or 0 to begin and is set to the next page's cursor, 0 once the
+     * walk is done: do { ... } while ($cursor !== 0). $count (1..100000)
+     * is about how many a page holds: a page may hold fewer, even none,
+     * before the walk is done. An entry live for the whole walk is in at
+     * least one page; the walk is no snapshot. A 'skipped' record names,
+     * in its 'key', a damaged part of the store the walk left out.
+     */
+    function ephpm_kv_scan(string $prefix = '', ?int &$cursor = null, int $count = 100, bool $locks_only = false): array {}
+
+    /**
      * The value of $key; on a miss, exactly one caller among all processes
      * sharing the store runs $compute (holding a lock on the key, for $wait
      * and at least 1 s), stores its string with $ttl and returns it, while

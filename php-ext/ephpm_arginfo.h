@@ -113,6 +113,13 @@ ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ephpm_kv_set_many, 0, 1, _IS_BOO
 	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, ttl, IS_LONG, 0, "0")
 ZEND_END_ARG_INFO()
 
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ephpm_kv_scan, 0, 0, IS_ARRAY, 0)
+	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, prefix, IS_STRING, 0, "''")
+	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(1, cursor, IS_LONG, 1, "null")
+	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, count, IS_LONG, 0, "100")
+	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, locks_only, _IS_BOOL, 0, "false")
+ZEND_END_ARG_INFO()
+
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_ephpm_kv_remember, 0, 3, IS_STRING, 0)
 	ZEND_ARG_TYPE_INFO(0, key, IS_STRING, 0)
 	ZEND_ARG_TYPE_INFO(0, ttl, IS_LONG, 0)
@@ -145,6 +152,7 @@ ZEND_FUNCTION(ephpm_kv_set_fenced);
 ZEND_FUNCTION(ephpm_kv_unlock);
 ZEND_FUNCTION(ephpm_kv_get_many);
 ZEND_FUNCTION(ephpm_kv_set_many);
+ZEND_FUNCTION(ephpm_kv_scan);
 ZEND_FUNCTION(ephpm_kv_remember);
 
 static const zend_function_entry ext_functions[] = {
@@ -173,6 +181,7 @@ static const zend_function_entry ext_functions[] = {
 	ZEND_FE(ephpm_kv_unlock, arginfo_ephpm_kv_unlock)
 	ZEND_FE(ephpm_kv_get_many, arginfo_ephpm_kv_get_many)
 	ZEND_FE(ephpm_kv_set_many, arginfo_ephpm_kv_set_many)
+	ZEND_FE(ephpm_kv_scan, arginfo_ephpm_kv_scan)
 	ZEND_FE(ephpm_kv_remember, arginfo_ephpm_kv_remember)
 	ZEND_FE_END
 };

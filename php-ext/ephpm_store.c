@@ -106,4 +106,37 @@ void ephpm_stats_to_array(const ephpm_kv_stats *st, zval *arr)
     add_assoc_long(arr, "session_limit", (zend_long)st->session_limit);
     add_assoc_long(arr, "processes", (zend_long)st->processes);
     add_assoc_string(arr, "store", st->store);
+    add_assoc_string(arr, "facts", st->facts);
+    /* The rates, newest first, and the segment's shards: empty lists from
+     * a store without (or a provider older than them). */
+    add_assoc_long(arr, "rate_interval_ms", (zend_long)st->rate_interval_ms);
+    zval rates, shards;
+    array_init_size(&rates, st->rate_count);
+    for (uint32_t i = 0; i < st->rate_count && i < EPHPM_KV_STATS_RATES; i++) {
+        const ephpm_kv_rate *r = &st->rates[i];
+        zval one;
+        array_init_size(&one, 7);
+        add_assoc_long(&one, "hits", (zend_long)r->hits);
+        add_assoc_long(&one, "misses", (zend_long)r->misses);
+        add_assoc_long(&one, "sets", (zend_long)r->sets);
+        add_assoc_long(&one, "set_nx_wins", (zend_long)r->set_nx_wins);
+        add_assoc_long(&one, "set_nx_losses", (zend_long)r->set_nx_losses);
+        add_assoc_long(&one, "evictions", (zend_long)r->evictions);
+        add_assoc_long(&one, "expirations", (zend_long)r->expirations);
+        add_next_index_zval(&rates, &one);
+    }
+    add_assoc_zval(arr, "rates", &rates);
+    array_init_size(&shards, st->shard_count);
+    for (uint32_t i = 0; i < st->shard_count && i < EPHPM_KV_STATS_SHARDS; i++) {
+        const ephpm_kv_shard *sh = &st->shard[i];
+        zval one;
+        array_init_size(&one, 5);
+        add_assoc_long(&one, "keys", (zend_long)sh->keys);
+        add_assoc_long(&one, "bytes_used", (zend_long)sh->bytes_used);
+        add_assoc_long(&one, "heap_size", (zend_long)sh->heap_size);
+        add_assoc_long(&one, "heap_free", (zend_long)sh->heap_free);
+        add_assoc_long(&one, "largest_free", (zend_long)sh->largest_free);
+        add_next_index_zval(&shards, &one);
+    }
+    add_assoc_zval(arr, "shards", &shards);
 }

@@ -1,9 +1,12 @@
 package redisstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -14,40 +17,52 @@ import (
 var _ backend.Scanner = (*Store)(nil)
 
 // Scan walks the server's keys (backend.Scanner): a page is one SCAN of
-// about count keys and one pipeline of PTTL and STRLEN for them (a key
-// that is no string has Size -1), so the keys are read each at its own
-// instant and the server is held by no call longer than SCAN's own step.
-// A key whose figures the server did not give (an error other than a
-// key gone since SCAN, or a key of another type for STRLEN) fails the
-// page: it is never left out as if it were gone.
-// Keys are given as the store names them (a colocated key's hash tag
-// taken off). ephpm's own keys (ephpm:line:, ephpm:lease:, ephpm:fence:)
-// are listed as they are.
+// about count keys, MATCH the glob of prefix (matchOf), and one pipeline
+// of PTTL and STRLEN for them (a key that is no string has Size -1), so
+// the keys are read each at its own instant and the server is held by no
+// call longer than SCAN's own step. A key whose figures the server did
+// not give (an error other than a key gone since SCAN, or a key of
+// another type for STRLEN) fails the page: it is never left out as if it
+// were gone. Keys are given as the store names them (a colocated key's
+// hash tag taken off). ephpm's own keys (ephpm:line:, ephpm:lease:,
+// ephpm:fence:) are listed as they are.
 //
-// Locks: Redis stores a lock as a plain string, so a walk with locksOnly
-// reports the keys it can tell are locks: those under Options.LockPrefixes
-// (the session lock prefix, session_lock:), read-held names
-// (their value is a reader record: Readers counts the live holds, by
-// lock_info's script, on the server's clock in one step, as LockInfo
-// counts them) and names with waiters in their line (Waiters: the line's
-// length, which counts waiters of every process; it counts no waiter of
-// Wait). A lock taken
-// with set_nx on a name nobody waits for is told from a value by nothing:
-// it is in the walk of every key. HolderPID is always 0: the server records
-// no process. On a Cluster, Scan is refused: each master would need a
-// cursor of its own.
-func (s *Store) Scan(cursor uint64, count int, locksOnly bool) (backend.ScanPage, error) {
+// Locks: Redis stores a lock as a plain string. Every walk reports as
+// locks the keys under Options.LockPrefixes (the session lock prefix,
+// session_lock:) and read-held names (their value is a reader record:
+// Readers counts the live holds, by lock_info's script, on the server's
+// clock in one step, as LockInfo counts them); a walk with locksOnly
+// reports besides the names with waiters in their line (Waiters: the
+// line's length, which counts waiters of every process; it counts no
+// waiter of Wait), which a walk of every key does not look at (Waiters
+// -1: not known). A lock taken with
+// set_nx on a name nobody waits for is told from a value by nothing: it
+// is in the walk of every key. HolderPID is always 0: the server records
+// no process.
+//
+// On a Cluster the walk visits each master in turn (in the order of their
+// addresses): the cursor is the master's place in that order << 56 | its
+// SCAN cursor. A walk across a failover or a resharding may miss keys
+// that moved.
+func (s *Store) Scan(prefix string, cursor uint64, count int, locksOnly bool) (backend.ScanPage, error) {
 	var page backend.ScanPage
-	c, ok := s.c.(*redis.Client)
-	if !ok {
-		return page, fmt.Errorf("%w: a walk of the keys of a %s deployment: walk each master's", kv.ErrInvalidArgument, s.mode)
+	node, nodeCursor, at, nodes, err := s.scanNode(cursor)
+	if err != nil {
+		return page, err
 	}
-	keys, next, err := c.Scan(ctx, cursor, "", int64(max(count, 1))).Result()
+	keys, next, err := node.Scan(ctx, nodeCursor, s.matchOf(prefix), int64(max(count, 1))).Result()
 	if err != nil {
 		return page, classify(err)
 	}
-	page.Next = next
-	pipe := c.Pipeline()
+	switch {
+	case next >= 1<<56:
+		return page, fmt.Errorf("SCAN of %s answered cursor %d, beyond what a walk of %d masters can carry", s.where, next, nodes)
+	case next != 0:
+		page.Next = uint64(at)<<56 | next
+	case at+1 < nodes:
+		page.Next = uint64(at+1) << 56
+	}
+	pipe := node.Pipeline()
 	pttl := make([]*redis.DurationCmd, len(keys))
 	strlen := make([]*redis.IntCmd, len(keys))
 	head := make([]*redis.StringCmd, len(keys))
@@ -55,15 +70,17 @@ func (s *Store) Scan(cursor uint64, count int, locksOnly bool) (backend.ScanPage
 	for i, k := range keys {
 		pttl[i] = pipe.PTTL(ctx, k)
 		strlen[i] = pipe.StrLen(ctx, k)
+		head[i] = pipe.GetRange(ctx, k, 0, 31) // a reader record's magic, and more
 		if locksOnly {
-			head[i] = pipe.GetRange(ctx, k, 0, 31) // a reader record's magic, and more
 			if q, _, ok := queueKeys(k); ok {
 				line[i] = pipe.ZCard(ctx, q)
 			}
 		}
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) && !isWrongType(err) {
-		return page, classify(err)
+	if len(keys) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) && !isWrongType(err) {
+			return page, classify(err)
+		}
 	}
 	for i, k := range keys {
 		d, err := pttl[i].Result()
@@ -73,7 +90,10 @@ func (s *Store) Scan(cursor uint64, count int, locksOnly bool) (backend.ScanPage
 		if d == -2 { // gone since SCAN saw it
 			continue
 		}
-		ki := backend.KeyInfo{Key: s.storeKey(k), Size: -1, TTL: -1}
+		ki := backend.KeyInfo{Key: s.storeKey(k), Size: -1, TTL: -1, Waiters: -1}
+		if !strings.HasPrefix(ki.Key, prefix) {
+			continue
+		}
 		if d >= 0 {
 			ki.TTL = d
 		}
@@ -83,25 +103,27 @@ func (s *Store) Scan(cursor uint64, count int, locksOnly bool) (backend.ScanPage
 		case !isWrongType(err):
 			return backend.ScanPage{}, fmt.Errorf("STRLEN of %s: %w", k, classify(err))
 		}
+		h, err := head[i].Result()
+		if err != nil && !isWrongType(err) {
+			return backend.ScanPage{}, fmt.Errorf("GETRANGE of %s: %w", k, classify(err))
+		}
+		reader := err == nil && kv.IsReaderRecord([]byte(h))
+		if reader {
+			// lock_info's count: the live holds on the server's clock,
+			// read in one step (-1: the key holds no reader record
+			// any more, 0: no live hold, or the key is gone).
+			n, err := s.run(lockInfoScript, []string{k})
+			if err != nil {
+				return backend.ScanPage{}, fmt.Errorf("the read holds of %s: %w", k, err)
+			}
+			ki.Readers = int(max(n, 0))
+		}
+		ki.Lock = reader || hasPrefix(ki.Key, s.opts.LockPrefixes)
 		if locksOnly {
 			if strings.HasPrefix(k, "ephpm:") {
 				continue
 			}
-			h, err := head[i].Result()
-			if err != nil && !isWrongType(err) {
-				return backend.ScanPage{}, fmt.Errorf("GETRANGE of %s: %w", k, classify(err))
-			}
-			reader := err == nil && kv.IsReaderRecord([]byte(h))
-			if reader {
-				// lock_info's count: the live holds on the server's clock,
-				// read in one step (-1: the key holds no reader record
-				// any more, 0: no live hold, or the key is gone).
-				n, err := s.run(lockInfoScript, []string{k})
-				if err != nil {
-					return backend.ScanPage{}, fmt.Errorf("the read holds of %s: %w", k, err)
-				}
-				ki.Readers = int(max(n, 0))
-			}
+			ki.Waiters = 0
 			if line[i] != nil {
 				n, err := line[i].Result()
 				if err != nil && !isWrongType(err) {
@@ -109,7 +131,7 @@ func (s *Store) Scan(cursor uint64, count int, locksOnly bool) (backend.ScanPage
 				}
 				ki.Waiters = int(n)
 			}
-			ki.Lock = reader || ki.Waiters > 0 || hasPrefix(ki.Key, s.opts.LockPrefixes)
+			ki.Lock = ki.Lock || reader || ki.Waiters > 0
 			if !ki.Lock {
 				continue
 			}
@@ -117,6 +139,74 @@ func (s *Store) Scan(cursor uint64, count int, locksOnly bool) (backend.ScanPage
 		page.Keys = append(page.Keys, ki)
 	}
 	return page, nil
+}
+
+// scanNode is the server a walk's cursor is on, with that server's SCAN
+// cursor, its place among the masters and how many there are: the one
+// server of a standalone or Sentinel deployment, or a Cluster's masters
+// in turn.
+func (s *Store) scanNode(cursor uint64) (node *redis.Client, nodeCursor uint64, at, nodes int, err error) {
+	if c, ok := s.c.(*redis.Client); ok {
+		if cursor >= 1<<56 {
+			return nil, 0, 0, 0, fmt.Errorf("%w: invalid cursor %d", kv.ErrInvalidArgument, cursor)
+		}
+		return c, cursor, 0, 1, nil
+	}
+	cc, ok := s.c.(*redis.ClusterClient)
+	if !ok {
+		return nil, 0, 0, 0, fmt.Errorf("a walk of the keys of a %s deployment", s.mode)
+	}
+	var mu sync.Mutex
+	var masters []*redis.Client
+	err = cc.ForEachMaster(ctx, func(_ context.Context, c *redis.Client) error {
+		mu.Lock()
+		masters = append(masters, c)
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return nil, 0, 0, 0, classify(err)
+	}
+	slices.SortFunc(masters, func(a, b *redis.Client) int { return strings.Compare(a.Options().Addr, b.Options().Addr) })
+	at = int(cursor >> 56)
+	if at >= len(masters) {
+		return nil, 0, 0, 0, fmt.Errorf("%w: invalid cursor %d (%d masters)", kv.ErrInvalidArgument, cursor, len(masters))
+	}
+	return masters[at], cursor & (1<<56 - 1), at, len(masters), nil
+}
+
+// matchOf is the SCAN MATCH pattern of the Redis keys of the store keys
+// that begin with prefix ("": every key): a colocated key's Redis name
+// has its rest in braces (redisKey), so a prefix that reaches into that
+// rest matches it after the brace. Scan checks each key it gets against
+// prefix again.
+func (s *Store) matchOf(prefix string) string {
+	if prefix == "" {
+		return ""
+	}
+	best := ""
+	for _, c := range s.opts.Colocated {
+		if strings.HasPrefix(prefix, c) && len(c) > len(best) {
+			best = c
+		}
+	}
+	if best != "" {
+		return globQuote(best) + "{" + globQuote(prefix[len(best):]) + "*"
+	}
+	return globQuote(prefix) + "*"
+}
+
+// globQuote escapes the bytes a glob reads as special.
+func globQuote(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '*', '?', '[', ']', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 func isWrongType(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE") }

@@ -40,7 +40,7 @@ func walkAll(s *Store, locksOnly bool) (map[string]backend.KeyInfo, error) {
 	seen := map[string]backend.KeyInfo{}
 	var cursor uint64
 	for {
-		p, err := s.Scan(cursor, 1000, locksOnly)
+		p, err := s.Scan("", cursor, 1000, locksOnly)
 		if err != nil {
 			return seen, err
 		}

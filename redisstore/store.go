@@ -804,5 +804,19 @@ func (s *Store) Stats() (kv.Stats, error) {
 			st.Eviction = cfg["maxmemory-policy"]
 		}
 	}
+	name := field["server_name"] // Valkey's; Redis has none
+	if name == "" {
+		name = "redis"
+	}
+	st.Facts = fmt.Sprintf("%s %s (%s mode) at %s, up %s s; maxmemory-policy %s, maxmemory %s, used_memory %s",
+		name, field["redis_version"], field["redis_mode"], s.where, field["uptime_in_seconds"],
+		st.Eviction, orNone(field["maxmemory_human"]), field["used_memory_human"])
 	return st, nil
+}
+
+func orNone(v string) string {
+	if v == "" || v == "0B" {
+		return "none"
+	}
+	return v
 }

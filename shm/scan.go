@@ -47,12 +47,13 @@ const (
 	scanSlotsPerPage = 16 * scanSlotsPerHold
 )
 
-// Scan returns a page of live entries (backend.Scanner): about count of
-// them (1 if count < 1), only locks (pinned entries: set_nx's and
-// lock_acquire's, and session locks) with locksOnly, those with each
-// lock's waiters and recorded holder. A page visits at most
-// scanSlotsPerPage index slots, so it may be empty with the walk not done.
-func (s *Store) Scan(cursor uint64, count int, locksOnly bool) (backend.ScanPage, error) {
+// Scan returns a page of live entries whose key begins with prefix
+// (backend.Scanner): about count of them (1 if count < 1), only locks
+// (pinned entries: set_nx's and lock_acquire's, and session locks) with
+// locksOnly, each lock with its waiters and recorded holder. A page visits
+// at most scanSlotsPerPage index slots, so it may be empty with the walk
+// not done.
+func (s *Store) Scan(prefix string, cursor uint64, count int, locksOnly bool) (backend.ScanPage, error) {
 	var page backend.ScanPage
 	tk, err := s.enter()
 	if err != nil {
@@ -71,7 +72,7 @@ func (s *Store) Scan(cursor uint64, count int, locksOnly bool) (backend.ScanPage
 		hold := min(scanSlotsPerHold, budget, n-done)
 		var visited int
 		err := s.inShard(sh, func() {
-			visited = s.scanSlots(sh, done, hold, count-len(page.Keys), locksOnly, &page)
+			visited = s.scanSlots(sh, prefix, done, hold, count-len(page.Keys), locksOnly, &page)
 		})
 		budget -= max(visited, 1)
 		done += visited
@@ -99,20 +100,17 @@ func (s *Store) Scan(cursor uint64, count int, locksOnly bool) (backend.ScanPage
 // below the top, down, appending the live entries it finds to page until
 // it holds want more; it returns how many slots it visited. Caller holds
 // sh's lock (in inShard: damage unwinds it).
-func (s *Store) scanSlots(sh *shard, done, hold, want int, locksOnly bool, page *backend.ScanPage) int {
+func (s *Store) scanSlots(sh *shard, prefix string, done, hold, want int, locksOnly bool, page *backend.ScanPage) int {
 	n := s.g.indexSlots
 	t := expiryNow()
-	var waiting map[uint64]int
-	if locksOnly {
-		waiting = s.waitingHashes(sh)
-	}
+	w := waiting{s: s, sh: sh}
 	found := 0
 	visit := func(i int) {
 		v := atomic.LoadUint64(sh.slot(i))
 		if v == slotEmpty || v == slotTomb {
 			return
 		}
-		if ki, ok := s.keyInfo(sh, sh.blockOf(v), t, locksOnly, waiting); ok {
+		if ki, ok := s.keyInfo(sh, sh.blockOf(v), prefix, t, locksOnly, &w); ok {
 			page.Keys = append(page.Keys, ki)
 			found++
 		}
@@ -126,10 +124,10 @@ func (s *Store) scanSlots(sh *shard, done, hold, want int, locksOnly bool, page 
 
 // keyInfo describes the entry b as of t, or reports false if it is not
 // live (expired, or a session lock whose holder died) or not wanted (a
-// value, with locksOnly). Caller holds sh's lock.
-func (s *Store) keyInfo(sh *shard, b int64, t int64, locksOnly bool, waiting map[uint64]int) (backend.KeyInfo, bool) {
+// value, with locksOnly, or a key without prefix). Caller holds sh's lock.
+func (s *Store) keyInfo(sh *shard, b int64, prefix string, t int64, locksOnly bool, w *waiting) (backend.KeyInfo, bool) {
 	lock := sh.entryPinned(b)
-	if locksOnly && !lock {
+	if locksOnly && !lock || !strings.HasPrefix(sh.entryKey(b), prefix) {
 		return backend.KeyInfo{}, false
 	}
 	at := sh.entryExpireAt(b)
@@ -152,24 +150,36 @@ func (s *Store) keyInfo(sh *shard, b int64, t int64, locksOnly bool, waiting map
 				ki.Readers = holders
 			}
 		}
-		ki.Waiters = waiting[s.g.hashOf(ki.Key)]
+	}
+	if atomic.LoadUint32(sh.u32(sWaiters)) != 0 {
+		ki.Waiters = w.of(s.g.hashOf(ki.Key))
 	}
 	return ki, true
 }
 
-// waitingHashes counts the live waiters registered on sh, by key hash.
-// Caller holds sh's lock.
-func (s *Store) waitingHashes(sh *shard) map[uint64]int {
-	var m map[uint64]int
-	for i := 0; i < waitSlots; i++ {
-		c := atomic.LoadUint64(s.g.waitCtl(i))
-		if ctlState(c) != wWaiting || atomic.LoadUint32(s.g.waitShard(i)) != uint32(sh.i) {
-			continue
+// waiting counts the live waiters registered on a shard, by key hash,
+// read from the wait table once, when a walk first asks.
+type waiting struct {
+	s    *Store
+	sh   *shard
+	read bool
+	m    map[uint64]int
+}
+
+// of is the waiters of the key of hash h. Caller holds the shard's lock.
+func (w *waiting) of(h uint64) int {
+	if !w.read {
+		w.read = true
+		for i := 0; i < waitSlots; i++ {
+			c := atomic.LoadUint64(w.s.g.waitCtl(i))
+			if ctlState(c) != wWaiting || atomic.LoadUint32(w.s.g.waitShard(i)) != uint32(w.sh.i) {
+				continue
+			}
+			if w.m == nil {
+				w.m = map[uint64]int{}
+			}
+			w.m[atomic.LoadUint64(w.s.g.waitHash(i))]++
 		}
-		if m == nil {
-			m = map[uint64]int{}
-		}
-		m[atomic.LoadUint64(s.g.waitHash(i))]++
 	}
-	return m
+	return w.m[h]
 }

@@ -32,7 +32,7 @@ func walk(t *testing.T, s *Store, count int, locksOnly bool) (map[string]backend
 	var cursor uint64
 	for pages := 0; ; pages++ {
 		require.Less(t, pages, 1<<20, "the walk ends")
-		p, err := s.Scan(cursor, count, locksOnly)
+		p, err := s.Scan("", cursor, count, locksOnly)
 		require.NoError(t, err)
 		require.LessOrEqual(t, len(p.Keys), count+s.g.indexSlots, "a page holds about count entries")
 		for _, k := range p.Keys {
@@ -106,7 +106,7 @@ func TestScanReturnsEachLiveEntryWithItsSizeTTLAndKind(t *testing.T) {
 func TestScanRefusesACursorItDidNotReturn(t *testing.T) {
 	s := openTest(t, kv.MemoryConfig{Limit: MinMemoryLimit})
 	for _, c := range []uint64{uint64(len(s.shards)) << 32, uint64(s.g.indexSlots + 1), 1 << 63} {
-		_, err := s.Scan(c, 10, false)
+		_, err := s.Scan("", c, 10, false)
 		assert.ErrorIs(t, err, kv.ErrInvalidArgument, "cursor %d", c)
 	}
 }
@@ -166,7 +166,7 @@ func TestScanReturnsAnEntryPastTheWrapThroughACompaction(t *testing.T) {
 	_, err := s.Del(b) // a tombstone in e's probe path
 	require.NoError(t, err)
 
-	p, err := s.Scan(0, 2, false) // f, then a: the walk is below n-3
+	p, err := s.Scan("", 0, 2, false) // f, then a: the walk is below n-3
 	require.NoError(t, err)
 	require.Len(t, p.Keys, 2)
 	// A writer's roomFor compacts the shard (once entries and tombstones
@@ -183,7 +183,7 @@ func TestScanReturnsAnEntryPastTheWrapThroughACompaction(t *testing.T) {
 		seen[k.Key] = true
 	}
 	for cursor := p.Next; cursor != 0; {
-		p, err := s.Scan(cursor, 1000, false)
+		p, err := s.Scan("", cursor, 1000, false)
 		require.NoError(t, err)
 		for _, k := range p.Keys {
 			seen[k.Key] = true
@@ -283,13 +283,13 @@ func TestScanOfARemovedSegmentIsAnErrorNotAnEmptyWalk(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		require.NoError(t, s.Set("k"+strconv.Itoa(i), []byte("v"), 0))
 	}
-	p, err := s.Scan(0, 10, false)
+	p, err := s.Scan("", 0, 10, false)
 	require.NoError(t, err)
 	require.NotZero(t, p.Next)
 	require.NoError(t, os.Remove(Path("", name)))
 	require.Error(t, s.Revalidate())
 	for _, cursor := range []uint64{0, p.Next} {
-		page, err := s.Scan(cursor, 1000, false)
+		page, err := s.Scan("", cursor, 1000, false)
 		requireRemoved(t, err, Path("", name), "a walk of a removed segment")
 		assert.Empty(t, page.Keys)
 		assert.Empty(t, page.Skipped, "no shard is damaged")

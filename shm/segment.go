@@ -93,6 +93,9 @@ const (
 	hSessLockLen = 1540
 	hSessData    = 1544
 	hSessLock    = hSessData + maxSessPrefix
+	// After the session rule, hRates (rates.go): the rate ring, in space
+	// a segment of this layout leaves zero until a process ticks it.
+
 	// maxSessPrefix is the longest session prefix a segment records.
 	maxSessPrefix = 256
 

@@ -107,6 +107,8 @@ type Store struct {
 	check      atomic.Uint32
 	gone       atomic.Pointer[error]
 	checkTimer *time.Timer
+	// rateTimer is the next tick of the rate ring (rates.go).
+	rateTimer atomic.Pointer[time.Timer]
 }
 
 var (
@@ -202,6 +204,7 @@ func Open(name string, opts Options) (*Store, error) {
 		s.applyConfig(cfg, budget)
 	}
 	s.armCheck()
+	s.armRates()
 	return s, nil
 }
 
@@ -294,6 +297,9 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.checkTimer.Stop()
+	if t := s.rateTimer.Load(); t != nil {
+		t.Stop()
+	}
 	done := tk.done
 	tk = nil
 	// The ticket is unreachable once no call holds it: every call keeps it
@@ -1225,6 +1231,7 @@ func (s *Store) Stats() (kv.Stats, error) {
 		s.unlock(sh)
 	}
 	st.Processes = int64(s.g.attached())
+	s.statsMore(&st)
 	return st, nil
 }
 

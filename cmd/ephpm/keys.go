@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ephpm/ephpm/backend"
+	"github.com/ephpm/ephpm/sessionkeys"
 )
 
 // walk calls each for every entry of t's store (only locks with
@@ -16,13 +17,9 @@ import (
 // goes on after the page; once each returned false, or the walk ended
 // (cursor 0), it returns the cursor and the parts it skipped.
 func walk(t *target, cursor uint64, count func() int, locksOnly bool, prefix string, each func(backend.KeyInfo) bool) (uint64, []string, error) {
-	sc, ok := t.b.(backend.Scanner)
-	if !ok {
-		return 0, nil, fmt.Errorf("%s cannot list its keys", t.describe)
-	}
 	var skipped []string
 	for {
-		page, err := sc.Scan(cursor, count(), locksOnly)
+		page, err := t.b.Scan(prefix, cursor, count(), locksOnly)
 		if err != nil {
 			return cursor, skipped, err
 		}
@@ -30,9 +27,7 @@ func walk(t *target, cursor uint64, count func() int, locksOnly bool, prefix str
 		cursor = page.Next
 		more := true
 		for _, k := range page.Keys {
-			if strings.HasPrefix(k.Key, prefix) {
-				more = each(k) && more
-			}
+			more = each(k) && more
 		}
 		if cursor == 0 || !more {
 			return cursor, skipped, nil
@@ -45,23 +40,28 @@ type keyJSON struct {
 	Key       string `json:"key"`
 	Size      int64  `json:"size"`
 	TTLMS     int64  `json:"ttl_ms"`
+	Kind      string `json:"kind"`
 	Lock      bool   `json:"lock"`
 	Mode      string `json:"mode,omitempty"`
 	Readers   int    `json:"readers,omitempty"`
 	HolderPID int    `json:"holder_pid,omitempty"`
-	Waiters   int    `json:"waiters"`
+	// Waiters is -1 where the store cannot say (Redis, outside ephpm locks).
+	Waiters int `json:"waiters"`
 }
 
 func toJSON(k backend.KeyInfo) keyJSON {
-	j := keyJSON{Key: k.Key, Size: k.Size, TTLMS: ttlMS(k.TTL), Lock: k.Lock, Readers: k.Readers, HolderPID: k.HolderPID, Waiters: k.Waiters}
+	j := keyJSON{Key: k.Key, Size: k.Size, TTLMS: ttlMS(k.TTL), Kind: kindOf(k).String(), Lock: k.Lock, Readers: k.Readers, HolderPID: k.HolderPID, Waiters: k.Waiters}
 	if k.Lock {
 		j.Mode = mode(k)
 	}
 	return j
 }
 
+// kindOf is k's kind, session data told by the session handler's prefix.
+func kindOf(k backend.KeyInfo) backend.Kind { return k.Kind(sessionkeys.DataPrefix) }
+
 func mode(k backend.KeyInfo) string {
-	if k.Readers > 0 {
+	if kindOf(k) == backend.KindSharedLock {
 		return "shared"
 	}
 	return "exclusive"
@@ -118,10 +118,7 @@ func runKeys(e *env, args []string) int {
 			keys = append(keys, toJSON(k))
 			return limit == 0 || n < limit
 		}
-		kind := "value"
-		if k.Lock {
-			kind = "lock"
-		}
+		kind := kindOf(k).String()
 		size := fmt.Sprint(k.Size)
 		if k.Size < 0 {
 			size = "?"

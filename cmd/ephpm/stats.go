@@ -49,6 +49,14 @@ func runStats(e *env, args []string) int {
 		row("processes", "%d attached (this one included)", st.Processes)
 		row("recoveries", "%d shards recovered from a dead owner", t.seg.Recoveries())
 	}
+	if len(st.Rates) > 0 {
+		r, secs := st.Rates[0], st.RateInterval.Seconds()
+		row("last "+st.RateInterval.String(), "%.1f lookups/s, %.1f sets/s, %.1f lock grants/s",
+			float64(r.Hits+r.Misses)/secs, float64(r.Sets)/secs, float64(r.SetNXWins)/secs)
+	}
+	if st.Facts != "" {
+		row("facts", "%s", st.Facts)
+	}
 	row("instance", "%s", st.InstanceID)
 	return 0
 }
@@ -62,7 +70,8 @@ func statsJSON(t *target, st kv.Stats) map[string]any {
 		"hits": st.Hits, "misses": st.Misses, "sets": st.Sets, "evictions": st.Evictions,
 		"expirations": st.Expirations, "set_nx_wins": st.SetNXWins, "set_nx_losses": st.SetNXLosses,
 		"del_if_eq_matches": st.DelIfEqMatches, "del_if_eq_mismatches": st.DelIfEqMismatches,
-		"processes": st.Processes,
+		"processes": st.Processes, "facts": st.Facts, "rate_interval_ms": st.RateInterval.Milliseconds(),
+		"rates": orNoRates(st.Rates), "shards": orNoShards(st.Shards),
 	}
 	if t.seg != nil {
 		m["recoveries"] = t.seg.Recoveries()
@@ -121,4 +130,18 @@ func printJSON(e *env, v any) int {
 		return fail(e, err)
 	}
 	return 0
+}
+
+func orNoRates(r []kv.RateCounts) []kv.RateCounts {
+	if r == nil {
+		return []kv.RateCounts{}
+	}
+	return r
+}
+
+func orNoShards(s []kv.ShardStats) []kv.ShardStats {
+	if s == nil {
+		return []kv.ShardStats{}
+	}
+	return s
 }

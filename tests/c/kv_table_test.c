@@ -15,7 +15,8 @@
  * Then the read/write lock members: readers share, a waiting writer's claim
  * refuses new readers and the last reader's release lets it in, and 8
  * pthreads (2 writers) that never overlap, each grant's fence above those
- * before it.
+ * before it. Then scan: every key of a prefix once over its pages, its
+ * records' fields, the locks' walk, TOO_SMALL and its arguments' limits.
  *
  * Usage: kv_table_test /path/to/libephpm.so
  */
@@ -23,6 +24,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -940,6 +942,135 @@ static void test_begin_request_member(void)
     CHECK(ops->begin_request() == EPHPM_KV_OK, "the in-process store serves");
 }
 
+/* One scan record's fields. */
+struct scan_rec {
+    uint32_t key_len, kind;
+    int64_t size, ttl_ms, holders, waiters, pid;
+    const char *key;
+};
+
+/* Reads the record at p; returns the next. */
+static const char *scan_read(const char *p, struct scan_rec *r)
+{
+    memcpy(&r->key_len, p, 4);
+    memcpy(&r->kind, p + 4, 4);
+    memcpy(&r->size, p + 8, 8);
+    memcpy(&r->ttl_ms, p + 16, 8);
+    memcpy(&r->holders, p + 24, 8);
+    memcpy(&r->waiters, p + 32, 8);
+    memcpy(&r->pid, p + 40, 8);
+    r->key = p + EPHPM_KV_SCAN_RECORD_HEAD;
+    return r->key + r->key_len;
+}
+
+/* scan: the walk of a prefix's keys, page by page. */
+static void test_scan_member(void)
+{
+    CHECK(EPHPM_KV_OPS_HAS(ops, scan), "scan present (size %u)", ops->struct_size);
+    char key[32];
+    for (int i = 0; i < 25; i++) {
+        int n = snprintf(key, sizeof key, "scan:k%02d", i);
+        CHECK(ops->set(key, (size_t)n, "0123456789", (size_t)(i % 10), i % 2 ? 60000 : 0) == EPHPM_KV_OK, "set %s", key);
+    }
+    CHECK(ops->set(S("scanother"), S("x"), 0) == EPHPM_KV_OK, "a key outside the prefix");
+    int64_t fence = 0;
+    CHECK(ops->lock_acquire(S("scan:lock"), S("r1"), EPHPM_KV_LOCK_SHARED, 60000, 0, &fence) == EPHPM_KV_OK, "read hold");
+    CHECK(ops->set_nx(S("scan:x"), S("tok"), 30000) == EPHPM_KV_OK, "a set_nx lock");
+
+    static char buf[1 << 16];
+    int seen[25] = {0}, records = 0, pages = 0, bad = 0;
+    uint64_t cursor = 0, next = 1;
+    size_t len = 0;
+    do {
+        int rc = ops->scan(S("scan:k"), cursor, 4, 0, buf, sizeof buf, &len, &next);
+        CHECK(rc == EPHPM_KV_OK, "page %d: rc %d", pages, rc);
+        if (rc != EPHPM_KV_OK) {
+            break;
+        }
+        for (const char *p = buf; p < buf + len;) {
+            struct scan_rec r;
+            p = scan_read(p, &r);
+            int i = -1;
+            if (r.key_len == 8 && memcmp(r.key, "scan:k", 6) == 0) {
+                i = (r.key[6] - '0') * 10 + (r.key[7] - '0');
+            }
+            if (i < 0 || i >= 25 || r.kind != EPHPM_KV_SCAN_VALUE || r.size != i % 10
+                || (i % 2 ? r.ttl_ms <= 0 || r.ttl_ms > 60000 : r.ttl_ms != -1) || r.holders != 0) {
+                bad++;
+                continue;
+            }
+            seen[i]++;
+            records++;
+        }
+        cursor = next;
+        pages++;
+    } while (cursor != 0 && pages < 1000);
+    int once = 0;
+    for (int i = 0; i < 25; i++) {
+        once += seen[i] == 1;
+    }
+    CHECK(once == 25 && bad == 0 && records == 25, "every key once: %d once, %d records, %d bad, %d pages",
+          once, records, bad, pages);
+
+    /* The walk of locks: the read hold and the set_nx lock, no value. */
+    int shared = 0, exclusive = 0, values = 0;
+    cursor = 0;
+    do {
+        CHECK(ops->scan(S("scan:"), cursor, 100, EPHPM_KV_SCAN_LOCKS, buf, sizeof buf, &len, &next) == EPHPM_KV_OK,
+              "locks");
+        for (const char *p = buf; p < buf + len;) {
+            struct scan_rec r;
+            p = scan_read(p, &r);
+            if (r.kind == EPHPM_KV_SCAN_LOCK_SHARED && r.holders == 1 && r.key_len == 9) {
+                shared++;
+            } else if (r.kind == EPHPM_KV_SCAN_LOCK && r.holders == 1 && r.ttl_ms > 0 && r.size == 3) {
+                exclusive++;
+            } else {
+                values++;
+            }
+        }
+        cursor = next;
+    } while (cursor != 0);
+    CHECK(shared == 1 && exclusive == 1 && values == 0, "locks: %d shared, %d exclusive, %d others",
+          shared, exclusive, values);
+
+    /* A buffer too small for the page: its length, nothing else. */
+    next = 7;
+    CHECK(ops->scan(S("scan:x"), 0, 100, 0, buf, 10, &len, &next) == EPHPM_KV_TOO_SMALL
+          && len == EPHPM_KV_SCAN_RECORD_HEAD + 6 && next == 0, "too small: %zu", len);
+    CHECK(ops->scan(S("scan:x"), 0, 100, 0, NULL, 0, &len, &next) == EPHPM_KV_TOO_SMALL, "no buffer");
+    CHECK(ops->scan(S("scan:none"), 0, 100, 0, NULL, 0, &len, &next) == EPHPM_KV_OK && len == 0,
+          "no key: an empty page in no buffer");
+
+    /* Arguments. */
+    CHECK(ops->scan(S("scan:"), 0, 0, 0, buf, sizeof buf, &len, &next) == EPHPM_KV_E_INVALID, "count 0");
+    CHECK(last_error_says("count 0"), "count 0: last_error says why");
+    CHECK(ops->scan(S("scan:"), 0, EPHPM_KV_SCAN_MAX_COUNT + 1, 0, buf, sizeof buf, &len, &next) == EPHPM_KV_E_INVALID,
+          "count too large");
+    CHECK(ops->scan(S("scan:"), 0, 10, 2, buf, sizeof buf, &len, &next) == EPHPM_KV_E_INVALID, "unknown flag");
+    CHECK(ops->scan(S("scan:"), UINT64_MAX, 10, 0, buf, sizeof buf, &len, &next) == EPHPM_KV_E_INVALID, "bad cursor");
+    CHECK(ops->scan(S("scan:"), 0, 10, 0, buf, sizeof buf, NULL, &next) == EPHPM_KV_E_INVALID, "NULL len");
+    CHECK(ops->scan(S("scan:"), 0, 10, 0, buf, sizeof buf, &len, NULL) == EPHPM_KV_E_INVALID, "NULL next");
+    CHECK(ops->scan(NULL, 3, 0, 10, 0, buf, sizeof buf, &len, &next) == EPHPM_KV_E_INVALID, "NULL prefix");
+    static char long_prefix[EPHPM_KV_MAX_KEY_LEN + 1];
+    memset(long_prefix, 'p', sizeof long_prefix);
+    CHECK(ops->scan(long_prefix, sizeof long_prefix, 0, 10, 0, buf, sizeof buf, &len, &next) == EPHPM_KV_E_INVALID,
+          "a prefix longer than a key");
+    CHECK(ops->lock_release(S("scan:lock"), S("r1")) == EPHPM_KV_OK, "release");
+
+    /* The status page's stats: the in-process store keeps rates, has no
+     * shards to show; an older caller's struct ends before them. */
+    ephpm_kv_stats st;
+    memset(&st, 0xAB, sizeof st);
+    st.struct_size = sizeof st;
+    CHECK(ops->stats(&st) == EPHPM_KV_OK && st.rate_interval_ms == 10000 && st.rate_count <= EPHPM_KV_STATS_RATES
+          && st.shard_count == 0 && st.facts[0] == '\0', "stats: rates every %u ms, %u shards", st.rate_interval_ms,
+          st.shard_count);
+    memset(&st, 0xAB, sizeof st);
+    st.struct_size = offsetof(ephpm_kv_stats, facts);
+    CHECK(ops->stats(&st) == EPHPM_KV_OK && (unsigned char)st.facts[0] == 0xAB, "an older struct is not overrun");
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -959,6 +1090,7 @@ int main(int argc, char **argv)
     test_batch_members();
     test_fence_members();
     test_rwlock_members();
+    test_scan_member();
     test_begin_request_member();
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;

@@ -34,4 +34,6 @@ var Calls = map[string]Call{
 	"configure":     {Func: "configureText"},
 	"stats":         {Func: "fillStats"},
 	"begin_request": {Func: "beginRequest"},
+	// The backend's walk, written as the header's records.
+	"scan": {Func: "scanInto"},
 }

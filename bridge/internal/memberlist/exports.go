@@ -42,6 +42,7 @@ var answers = []struct {
 	{"kv.LockMode int error", "int32_t * int64_t *", "outHolders", "m, n", "answer"},
 	{"int error", "buffer", "outRecords", "need", "answer"},
 	{"int error", "size_t *", "outStored", "", "answer"},
+	{"int uint64 error", "buffer uint64_t *", "outPage", "need, then", "answer"},
 }
 
 // The kinds of a member's parameters, as the export reads them.

@@ -36,7 +36,8 @@ func (m Member) invokeArgs() (string, error) {
 		case scalar, output:
 			arg, ok := map[string]string{
 				"int64_t": "ttl", "int32_t": "(int32_t)(ttl & 1)", "size_t": "(size_t)ttl",
-				"int64_t *": "num", "int32_t *": "&mode", "size_t *": "len",
+				"uint64_t": "(uint64_t)ttl", "int64_t *": "num", "int32_t *": "&mode", "size_t *": "len",
+				"uint64_t *": "(uint64_t *)num",
 			}[it.p[0].Type]
 			if !ok {
 				return "", fmt.Errorf("memberlist: %s: call_member has no argument for %s %s", m.Name, it.p[0].Type, it.p[0].Name)

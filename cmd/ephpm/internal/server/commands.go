@@ -541,7 +541,7 @@ func (c *conn) scan(args [][]byte) {
 			return
 		}
 	}
-	page, err := c.s.cfg.Store.Scan(cursor, count, false)
+	page, err := c.s.cfg.Store.Scan(literalPrefix(pattern), cursor, count, false)
 	if errors.Is(err, kv.ErrInvalidArgument) {
 		c.w.Error("ERR invalid cursor")
 		return

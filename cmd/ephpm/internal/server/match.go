@@ -85,3 +85,16 @@ func matchClass(p []byte, at int, c byte) (bool, int) {
 	}
 	return match != not, i
 }
+
+// literalPrefix is the part of the glob pattern p before its first special
+// byte: every key it matches begins with it, so a walk may leave out the
+// keys that do not.
+func literalPrefix(p []byte) string {
+	for i, c := range p {
+		switch c {
+		case '*', '?', '[', '\\':
+			return string(p[:i])
+		}
+	}
+	return string(p)
+}

@@ -1,7 +1,7 @@
 // Package server is ephpm's RESP endpoint: Redis's protocol onto a store,
 // for the commands the store has. Every command is one call of the store's
-// own methods, the ones PHP's calls reach (backend.Backend, and the walk
-// and conditional set of backend.Scanner and backend.CondSetter), so a
+// own methods, the ones PHP's calls reach (backend.Backend, its walk
+// included, and the conditional set of backend.CondSetter), so a
 // command is exactly as atomic as the same call from PHP: a SETNX sent by
 // redis-cli and an ephpm_kv_setnx() in a php-fpm worker race for one lock
 // in the store's one step, and one wins.
@@ -29,7 +29,6 @@ import (
 // the conditional set (SET ... GET, SET ... IFEQ).
 type Store interface {
 	backend.Backend
-	backend.Scanner
 	backend.CondSetter
 }
 

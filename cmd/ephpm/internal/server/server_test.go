@@ -480,11 +480,11 @@ func (f failing) GetInto(k string, dst []byte) (int, bool, error) {
 	return f.Store.GetInto(k, dst)
 }
 
-func (f failing) Scan(c uint64, n int, locks bool) (backend.ScanPage, error) {
+func (f failing) Scan(prefix string, c uint64, n int, locks bool) (backend.ScanPage, error) {
 	if f.scanErr != nil {
 		return backend.ScanPage{}, f.scanErr
 	}
-	p, err := f.Store.Scan(c, n, locks)
+	p, err := f.Store.Scan(prefix, c, n, locks)
 	if f.skip != "" {
 		p.Skipped = append(p.Skipped, f.skip)
 	}
