@@ -488,7 +488,8 @@ Leave <code>ephpm.kv_backend</code> at <code>auto</code> (the pool's shared-memo
 <?php
 $heapTotal = array_sum(array_column($s['shards'], 'heap_size'));
 $freeTotal = array_sum(array_column($s['shards'], 'heap_free'));
-$frags = array_map(fn ($sh) => $sh['heap_free'] > 0 ? 1 - $sh['largest_free'] / $sh['heap_free'] : 0.0, $s['shards']);
+// A damaged shard's largest free block is unknown (-1): no figure, 0 %.
+$frags = array_map(fn ($sh) => $sh['heap_free'] > 0 && $sh['largest_free'] >= 0 ? 1 - $sh['largest_free'] / $sh['heap_free'] : 0.0, $s['shards']);
 $worst = (int) array_search(max($frags), $frags, true);
 $n = count($s['shards']);
 $cw = max(6, intdiv(600, $n));

@@ -177,7 +177,8 @@ typedef struct ephpm_kv_shard {
     int64_t heap_size;     /* bytes of the shard's heap */
     int64_t heap_free;     /* bytes of its free blocks */
     int64_t largest_free;  /* its largest free block: heap_free much larger
-                            * than it is a fragmented heap */
+                            * than it is a fragmented heap; -1 unknown (the
+                            * shard is damaged) */
 } ephpm_kv_shard;
 
 /* How many intervals and shards ephpm_kv_stats has room for. */

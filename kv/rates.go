@@ -86,7 +86,10 @@ func (r RateRing) slot(e uint64) []uint64 {
 func (r RateRing) Tick(now int64, totals func() RateCounts) {
 	e := epochAt(now)
 	last := atomic.LoadUint64(&r.w[0])
-	if last >= e || !atomic.CompareAndSwapUint64(&r.w[0], last, e) {
+	// A latest epoch further ahead than the ring reaches is damage (no
+	// process's clock is that far ahead), and would stop every writer for
+	// good: it is taken back to now.
+	if (last >= e && last <= e+RateBuckets) || !atomic.CompareAndSwapUint64(&r.w[0], last, e) {
 		return
 	}
 	s := r.slot(e)
@@ -113,7 +116,9 @@ func (r RateRing) Read(now int64) []RateCounts {
 	for b := 0; b < RateBuckets; b++ {
 		s := r.w[1+b*(1+rateFields) : 1+(b+1)*(1+rateFields)]
 		e := atomic.LoadUint64(&s[0])
-		if e == 0 || e > cur || cur-e >= RateBuckets {
+		// A slot holds only the epochs that map to it: any other is
+		// damage, and two slots with one epoch would divide by zero below.
+		if e == 0 || e > cur || cur-e >= RateBuckets || e%RateBuckets != uint64(b) {
 			continue
 		}
 		var f [rateFields]uint64
@@ -125,16 +130,26 @@ func (r RateRing) Read(now int64) []RateCounts {
 		}
 	}
 	slices.SortFunc(snaps, func(a, b snap) int { return int(int64(a.e) - int64(b.e)) })
+	// Counters only grow, so a snapshot above a later one is wrong: a
+	// writer that was paused between its claim and its write (SIGSTOP, a
+	// frozen cgroup) wrote totals of a later interval. It is dropped, and
+	// the counts between its neighbours are spread over its interval too.
+	kept := make([]snap, 0, len(snaps))
+	for i := len(snaps) - 1; i >= 0; i-- {
+		if len(kept) > 0 && !below(snaps[i].f, kept[len(kept)-1].f) {
+			continue
+		}
+		kept = append(kept, snaps[i])
+	}
+	slices.Reverse(kept)
+	snaps = kept
 	var out []RateCounts
 	for i := len(snaps) - 1; i > 0; i-- {
 		a, b := snaps[i-1], snaps[i]
 		span := b.e - a.e
 		var each, rest [rateFields]uint64
 		for k := range each {
-			var d uint64
-			if b.f[k] > a.f[k] {
-				d = b.f[k] - a.f[k] // counters only grow; a reset reads as none
-			}
+			d := b.f[k] - a.f[k] // a.f <= b.f: see kept above
 			each[k], rest[k] = d/span, d%span
 		}
 		for j := uint64(0); j < span; j++ {
@@ -148,4 +163,14 @@ func (r RateRing) Read(now int64) []RateCounts {
 		}
 	}
 	return out
+}
+
+// below reports whether every counter of a is at most b's.
+func below(a, b [rateFields]uint64) bool {
+	for k := range a {
+		if a[k] > b[k] {
+			return false
+		}
+	}
+	return true
 }

@@ -62,7 +62,7 @@ type ShardStats struct {
 	HeapFree  int64 `json:"heap_free"`  // bytes of its free blocks
 	// LargestFree is the largest free block, the longest value a write
 	// can place without moving entries: HeapFree much larger than it is a
-	// fragmented heap.
+	// fragmented heap. -1: unknown (the shard is damaged).
 	LargestFree int64 `json:"largest_free"`
 }
 

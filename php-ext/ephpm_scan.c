@@ -13,6 +13,11 @@
 #include "php_ephpm.h"
 #include "ephpm_provider.h"
 
+/* The cursor is a 64-bit number handed to PHP as an int. */
+#if SIZEOF_ZEND_LONG < 8
+# error "ephpm_kv_scan() needs a 64-bit zend_long"
+#endif
+
 /* The first scan answer lands in this much stack: 100 records of keys of
  * 30 bytes take 7800. A larger page takes a second call into a buffer of
  * exactly the size the first one reported. */
@@ -83,13 +88,23 @@ ZEND_FUNCTION(ephpm_kv_scan)
     char *out = stack_buf;
     size_t len = 0;
     uint64_t next = 0;
-    int rc = ops->scan(p, p_len, cursor, (size_t)count, flags, out, sizeof stack_buf, &len, &next);
-    /* The page may grow between calls: retry into its newest size. */
-    while (rc == EPHPM_KV_TOO_SMALL) {
+    size_t cap = sizeof stack_buf;
+    int rc = ops->scan(p, p_len, cursor, (size_t)count, flags, out, cap, &len, &next);
+    /* The page may grow between calls: retry into its newest size and half
+     * again, a few times. A TOO_SMALL that asks for no more than was given
+     * is a garbled answer, as is one that keeps growing. */
+    for (int tries = 0; rc == EPHPM_KV_TOO_SMALL; tries++) {
         if (out != stack_buf) {
             efree(out);
+            out = stack_buf;
         }
-        size_t cap = len;
+        if (len <= cap || tries == 4 || len > SIZE_MAX / 2) {
+            zend_throw_exception_ex(ephpm_kv_exception_ce, -EPHPM_KV_E_UNAVAILABLE,
+                                    "ephpm_kv_scan(): the store's page did not fit %zu bytes after %d tries "
+                                    "(it asked for %zu); the outcome is unknown", cap, tries + 1, len);
+            RETURN_THROWS();
+        }
+        cap = len + len / 2;
         out = emalloc(cap);
         rc = ops->scan(p, p_len, cursor, (size_t)count, flags, out, cap, &len, &next);
     }
@@ -109,9 +124,18 @@ ZEND_FUNCTION(ephpm_kv_scan)
         RETURN_THROWS();
     }
 
+    /* The records are the provider's: each is checked to lie within the
+     * answer before it is read, and a garbled one fails the call whole. */
+    const char *end = out + (len <= cap ? len : 0);
+    if (len > cap) {
+        goto garbled;
+    }
     array_init(return_value);
-    for (const char *at = out; at < out + len;) {
+    for (const char *at = out; at < end;) {
         uint32_t key_len, kind;
+        if ((size_t)(end - at) < EPHPM_KV_SCAN_RECORD_HEAD) {
+            goto garbled;
+        }
         int64_t size, ttl_ms, holders, waiters, pid;
         memcpy(&key_len, at, 4);
         memcpy(&kind, at + 4, 4);
@@ -121,6 +145,9 @@ ZEND_FUNCTION(ephpm_kv_scan)
         memcpy(&waiters, at + 32, 8);
         memcpy(&pid, at + 40, 8);
         at += EPHPM_KV_SCAN_RECORD_HEAD;
+        if ((size_t)(end - at) < key_len) {
+            goto garbled;
+        }
         zval rec;
         array_init_size(&rec, 7);
         add_assoc_stringl(&rec, "key", at, key_len);
@@ -147,5 +174,16 @@ ZEND_FUNCTION(ephpm_kv_scan)
     if (cursor_ref != NULL) {
         ZEND_TRY_ASSIGN_REF_LONG(cursor_ref, (zend_long)next);
     }
+    return;
+
+garbled:
+    if (out != stack_buf) {
+        efree(out);
+    }
+    zval_ptr_dtor(return_value);
+    ZVAL_UNDEF(return_value);
+    zend_throw_exception_ex(ephpm_kv_exception_ce, -EPHPM_KV_E_UNAVAILABLE,
+                            "ephpm_kv_scan(): the store's answer is garbled (%zu bytes for a buffer of %zu); "
+                            "the outcome is unknown", len, cap);
 }
 /* }}} */

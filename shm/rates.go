@@ -83,10 +83,13 @@ func (s *Store) statsMore(st *kv.Stats) {
 		ss.BytesUsed = atomic.LoadInt64(sh.used())
 		ss.HeapSize = s.g.heapSize
 		ss.HeapFree = s.g.heapSize - atomic.LoadInt64(sh.i64(sHeapUsed))
+		ss.LargestFree = -1 // unknown: a damaged shard's free lists are not walked
 		if sh.isBroken() {
 			continue
 		}
-		s.inShard(sh, func() { ss.LargestFree = sh.largestFree() })
+		if err := s.inShard(sh, func() { ss.LargestFree = sh.largestFree() }); err != nil {
+			ss.LargestFree = -1
+		}
 	}
 }
 

@@ -3,6 +3,11 @@ fencing tokens across processes: 20 processes released together take one lock 20
 --EXTENSIONS--
 ephpm
 pcntl
+--INI--
+; The barrier and the answers travel over socket pairs, whose reads time out
+; after default_socket_timeout (60 s): on a loaded host the parent waits on
+; the first child longer than that. 600 s is a hang catch.
+default_socket_timeout=600
 --SKIPIF--
 <?php
 if (ephpm_kv_stats()['backend'] === 'memory') die('skip a store shared by processes (shm, Redis) only');
