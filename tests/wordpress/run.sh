@@ -309,6 +309,16 @@ run_checks() { # run_checks LABEL [BACKEND]
     'if [ -n "$backend" ]; then [ "$backend_name" = redis ]; else [ "$backend_name" = shm ]; fi'
   check "g. its key count grew with the sites' requests ($keys0 -> $keys1)" '[ "$keys1" -gt "$keys0" ]'
   check "g. its hit count grew with them ($hits0 -> $hits1)" '[ "$hits1" -gt "$hits0" ]'
+  # The key browser lists a site's entries by the drop-in's prefix for it
+  # ("wp<length>:<salt>"), and only that site's.
+  wp_get "$src/examples" status.php prefix=wp6:site-a | wp_body > "$wp_tmp/status-site.html"
+  # The browser's rows: the part of the page from its heading on (the locks
+  # table above it lists every lock, set_nx entries of other sites too).
+  sed -n '/id="keys"/,$p' "$wp_tmp/status-site.html" > "$wp_tmp/status-browser.html"
+  local first_keys
+  first_keys=$(grep -o 'class="key"[^>]*>[^<]*' "$wp_tmp/status-browser.html" | sed 's/.*>//' | head -3 | tr '\n' ' ' || true)
+  check "g. its key browser lists site a's entries, and not site b's (first: ${first_keys:-none})" \
+    'grep -q ">wp6:site-a" "$wp_tmp/status-browser.html" && ! grep -q ">wp6:site-b" "$wp_tmp/status-browser.html"'
 
   wp_stop "$wp_fpm_pid"
   echo "($label: $((SECONDS - t0)) s)"
