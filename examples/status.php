@@ -65,16 +65,18 @@ function ephpm_status_allowed(string $ip, array $list): bool
 }
 
 /**
- * Walks the entries under $prefix (only locks with $locks) for at most
- * $limit records and $seconds: [records, complete, skipped parts].
+ * Walks the entries under $prefix (only locks with $locks) from $cursor
+ * for at most $limit records and 64 calls (each walks up to 65536 slots:
+ * a rare prefix in a large store is walked that far, however fast the
+ * host): [records, complete, skipped parts]. $cursor is where it stopped.
  */
-function ephpm_status_walk(string $prefix, bool $locks, int $limit, float $seconds): array
+function ephpm_status_walk(string $prefix, bool $locks, int $limit, int &$cursor = 0): array
 {
     $out = [];
     $skipped = [];
-    $cursor = null;
-    $end = microtime(true) + $seconds;
+    $calls = 0;
     do {
+        $calls++;
         foreach (ephpm_kv_scan($prefix, $cursor, min(1000, $limit), $locks) as $r) {
             if ($r['kind'] === 'skipped') {
                 $skipped[] = $r['key'];
@@ -82,7 +84,7 @@ function ephpm_status_walk(string $prefix, bool $locks, int $limit, float $secon
                 $out[] = $r;
             }
         }
-    } while ($cursor !== 0 && count($out) < $limit && microtime(true) < $end);
+    } while ($cursor !== 0 && count($out) < $limit && $calls < 64);
     return [$out, $cursor === 0, $skipped];
 }
 
@@ -151,9 +153,9 @@ if ($format === 'json') {
 }
 
 // The held locks and the sessions, by walks of bounded length.
-[$locks, $locksComplete, $skipped] = ephpm_status_walk('', true, 1000, 0.5);
+[$locks, $locksComplete, $skipped] = ephpm_status_walk('', true, 1000);
 usort($locks, fn ($a, $b) => strcmp($a['key'], $b['key']));
-[$sessions, $sessionsComplete, $skippedS] = ephpm_status_walk('session:', false, 100000, 0.5);
+[$sessions, $sessionsComplete, $skippedS] = ephpm_status_walk('session:', false, 100000);
 $sessionCount = count(array_filter($sessions, fn ($r) => $r['kind'] === 'session'));
 $sessionLocks = count(array_filter($locks, fn ($r) => str_starts_with($r['key'], 'session_lock:')));
 $skipped = array_values(array_unique(array_merge($skipped, $skippedS)));
@@ -216,7 +218,7 @@ if (($_SERVER['REQUEST_METHOD'] ?? 'GET') === 'POST') {
     [$code, $notice] = ephpm_status_act($actionsOn, $clientAllowed);
     http_response_code($code);
     $s = ephpm_kv_stats();
-    [$locks] = ephpm_status_walk('', true, 1000, 0.5);
+    [$locks] = ephpm_status_walk('', true, 1000);
     usort($locks, fn ($a, $b) => strcmp($a['key'], $b['key']));
 }
 // A fresh one-time token for this page's forms.
@@ -232,20 +234,9 @@ $cursor = is_string($_GET['cursor'] ?? null) && preg_match('/^-?[0-9]{1,20}$/', 
 $keys = [];
 $browseError = null;
 if (strlen($prefix) <= 4096) {
-    // Up to 64 calls fill a page: a rare prefix in a large store is walked
-    // that far (each call walks up to 65536 slots), however fast the host.
-    $calls = 0;
     try {
-        do {
-            $calls++;
-            foreach (ephpm_kv_scan($prefix, $cursor, EPHPM_STATUS_PAGE_SIZE) as $r) {
-                if ($r['kind'] === 'skipped') {
-                    $skipped[] = $r['key'];
-                } else {
-                    $keys[] = $r;
-                }
-            }
-        } while ($cursor !== 0 && count($keys) < EPHPM_STATUS_PAGE_SIZE && $calls < 64);
+        [$keys, , $browseSkipped] = ephpm_status_walk($prefix, false, EPHPM_STATUS_PAGE_SIZE, $cursor);
+        array_push($skipped, ...$browseSkipped);
     } catch (ValueError $e) {
         $browseError = 'That cursor is not one this store gave: the browser starts over.';
         $cursor = 0;
