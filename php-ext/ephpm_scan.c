@@ -126,10 +126,10 @@ ZEND_FUNCTION(ephpm_kv_scan)
 
     /* The records are the provider's: each is checked to lie within the
      * answer before it is read, and a garbled one fails the call whole. */
-    const char *end = out + (len <= cap ? len : 0);
     if (len > cap) {
         goto garbled;
     }
+    const char *end = out + len;
     array_init(return_value);
     for (const char *at = out; at < end;) {
         uint32_t key_len, kind;
