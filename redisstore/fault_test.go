@@ -68,6 +68,11 @@ func TestLostReplyIsAnErrorNotAnAnswer(t *testing.T) {
 // Guarded session writes go on while the server is stopped and restarted:
 // calls fail fast while it is away, the client recovers by itself, and no
 // write that was acknowledged is lost (the server persists with fsync).
+// The phases follow the writers' progress, not the clock: the server stops
+// once every writer has had a write acknowledged, restarts once every
+// writer has seen a call fail, and the run ends once every writer has had
+// a write acknowledged after the restart (after its lock left over from
+// the outage, if any, has lapsed).
 func TestRestartUnderLoadLosesNoAcknowledgedWrite(t *testing.T) {
 	srv := redistest.Start(t, "appendonly yes", "appendfsync always")
 	s, err := Open("redis://"+srv.Addr+"?dial_timeout=200ms&read_timeout=300ms&write_timeout=300ms", testOptions)
@@ -75,8 +80,9 @@ func TestRestartUnderLoadLosesNoAcknowledgedWrite(t *testing.T) {
 	defer s.Close()
 
 	const writers = 4
-	var acked [writers]atomic.Int64
-	var failures, slow atomic.Int64
+	const lockTTL = 5 * time.Second
+	var acked, failed [writers]atomic.Int64
+	var slow atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := 0; w < writers; w++ {
@@ -93,7 +99,7 @@ func TestRestartUnderLoadLosesNoAcknowledgedWrite(t *testing.T) {
 				}
 				start := time.Now()
 				tok, _ := sessionkeys.NewToken()
-				res, err := l.Acquire(sessionkeys.LockKey(sid), []byte(tok), 5*time.Second, 0)
+				res, err := l.Acquire(sessionkeys.LockKey(sid), []byte(tok), lockTTL, 0)
 				if err == nil && res.Acquired {
 					var ok bool
 					ok, err = s.SetGuarded(sessionkeys.DataKey(sid), []byte(strconv.FormatInt(n, 10)), time.Hour,
@@ -104,29 +110,60 @@ func TestRestartUnderLoadLosesNoAcknowledgedWrite(t *testing.T) {
 					s.DelIfEq(sessionkeys.LockKey(sid), []byte(tok))
 				}
 				if err != nil {
-					failures.Add(1)
+					failed[w].Add(1)
 				}
 				if time.Since(start) > 30*time.Second { // a hang catch, not a speed bound
 					slow.Add(1)
 				}
+				if !res.Acquired {
+					time.Sleep(time.Millisecond) // a lock left over from the outage: do not spin
+				}
 			}
 		}(w)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// every waits until cond holds for every writer; the bound catches a
+	// hang and is no speed target.
+	every := func(what string, cond func(w int) bool) {
+		t.Helper()
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			all := true
+			for w := 0; w < writers; w++ {
+				all = all && cond(w)
+			}
+			if all {
+				return
+			}
+			if time.Now().After(deadline) {
+				close(stop)
+				wg.Wait()
+				t.Fatalf("no progress: not every writer %s", what)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	every("had a write acknowledged", func(w int) bool { return acked[w].Load() > 0 })
 	srv.Stop()
-	time.Sleep(500 * time.Millisecond)
+	var failedBefore [writers]int64
+	for w := range failedBefore {
+		failedBefore[w] = failed[w].Load()
+	}
+	every("saw a call fail while the server was away", func(w int) bool { return failed[w].Load() > failedBefore[w] })
+	var ackedBefore [writers]int64
+	for w := range ackedBefore {
+		ackedBefore[w] = acked[w].Load()
+	}
 	srv.Restart(t)
-	time.Sleep(700 * time.Millisecond)
+	every("had a write acknowledged after the restart", func(w int) bool { return acked[w].Load() > ackedBefore[w] })
 	close(stop)
 	wg.Wait()
 
-	assert.Positive(t, failures.Load(), "calls failed while the server was away")
 	assert.Zero(t, slow.Load(), "no call hung past the timeouts")
 	for w := 0; w < writers; w++ {
 		dst := make([]byte, 32)
 		n, found, err := s.GetInto(sessionkeys.DataKey(fmt.Sprintf("w%d", w)), dst)
 		require.NoError(t, err, "working again after the restart")
-		require.True(t, found)
+		require.True(t, found, "writer %d had writes acknowledged", w)
 		stored, _ := strconv.ParseInt(string(dst[:n]), 10, 64)
 		assert.GreaterOrEqual(t, stored, acked[w].Load(), "writer %d: an acknowledged write was lost", w)
 	}
