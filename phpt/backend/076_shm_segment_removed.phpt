@@ -8,7 +8,8 @@ ephpm
 <?php
 require __DIR__ . '/../inc/server.inc';
 require __DIR__ . '/../inc/child.inc';
-$segment = 't76-' . getmypid();
+require __DIR__ . '/../inc/segment.inc';
+$segment = ephpm_test_segment('t76');
 $ini = ['ephpm.kv_backend' => "shm://$segment"];
 $call = fn(string $url, string $call, string $key = '', string $token = '') =>
     ephpm_http_get("$url/one_call.php?" . http_build_query(['call' => $call, 'key' => $key, 'token' => $token]));
@@ -53,9 +54,8 @@ echo ephpm_child('foreach (["t76:lock1", "t76:lock2", "t76:lock3"] as $l) { echo
 ?>
 --CLEAN--
 <?php
-foreach (glob('/dev/shm/ephpm-t76-*') as $f) {
-    @unlink($f);
-}
+require __DIR__ . '/../inc/segment.inc';
+ephpm_remove_test_segments('t76');
 ?>
 --EXPECT--
 A takes lock1: true

@@ -5,6 +5,7 @@ ephpm
 --FILE--
 <?php
 require __DIR__ . '/../inc/child.inc';
+require __DIR__ . '/../inc/segment.inc';
 echo ephpm_child(<<<'PHP'
     $a = random_bytes(1536 << 10); // incompressible, 1.5 MiB: a 64 MiB segment's shard heap is 2.5 MiB
     $b = random_bytes(1536 << 10);
@@ -17,13 +18,12 @@ echo ephpm_child(<<<'PHP'
     }
     var_dump(ephpm_kv_get('big') === $a);
     var_dump(ephpm_kv_del('big'), ephpm_kv_set('big', $b), ephpm_kv_get('big') === $b);
-    PHP, ['ephpm.kv_backend' => 'shm://k070-' . getmypid(), 'ephpm.kv_memory_limit' => '64M', 'ephpm.kv_compression' => 'none']);
+    PHP, ['ephpm.kv_backend' => 'shm://' . ephpm_test_segment('k070'), 'ephpm.kv_memory_limit' => '64M', 'ephpm.kv_compression' => 'none']);
 ?>
 --CLEAN--
 <?php
-foreach (glob('/dev/shm/ephpm-k070-*') as $f) {
-    @unlink($f);
-}
+require __DIR__ . '/../inc/segment.inc';
+ephpm_remove_test_segments('k070');
 ?>
 --EXPECTF--
 bool(true)

@@ -6,7 +6,8 @@ session
 --FILE--
 <?php
 require __DIR__ . '/../inc/child.inc';
-$segment = 's33-' . getmypid();
+require __DIR__ . '/../inc/segment.inc';
+$segment = ephpm_test_segment('s33');
 // A lock of an hour, and waits of 600 s: only the holder's death can end a
 // wait before the budget, and no bound below is this host's pace (300 s is
 // a hang catch).
@@ -57,10 +58,8 @@ echo $visit($sid, '0', 'fail');
 ?>
 --CLEAN--
 <?php
-$f = '/dev/shm/ephpm-s33-' . '*';
-foreach (glob($f) as $file) {
-    @unlink($file);
-}
+require __DIR__ . '/../inc/segment.inc';
+ephpm_remove_test_segments('s33');
 ?>
 --EXPECTF--
 written

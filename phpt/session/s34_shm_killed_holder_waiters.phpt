@@ -6,7 +6,8 @@ session
 --FILE--
 <?php
 require __DIR__ . '/../inc/procs.inc';
-$segment = 's34-' . getmypid();
+require __DIR__ . '/../inc/segment.inc';
+$segment = ephpm_test_segment('s34');
 // The lock's hour and the waits' 600 s are hang catches, not speed bounds:
 // the ten take the session in turn, the last after the nine before it, on
 // a loaded host seconds apart; only the holder's death (found at once on a
@@ -50,9 +51,8 @@ echo $r;
 ?>
 --CLEAN--
 <?php
-foreach (glob('/dev/shm/ephpm-s34-*') as $f) {
-    @unlink($f);
-}
+require __DIR__ . '/../inc/segment.inc';
+ephpm_remove_test_segments('s34');
 ?>
 --EXPECT--
 held
