@@ -4,7 +4,8 @@
 # whole phpt suite with the sanitized extension in Debian's (unsanitized)
 # PHP. Any report fails the run.
 #
-# Usage: tests/sanitize/run.sh BUILD_DIR   (BUILD_DIR/modules holds libephpm.so)
+# Usage: tests/sanitize/run.sh BUILD_DIR   (BUILD_DIR/modules holds libephpm.so;
+# BUILD_DIR/run-tests.php is run-tests.php without its retry, CMakeLists.txt)
 # The phpt suite is the one in the working directory (ctest runs the script
 # in a copy of its own: tests/phpt-copy.sh).
 set -euo pipefail
@@ -36,4 +37,4 @@ echo "== phpt, sanitized extension"
 # no_deepbind.so drops the flag.
 export LD_PRELOAD="$out/no_deepbind.so:$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
 NO_INTERACTION=1 TEST_PHP_EXECUTABLE=$(command -v php) \
-  php "$(php-config --extension-dir)/build/run-tests.php" -q -n -d "extension=$out/ephpm.so" --show-diff --set-timeout 300 phpt
+  php "$build/run-tests.php" -q -n -d "extension=$out/ephpm.so" --show-diff --set-timeout 300 phpt

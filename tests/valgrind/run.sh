@@ -6,7 +6,8 @@
 # The tests run one per CPU at once (-j): memcheck runs a process on one
 # CPU, and each test's store, segment and servers are its own.
 #
-# Usage: tests/valgrind/run.sh BUILD_DIR
+# Usage: tests/valgrind/run.sh BUILD_DIR   (BUILD_DIR/run-tests.php is
+# run-tests.php without its retry, CMakeLists.txt)
 # The phpt suite is the one in the working directory (ctest runs the script
 # in a copy of its own: tests/phpt-copy.sh).
 set -euo pipefail
@@ -23,7 +24,7 @@ export VALGRIND_OPTS="--suppressions=$here/go-runtime.supp"
 log=$(mktemp)
 status=0
 NO_INTERACTION=1 TEST_PHP_EXECUTABLE=$(command -v php) \
-  php "$(php-config --extension-dir)/build/run-tests.php" -q -n -m -j"$(nproc)" -d "extension=$out/ephpm.so" \
+  php "$build/run-tests.php" -q -n -m -j"$(nproc)" -d "extension=$out/ephpm.so" \
       -d pcre.jit=0 --show-diff phpt | tee "$log" || status=$? # PCRE's JIT code reads past buffers on purpose
 # run-tests.php exits 1 when a test failed, borked or leaked. A failed or
 # borked test fails this run; so does a leak, unless every error of the
