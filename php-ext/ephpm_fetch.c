@@ -1,13 +1,16 @@
 /*
- * Reading a value into a zend_string: ephpm_kv_fetch, with the request's
- * get buffer, which ephpm_kv_get, ephpm_kv_remember and the session
- * handler share.
+ * Reading an answer whose size is known only once it is read: a value into
+ * a zend_string (ephpm_kv_fetch, with the request's get buffer, which
+ * ephpm_kv_get, ephpm_kv_remember and the session handler share), and a
+ * batch or a page into a buffer that grows, a bounded number of times
+ * (ephpm_call_growing: ephpm_kv_get_many, ephpm_kv_scan).
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
 
 #include "php.h"
+#include "zend_exceptions.h"
 
 #include "php_ephpm.h"
 #include "ephpm_provider.h"
@@ -77,4 +80,33 @@ void ephpm_kv_fetch_request_end(void)
         zend_string_efree(EPHPM_G(get_buf));
         EPHPM_G(get_buf) = NULL;
     }
+}
+
+/* The calls ephpm_call_growing makes at most: the first, and four more. */
+#define EPHPM_GROWING_TRIES 5
+
+bool ephpm_call_growing(ephpm_answer_fn call, void *ctx, const char *what, char *buf, size_t buf_cap,
+                        char **out, size_t *cap, size_t *len, int *rc)
+{
+    *out = buf;
+    *cap = buf_cap;
+    *len = 0;
+    *rc = call(ctx, *out, *cap, len);
+    for (int tries = 0; *rc == EPHPM_KV_TOO_SMALL; tries++) {
+        if (*out != buf) {
+            efree(*out);
+            *out = buf;
+        }
+        if (*len <= *cap || tries == EPHPM_GROWING_TRIES - 1 || *len > SIZE_MAX / 2) {
+            zend_throw_exception_ex(ephpm_kv_exception_ce, -EPHPM_KV_E_UNAVAILABLE,
+                                    "%s(): the store's %s did not fit %zu bytes after %d tries "
+                                    "(it asked for %zu); the outcome is unknown",
+                                    get_active_function_name(), what, *cap, tries + 1, *len);
+            return false;
+        }
+        *cap = *len + *len / 2;
+        *out = emalloc(*cap);
+        *rc = call(ctx, *out, *cap, len);
+    }
+    return true;
 }
