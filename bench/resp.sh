@@ -25,14 +25,14 @@ cleanup() {
   rm -rf "$dir"
 }
 trap cleanup EXIT
-free_port() { php -n -r '$s = stream_socket_server("tcp://127.0.0.1:0"); echo substr(strrchr(stream_socket_get_name($s, false), ":"), 1);'; }
+. "$src/tests/listen.sh" # listen_free_port
 wait_pong() { for _ in $(seq 500); do [ "$(redis-cli -p "$1" PING 2>/dev/null)" = PONG ] && return 0; sleep 0.01; done; return 1; }
 
-rport=$(free_port)
+rport=$(listen_free_port)
 redis-server --bind 127.0.0.1 --port "$rport" --save '' --appendonly no --dir "$dir" > "$dir/redis.log" 2>&1 &
 pids+=($!)
 php -n -d "extension=$ext" -d "ephpm.kv_backend=shm://$seg" -r 'ephpm_kv_set("bench:made", "1");'
-eport=$(free_port)
+eport=$(listen_free_port)
 "$ephpm" --segment "$seg" serve --listen "127.0.0.1:$eport" --no-auth ${RESP_SERVE_ARGS:-} 2> "$dir/ephpm.log" &
 pids+=($!)
 wait_pong "$rport" && wait_pong "$eport" || { cat "$dir"/*.log; exit 1; }

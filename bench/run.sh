@@ -26,13 +26,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-free_port() { php -r '$s = stream_socket_server("tcp://127.0.0.1:0"); echo substr(strrchr(stream_socket_get_name($s, false), ":"), 1);'; }
+. tests/listen.sh # listen_free_port
 pids=() hogs=()
 trap 'for p in "${pids[@]}" "${hogs[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
-redis_port=$(free_port)
+redis_port=$(listen_free_port)
 redis-server --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no >/dev/null &
 pids+=($!)
-mc_port=$(free_port)
+mc_port=$(listen_free_port)
 mc_user=(); [ "$(id -u)" = 0 ] && mc_user=(-u root)  # memcached refuses to run as root without -u
 memcached -l 127.0.0.1 -p "$mc_port" -U 0 "${mc_user[@]}" >/dev/null &
 pids+=($!)

@@ -48,10 +48,10 @@ wp_init
 
 # A Redis server each for phpredis and ephpm-redis, so that each one's
 # commands per request can be counted (INFO commandstats).
-free_port() { php -n -r '$s = stream_socket_server("tcp://127.0.0.1:0"); echo substr(strrchr(stream_socket_get_name($s, false), ":"), 1);'; }
+. tests/listen.sh # listen_free_port
 declare -A redis_port
 for name in phpredis ephpm-redis; do
-  port=$(free_port)
+  port=$(listen_free_port)
   redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --dir "$wp_tmp" > "$wp_tmp/redis-$name.log" 2>&1 &
   wp_pids+=($!)
   for _ in $(seq 100); do redis-cli -p "$port" ping > /dev/null 2>&1 && break; sleep 0.05; done

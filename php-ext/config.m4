@@ -12,7 +12,7 @@ if test "$PHP_EPHPM" != "no"; then
   PHP_ADD_LIBRARY([dl], [1], [EPHPM_SHARED_LIBADD])
   PHP_ADD_LIBRARY([pthread], [1], [EPHPM_SHARED_LIBADD])
   PHP_SUBST([EPHPM_SHARED_LIBADD])
-  PHP_NEW_EXTENSION([ephpm], [ephpm.c ephpm_errors.c ephpm_functions.c ephpm_batch.c ephpm_remember.c ephpm_provider.c ephpm_scan.c ephpm_session.c ephpm_session_lock.c ephpm_session_merge.c ephpm_store.c ephpm_token.c], [$ext_shared],, [-DZEND_ENABLE_STATIC_TSRMLS_CACHE=1 -fvisibility=hidden])
+  PHP_NEW_EXTENSION([ephpm], [ephpm.c ephpm_batch.c ephpm_checks.c ephpm_counters.c ephpm_entries.c ephpm_errors.c ephpm_fences.c ephpm_fetch.c ephpm_locks.c ephpm_provider.c ephpm_remember.c ephpm_scan.c ephpm_session.c ephpm_session_lock.c ephpm_session_merge.c ephpm_stats.c ephpm_token.c], [$ext_shared],, [-DZEND_ENABLE_STATIC_TSRMLS_CACHE=1 -fvisibility=hidden])
   PHP_ADD_EXTENSION_DEP([ephpm], [session])
   dnl The C ABI header lives at the top of the repository (ext_srcdir is
   dnl known only after PHP_NEW_EXTENSION).

@@ -1,9 +1,11 @@
 /*
  * ephpm: the module. Its ini settings, the exception class, phpinfo() and
- * the request hooks. The PHP functions are in ephpm_functions.c, the
- * session handler in ephpm_session*.c, the reads and figures both
- * use in ephpm_store.c, the failure texts and exceptions in ephpm_errors.c;
- * the store's logic lives in Go, behind the table.
+ * the request hooks. The PHP functions are in a file a subsystem
+ * (ephpm_entries.c, _counters.c, _locks.c, _fences.c, _batch.c,
+ * _remember.c, _scan.c, _stats.c; their argument checks in
+ * ephpm_checks.c), the session handler in ephpm_session*.c, the read both
+ * use in ephpm_fetch.c, the failure texts and exceptions in
+ * ephpm_errors.c; the store's logic lives in Go, behind the table.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"

@@ -17,7 +17,7 @@
 
 /* The first get_many answer lands in this much stack: 100 values of 64
  * bytes take 6800. A larger answer takes a second call into a buffer of
- * exactly the size the first one reported. */
+ * the size the first one reported and half again (ephpm_call_growing). */
 #define EPHPM_BATCH_STACK_BUF 8192
 
 static void ephpm_put_len(smart_str *buf, size_t len)
@@ -54,6 +54,20 @@ static bool ephpm_put_key(smart_str *buf, const zend_string *str, zend_long num,
     }
     ephpm_put_record(buf, ZSTR_VAL(str), ZSTR_LEN(str));
     return true;
+}
+
+/* One call of the get_many member, for ephpm_call_growing. */
+typedef struct {
+    const ephpm_kv_ops *ops;
+    const char *req;
+    size_t req_len;
+    uint32_t count;
+} ephpm_get_many_call;
+
+static int ephpm_get_many_into(void *ctx, char *buf, size_t cap, size_t *len)
+{
+    const ephpm_get_many_call *c = ctx;
+    return c->ops->get_many(c->req, c->req_len, c->count, buf, cap, len);
 }
 
 /* {{{ ephpm_kv_get_many(array $keys): array */
@@ -96,19 +110,17 @@ ZEND_FUNCTION(ephpm_kv_get_many)
     size_t req_len = req.s ? ZSTR_LEN(req.s) : 0;
 
     char stack_buf[EPHPM_BATCH_STACK_BUF];
-    char *out = stack_buf;
-    size_t out_len = 0;
-    int rc = ops->get_many(req_buf, req_len, count, out, sizeof stack_buf, &out_len);
-    /* The values may grow between calls: retry into their newest size. */
-    while (rc == EPHPM_KV_TOO_SMALL) {
-        if (out != stack_buf) {
-            efree(out);
-        }
-        size_t cap = out_len;
-        out = emalloc(cap);
-        rc = ops->get_many(req_buf, req_len, count, out, cap, &out_len);
-    }
+    char *out;
+    size_t out_cap, out_len;
+    int rc;
+    ephpm_get_many_call call = {ops, req_buf, req_len, count};
+    /* The values may grow between calls: a bounded number of retries. */
+    bool answered = ephpm_call_growing(ephpm_get_many_into, &call, "answer", stack_buf, sizeof stack_buf, &out,
+                                       &out_cap, &out_len, &rc);
     smart_str_free(&req);
+    if (!answered) {
+        RETURN_THROWS();
+    }
     if (rc != EPHPM_KV_OK) {
         if (out != stack_buf) {
             efree(out);

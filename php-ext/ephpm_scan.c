@@ -20,7 +20,7 @@
 
 /* The first scan answer lands in this much stack: 100 records of keys of
  * 30 bytes take 7800. A larger page takes a second call into a buffer of
- * exactly the size the first one reported. */
+ * the size the first one reported and half again (ephpm_call_growing). */
 #define EPHPM_SCAN_STACK_BUF 16384
 
 static const char *ephpm_scan_kind(uint32_t kind)
@@ -38,6 +38,24 @@ static const char *ephpm_scan_kind(uint32_t kind)
         return "skipped";
     }
     return "unknown";
+}
+
+/* One call of the scan member, for ephpm_call_growing: its arguments, and
+ * the cursor it answers. */
+typedef struct {
+    const ephpm_kv_ops *ops;
+    const char *prefix;
+    size_t prefix_len;
+    uint64_t cursor;
+    size_t count;
+    int32_t flags;
+    uint64_t next;
+} ephpm_scan_call;
+
+static int ephpm_scan_into(void *ctx, char *buf, size_t cap, size_t *len)
+{
+    ephpm_scan_call *c = ctx;
+    return c->ops->scan(c->prefix, c->prefix_len, c->cursor, c->count, c->flags, buf, cap, len, &c->next);
 }
 
 /* {{{ ephpm_kv_scan(string $prefix = '', ?int &$cursor = null, int $count = 100, bool $locks_only = false): array */
@@ -85,29 +103,15 @@ ZEND_FUNCTION(ephpm_kv_scan)
     int32_t flags = locks_only ? EPHPM_KV_SCAN_LOCKS : 0;
 
     char stack_buf[EPHPM_SCAN_STACK_BUF];
-    char *out = stack_buf;
-    size_t len = 0;
-    uint64_t next = 0;
-    size_t cap = sizeof stack_buf;
-    int rc = ops->scan(p, p_len, cursor, (size_t)count, flags, out, cap, &len, &next);
-    /* The page may grow between calls: retry into its newest size and half
-     * again, a few times. A TOO_SMALL that asks for no more than was given
-     * is a garbled answer, as is one that keeps growing. */
-    for (int tries = 0; rc == EPHPM_KV_TOO_SMALL; tries++) {
-        if (out != stack_buf) {
-            efree(out);
-            out = stack_buf;
-        }
-        if (len <= cap || tries == 4 || len > SIZE_MAX / 2) {
-            zend_throw_exception_ex(ephpm_kv_exception_ce, -EPHPM_KV_E_UNAVAILABLE,
-                                    "ephpm_kv_scan(): the store's page did not fit %zu bytes after %d tries "
-                                    "(it asked for %zu); the outcome is unknown", cap, tries + 1, len);
-            RETURN_THROWS();
-        }
-        cap = len + len / 2;
-        out = emalloc(cap);
-        rc = ops->scan(p, p_len, cursor, (size_t)count, flags, out, cap, &len, &next);
+    char *out;
+    size_t len, cap;
+    int rc;
+    ephpm_scan_call call = {ops, p, p_len, cursor, (size_t)count, flags, 0};
+    /* The page may grow between calls: a bounded number of retries. */
+    if (!ephpm_call_growing(ephpm_scan_into, &call, "page", stack_buf, sizeof stack_buf, &out, &cap, &len, &rc)) {
+        RETURN_THROWS();
     }
+    uint64_t next = call.next;
     if (rc != EPHPM_KV_OK) {
         if (out != stack_buf) {
             efree(out);

@@ -37,6 +37,7 @@
 
 #include "php.h"
 #include "zend_execute.h"
+#include "zend_smart_str.h"
 
 #include "php_ephpm.h"
 #include "ephpm_provider.h"
@@ -307,13 +308,56 @@ bool ephpm_session_lock(const ephpm_kv_ops *ops, const zend_string *sid, const c
 
 /* ---- ini: the ephpm.session_lock_* settings ------------------------------- */
 
+/* Whether seconds, read from new_value, lies within min..
+ * EPHPM_KV_MAX_TTL_SECONDS (NaN does not); else a warning naming the
+ * setting (entry) and the range. */
+static bool ephpm_ini_seconds_ok(const zend_ini_entry *entry, const zend_string *new_value, double seconds,
+                                 int64_t min)
+{
+    if (seconds >= (double)min && seconds <= (double)EPHPM_KV_MAX_TTL_SECONDS) {
+        return true;
+    }
+    php_error_docref(NULL, E_WARNING, "%s must be between %" PRId64 " and %" PRId64 " seconds, \"%s\" given",
+                     ZSTR_VAL(entry->name), min, (int64_t)EPHPM_KV_MAX_TTL_SECONDS, ZSTR_VAL(new_value));
+    return false;
+}
+
+/* A word a setting accepts and the value it stands for. */
+typedef struct {
+    const char *word;
+    zend_long value;
+} ephpm_ini_word;
+
+/* The value of the word new_value names (case-insensitively) among
+ * words, in *out; else false, after a warning naming the setting (entry)
+ * and the words it accepts ("a, b or c"). */
+static bool ephpm_ini_choose(const zend_ini_entry *entry, const zend_string *new_value,
+                             const ephpm_ini_word *words, size_t count, zend_long *out)
+{
+    for (size_t i = 0; i < count; i++) {
+        if (strcasecmp(ZSTR_VAL(new_value), words[i].word) == 0) {
+            *out = words[i].value;
+            return true;
+        }
+    }
+    smart_str list = {0};
+    for (size_t i = 0; i < count; i++) {
+        if (i > 0) {
+            smart_str_appends(&list, i == count - 1 ? " or " : ", ");
+        }
+        smart_str_appends(&list, words[i].word);
+    }
+    smart_str_0(&list);
+    php_error_docref(NULL, E_WARNING, "%s must be %s, \"%s\" given", ZSTR_VAL(entry->name), ZSTR_VAL(list.s),
+                     ZSTR_VAL(new_value));
+    smart_str_free(&list);
+    return false;
+}
+
 ZEND_INI_MH(OnUpdateEphpmLockTtl)
 {
     zend_long ttl = ZEND_STRTOL(ZSTR_VAL(new_value), NULL, 10);
-    if (ttl < 1 || (int64_t)ttl > EPHPM_KV_MAX_TTL_SECONDS) {
-        php_error_docref(NULL, E_WARNING,
-            "ephpm.session_lock_ttl must be between 1 and %" PRId64 " seconds, \"%s\" given",
-            (int64_t)EPHPM_KV_MAX_TTL_SECONDS, ZSTR_VAL(new_value));
+    if (!ephpm_ini_seconds_ok(entry, new_value, (double)ttl, 1)) {
         return FAILURE;
     }
     ES(lock_ttl) = ttl;
@@ -323,10 +367,7 @@ ZEND_INI_MH(OnUpdateEphpmLockTtl)
 ZEND_INI_MH(OnUpdateEphpmLockWait)
 {
     double wait = zend_strtod(ZSTR_VAL(new_value), NULL);
-    if (!(wait >= 0 && wait <= (double)EPHPM_KV_MAX_TTL_SECONDS)) {
-        php_error_docref(NULL, E_WARNING,
-            "ephpm.session_lock_wait must be between 0 and %" PRId64 " seconds, \"%s\" given",
-            (int64_t)EPHPM_KV_MAX_TTL_SECONDS, ZSTR_VAL(new_value));
+    if (!ephpm_ini_seconds_ok(entry, new_value, wait, 0)) {
         return FAILURE;
     }
     ES(lock_wait) = wait;
@@ -335,37 +376,21 @@ ZEND_INI_MH(OnUpdateEphpmLockWait)
 
 ZEND_INI_MH(OnUpdateEphpmLockAction)
 {
-    static const struct {
-        const char *name;
-        ephpm_lock_action action;
-    } actions[] = {
+    static const ephpm_ini_word actions[] = {
         {"proceed", EPHPM_LOCK_ACTION_PROCEED},
         {"fail", EPHPM_LOCK_ACTION_FAIL},
         {"readonly", EPHPM_LOCK_ACTION_READONLY},
     };
-    for (size_t i = 0; i < sizeof actions / sizeof actions[0]; i++) {
-        if (strcasecmp(ZSTR_VAL(new_value), actions[i].name) == 0) {
-            ES(lock_timeout_action) = actions[i].action;
-            return SUCCESS;
-        }
-    }
-    php_error_docref(NULL, E_WARNING,
-        "ephpm.session_lock_timeout_action must be proceed, fail or readonly, \"%s\" given",
-        ZSTR_VAL(new_value));
-    return FAILURE;
+    return ephpm_ini_choose(entry, new_value, actions, sizeof actions / sizeof actions[0],
+                            &ES(lock_timeout_action)) ? SUCCESS : FAILURE;
 }
 
 ZEND_INI_MH(OnUpdateEphpmLockMode)
 {
-    if (strcasecmp(ZSTR_VAL(new_value), "exclusive") == 0) {
-        ES(lock_mode) = EPHPM_LOCK_MODE_EXCLUSIVE;
-    } else if (strcasecmp(ZSTR_VAL(new_value), "optimistic") == 0) {
-        ES(lock_mode) = EPHPM_LOCK_MODE_OPTIMISTIC;
-    } else {
-        php_error_docref(NULL, E_WARNING,
-            "ephpm.session_lock_mode must be exclusive or optimistic, \"%s\" given", ZSTR_VAL(new_value));
-        return FAILURE;
-    }
-    return SUCCESS;
+    static const ephpm_ini_word modes[] = {
+        {"exclusive", EPHPM_LOCK_MODE_EXCLUSIVE},
+        {"optimistic", EPHPM_LOCK_MODE_OPTIMISTIC},
+    };
+    return ephpm_ini_choose(entry, new_value, modes, sizeof modes / sizeof modes[0],
+                            &ES(lock_mode)) ? SUCCESS : FAILURE;
 }
-

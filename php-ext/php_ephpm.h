@@ -99,6 +99,22 @@ int ephpm_kv_fetch_finish(const ephpm_kv_ops *ops, const char *key, size_t key_l
 /* Frees ephpm_kv_fetch's buffer at the end of a request. */
 void ephpm_kv_fetch_request_end(void);
 
+/* One call of a member that answers into buf (cap bytes) and sets *len to
+ * the answer's size, answering EPHPM_KV_TOO_SMALL when it does not fit. */
+typedef int (*ephpm_answer_fn)(void *ctx, char *buf, size_t cap, size_t *len);
+
+/* Calls call into buf, the caller's buffer of buf_cap bytes, and, while it
+ * answers TOO_SMALL, again into an emalloc'd buffer of the size it asked
+ * for and half again (the answer may grow between calls), five calls at
+ * most. A TOO_SMALL that asks for no more than was given, or that keeps
+ * asking, is a garbled answer: then it throws Ephpm\KvException ("the
+ * store's <what> did not fit ..."), frees what it allocated and returns
+ * false. Else it returns true with the member's status in *rc, the
+ * buffer holding the answer in *out (buf, or one the caller efrees), that
+ * buffer's size in *cap and the answer's in *len. */
+bool ephpm_call_growing(ephpm_answer_fn call, void *ctx, const char *what, char *buf, size_t buf_cap,
+                        char **out, size_t *cap, size_t *len, int *rc);
+
 /* A short English cause for a failure status, for messages. */
 const char *ephpm_status_cause(int rc);
 

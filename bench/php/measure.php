@@ -9,7 +9,8 @@
  * spread is part of the cost).
  *
  * The loop is inside each function, so a figure is the operation plus a
- * loop step (~3 ns), not a closure call per operation (~18 ns more).
+ * loop step, not a closure call per operation, which costs several times
+ * more (docs/measurements.md, "Figures moved out of code comments").
  */
 function measure_all(array $fs, int $n, int $rounds = 5, string $stat = 'best'): array
 {

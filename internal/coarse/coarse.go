@@ -4,8 +4,9 @@
 // costs a fraction of a CLOCK_MONOTONIC read (that one reads the TSC and
 // scales it). The stores keep TTL deadlines and expiry checks on it: a TTL
 // is kept exactly on this clock. Its lag behind CLOCK_MONOTONIC is not
-// bounded by the kernel: up to a tick where ticks come on time, 0.4-7.5 ms
-// on some VMs whose tick is 4 ms.
+// bounded by the kernel: up to a tick where ticks come on time, more than
+// a tick on some VMs (docs/measurements.md, "Figures moved out of code
+// comments").
 package coarse
 
 import (

@@ -3,6 +3,10 @@
  * size (the five original members, an empty store), built with
  * FAKE_ABI_VERSION 1 to act as an older library, or another version to act
  * as an incompatible one. It has no Go in it.
+ *
+ * Built with FAKE_GROWING, it is a table of this header's size whose
+ * get_many and scan answer TOO_SMALL for ever, each time asking for more
+ * than they were given: a garbled answer the extension must give up on.
  */
 #include "ephpm_kv.h"
 
@@ -35,9 +39,34 @@ static int fake_del_if_eq(const char *key, size_t key_len, const char *token, si
     return EPHPM_KV_MISS;
 }
 
+#ifdef FAKE_GROWING
+static int fake_get_many(const char *keys, size_t keys_len, size_t count, char *buf, size_t buf_cap,
+                         size_t *len)
+{
+    (void)keys, (void)keys_len, (void)count, (void)buf;
+    *len = buf_cap + 1;
+    return EPHPM_KV_TOO_SMALL;
+}
+
+static int fake_scan(const char *prefix, size_t prefix_len, uint64_t cursor, size_t count, int32_t flags,
+                     char *buf, size_t buf_cap, size_t *len, uint64_t *next)
+{
+    (void)prefix, (void)prefix_len, (void)cursor, (void)count, (void)flags, (void)buf;
+    *len = buf_cap + 1;
+    *next = 0;
+    return EPHPM_KV_TOO_SMALL;
+}
+#endif
+
 static const ephpm_kv_ops fake_ops = {
     .abi_version = FAKE_ABI_VERSION,
+#ifdef FAKE_GROWING
+    .struct_size = sizeof(ephpm_kv_ops),
+    .get_many = fake_get_many,
+    .scan = fake_scan,
+#else
     .struct_size = EPHPM_KV_OPS_V1_SIZE,
+#endif
     .get = fake_get,
     .set = fake_set,
     .set_nx = fake_set,

@@ -77,7 +77,7 @@ wp_cli() {
 # wp_start_mariadb DIR: a MariaDB server on a socket in DIR (no TCP port),
 # with a database "wp"; sets wp_db_sock. The data directory starts empty:
 # with --skip-grant-tables the server needs no system tables (which
-# mariadb-install-db takes 6-17 s to write here), and any user, root
+# mariadb-install-db takes seconds to write), and any user, root
 # without a password, may connect. Durability is off: the data is thrown
 # away at the end (the --loose- options, which a release without them
 # ignores).

@@ -227,8 +227,8 @@ run_checks() { # run_checks LABEL [BACKEND]
   check "d. site 1's front page does not" 'grep -q "<title>Network" "$wp_tmp/page" && ! grep -q "$mtitle" "$wp_tmp/page"'
 
   # e. wp_cache_add() from 20 requests at once: one winner per key. (1000
-  # keys, not 200: 200 adds take a request about 100 us, often done before
-  # a second request is scheduled on 2 CPUs.)
+  # keys, not 200: a request's 200 adds are often done before a second
+  # request is scheduled on 2 CPUs.)
   local wins pids keys_won once spread times
   if race 20 "$wp_tmp/a" "do=race-add&group=race-$tag&keys=1000&start=@I50@" "$wp_tmp/add"; then
     wins=$(cat "$wp_tmp"/add.* | awk '$1 == "won" && $2 != "-" { n = split($2, k, ","); for (i = 1; i <= n; i++) print k[i] }' | sort -n | uniq -c)

@@ -139,7 +139,8 @@ func fixed(n int) func() int { return func() int { return n } }
 // A command that arrives in many reads is parsed as it arrives, not again
 // from its start at every read: taking one of many arguments in 512-byte
 // reads costs about what taking it in one read does (it cost the square
-// of its length: 40 000 arguments took 0.4 s, a million minutes).
+// of its length: docs/measurements.md, "Figures moved out of code
+// comments").
 func TestReaderParsesACommandInManyReadsOnlyOnce(t *testing.T) {
 	const args = 100000
 	var b bytes.Buffer

@@ -1,3 +1,6 @@
+// The server commands: INFO, DBSIZE, COMMAND, CONFIG. They describe the
+// server and the store; none changes anything.
+
 package server
 
 import (
@@ -47,4 +50,37 @@ func (c *conn) info(sections [][]byte) {
 		kv("del_if_eq_matches", st.DelIfEqMatches), kv("del_if_eq_mismatches", st.DelIfEqMismatches))
 	section("Keyspace", fmt.Sprintf("db0:keys=%d,expires=0,avg_ttl=0", st.Keys))
 	c.w.Verbatim(b.String())
+}
+
+// dbsize is DBSIZE: the store's count of keys, as Backend.Stats gives it.
+func (c *conn) dbsize() {
+	stats, err := c.s.cfg.Store.Stats()
+	if c.storeErr(err) {
+		return
+	}
+	c.w.Int(stats.Keys)
+}
+
+// command is COMMAND [COUNT]: there is no command table to describe, so
+// an empty one (redis-cli asks for it in interactive mode and does
+// without); COUNT is the number of commands served.
+func (c *conn) command(args [][]byte) {
+	var sb [16]byte
+	if len(args) > 1 && string(lower(sb[:], args[1])) == "count" {
+		c.w.Int(int64(len(arity)))
+	} else {
+		c.w.Array(0)
+	}
+}
+
+// config is CONFIG GET, answered with an empty map: no setting of
+// Redis's is one here (redis-benchmark asks). Any other subcommand is
+// refused.
+func (c *conn) config(args [][]byte) {
+	var sb [16]byte
+	if string(lower(sb[:], args[1])) == "get" {
+		c.w.Map(0)
+	} else {
+		c.w.Error("ERR unknown subcommand '" + cleanArg(args[1]) + "'. Try CONFIG HELP.")
+	}
 }

@@ -1,5 +1,7 @@
 /*
- * The provider's fork guard, and the members it implements in C.
+ * The provider's fork guard, and what must work without entering Go: the
+ * thread's last error message and the member that reads it (last_error,
+ * which a forked child may call too).
  *
  * The table and the wrapper of every other member (the fork guard, the
  * NULL checks, the crossing into Go) are generated into members.c from

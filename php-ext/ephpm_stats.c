@@ -1,83 +1,37 @@
 /*
- * What the PHP functions and the session handler share on top of the
- * table: reading a value into a zend_string (ephpm_kv_fetch, with the
- * request's get buffer) and the store's figures as an array.
+ * The store's figures as a PHP array: ephpm_kv_stats(), and
+ * ephpm_stats_to_array, which phpinfo() (ephpm.c) shares.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
 
 #include "php.h"
+#include "zend_exceptions.h"
 
 #include "php_ephpm.h"
 #include "ephpm_provider.h"
 
-/* A get crosses into Go once, into a buffer of two pages: a zend_string of
- * EPHPM_GET_BUF bytes, the largest that fits them with its header. The
- * value is copied once, by Go, into the buffer. A value too big for a small
- * allocation (the size at which emalloc would take whole pages anyway) is
- * handed out as the buffer itself, truncated in place, so it is not copied
- * again (docs/measurements.md, "PHP: the get buffer"); a smaller
- * one is copied into a string of its size and the buffer kept. A value
- * over EPHPM_GET_BUF takes a second crossing into a string of exactly the
- * size the first one reported. */
-#define EPHPM_GET_BUF (2 * 4096 - _ZSTR_HEADER_SIZE - 1)
-#define EPHPM_GET_HANDOUT_MIN (3072 - _ZSTR_HEADER_SIZE)
-
-char *ephpm_kv_fetch_buffer(size_t *cap)
+/* {{{ ephpm_kv_stats(): array */
+ZEND_FUNCTION(ephpm_kv_stats)
 {
-    if (EPHPM_G(get_buf) == NULL) {
-        EPHPM_G(get_buf) = zend_string_alloc(EPHPM_GET_BUF, 0);
-    }
-    *cap = EPHPM_GET_BUF;
-    return ZSTR_VAL(EPHPM_G(get_buf));
-}
+    ZEND_PARSE_PARAMETERS_NONE();
 
-int ephpm_kv_fetch(const ephpm_kv_ops *ops, const char *key, size_t key_len, zend_string **value)
-{
-    size_t cap, len = 0;
-    char *buf = ephpm_kv_fetch_buffer(&cap);
-    int rc = ops->get(key, key_len, buf, cap, &len);
-    return ephpm_kv_fetch_finish(ops, key, key_len, rc, len, value);
-}
-
-int ephpm_kv_fetch_finish(const ephpm_kv_ops *ops, const char *key, size_t key_len, int rc, size_t len,
-                          zend_string **value)
-{
-    zend_string *buf = EPHPM_G(get_buf);
-    if (EXPECTED(rc == EPHPM_KV_OK)) {
-        if (len >= EPHPM_GET_HANDOUT_MIN) {
-            EPHPM_G(get_buf) = NULL;
-            *value = zend_string_truncate(buf, len, 0);
-            ZSTR_VAL(*value)[len] = '\0';
-        } else {
-            *value = len <= 1 ? (len ? ZSTR_CHAR((zend_uchar)ZSTR_VAL(buf)[0]) : ZSTR_EMPTY_ALLOC())
-                              : zend_string_init(ZSTR_VAL(buf), len, 0);
-        }
-        return rc;
+    const ephpm_kv_ops *ops = EPHPM_OPS_WITH(stats);
+    if (ops == NULL) {
+        RETURN_THROWS();
     }
-    /* The value may grow between calls: retry into its newest size. */
-    while (rc == EPHPM_KV_TOO_SMALL) {
-        zend_string *str = zend_string_alloc(len, 0);
-        rc = ops->get(key, key_len, ZSTR_VAL(str), ZSTR_LEN(str), &len);
-        if (rc == EPHPM_KV_OK) {
-            ZSTR_LEN(str) = len;
-            ZSTR_VAL(str)[len] = '\0';
-            *value = str;
-            return rc;
-        }
-        zend_string_efree(str);
+    ephpm_kv_stats st;
+    memset(&st, 0, sizeof st);
+    st.struct_size = sizeof st;
+    int rc = ops->stats(&st);
+    if (rc != EPHPM_KV_OK) {
+        ephpm_throw_status(rc);
+        RETURN_THROWS();
     }
-    return rc;
+    ephpm_stats_to_array(&st, return_value);
 }
-
-void ephpm_kv_fetch_request_end(void)
-{
-    if (EPHPM_G(get_buf) != NULL) {
-        zend_string_efree(EPHPM_G(get_buf));
-        EPHPM_G(get_buf) = NULL;
-    }
-}
+/* }}} */
 
 void ephpm_stats_to_array(const ephpm_kv_stats *st, zval *arr)
 {
