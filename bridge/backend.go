@@ -3,7 +3,7 @@
 //
 // The table, each member's C wrapper (members.c) and its Go side
 // (exports_gen.go) are generated from the header's struct (go generate;
-// see package memberlist); table.c holds the fork guard and the members
+// see package memberlist); fork_guard.c holds the fork guard and the members
 // written in C; args.go and answers.go what every Go side shares. Linking
 // this package into a program makes that program a provider: cmd/libephpm
 // packages it as a c-shared library for PHP, and a Go program that embeds

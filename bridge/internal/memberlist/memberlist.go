@@ -36,7 +36,7 @@ type Param struct {
 }
 
 // InC names the members the provider implements in C, without entering
-// its runtime (table.c defines ephpm_op_<name> for them).
+// its runtime (fork_guard.c defines ephpm_op_<name> for them).
 var InC = map[string]bool{"last_error": true}
 
 var (
@@ -216,19 +216,19 @@ func C(members []Member) []byte {
 	return b.Bytes()
 }
 
-// H returns bridge/members.h: what members.c shares with table.c, and the
+// H returns bridge/members.h: what members.c shares with fork_guard.c, and the
 // member numbers.
 func H(members []Member) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "%s\n\n/*\n * Shared by table.c, members.c and invoke_gen.go.\n *\n * %s\n */\n", cMarker, generated)
+	fmt.Fprintf(&b, "%s\n\n/*\n * Shared by fork_guard.c, members.c and invoke_gen.go.\n *\n * %s\n */\n", cMarker, generated)
 	b.WriteString("#ifndef EPHPM_BRIDGE_MEMBERS_H\n#define EPHPM_BRIDGE_MEMBERS_H\n\n#include <signal.h>\n#include <stddef.h>\n#include <stdint.h>\n\n#include \"ephpm_kv.h\"\n\n")
-	b.WriteString("/* Set in the child of every fork (table.c). */\nextern volatile sig_atomic_t ephpm_forked_child;\n\n")
+	b.WriteString("/* Set in the child of every fork (fork_guard.c). */\nextern volatile sig_atomic_t ephpm_forked_child;\n\n")
 	b.WriteString("/* A buffer may be NULL only when it is empty. */\n#define EPHPM_BAD_BUF(p, n) ((p) == NULL && (n) != 0)\n\n")
-	b.WriteString("/* Records this thread's last_error message (table.c). */\nvoid ephpm_set_last_error(const char *msg, size_t len);\n\n")
-	b.WriteString("/* Refuses a call of member whose pointer arguments break the header's\n * rule, saying so in last_error; returns E_INVALID (table.c). */\nint ephpm_reject_null(const char *member);\n")
+	b.WriteString("/* Records this thread's last_error message (fork_guard.c). */\nvoid ephpm_set_last_error(const char *msg, size_t len);\n\n")
+	b.WriteString("/* Refuses a call of member whose pointer arguments break the header's\n * rule, saying so in last_error; returns E_INVALID (fork_guard.c). */\nint ephpm_reject_null(const char *member);\n")
 	for _, m := range members {
 		if InC[m.Name] {
-			fmt.Fprintf(&b, "\n/* Implemented in C, in table.c: it does not enter Go. */\nint ephpm_op_%s(%s);\n", m.Name, m.params())
+			fmt.Fprintf(&b, "\n/* Implemented in C, in fork_guard.c: it does not enter Go. */\nint ephpm_op_%s(%s);\n", m.Name, m.params())
 		}
 	}
 	b.WriteString("\n/* Each member's position in the table. */\n")
