@@ -721,7 +721,11 @@ typedef struct ephpm_kv_ops {
      * kind EPHPM_KV_SCAN_SKIPPED: the walk is then not the store's whole
      * content, and a caller that shows or counts keys must say so. A
      * Redis Cluster is walked master by master; the cursor's top byte is
-     * the master's place. len and next must not be NULL. */
+     * the master's place, its next 16 bits a hash of the masters'
+     * addresses: a page of a walk whose masters changed since it began (a
+     * failover, a master added or removed) is E_UNAVAILABLE, last_error
+     * beginning with EPHPM_KV_NOTHING_DONE (begin again from cursor 0),
+     * never a walk that skips a master. len and next must not be NULL. */
     int (*scan)(const char *prefix, size_t prefix_len, uint64_t cursor, size_t count,
                 int32_t flags, char *buf, size_t buf_cap, size_t *len, uint64_t *next);
 

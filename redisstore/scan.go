@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strings"
 	"sync"
@@ -41,12 +42,18 @@ var _ backend.Scanner = (*Store)(nil)
 // no process.
 //
 // On a Cluster the walk visits each master in turn (in the order of their
-// addresses): the cursor is the master's place in that order << 56 | its
-// SCAN cursor. A walk across a failover or a resharding may miss keys
-// that moved.
+// addresses): the cursor is the master's place in that order << 56 | a
+// hash of the masters' addresses << 40 | its SCAN cursor. A page whose
+// cursor carries another hash than the masters' now fails with
+// ErrMastersChanged: a failover (a replica, at another address, took a
+// master's place), a master added or removed since the walk began would
+// shift the places, and the walk would skip a master, or part of one,
+// without a word. The hash has 16 bits: one change in 65536 goes unseen.
+// Slots moved between the same masters (a resharding) change no address:
+// a walk across one may miss the keys that moved.
 func (s *Store) Scan(prefix string, cursor uint64, count int, locksOnly bool) (backend.ScanPage, error) {
 	var page backend.ScanPage
-	node, nodeCursor, at, nodes, err := s.scanNode(cursor)
+	node, nodeCursor, at, nodes, set, err := s.scanNode(cursor)
 	if err != nil {
 		return page, err
 	}
@@ -54,13 +61,17 @@ func (s *Store) Scan(prefix string, cursor uint64, count int, locksOnly bool) (b
 	if err != nil {
 		return page, classify(err)
 	}
+	limit := uint64(1) << 40 // a Cluster master's SCAN cursor, below the masters' hash
+	if _, one := s.c.(*redis.Client); one {
+		limit = 1 << 56
+	}
 	switch {
-	case next >= 1<<56:
+	case next >= limit:
 		return page, fmt.Errorf("SCAN of %s answered cursor %d, beyond what a walk of %d masters can carry", s.where, next, nodes)
 	case next != 0:
-		page.Next = uint64(at)<<56 | next
+		page.Next = uint64(at)<<56 | set | next
 	case at+1 < nodes:
-		page.Next = uint64(at+1) << 56
+		page.Next = uint64(at+1)<<56 | set
 	}
 	pipe := node.Pipeline()
 	pttl := make([]*redis.DurationCmd, len(keys))
@@ -141,20 +152,32 @@ func (s *Store) Scan(prefix string, cursor uint64, count int, locksOnly bool) (b
 	return page, nil
 }
 
+// ErrMastersChanged fails a page of a Cluster walk whose masters are not
+// those it began with. Nothing was done: the walk starts again from
+// cursor 0.
+var ErrMastersChanged = fmt.Errorf("%w: the Redis Cluster's masters are not those this walk of its keys began with "+
+	"(a failover, a master added or removed), or the cursor is none a walk gave: the walk would skip a master's keys; "+
+	"start it again from cursor 0", kv.ErrNothingDone)
+
 // scanNode is the server a walk's cursor is on, with that server's SCAN
-// cursor, its place among the masters and how many there are: the one
-// server of a standalone or Sentinel deployment, or a Cluster's masters
-// in turn.
-func (s *Store) scanNode(cursor uint64) (node *redis.Client, nodeCursor uint64, at, nodes int, err error) {
+// cursor, its place among the masters, how many there are and the hash
+// of their addresses as the cursor carries it (bits 40-55): the one
+// server of a standalone or Sentinel deployment (hash 0), or a Cluster's
+// masters in turn. A Cluster cursor (but 0, where a walk begins) whose
+// hash is not that of the masters now is ErrMastersChanged; one whose
+// place is beyond the masters now is kv.ErrInvalidArgument, as a cursor
+// no walk gave (a walk that was at the last master of a set that lost
+// one is refused so too: it is not left to skip in silence either).
+func (s *Store) scanNode(cursor uint64) (node *redis.Client, nodeCursor uint64, at, nodes int, set uint64, err error) {
 	if c, ok := s.c.(*redis.Client); ok {
 		if cursor >= 1<<56 {
-			return nil, 0, 0, 0, fmt.Errorf("%w: invalid cursor %d", kv.ErrInvalidArgument, cursor)
+			return nil, 0, 0, 0, 0, fmt.Errorf("%w: invalid cursor %d", kv.ErrInvalidArgument, cursor)
 		}
-		return c, cursor, 0, 1, nil
+		return c, cursor, 0, 1, 0, nil
 	}
 	cc, ok := s.c.(*redis.ClusterClient)
 	if !ok {
-		return nil, 0, 0, 0, fmt.Errorf("a walk of the keys of a %s deployment", s.mode)
+		return nil, 0, 0, 0, 0, fmt.Errorf("a walk of the keys of a %s deployment", s.mode)
 	}
 	var mu sync.Mutex
 	var masters []*redis.Client
@@ -165,14 +188,34 @@ func (s *Store) scanNode(cursor uint64) (node *redis.Client, nodeCursor uint64, 
 		return nil
 	})
 	if err != nil {
-		return nil, 0, 0, 0, classify(err)
+		return nil, 0, 0, 0, 0, classify(err)
 	}
 	slices.SortFunc(masters, func(a, b *redis.Client) int { return strings.Compare(a.Options().Addr, b.Options().Addr) })
+	addrs := make([]string, len(masters))
+	for i, m := range masters {
+		addrs[i] = m.Options().Addr
+	}
+	set = mastersHash(addrs) << 40
 	at = int(cursor >> 56)
 	if at >= len(masters) {
-		return nil, 0, 0, 0, fmt.Errorf("%w: invalid cursor %d (%d masters)", kv.ErrInvalidArgument, cursor, len(masters))
+		return nil, 0, 0, 0, 0, fmt.Errorf("%w: invalid cursor %d (%d masters)", kv.ErrInvalidArgument, cursor, len(masters))
 	}
-	return masters[at], cursor & (1<<56 - 1), at, len(masters), nil
+	if cursor != 0 && cursor&(0xffff<<40) != set {
+		return nil, 0, 0, 0, 0, fmt.Errorf("%w (now %d: %s)", ErrMastersChanged, len(addrs), strings.Join(addrs, ", "))
+	}
+	return masters[at], cursor & (1<<40 - 1), at, len(masters), set, nil
+}
+
+// mastersHash is a 16-bit hash of a Cluster's master addresses, in order
+// (FNV-1a, its 32 bits folded).
+func mastersHash(addrs []string) uint64 {
+	h := fnv.New32a()
+	for _, a := range addrs {
+		h.Write([]byte(a))
+		h.Write([]byte{0})
+	}
+	v := h.Sum32()
+	return uint64(v>>16 ^ v&0xffff)
 }
 
 // matchOf is the SCAN MATCH pattern of the Redis keys of the store keys

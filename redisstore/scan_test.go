@@ -3,7 +3,10 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -102,4 +105,70 @@ func TestScanCountsReadHoldsAsLockInfoDoes(t *testing.T) {
 	_, err = walkAll(limited, true)
 	require.Error(t, err, "holds that cannot be counted fail the walk")
 	assert.Contains(t, err.Error(), "the read holds of lock:rw")
+}
+
+// masterAddrs is the addresses of the masters s's Cluster client knows now.
+func masterAddrs(t *testing.T, s *Store) []string {
+	var addrs []string
+	var mu sync.Mutex
+	require.NoError(t, s.c.(*redis.ClusterClient).ForEachMaster(ctx, func(_ context.Context, c *redis.Client) error {
+		mu.Lock()
+		defer mu.Unlock()
+		addrs = append(addrs, c.Options().Addr)
+		return nil
+	}))
+	return addrs
+}
+
+// A Cluster walk whose masters change under it (here a master announces
+// another address, as a replica at its own address does when a failover
+// makes it the master of those slots) fails the next page with
+// ErrMastersChanged, an error that says nothing was done, rather than go
+// on with the masters' places shifted and skip one in silence; a walk
+// begun afterwards sees every key.
+func TestClusterScanFailsWhenTheMastersChangeMidWalk(t *testing.T) {
+	nodes := redistest.StartCluster(t)
+	s := open(t, clusterURL(nodes))
+	for i := range 60 {
+		require.NoError(t, s.Set(fmt.Sprintf("k%d", i), []byte("v"), 0))
+	}
+	p, err := s.Scan("", 0, 1, false)
+	require.NoError(t, err)
+	require.NotZero(t, p.Next, "the walk is under way")
+
+	proxy := redistest.NewProxy(t, nodes[0].Addr)
+	_, port, _ := strings.Cut(proxy.Addr, ":")
+	admin := redis.NewClient(&redis.Options{Addr: nodes[0].Addr})
+	defer admin.Close()
+	require.NoError(t, admin.ConfigSet(ctx, "cluster-announce-port", port).Err())
+	for _, n := range nodes { // every node's map has the new address: a reload from any gives it
+		c := redis.NewClient(&redis.Options{Addr: n.Addr})
+		require.Eventually(t, func() bool {
+			slots, err := c.ClusterSlots(ctx).Result()
+			if err != nil {
+				return false
+			}
+			for _, sl := range slots {
+				if sl.Nodes[0].Addr == proxy.Addr {
+					return true
+				}
+			}
+			return false
+		}, hangCatch, 20*time.Millisecond)
+		c.Close()
+	}
+	require.Eventually(t, func() bool {
+		s.c.(*redis.ClusterClient).ReloadState(ctx)
+		return slices.Contains(masterAddrs(t, s), proxy.Addr)
+	}, hangCatch, 50*time.Millisecond, "the client sees the master at its new address")
+
+	_, err = s.Scan("", p.Next, 1, false)
+	require.ErrorIs(t, err, ErrMastersChanged)
+	require.ErrorIs(t, err, kv.ErrNothingDone)
+	assert.False(t, errors.Is(err, kv.ErrInvalidArgument), "not E_INVALID (a ValueError in PHP): %v", err)
+	assert.Contains(t, err.Error(), proxy.Addr, "it names the masters now")
+
+	seen, err := walkAll(s, false)
+	require.NoError(t, err)
+	assert.Len(t, seen, 60, "a walk from cursor 0 sees every key")
 }
