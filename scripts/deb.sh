@@ -23,6 +23,11 @@
 #   .changes); the last line printed is the extension's .deb's path, the
 #   command's is beside it. The build runs in
 #   build/deb, which EPHPM_DEB_KEEP=1 keeps afterwards (to look into it).
+#   The tree's files are those git knows of; where git or the tree's git
+#   metadata is not at hand (tests/matrix/debian.sh builds in a chroot
+#   without them), EPHPM_DEB_FILES names a file that lists them (NUL-ended
+#   paths relative to the tree, as `git ls-files -z` prints them) and
+#   EPHPM_DEB_BUILT_FROM says what they are ("commit 0123abcd").
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 [ $# = 1 ] || { echo "usage: scripts/deb.sh OUTDIR" >&2; exit 2; }
@@ -71,10 +76,16 @@ mkdir "$pkgsrc"
 
 # The tree's files: in a git checkout those git knows of (tracked, or new
 # and not ignored: no build/, no phpize output), else all but build/.
-if git -C "$src" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-  (cd "$src" && git ls-files -z --cached --others --exclude-standard \
-     | while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done \
+copy_files() { # NUL-ended paths on stdin: those that exist, into the copy
+  (cd "$src" && while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done \
      | tar --null -T - -cf -) | tar -C "$pkgsrc" -xf -
+}
+if [ -n "${EPHPM_DEB_FILES:-}" ]; then
+  copy_files < "$EPHPM_DEB_FILES"
+  built_from=${EPHPM_DEB_BUILT_FROM:-the files $EPHPM_DEB_FILES lists}
+  when=${SOURCE_DATE_EPOCH:-$(date +%s)}
+elif command -v git >/dev/null && git -C "$src" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  git -C "$src" ls-files -z --cached --others --exclude-standard | copy_files
   commit=$(git -C "$src" rev-parse --short=12 HEAD)
   [ -z "$(git -C "$src" status --porcelain)" ] || commit="$commit, with uncommitted changes"
   built_from="commit $commit"
