@@ -6,7 +6,12 @@
 # (sid: Valkey 9 and Redis 8.0; trixie: Valkey 8.1, without the Cluster
 # subset; tests/matrix/inside.sh says why), and the wordpress entry with
 # that release's WordPress, MariaDB and php-fpm (trixie: WordPress 6.8,
-# sid: 7.x).
+# sid: 7.x). Then the Debian packages for that PHP: scripts/deb.sh builds
+# php8.4-ephpm and ephpm in the chroot, and tests/deb_check.sh installs
+# them into a fresh copy of it (an overlay: the chroot never sees them) and
+# checks them as deb-package does on Debian 12 (php -m, one winner among 20
+# php-fpm workers, remove and purge leaving nothing, lintian, the chroot's,
+# with no error: its warnings are printed).
 #
 # The chroot is made once with debootstrap and reused while it is current
 # (the same package list, made less than a week ago); it lives outside the
@@ -28,7 +33,8 @@ fi
 packages=(php8.4-cli php8.4-dev php8.4-xml php8.4-mbstring cmake gcc make ca-certificates
           phpunit php-symfony-lock php-illuminate-cache php-psr-simple-cache
           valkey-server valkey-tools redis-server redis-tools
-          wordpress wordpress-theme-twentytwentyfive mariadb-server php8.4-mysql php8.4-fpm libfcgi-bin)
+          wordpress wordpress-theme-twentytwentyfive mariadb-server php8.4-mysql php8.4-fpm libfcgi-bin
+          build-essential dpkg-dev debhelper dh-php lintian)
 root=${EPHPM_CHROOT_DIR:-/var/cache/ephpm}/debian-$suite
 stamp="$root/.ephpm-packages"
 want="$suite ${packages[*]}"
@@ -108,6 +114,37 @@ bind "$go_modcache" "$go_modcache"
 
 chroot "$root" php -v | head -1
 chroot "$root" sh -c 'redis-server --version; valkey-server --version; phpunit --version | head -1'
-chroot "$root" env -i HOME=/root PATH=/usr/local/go/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-  GOMODCACHE="$go_modcache" GOFLAGS=-mod=mod GOCACHE=/root/.cache/go-build EPHPM_MATRIX_SUITE="$suite" \
-  bash /src/tests/matrix/inside.sh
+in_chroot() {
+  chroot "$root" env -i HOME=/root PATH=/usr/local/go/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    GOMODCACHE="$go_modcache" GOFLAGS=-mod=mod GOCACHE=/root/.cache/go-build EPHPM_MATRIX_SUITE="$suite" "$@"
+}
+failed=0
+in_chroot bash /src/tests/matrix/inside.sh || failed=1
+
+# The packages for this PHP: built in the chroot, checked in a fresh copy of
+# it. The tree's files are listed here, where git and the tree's git
+# metadata are (scripts/deb.sh copies those into its build).
+php=$(chroot "$root" php-config --version | cut -d. -f1,2)
+echo "== php$php-ephpm and ephpm packages: scripts/deb.sh, then tests/deb_check.sh"
+out=/build/deb-out
+chroot_remove "$root$out"
+mkdir -p "$root$out"
+deb_env=(DEB_BUILD_OPTIONS=noautodbgsym) # no -dbgsym package: its compression alone takes seconds
+if git -C "$src" ls-files -z --cached --others --exclude-standard > "$root$out/files" 2>/dev/null; then
+  commit=$(git -C "$src" rev-parse --short=12 HEAD)
+  [ -z "$(git -C "$src" status --porcelain)" ] || commit="$commit, with uncommitted changes"
+  deb_env+=(EPHPM_DEB_FILES="$out/files" EPHPM_DEB_BUILT_FROM="commit $commit"
+            SOURCE_DATE_EPOCH="$(git -C "$src" log -1 --format=%ct)")
+fi
+if deb=$(in_chroot "${deb_env[@]}" bash /src/scripts/deb.sh "$out" | tee "$root$out/deb.log" | tail -1) \
+   && [ -f "$root$deb" ]; then
+  grep -v "^$deb\$" "$root$out/deb.log" || true
+  version=$(dpkg-deb -f "$root$deb" Version)
+  "$src/tests/deb_check.sh" "$root" "$php" "$root$deb" \
+    "$root$out/ephpm_${version}_$(dpkg --print-architecture).deb" || failed=1
+else
+  cat "$root$out/deb.log"
+  echo "FAIL: scripts/deb.sh built no php$php-ephpm package"
+  failed=1
+fi
+[ "$failed" = 0 ]
