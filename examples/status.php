@@ -2,9 +2,12 @@
 /*
  * ephpm status: what the store holds and does, and a tool to look inside
  * it, like APCu's apc.php: the figures, rates over the last minutes, held
- * locks with their TTL and waiters, sessions, a shared-memory segment's
- * shards, the backend's facts, a key browser with a prefix filter and
- * paging, and deleting a key or flushing the store.
+ * locks with their TTL and waiters (with every entry taken with set_nx:
+ * the store cannot tell a lock from a value add() stored), sessions, a
+ * shared-memory segment's shards, the backend's facts, a key browser with
+ * a prefix filter and paging, and deleting a key or flushing the store. A
+ * library from before this page (no scan member, no rates) gets the
+ * figures alone, and the page says so.
  *
  * One file, no external asset and no script: charts are inline SVG. Copy it
  * into a docroot served by the PHP whose store it shows (the same php-fpm
@@ -140,7 +143,28 @@ function ephpm_status_key_text(string $k): string
     return preg_replace_callback('/[^\x20-\x5b\x5d-\x7e]/', fn ($m) => sprintf('\\x%02x', ord($m[0])), $k);
 }
 
-$s = ephpm_kv_stats();
+/**
+ * Whether $e says the loaded library lacks the member a function needs
+ * (the extension's EPHPM_KV_OPS_HAS check: a library older than the
+ * function throws UNSUPPORTED, having done nothing).
+ */
+function ephpm_status_unsupported(Throwable $e): bool
+{
+    return $e instanceof Ephpm\KvException && $e->getCode() === Ephpm\KvException::UNSUPPORTED;
+}
+
+try {
+    $s = ephpm_kv_stats();
+} catch (Ephpm\KvException $e) {
+    if (!ephpm_status_unsupported($e)) {
+        throw $e;
+    }
+    // A library from before ephpm_kv_stats(): nothing this page shows.
+    http_response_code(501);
+    header('Content-Type: text/plain; charset=utf-8');
+    echo 'ephpm status: the loaded library is too old for this page: ', $e->getMessage(), "\n";
+    return;
+}
 $private = $s['backend'] === 'memory' && PHP_SAPI === 'fpm-fcgi';
 $lookups = $s['hits'] + $s['misses'];
 $hitRatio = $lookups > 0 ? $s['hits'] / $lookups : 0.0;
@@ -152,13 +176,31 @@ if ($format === 'json') {
     return;
 }
 
-// The held locks and the sessions, by walks of bounded length.
-[$locks, $locksComplete, $skipped] = ephpm_status_walk('', true, 1000);
+// The held locks and the sessions, by walks of bounded length. The walks
+// need the library's scan member: a library from before this page has
+// none (nor rates: its stats leave rate_interval_ms 0), and the page then
+// shows no lock table, session count or key browser, and says why. A walk
+// the store fails (a Redis Cluster whose masters changed under it, a
+// server gone) is named instead of its table.
+$noScan = null;      // why the library cannot walk the store
+$walkError = null;   // why a walk of it failed
+$locks = $sessions = $skipped = $skippedS = [];
+$locksComplete = $sessionsComplete = true;
+try {
+    [$locks, $locksComplete, $skipped] = ephpm_status_walk('', true, 1000);
+    [$sessions, $sessionsComplete, $skippedS] = ephpm_status_walk('session:', false, 100000);
+} catch (Ephpm\KvException $e) {
+    if (ephpm_status_unsupported($e)) {
+        $noScan = $e->getMessage();
+    } else {
+        $walkError = $e->getMessage();
+    }
+}
 usort($locks, fn ($a, $b) => strcmp($a['key'], $b['key']));
-[$sessions, $sessionsComplete, $skippedS] = ephpm_status_walk('session:', false, 100000);
 $sessionCount = count(array_filter($sessions, fn ($r) => $r['kind'] === 'session'));
 $sessionLocks = count(array_filter($locks, fn ($r) => str_starts_with($r['key'], 'session_lock:')));
 $skipped = array_values(array_unique(array_merge($skipped, $skippedS)));
+$walked = $noScan === null && $walkError === null;
 
 if ($format === 'prometheus') {
     header('Content-Type: text/plain; version=0.0.4; charset=utf-8');
@@ -180,8 +222,10 @@ if ($format === 'prometheus') {
         ['memory_limit_bytes', 'gauge', 'The memory limit; 0: none.', $s['memory_limit']],
         ['session_bytes', 'gauge', 'Memory charged to session data.', $s['session_bytes']],
         ['session_limit_bytes', 'gauge', "The session data's budget; 0: none.", $s['session_limit']],
-        ['sessions', 'gauge', 'Session data entries (a bounded walk: at least this many).', $sessionCount],
-        ['locks_held', 'gauge', 'Held locks, session locks included (a bounded walk: at least this many).', count($locks)],
+        ['sessions', 'gauge', 'Session data entries (a bounded walk: at least this many).', $walked ? $sessionCount : null],
+        ['locks_held', 'gauge', 'Entries the store keeps as locks: held locks, session locks included, and every entry '
+            . 'taken with set_nx, add()ed values too, which the store cannot tell from locks (a bounded walk: at least this many).',
+            $walked ? count($locks) : null],
         ['processes', 'gauge', 'Processes attached to the shared-memory segment.', $s['processes']],
         ['hits_total', 'counter', 'Lookups that found a live entry.', $s['hits']],
         ['misses_total', 'counter', 'Lookups that found none.', $s['misses']],
@@ -194,7 +238,9 @@ if ($format === 'prometheus') {
         ['release_mismatches_total', 'counter', 'del_if_eq calls that did not match.', $s['del_if_eq_mismatches']],
         ['lock_timeouts_total', 'counter', 'Lock waits that ran out of time, in the process that answered.', $s['lock_timeouts']],
     ] as [$name, $type, $help, $v]) {
-        echo $metric($name, $type, $help, $one($v));
+        if ($v !== null) { // null: the library cannot walk the store, or the walk failed
+            echo $metric($name, $type, $help, $one($v));
+        }
     }
     if ($s['shards'] !== []) {
         foreach (['keys' => 'Entries of each shard of the segment.', 'bytes_used' => 'Memory charged to entries, per shard.',
@@ -218,8 +264,14 @@ if (($_SERVER['REQUEST_METHOD'] ?? 'GET') === 'POST') {
     [$code, $notice] = ephpm_status_act($actionsOn, $clientAllowed);
     http_response_code($code);
     $s = ephpm_kv_stats();
-    [$locks] = ephpm_status_walk('', true, 1000);
-    usort($locks, fn ($a, $b) => strcmp($a['key'], $b['key']));
+    if ($walked) {
+        try {
+            [$locks] = ephpm_status_walk('', true, 1000);
+        } catch (Ephpm\KvException $e) {
+            [$locks, $walked, $walkError] = [[], false, $e->getMessage()];
+        }
+        usort($locks, fn ($a, $b) => strcmp($a['key'], $b['key']));
+    }
 }
 // A fresh one-time token for this page's forms.
 $token = null;
@@ -233,12 +285,20 @@ $prefix = is_string($_GET['prefix'] ?? null) ? $_GET['prefix'] : '';
 $cursor = is_string($_GET['cursor'] ?? null) && preg_match('/^-?[0-9]{1,20}$/', $_GET['cursor']) ? (int) $_GET['cursor'] : 0;
 $keys = [];
 $browseError = null;
-if (strlen($prefix) <= 4096) {
+if ($noScan !== null) {
+    $cursor = 0;
+} elseif (strlen($prefix) <= 4096) {
     try {
         [$keys, , $browseSkipped] = ephpm_status_walk($prefix, false, EPHPM_STATUS_PAGE_SIZE, $cursor);
         array_push($skipped, ...$browseSkipped);
     } catch (ValueError $e) {
         $browseError = 'That cursor is not one this store gave: the browser starts over.';
+        $cursor = 0;
+    } catch (Ephpm\KvException $e) {
+        // A Redis Cluster whose masters changed since the walk began, or
+        // a store that failed: go on from this cursor no further.
+        $browseError = 'The walk failed: ' . $e->getMessage() . ' The browser starts over from the first page.';
+        $keys = [];
         $cursor = 0;
     }
 } else {
@@ -384,6 +444,12 @@ header('Cache-Control: no-store');
 other workers have their own, and locks and sessions are not shared between them.
 Leave <code>ephpm.kv_backend</code> at <code>auto</code> (the pool's shared-memory segment), or set it to <code>shm://NAME</code> or a Redis or Valkey URL, to share them.</p>
 <?php endif ?>
+<?php if ($noScan !== null): ?>
+<p class="banner" id="old-library-banner">The loaded library is older than this page: it keeps no rates and cannot walk
+the store, so no held locks, session count or key browser are shown (<?= $h($noScan) ?>).</p>
+<?php elseif ($walkError !== null): ?>
+<p class="banner" id="walk-error-banner">The walk of the store's locks and sessions failed: <?= $h($walkError) ?></p>
+<?php endif ?>
 <?php if ($skipped !== []): ?>
 <p class="banner" id="skipped-banner">The walks of the store left out damaged parts of it (their keys are not listed):
 <?= $h(implode('; ', $skipped)) ?>. <code>ephpm check</code> says more.</p>
@@ -430,8 +496,10 @@ Leave <code>ephpm.kv_backend</code> at <code>auto</code> (the pool's shared-memo
 </div>
 
 <h2 id="rates">Rates over the last minutes</h2>
-<?php if ($interval <= 0): ?>
-<p class="off">This backend keeps no rates<?= str_starts_with($s['backend'], 'redis') ? ' (a Redis server: see its <code>INFO stats</code>, instantaneous_ops_per_sec)' : '' ?>.</p>
+<?php if ($interval <= 0 && $noScan !== null): ?>
+<p class="off" id="no-rates">The loaded library keeps no rates (it is older than them).</p>
+<?php elseif ($interval <= 0): ?>
+<p class="off" id="no-rates">This backend keeps no rates<?= str_starts_with($s['backend'], 'redis') ? ' (a Redis server: see its <code>INFO stats</code>, instantaneous_ops_per_sec)' : '' ?>.</p>
 <?php elseif ($rates === []): ?>
 <p class="off">No interval of <?= $h($interval) ?> s is complete yet: reload in a moment.</p>
 <?php else: ?>
@@ -449,26 +517,51 @@ Leave <code>ephpm.kv_backend</code> at <code>auto</code> (the pool's shared-memo
 <p class="legend"><?php foreach ($series as $name => [$colour]): ?><span><i style="background: <?= $h($colour) ?>"></i><?= $h($name) ?></span><?php endforeach ?></p>
 <?php endif ?>
 
-<h2 id="locks">Held locks</h2>
+<h2 id="locks">Locks, and entries taken with set_nx</h2>
+<?php $redis = str_starts_with($s['backend'], 'redis'); ?>
+<?php if (!$walked): ?>
+<p class="off" id="no-locks"><?= $noScan !== null ? 'The loaded library cannot walk the store.' : 'The walk failed (see above).' ?></p>
+<?php else: ?>
+<?php if ($redis): ?>
+<p class="off">Redis keeps a lock as a plain string: listed are the locks it can tell from a value (session locks,
+read-held names, names with waiters in line); a lock taken with set_nx that nobody waits for is not.</p>
+<?php else: ?>
+<p class="off">The store keeps as a lock every entry taken with set_nx, and cannot tell the two uses of set_nx apart: listed
+are locks (ephpm_kv_lock(), ephpm_kv_setnx(), read locks, the session handler's) and values stored by an add()
+(WordPress's <code>wp_cache_add()</code>, a cache's <code>add()</code>). The last column says which an entry surely is.</p>
+<?php endif ?>
 <?php if ($locks === []): ?>
-<p class="off">No lock is held<?= str_starts_with($s['backend'], 'redis') ? ' that Redis can tell from a value (session locks, read-held names, names with waiters)' : '' ?>.</p>
+<p class="off">No lock is held<?= $redis ? ' that Redis can tell from a value' : ', and no entry taken with set_nx is stored' ?>.</p>
 <?php else: ?>
 <table class="list" id="locks-table">
-<tr><th>key</th><th>mode</th><th>holders</th><th>TTL left</th><th>waiters</th><th>holder</th><?= $canAct ? '<th></th>' : '' ?></tr>
+<tr><th>key</th><th>mode</th><th>holders</th><th>TTL left</th><th>waiters</th><th>holder</th><th>what</th><?= $canAct ? '<th></th>' : '' ?></tr>
 <?php foreach ($locks as $l): ?>
 <tr><td class="key"><?= $k($l['key']) ?></td><td><?= $l['kind'] === 'lock_shared' ? 'shared' : 'exclusive' ?></td>
 <td><?= $h($l['holders']) ?></td><td><?= $h($ttl($l['pttl'])) ?></td><td><?= $l['waiters'] === null ? '?' : $h($l['waiters']) ?></td>
 <td><?= $l['holder_pid'] === null ? '-' : 'pid ' . $h($l['holder_pid']) ?></td>
+<td><?= $h(match (true) {
+    str_starts_with($l['key'], 'session_lock:') => 'a session lock',
+    $l['kind'] === 'lock_shared' => 'a lock held for reading',
+    $l['waiters'] !== null && $l['waiters'] > 0 => 'a lock (callers wait for it)',
+    $redis => 'a lock',
+    default => 'a lock, or a value add() stored',
+}) ?></td>
 <?= $canAct ? '<td>' . $deleteForm($l['key'], 'force release') . '</td>' : '' ?></tr>
 <?php endforeach ?>
 </table>
-<p><?= count($locks) ?> lock<?= count($locks) === 1 ? '' : 's' ?> held<?= $locksComplete ? '' : ' (the walk stopped there: there are more)' ?>.</p>
+<p><?= count($locks) ?> <?= $redis ? (count($locks) === 1 ? 'lock' : 'locks') . ' held'
+    : (count($locks) === 1 ? 'entry' : 'entries') . ' taken with set_nx (locks and add()ed values)' ?><?= $locksComplete ? '' : ' (the walk stopped there: there are more)' ?>.</p>
+<?php endif ?>
 <?php endif ?>
 
 <h2 id="sessions">Sessions</h2>
 <table>
+<?php if ($walked): ?>
 <tr><th>sessions stored</th><td id="session-count"><?= $h($sessionCount) ?><?= $sessionsComplete ? '' : ' or more (the walk stopped there)' ?></td></tr>
 <tr><th>held now (their lock taken)</th><td><?= $h($sessionLocks) ?></td></tr>
+<?php else: ?>
+<tr><th>sessions stored</th><td id="session-count">not known (no walk of the store)</td></tr>
+<?php endif ?>
 <?= $row('session_bytes', 'session data', $s['session_bytes'], $bytes($s['session_bytes'])) ?>
 <?= $row('session_limit', 'session budget', $s['session_limit'], $s['session_limit'] > 0 ? $bytes($s['session_limit']) : 'none') ?>
 </table>
@@ -514,6 +607,9 @@ its largest free block is <?= $h($bytes($s['shards'][$worst]['largest_free'])) ?
 <?php endif ?>
 
 <h2 id="keys">Keys</h2>
+<?php if ($noScan !== null): ?>
+<p class="off" id="no-browser">No key browser: the loaded library cannot walk the store.</p>
+<?php else: ?>
 <form method="get" id="browse">
   <label>prefix <input type="text" name="prefix" value="<?= $h($prefix) ?>" size="40"></label>
   <button type="submit">filter</button>
@@ -534,6 +630,7 @@ its largest free block is <?= $h($bytes($s['shards'][$worst]['largest_free'])) ?
 <p><?= count($keys) ?> key<?= count($keys) === 1 ? '' : 's' ?> on this page.
 <?php if ($cursor !== 0): ?><a id="next-page" href="<?= $url(['prefix' => $prefix, 'cursor' => (string) $cursor]) ?>#keys">next page</a><?php else: ?>That is the end of the walk.<?php endif ?>
 <?php if (isset($_GET['cursor'])): ?> <a href="<?= $url(['prefix' => $prefix]) ?>#keys">first page</a><?php endif ?></p>
+<?php endif ?>
 
 <h2 id="actions">Actions</h2>
 <?php if (!$actionsOn): ?>

@@ -7,7 +7,16 @@
  * Built with FAKE_GROWING, it is a table of this header's size whose
  * get_many and scan answer TOO_SMALL for ever, each time asking for more
  * than they were given: a garbled answer the extension must give up on.
+ *
+ * Built with FAKE_PRESCAN, it is a library from before the status page:
+ * its table ends before the scan member (it has stats, of the figures it
+ * had then, and the five original members; the members in between are
+ * NULL, which EPHPM_KV_OPS_HAS reads as absent) and its stats fill
+ * ephpm_kv_stats up to store, with no rates, facts or shards.
  */
+#include <stddef.h>
+#include <string.h>
+
 #include "ephpm_kv.h"
 
 #ifndef FAKE_ABI_VERSION
@@ -58,12 +67,41 @@ static int fake_scan(const char *prefix, size_t prefix_len, uint64_t cursor, siz
 }
 #endif
 
+#ifdef FAKE_PRESCAN
+/* The figures of ephpm_kv_stats up to store, as a library from before the
+ * status page filled them: only the fields within the caller's struct and
+ * its own. */
+static int fake_stats(ephpm_kv_stats *out)
+{
+    if (out == NULL || out->struct_size < sizeof(uint32_t)) {
+        return EPHPM_KV_E_INVALID;
+    }
+    ephpm_kv_stats st;
+    memset(&st, 0, sizeof st);
+    strcpy(st.instance_id, "00000000-0000-4000-8000-000000000000");
+    strcpy(st.backend, "memory");
+    strcpy(st.eviction, "noeviction");
+    strcpy(st.compression, "none");
+    st.hits = 3;
+    st.misses = 1;
+    strcpy(st.store, "memory (a library from before the status page)");
+    size_t known = offsetof(ephpm_kv_stats, store) + sizeof st.store;
+    size_t n = out->struct_size < known ? out->struct_size : known;
+    st.struct_size = out->struct_size;
+    memcpy(out, &st, n);
+    return EPHPM_KV_OK;
+}
+#endif
+
 static const ephpm_kv_ops fake_ops = {
     .abi_version = FAKE_ABI_VERSION,
 #ifdef FAKE_GROWING
     .struct_size = sizeof(ephpm_kv_ops),
     .get_many = fake_get_many,
     .scan = fake_scan,
+#elif defined(FAKE_PRESCAN)
+    .struct_size = offsetof(ephpm_kv_ops, scan),
+    .stats = fake_stats,
 #else
     .struct_size = EPHPM_KV_OPS_V1_SIZE,
 #endif
