@@ -124,9 +124,11 @@ probe_hex=$(printf '%s' "$probe" | od -An -tx1 | tr -d ' \n')
 cat > "$dir/www/set.php" <<'PHP'
 <?php
 // A worker's keys: the probe, an exclusive lock with a waiter, a read-held
-// lock, and a session whose lock this request keeps.
+// lock, a value stored as WordPress's wp_cache_add() stores one (set_nx),
+// and a session whose lock this request keeps.
 ephpm_kv_set($_GET['probe'], 'set by php-fpm worker ' . getmypid(), 600);
 ephpm_kv_setnx('status:lock:report', 'tok', 120);
+ephpm_kv_setnx('status:added', serialize(['an add()ed value']), 600);
 ephpm_kv_lock_read('status:rw:catalog', 120);
 ephpm_kv_lock_read('status:rw:catalog', 120);
 ephpm_kv_set("status:bin:\0\xff<b>", 'binary key', 600);
@@ -191,7 +193,8 @@ read -r found_key token locks_rows waiters shards sess < <(php -r '
     $lockKeys = [];
     foreach ($rows as $tr) {
         $td = $tr->getElementsByTagName("td");
-        $lockKeys[] = $td->item(0)->textContent . "=" . $td->item(1)->textContent . "/" . $td->item(2)->textContent;
+        $lockKeys[] = $td->item(0)->textContent . "=" . $td->item(1)->textContent . "/" . $td->item(2)->textContent
+            . "/" . str_replace(" ", "_", $td->item(6)->textContent);
         if ($td->item(0)->textContent === "status:lock:report") {
             $waiters = $td->item(4)->textContent;
         }
@@ -209,6 +212,12 @@ check "only keys of the prefix are listed" '[ "$(grep -c "data-key-hex=" "$dir/b
 check "the held locks: exclusive, shared by 2, the session's" \
   '[[ "$locks_rows" == *"status:lock:report=exclusive/1"* && "$locks_rows" == *"status:rw:catalog=shared/2"* ]]'
 check "the waiter for the exclusive lock is counted ($waiters)" '[ "$waiters" = 1 ]'
+check "the table says what each entry surely is: a lock with a waiter, a read lock" \
+  '[[ "$locks_rows" == *"status:lock:report=exclusive/1/a_lock_(callers_wait_for_it)"* && "$locks_rows" == *"status:rw:catalog=shared/2/a_lock_held_for_reading"* ]]'
+check "a value stored with set_nx, as wp_cache_add() stores one, is no lock for sure: the table says either" \
+  '[[ "$locks_rows" == *"status:added=exclusive/1/a_lock,_or_a_value_add()_stored"* ]]'
+check "the table is named for what it holds: locks and add()ed values" \
+  'grep -q "Locks, and entries taken with set_nx" "$dir/b.html" && grep -q "entries taken with set_nx (locks and add()ed values)" "$dir/b.html"'
 check "the segment's shards are shown ($shards)" '[ "$shards" -ge 1 ]'
 check "the session is counted ($sess)" '[ "$sess" -ge 1 ]'
 check "actions are on with the password" 'grep -q "id=\"actions-on\"" "$dir/b.html" && [[ "$token" =~ ^[0-9a-f]{32}$ ]]'
