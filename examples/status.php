@@ -166,6 +166,7 @@ try {
     return;
 }
 $private = $s['backend'] === 'memory' && PHP_SAPI === 'fpm-fcgi';
+$redis = str_starts_with($s['backend'], 'redis');
 $lookups = $s['hits'] + $s['misses'];
 $hitRatio = $lookups > 0 ? $s['hits'] / $lookups : 0.0;
 $format = $_GET['format'] ?? '';
@@ -518,7 +519,6 @@ the store, so no held locks, session count or key browser are shown (<?= $h($noS
 <?php endif ?>
 
 <h2 id="locks">Locks, and entries taken with set_nx</h2>
-<?php $redis = str_starts_with($s['backend'], 'redis'); ?>
 <?php if (!$walked): ?>
 <p class="off" id="no-locks"><?= $noScan !== null ? 'The loaded library cannot walk the store.' : 'The walk failed (see above).' ?></p>
 <?php else: ?>
@@ -621,7 +621,8 @@ its largest free block is <?= $h($bytes($s['shards'][$worst]['largest_free'])) ?
 <table class="list" id="keys-table">
 <tr><th>key</th><th>kind</th><th>size</th><th>TTL left</th><?= $canAct ? '<th></th>' : '' ?></tr>
 <?php foreach ($keys as $r): ?>
-<tr><td class="key" data-key-hex="<?= bin2hex($r['key']) ?>"><?= $k($r['key']) ?></td><td><?= $h(str_replace('_', ' ', $r['kind'])) ?></td>
+<tr><td class="key" data-key-hex="<?= bin2hex($r['key']) ?>"><?= $k($r['key']) ?></td><td><?= $h($r['kind'] === 'lock' && !$redis && !($r['waiters'] > 0)
+    && !str_starts_with($r['key'], 'session_lock:') ? 'lock or add()ed value' : str_replace('_', ' ', $r['kind'])) ?></td>
 <td><?= $r['size'] < 0 ? '?' : $h($bytes($r['size'])) ?></td><td><?= $h($ttl($r['pttl'])) ?></td>
 <?= $canAct ? '<td>' . $deleteForm($r['key']) . '</td>' : '' ?></tr>
 <?php endforeach ?>

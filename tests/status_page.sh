@@ -221,6 +221,9 @@ check "the table is named for what it holds: locks and add()ed values" \
 check "the segment's shards are shown ($shards)" '[ "$shards" -ge 1 ]'
 check "the session is counted ($sess)" '[ "$sess" -ge 1 ]'
 check "actions are on with the password" 'grep -q "id=\"actions-on\"" "$dir/b.html" && [[ "$token" =~ ^[0-9a-f]{32}$ ]]'
+curl -s "$b/status.php?prefix=status:added" > "$dir/added.html"
+check "the key browser calls the set_nx value a lock or an add()ed value" \
+  'sed -n "/id=\"keys-table\"/,\$p" "$dir/added.html" | grep -q "<td>lock or add()ed value</td>"'
 curl -s "$b/status.php?prefix=status:bin" > "$dir/bin.html"
 check "no key is printed raw: the binary one in escapes" 'grep -qF "status:bin:\x00\xff&lt;b&gt;" "$dir/bin.html"'
 
