@@ -126,6 +126,7 @@ in_chroot bash /src/tests/matrix/inside.sh || failed=1
 # metadata are (scripts/deb.sh copies those into its build).
 php=$(chroot "$root" php-config --version | cut -d. -f1,2)
 echo "== php$php-ephpm and ephpm packages: scripts/deb.sh, then tests/deb_check.sh"
+packages_start=$SECONDS
 out=/build/deb-out
 chroot_remove "$root$out"
 mkdir -p "$root$out"
@@ -139,6 +140,7 @@ fi
 if deb=$(in_chroot "${deb_env[@]}" bash /src/scripts/deb.sh "$out" | tee "$root$out/deb.log" | tail -1) \
    && [ -f "$root$deb" ]; then
   grep -v "^$deb\$" "$root$out/deb.log" || true
+  echo "(built in $((SECONDS - packages_start)) s)"
   version=$(dpkg-deb -f "$root$deb" Version)
   "$src/tests/deb_check.sh" "$root" "$php" "$root$deb" \
     "$root$out/ephpm_${version}_$(dpkg --print-architecture).deb" || failed=1
@@ -147,4 +149,5 @@ else
   echo "FAIL: scripts/deb.sh built no php$php-ephpm package"
   failed=1
 fi
+echo "(the packages: $((SECONDS - packages_start)) s)"
 [ "$failed" = 0 ]
