@@ -5,7 +5,10 @@
 // and the NULL checks. Each export is derived, not written:
 //
 //   - It calls the Backend method named after the member (set_nx: SetNX),
-//     on the backend the table serves, unless memberlist's Calls table
+//     on the backend the table serves, or, where Backend has none, the
+//     function of package backend of that name with that backend first
+//     (set_guarded: backend.SetGuarded, one Step; backend/step.go),
+//     unless memberlist's Calls table
 //     (bridge/internal/memberlist/calls.go) names another function: the
 //     members that are not one Backend call (the waiting members,
 //     configure, stats, begin_request; composed.go).
