@@ -55,8 +55,8 @@ func BenchmarkSessionRequest(b *testing.B) {
 		v, dst := make([]byte, 141), make([]byte, 1024)
 		s.Set(data, v, time.Hour)
 		for b.Loop() {
-			s.SetNXGet(lock, benchToken, 30*time.Second, data, dst)
-			s.SetGuardedRelease(data, v, time.Hour, lock, benchToken)
+			backend.SetNXGet(s, lock, benchToken, 30*time.Second, data, dst)
+			backend.SetGuardedRelease(s, data, v, time.Hour, lock, benchToken)
 		}
 	})
 }
@@ -69,8 +69,8 @@ func BenchmarkSessionRequestFenced(b *testing.B) {
 		v, dst := make([]byte, 141), make([]byte, 1024)
 		s.Set(data, v, time.Hour)
 		for b.Loop() {
-			_, _, _, f, _ := s.SetNXGetFenced(lock, benchToken, 30*time.Second, data, dst)
-			s.SetFencedRelease(data, v, time.Hour, lock, f, benchToken)
+			_, _, _, f, _ := backend.SetNXGetFenced(s, lock, benchToken, 30*time.Second, data, dst)
+			backend.SetFencedRelease(s, data, v, time.Hour, lock, f, benchToken)
 		}
 	})
 }
@@ -84,8 +84,8 @@ func BenchmarkSessionRequestLazy(b *testing.B) {
 		v, dst := make([]byte, 141), make([]byte, 1024)
 		s.Set(data, v, time.Hour)
 		for b.Loop() {
-			s.SetNXGet(lock, benchToken, 30*time.Second, data, dst)
-			s.ExpireGuardedRelease(data, time.Hour, lock, benchToken)
+			backend.SetNXGet(s, lock, benchToken, 30*time.Second, data, dst)
+			backend.ExpireGuardedRelease(s, data, time.Hour, lock, benchToken)
 		}
 	})
 }
@@ -98,7 +98,7 @@ func BenchmarkGuardedWrite(b *testing.B) {
 		v := make([]byte, 141)
 		s.SetNX(lock, benchToken, time.Hour)
 		for b.Loop() {
-			s.SetGuarded(data, v, time.Hour, lock, benchToken)
+			backend.SetGuarded(s, data, v, time.Hour, lock, benchToken)
 		}
 	})
 }
@@ -107,9 +107,9 @@ func BenchmarkFencedWrite(b *testing.B) {
 	benchBackends(b, func(b *testing.B, s backend.Backend) {
 		lock, data := "{bench}:lock", "{bench}:data"
 		v := make([]byte, 141)
-		_, f, _ := s.SetNXFenced(lock, benchToken, time.Hour)
+		_, f, _ := backend.SetNXFenced(s, lock, benchToken, time.Hour)
 		for b.Loop() {
-			s.SetFenced(data, v, time.Hour, lock, f)
+			backend.SetFenced(s, data, v, time.Hour, lock, f)
 		}
 	})
 }
@@ -120,7 +120,7 @@ func BenchmarkFencedLockPair(b *testing.B) {
 	benchBackends(b, func(b *testing.B, s backend.Backend) {
 		lock := "{bench}:lock"
 		for b.Loop() {
-			s.SetNXFenced(lock, benchToken, 30*time.Second)
+			backend.SetNXFenced(s, lock, benchToken, 30*time.Second)
 			s.DelIfEq(lock, benchToken)
 		}
 	})
