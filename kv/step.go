@@ -256,17 +256,21 @@ func (s *Store) Step(st *Step) error {
 
 	// The entries the step may write, built before the lock as install
 	// builds its own (see prepare): the value, and an acquire's lock.
-	var r, lr writeReq
+	var b, lb block
 	var size, lsize int64
+	var flags uint32
 	if st.Action == ActionSet {
-		r.key, r.value, r.flags = st.Key, st.Value, s.pinFlag(st.Key)
-		s.prepare(&r)
-		size = entryCost(&r)
+		flags = s.pinFlag(st.Key)
+		size = int64(valueOffset(len(st.Key))+len(st.Value)) + entryOverhead
+		if !s.buildsPlainSmall(st.Key, st.Value) {
+			b, size = s.prebuild(st.Key, st.Value, flags)
+		}
 	}
 	if st.Acquire {
-		lr.key, lr.value, lr.flags = st.Lock, st.Token, flagPinned
-		s.prepare(&lr)
-		lsize = entryCost(&lr)
+		lsize = int64(valueOffset(len(st.Lock))+len(st.Token)) + entryOverhead
+		if !s.buildsPlainSmall(st.Lock, st.Token) {
+			lb, lsize = s.prebuild(st.Lock, st.Token, flagPinned)
+		}
 	}
 	var g, lg grant
 	for attempt := 0; ; attempt++ {
@@ -302,26 +306,67 @@ func (s *Store) Step(st *Step) error {
 				lsh.c.setNXLosses++
 				st.Outcome = Exists
 			}
-			unlockTwo(first, second)
-			s.giveBack(&g)
-			s.giveBack(&lg)
+			if second != nil {
+				second.mu.Unlock()
+			}
+			first.mu.Unlock()
+			if attempt > 0 { // only makeRoom grants
+				s.giveBack(&g)
+				s.giveBack(&lg)
+			}
 			return nil
 		}
 
 		// Room for what the step writes: all of it, or none.
+		oi := -1
 		var old block
 		if st.Action == ActionSet {
-			if i := sh.t.find(h, st.Key); i >= 0 {
-				old = sh.t.blocks[i]
+			if oi = sh.t.find(h, st.Key); oi >= 0 {
+				old = sh.t.blocks[oi]
 			}
 		}
-		delta, need, short := s.reserveEntry(st.Action == ActionSet, sh, kind, old, size, &c, &g)
-		_, lneed, lshort := s.reserveEntry(st.Acquire && short == fits, lsh, lkind, lold, lsize, &c, &lg)
+		var delta, need, lneed int64
+		short, lshort := fits, fits
+		// As install charges (an expired old entry is swept by makeRoom:
+		// it frees nothing here), the common case inline.
+		if st.Action == ActionSet {
+			delta, need = size, size
+			if old != nil {
+				delta -= blockCost(old)
+				if !c.expired(old) {
+					need = delta
+				}
+			}
+			if kind != KindSession && g.store == 0 {
+				if !s.charge(sh, delta) {
+					short = storeFull
+				}
+			} else {
+				short = s.reserve(sh, kind, delta, &g)
+			}
+		}
+		if st.Acquire && short == fits {
+			ldelta := lsize
+			lneed = lsize // lold, if any, has expired
+			if lold != nil {
+				ldelta -= blockCost(lold)
+			}
+			if lkind != KindSession && lg.store == 0 {
+				if !s.charge(lsh, ldelta) {
+					lshort = storeFull
+				}
+			} else {
+				lshort = s.reserve(lsh, lkind, ldelta, &lg)
+			}
+		}
 		if short != fits || lshort != fits {
 			if short == fits && st.Action == ActionSet {
 				s.unreserve(sh, kind, delta) // the lock did not fit
 			}
-			unlockTwo(first, second)
+			if second != nil {
+				second.mu.Unlock()
+			}
+			first.mu.Unlock()
 			var err error
 			if short != fits {
 				g, err = s.makeRoom(need, keep{st.Key, st.Lock}, kind, short, attempt)
@@ -342,7 +387,7 @@ func (s *Store) Step(st *Step) error {
 			if lold != nil {
 				lsh.c.expirations++
 			}
-			s.putEntry(lsh, lold, li, lh, lkind, lr.b, st.Lock, st.Token, flagPinned, c.after(st.LockTTL))
+			s.putEntry(lsh, lold, li, lh, lkind, lb, st.Lock, st.Token, flagPinned, c.after(st.LockTTL))
 			if st.Fenced {
 				st.Fence = s.mint(lsh, st.Lock)
 			}
@@ -352,17 +397,15 @@ func (s *Store) Step(st *Step) error {
 		var read block // a value to copy once the locks are released
 		switch st.Action {
 		case ActionSet:
-			i := -1
-			if old != nil {
-				i = sh.t.find(h, st.Key) // the lock's put may have moved it
+			if old != nil && st.Acquire && sh == lsh {
+				oi = sh.t.find(h, st.Key) // the lock's put may have moved it
 			}
-			flags := r.flags
 			if old != nil && c.expired(old) {
 				sh.c.expirations++
 			} else if kind == KindSession && old != nil {
 				flags |= blockMeta(old) & flagRead // the same session, rewritten
 			}
-			s.putEntry(sh, old, i, h, kind, r.b, st.Key, st.Value, flags, c.after(st.TTL))
+			s.putEntry(sh, old, oi, h, kind, b, st.Key, st.Value, flags, c.after(st.TTL))
 			sh.c.sets++
 			st.Done = true
 		case ActionGet:
@@ -390,9 +433,14 @@ func (s *Store) Step(st *Step) error {
 				lsh.c.delIfEqMismatches++
 			}
 		}
-		unlockTwo(first, second)
-		s.giveBack(&g)
-		s.giveBack(&lg)
+		if second != nil {
+			second.mu.Unlock()
+		}
+		first.mu.Unlock()
+		if attempt > 0 { // only makeRoom grants
+			s.giveBack(&g)
+			s.giveBack(&lg)
+		}
 		if read != nil {
 			readInto(read, st.Dst[:st.N])
 		}
@@ -400,36 +448,12 @@ func (s *Store) Step(st *Step) error {
 	}
 }
 
-// entryCost is what r's entry is charged: its block and entryOverhead.
-func entryCost(r *writeReq) int64 {
-	if r.b != nil {
-		return int64(blockSize(r.b)) + entryOverhead
-	}
-	return int64(valueOffset(len(r.key))+len(r.value)) + entryOverhead
-}
-
-// reserveEntry charges, if write, an entry of size bytes (of kind, in sh)
-// that replaces old (nil: none), as install charges its writes: delta is
-// what it added, need what makeRoom must find if it is short (an expired
-// old entry is swept there, so it frees nothing here). Caller holds sh.mu.
-func (s *Store) reserveEntry(write bool, sh *shard, kind KeyKind, old block, size int64, c *clock, g *grant) (delta, need int64, short shortfall) {
-	if !write {
-		return 0, 0, fits
-	}
-	delta, need = size, size
-	if old != nil {
-		delta -= blockCost(old)
-		if !c.expired(old) {
-			need = delta
-		}
-	}
-	if kind != KindSession && g.store == 0 {
-		if !s.charge(sh, delta) {
-			return delta, need, storeFull
-		}
-		return delta, need, fits
-	}
-	return delta, need, s.reserve(sh, kind, delta, g)
+// prebuild is prepare for an entry of a Step whose value is large or
+// compressed: its block built now, with no lock held, and what the entry
+// is charged.
+func (s *Store) prebuild(key string, value []byte, flags uint32) (block, int64) {
+	b := s.build(key, value, flags, 0)
+	return b, int64(blockSize(b)) + entryOverhead
 }
 
 // unreserve gives back what reserve charged (delta, for an entry of kind
@@ -477,12 +501,4 @@ func (s *Store) retime(sh *shard, b block, kind KeyKind, h uint32, at int64) {
 	setBlockExpireAt(b, at)
 	sh.noteExpiry(at, h, true)
 	s.tally(sh, b, kind, h, 1)
-}
-
-// unlockTwo releases what lockOrder's first and second locked.
-func unlockTwo(first, second *shard) {
-	if second != nil {
-		second.mu.Unlock()
-	}
-	first.mu.Unlock()
 }
