@@ -13,10 +13,23 @@ package kv
 // cannot. A value read is copied under the lock when its block is
 // recyclable, else after it, as GetInto copies.
 func (s *Store) Step(st *Step) error {
+	if st.Acquire && st.Action == ActionNone && st.Guard == GuardNone && !st.Release {
+		// CheckStep of a step that only acquires, inline.
+		if err := CheckWrite(st.Lock, st.Token, st.LockTTL); err != nil {
+			return err
+		}
+		st.reset()
+		return s.acquireOnly(st)
+	}
 	if err := CheckStep(st); err != nil {
 		return err
 	}
 	st.reset()
+	return s.applyStep(st)
+}
+
+// applyStep is Step of a checked st that does more than acquire.
+func (s *Store) applyStep(st *Step) error {
 	useLock := st.usesLock()
 	if !useLock && st.Action == ActionNone {
 		st.Held = true
@@ -230,6 +243,29 @@ func (s *Store) Step(st *Step) error {
 		}
 		return nil
 	}
+}
+
+// acquireOnly is a Step that only takes its lock (SetNXFenced, and each
+// attempt of a fenced wait): SetNX's install on one shard, minting the
+// fence in the grant's step when st.Fenced. install is the lock path at its
+// leanest (one shard, no action or guard to decide), and the fenced grant
+// through it costs what it did before Step.
+func (s *Store) acquireOnly(st *Step) error {
+	var r writeReq
+	r.key, r.value, r.flags, r.mode, r.ttl = st.Lock, st.Token, flagPinned, modeSetNX, st.LockTTL
+	r.mintFence = st.Fenced
+	s.prepare(&r)
+	ok, err := s.install(&r)
+	if err != nil {
+		return err
+	}
+	st.Held = ok
+	if ok {
+		st.Outcome, st.Fence = Inserted, r.fence
+	} else {
+		st.Outcome = Exists
+	}
+	return nil
 }
 
 // prebuild is prepare for an entry of a Step whose value is large or

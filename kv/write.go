@@ -30,7 +30,8 @@ type writeReq struct {
 	b block
 	// modeLock (rwlock.go): the step, its mode, an exclusive attempt's
 	// claim, and the token; then what the decision granted, whether the
-	// grant mints its fence (into fence: fence.go), and whom it wakes.
+	// grant mints its fence (into fence: fence.go; also a modeSetNX grant,
+	// a Step that only acquires: applystep.go), and whom it wakes.
 	// Scalars, not a pointer: install leaks what its request points to,
 	// which would put every lock step on the heap.
 	token     []byte
@@ -82,7 +83,7 @@ func (s *Store) prepare(r *writeReq) {
 // replaces frees (evicting, if the policy allows, with no lock held) and
 // only then swaps the blocks, so a write that does not fit changes nothing.
 // A write conditioned on another key (a guard, a fence) is a Step
-// (step.go), which holds both shards.
+// (applystep.go), which holds both shards.
 func (s *Store) install(r *writeReq) (bool, error) {
 	sh, h, kind := s.locate(r.key)
 	value := r.value
