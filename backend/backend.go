@@ -10,7 +10,8 @@ import (
 )
 
 // Backend serves the table's members; each method is the member of the
-// same name in include/ephpm_kv.h. Every method is safe for concurrent
+// same name in include/ephpm_kv.h, but Step, which serves the members
+// that fuse a lock with a read or a write (step.go). Every method is safe for concurrent
 // use and states its outcome or fails. An error wrapping
 // kv.ErrInvalidArgument, kv.ErrNoMemory, kv.ErrNotInteger or kv.ErrOverflow
 // means nothing changed; any other error means the outcome is unknown.
@@ -25,10 +26,6 @@ type Backend interface {
 	// Wait blocks for at most timeout until key holds no live entry and
 	// reports whether it is free (see kv.Store.Wait).
 	Wait(key string, timeout time.Duration) (bool, error)
-	SetGuarded(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error)
-	// DelGuarded removes key only while guardKey holds guardToken, in one
-	// atomic step, and reports whether the guard held.
-	DelGuarded(key, guardKey string, guardToken []byte) (bool, error)
 	Expire(key string, ttl time.Duration) (bool, error)
 	Exists(key string) (bool, error)
 	// PTTL returns the remaining TTL, -1 for none; found is false if there
@@ -46,38 +43,16 @@ type Backend interface {
 	// stored; on an error, the entry at that index failed (include/
 	// ephpm_kv.h, set_many, says what the entries after it hold).
 	SetMany(keys []string, values [][]byte, ttl time.Duration) (stored int, err error)
-	// SetNXFenced is SetNX that also mints, in the same atomic step, the
-	// grant's fencing token: a number strictly greater than that of every
-	// earlier fenced grant of key, never reset by the lock's release,
-	// expiry or eviction, nor by Flush. fence is 0 when key was held.
-	SetNXFenced(key string, value []byte, ttl time.Duration) (out kv.SetNXOutcome, fence int64, err error)
 	// Fence is the latest fence granted for name, 0 if none was.
 	Fence(name string) (int64, error)
-	// SetFenced stores value under key only while fence is still the
-	// latest grant of lock, in one atomic step, and reports whether it did.
-	SetFenced(key string, value []byte, ttl time.Duration, lock string, fence int64) (bool, error)
-	// DelFenced removes key only while fence is still the latest grant of
-	// lock, in one atomic step, and reports whether the fence held.
-	DelFenced(key, lock string, fence int64) (bool, error)
-	// SetNXGet is one attempt of set_nx_wait_get: SetNX of key, and once
-	// inserted, GetInto of dataKey (n, found as GetInto returns them).
-	// Nothing is read when the lock is not inserted.
-	SetNXGet(key string, value []byte, ttl time.Duration, dataKey string, dst []byte) (out kv.SetNXOutcome, n int, found bool, err error)
-	// SetGuardedRelease is SetGuarded of key, and if the guard held,
-	// DelIfEq of guardKey with guardToken; it reports whether the guard
-	// held (false: nothing changed).
-	SetGuardedRelease(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error)
-	// SetNXGetFenced is SetNXGet whose grant also mints its fence, as
-	// SetNXFenced does, in the same sequence (fence 0 when not inserted).
-	SetNXGetFenced(key string, value []byte, ttl time.Duration, dataKey string, dst []byte) (out kv.SetNXOutcome, n int, found bool, fence int64, err error)
-	// SetFencedRelease stores value under key only while fence is still
-	// the latest grant of lock and lock holds no live entry other than
-	// token, in one atomic step, and then releases lock if it holds token
-	// (DelIfEq); it reports whether it wrote (false: nothing changed).
-	SetFencedRelease(key string, value []byte, ttl time.Duration, lock string, fence int64, token []byte) (bool, error)
-	// DelFencedRelease is SetFencedRelease that removes key instead of
-	// writing it (as DelFenced removes).
-	DelFencedRelease(key, lock string, fence int64, token []byte) (bool, error)
+	// Step applies s, one atomic attempt (kv.Step says what each of its
+	// parts does), and sets its outputs. The members that fuse a lock with
+	// a read or a write are each one Step (SetNXGet, SetGuardedRelease,
+	// ... in this package). Step must keep nothing of s past the call,
+	// nor let s itself escape to the heap (go build -gcflags=-m: "s does
+	// not escape", or "leaking param content: s"): callers keep it on
+	// their stack (Run).
+	Step(s *Step) error
 	// LockAttempt is one attempt of lock_acquire: kv.DecideAcquire applied
 	// to key's entry in one atomic step (the hold lapsing ttl from now, 0:
 	// never; a refused exclusive attempt's claim lapsing claim from now, 0:
@@ -94,11 +69,6 @@ type Backend interface {
 	LockRefresh(key string, token []byte, ttl time.Duration) (bool, error)
 	// LockInfo is kv.LockHolders of key's live entry (holders 0: free).
 	LockInfo(key string) (mode kv.LockMode, holders int, err error)
-
-	// ExpireGuardedRelease is, while guardKey holds guardToken, Expire of
-	// key, and if key was live, DelIfEq of guardKey with guardToken; it
-	// reports whether both happened (false: nothing changed).
-	ExpireGuardedRelease(key string, ttl time.Duration, guardKey string, guardToken []byte) (bool, error)
 	Flush() error
 	Stats() (kv.Stats, error)
 	// Name is the backend's kind, as stats report it ("memory", "redis").

@@ -7,7 +7,8 @@ import (
 )
 
 // Memory serves a kv.Store as a Backend. The store's reads and deletes
-// cannot fail; its writes fail only with the errors kv documents.
+// cannot fail; its writes fail only with the errors kv documents. Its
+// Step is kv.Store.Step: every Step in one step under the shard locks.
 type Memory struct{ *kv.Store }
 
 func (m Memory) Name() string { return "memory" }
@@ -32,30 +33,6 @@ func (m Memory) Exists(key string) (bool, error) { return m.Store.Exists(key), n
 func (m Memory) PTTL(key string) (time.Duration, bool, error) {
 	ttl, found := m.Store.PTTL(key)
 	return ttl, found, nil
-}
-
-func (m Memory) SetNXGet(key string, value []byte, ttl time.Duration, dataKey string, dst []byte) (kv.SetNXOutcome, int, bool, error) {
-	return LockThenGet(m, key, value, ttl, dataKey, dst)
-}
-
-func (m Memory) SetGuardedRelease(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
-	return WriteThenRelease(m, key, value, ttl, guardKey, guardToken)
-}
-
-func (m Memory) SetNXGetFenced(key string, value []byte, ttl time.Duration, dataKey string, dst []byte) (kv.SetNXOutcome, int, bool, int64, error) {
-	return FencedLockThenGet(m, key, value, ttl, dataKey, dst)
-}
-
-func (m Memory) SetFencedRelease(key string, value []byte, ttl time.Duration, lock string, fence int64, token []byte) (bool, error) {
-	return FencedWriteThenRelease(m, key, value, ttl, lock, fence, token)
-}
-
-func (m Memory) DelFencedRelease(key, lock string, fence int64, token []byte) (bool, error) {
-	return FencedDelThenRelease(m, key, lock, fence, token)
-}
-
-func (m Memory) ExpireGuardedRelease(key string, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
-	return TouchThenRelease(m, key, ttl, guardKey, guardToken)
 }
 
 func (m Memory) Flush() error { m.Store.Flush(); return nil }

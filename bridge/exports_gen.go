@@ -5,7 +5,10 @@
 // and the NULL checks. Each export is derived, not written:
 //
 //   - It calls the Backend method named after the member (set_nx: SetNX),
-//     on the backend the table serves, unless memberlist's Calls table
+//     on the backend the table serves, or, where Backend has none, the
+//     function of package backend of that name with that backend first
+//     (set_guarded: backend.SetGuarded, one Step; backend/step.go),
+//     unless memberlist's Calls table
 //     (bridge/internal/memberlist/calls.go) names another function: the
 //     members that are not one Backend call (the waiting members,
 //     configure, stats, begin_request; composed.go).
@@ -37,6 +40,7 @@ package bridge
 import "C"
 
 import (
+	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/kv"
 )
 
@@ -172,7 +176,7 @@ func ephpmGoSetNXWait(key *C.char, keyLen C.size_t, value *C.char, valueLen C.si
 	return inserted(won)
 }
 
-// ephpmGoSetGuarded is set_guarded's Go side: current().SetGuarded.
+// ephpmGoSetGuarded is set_guarded's Go side: backend.SetGuarded.
 //
 //export ephpmGoSetGuarded
 func ephpmGoSetGuarded(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs C.int64_t, guardKey *C.char, guardKeyLen C.size_t, guardToken *C.char, guardTokenLen C.size_t) (rc C.int) {
@@ -187,7 +191,7 @@ func ephpmGoSetGuarded(key *C.char, keyLen C.size_t, value *C.char, valueLen C.s
 	if a.err != nil {
 		return failure(a.err)
 	}
-	ok, err := current().SetGuarded(k, v, ttl, gk, gt)
+	ok, err := backend.SetGuarded(current(), k, v, ttl, gk, gt)
 	if err != nil {
 		return failure(err)
 	}
@@ -323,7 +327,7 @@ func ephpmGoConfigure(name *C.char, nameLen C.size_t, value *C.char, valueLen C.
 	return done(configureText(n, v))
 }
 
-// ephpmGoDelGuarded is del_guarded's Go side: current().DelGuarded.
+// ephpmGoDelGuarded is del_guarded's Go side: backend.DelGuarded.
 //
 //export ephpmGoDelGuarded
 func ephpmGoDelGuarded(key *C.char, keyLen C.size_t, guardKey *C.char, guardKeyLen C.size_t, guardToken *C.char, guardTokenLen C.size_t) (rc C.int) {
@@ -336,7 +340,7 @@ func ephpmGoDelGuarded(key *C.char, keyLen C.size_t, guardKey *C.char, guardKeyL
 	if a.err != nil {
 		return failure(a.err)
 	}
-	ok, err := current().DelGuarded(k, gk, gt)
+	ok, err := backend.DelGuarded(current(), k, gk, gt)
 	if err != nil {
 		return failure(err)
 	}
@@ -424,7 +428,7 @@ func ephpmGoFence(key *C.char, keyLen C.size_t, fence *C.int64_t) (rc C.int) {
 	return out.answer(f)
 }
 
-// ephpmGoSetFenced is set_fenced's Go side: current().SetFenced.
+// ephpmGoSetFenced is set_fenced's Go side: backend.SetFenced.
 //
 //export ephpmGoSetFenced
 func ephpmGoSetFenced(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs C.int64_t, lock *C.char, lockLen C.size_t, fence C.int64_t) (rc C.int) {
@@ -438,14 +442,14 @@ func ephpmGoSetFenced(key *C.char, keyLen C.size_t, value *C.char, valueLen C.si
 	if a.err != nil {
 		return failure(a.err)
 	}
-	ok, err := current().SetFenced(k, v, ttl, l, int64(fence))
+	ok, err := backend.SetFenced(current(), k, v, ttl, l, int64(fence))
 	if err != nil {
 		return failure(err)
 	}
 	return answer(ok)
 }
 
-// ephpmGoDelFenced is del_fenced's Go side: current().DelFenced.
+// ephpmGoDelFenced is del_fenced's Go side: backend.DelFenced.
 //
 //export ephpmGoDelFenced
 func ephpmGoDelFenced(key *C.char, keyLen C.size_t, lock *C.char, lockLen C.size_t, fence C.int64_t) (rc C.int) {
@@ -457,7 +461,7 @@ func ephpmGoDelFenced(key *C.char, keyLen C.size_t, lock *C.char, lockLen C.size
 	if a.err != nil {
 		return failure(a.err)
 	}
-	ok, err := current().DelFenced(k, l, int64(fence))
+	ok, err := backend.DelFenced(current(), k, l, int64(fence))
 	if err != nil {
 		return failure(err)
 	}
@@ -487,7 +491,7 @@ func ephpmGoSetNXWaitGet(key *C.char, keyLen C.size_t, value *C.char, valueLen C
 	return out.granted(won, n, found)
 }
 
-// ephpmGoSetGuardedRelease is set_guarded_release's Go side: current().SetGuardedRelease.
+// ephpmGoSetGuardedRelease is set_guarded_release's Go side: backend.SetGuardedRelease.
 //
 //export ephpmGoSetGuardedRelease
 func ephpmGoSetGuardedRelease(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs C.int64_t, guardKey *C.char, guardKeyLen C.size_t, guardToken *C.char, guardTokenLen C.size_t) (rc C.int) {
@@ -502,7 +506,7 @@ func ephpmGoSetGuardedRelease(key *C.char, keyLen C.size_t, value *C.char, value
 	if a.err != nil {
 		return failure(a.err)
 	}
-	ok, err := current().SetGuardedRelease(k, v, ttl, gk, gt)
+	ok, err := backend.SetGuardedRelease(current(), k, v, ttl, gk, gt)
 	if err != nil {
 		return failure(err)
 	}
@@ -532,7 +536,7 @@ func ephpmGoSetNXWaitGetFenced(key *C.char, keyLen C.size_t, value *C.char, valu
 	return out.granted(won, n, found, f)
 }
 
-// ephpmGoSetFencedRelease is set_fenced_release's Go side: current().SetFencedRelease.
+// ephpmGoSetFencedRelease is set_fenced_release's Go side: backend.SetFencedRelease.
 //
 //export ephpmGoSetFencedRelease
 func ephpmGoSetFencedRelease(key *C.char, keyLen C.size_t, value *C.char, valueLen C.size_t, ttlMs C.int64_t, lock *C.char, lockLen C.size_t, fence C.int64_t, token *C.char, tokenLen C.size_t) (rc C.int) {
@@ -547,14 +551,14 @@ func ephpmGoSetFencedRelease(key *C.char, keyLen C.size_t, value *C.char, valueL
 	if a.err != nil {
 		return failure(a.err)
 	}
-	ok, err := current().SetFencedRelease(k, v, ttl, l, int64(fence), t)
+	ok, err := backend.SetFencedRelease(current(), k, v, ttl, l, int64(fence), t)
 	if err != nil {
 		return failure(err)
 	}
 	return answer(ok)
 }
 
-// ephpmGoDelFencedRelease is del_fenced_release's Go side: current().DelFencedRelease.
+// ephpmGoDelFencedRelease is del_fenced_release's Go side: backend.DelFencedRelease.
 //
 //export ephpmGoDelFencedRelease
 func ephpmGoDelFencedRelease(key *C.char, keyLen C.size_t, lock *C.char, lockLen C.size_t, fence C.int64_t, token *C.char, tokenLen C.size_t) (rc C.int) {
@@ -567,7 +571,7 @@ func ephpmGoDelFencedRelease(key *C.char, keyLen C.size_t, lock *C.char, lockLen
 	if a.err != nil {
 		return failure(a.err)
 	}
-	ok, err := current().DelFencedRelease(k, l, int64(fence), t)
+	ok, err := backend.DelFencedRelease(current(), k, l, int64(fence), t)
 	if err != nil {
 		return failure(err)
 	}
@@ -654,7 +658,7 @@ func ephpmGoLockInfo(key *C.char, keyLen C.size_t, mode *C.int32_t, holders *C.i
 	return out.answer(m, n)
 }
 
-// ephpmGoExpireGuardedRelease is expire_guarded_release's Go side: current().ExpireGuardedRelease.
+// ephpmGoExpireGuardedRelease is expire_guarded_release's Go side: backend.ExpireGuardedRelease.
 //
 //export ephpmGoExpireGuardedRelease
 func ephpmGoExpireGuardedRelease(key *C.char, keyLen C.size_t, ttlMs C.int64_t, guardKey *C.char, guardKeyLen C.size_t, guardToken *C.char, guardTokenLen C.size_t) (rc C.int) {
@@ -668,7 +672,7 @@ func ephpmGoExpireGuardedRelease(key *C.char, keyLen C.size_t, ttlMs C.int64_t, 
 	if a.err != nil {
 		return failure(a.err)
 	}
-	ok, err := current().ExpireGuardedRelease(k, ttl, gk, gt)
+	ok, err := backend.ExpireGuardedRelease(current(), k, ttl, gk, gt)
 	if err != nil {
 		return failure(err)
 	}

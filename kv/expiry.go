@@ -115,6 +115,15 @@ func (c *clock) now() int64 {
 	return c.t
 }
 
+// after is the expiry of a TTL of ttl from now (0: none), reading the
+// clock only for a TTL.
+func (c *clock) after(ttl time.Duration) int64 {
+	if ttl == 0 {
+		return 0
+	}
+	return c.now() + int64(ttl)
+}
+
 // expired reports whether b has a TTL that has passed.
 func (c *clock) expired(b block) bool {
 	at := blockExpireAt(b)

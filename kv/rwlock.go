@@ -36,15 +36,15 @@ func (s *Store) decideLock(sh *shard, i int, r *writeReq, old block, oldExpired 
 	switch r.lockOp {
 	case lockAcquire:
 		var err error
-		d, err = DecideAcquire(v, live, LockMode(r.lockMode), r.guardToken, expiryAt(now, r.ttl), expiryAt(now, r.claim), now)
+		d, err = DecideAcquire(v, live, LockMode(r.lockMode), r.token, expiryAt(now, r.ttl), expiryAt(now, r.claim), now)
 		if err != nil {
 			return false, err
 		}
 		r.mintFence = d.Granted
 	case lockRelease:
-		d = DecideRelease(v, live, r.guardToken, now)
+		d = DecideRelease(v, live, r.token, now)
 	case lockRefresh:
-		d = DecideRefresh(v, live, r.guardToken, expiryAt(now, r.ttl), now)
+		d = DecideRefresh(v, live, r.token, expiryAt(now, r.ttl), now)
 	}
 	r.granted, r.lockWake = d.Granted, uint8(d.Wake)
 	switch d.Write {
@@ -78,7 +78,7 @@ func (sh *shard) countLock(r *writeReq, final bool) {
 func (s *Store) lockStep(key string, op lockOp, mode LockMode, token []byte, ttl, claim time.Duration) (granted bool, fence int64, err error) {
 	var r writeReq
 	r.key, r.flags, r.mode, r.ttl = key, flagPinned, modeLock, ttl
-	r.lockOp, r.lockMode, r.guardToken, r.claim = op, uint8(mode), token, claim
+	r.lockOp, r.lockMode, r.token, r.claim = op, uint8(mode), token, claim
 	if _, err := s.install(&r); err != nil {
 		return false, 0, err
 	}

@@ -1,7 +1,8 @@
 // Package kv is ephpm's in-process key-value store: a sharded hash table
 // with per-key TTLs on a monotonic clock, a memory limit with eviction, lz4
 // compression, and the primitives that make locks correct: SetNX, DelIfEq,
-// ExpireIfEq, SetGuarded and Wait.
+// ExpireIfEq, Wait, and Step (a lock taken, checked or released in one
+// step with a read or a write: a guarded write, a fenced one, ...).
 //
 // Keys and values are binary-safe. Every operation on one key is atomic: it
 // runs entirely under the lock of the key's shard, so a decision (is the key
@@ -423,68 +424,6 @@ func (s *Store) SetNX(key string, value []byte, ttl time.Duration) (SetNXOutcome
 	return Inserted, nil
 }
 
-// SetGuarded stores value under key, with a TTL as Set does, only while
-// guardKey holds a live entry equal to guardToken, and reports whether it
-// did. The check and the write are one atomic step (both shards are held),
-// so a writer whose lock expired and was taken by another cannot overwrite
-// what the new holder protects. On an error (invalid argument, ErrNoMemory)
-// nothing changed.
-func (s *Store) SetGuarded(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
-	if err := CheckWrite(key, value, ttl); err != nil {
-		return false, err
-	}
-	if err := CheckKey(guardKey); err != nil {
-		return false, err
-	}
-	var r writeReq
-	r.key, r.value, r.flags, r.mode, r.ttl = key, value, s.pinFlag(key), modeGuarded, ttl
-	r.guardKey, r.guardToken = guardKey, guardToken
-	s.prepare(&r)
-	return s.install(&r)
-}
-
-// DelGuarded removes key only while guardKey holds a live entry equal to
-// guardToken, and reports whether the guard held (key is then absent,
-// whether or not it held an entry). The check and the removal are one
-// atomic step (both shards are held), so a request whose lock expired and
-// was taken by another cannot delete what the new holder protects. It fails
-// only on an invalid argument, and then changes nothing.
-func (s *Store) DelGuarded(key, guardKey string, guardToken []byte) (bool, error) {
-	if err := CheckKey(key); err != nil {
-		return false, err
-	}
-	if err := CheckKey(guardKey); err != nil {
-		return false, err
-	}
-	return s.delIf(key, guardKey, func(gsh *shard, gh uint32, c *clock) bool {
-		g, _ := s.live(gsh, gh, guardKey, c)
-		return g != nil && valueEquals(g, guardToken)
-	}), nil
-}
-
-// delIf removes key if holds (asked with key's and guardKey's shards
-// locked) reports true, and returns holds's answer: the guarded removals
-// (DelGuarded, DelFenced), the check and the removal one step.
-func (s *Store) delIf(key, guardKey string, holds func(gsh *shard, gh uint32, c *clock) bool) bool {
-	sh, h, _ := s.locate(key)
-	gsh, gh, _ := s.locate(guardKey)
-	first, second := lockOrder(sh, gsh)
-	first.mu.Lock()
-	if second != nil {
-		second.mu.Lock()
-		defer second.mu.Unlock()
-	}
-	defer first.mu.Unlock()
-	c := clock{s: s}
-	if !holds(gsh, gh, &c) {
-		return false
-	}
-	if i := sh.t.find(h, key); i >= 0 {
-		s.removeAt(sh, i, c.expired(sh.t.blocks[i]))
-	}
-	return true
-}
-
 // Del removes key and reports whether a live entry was removed. An expired
 // entry is removed too but reported as absent.
 func (s *Store) Del(key string) bool {
@@ -555,11 +494,7 @@ func (s *Store) expireIf(key string, token []byte, ttl time.Duration) (bool, err
 	if b == nil || (token != nil && !valueEquals(b, token)) {
 		return false, nil
 	}
-	s.tally(sh, b, kind, h, -1)
-	sh.noteExpiry(blockExpireAt(b), h, false)
-	setBlockExpireAt(b, expiryAt(c.now(), ttl))
-	sh.noteExpiry(blockExpireAt(b), h, true)
-	s.tally(sh, b, kind, h, 1)
+	s.retime(sh, b, kind, h, expiryAt(c.now(), ttl))
 	return true, nil
 }
 

@@ -28,24 +28,20 @@ type writeReq struct {
 	// b is the block built before taking the lock, or nil: a small plain
 	// value is written under the lock, into a reused block (see place).
 	b block
-	// modeGuarded: the entry that must hold guardToken; modeFenced: the
-	// lock whose latest grant must be fence.
-	guardKey   string
-	guardToken []byte
-	// mintFence: a modeSetNX grant mints its fence into fence (fence.go).
-	// holder: a modeFenced write is also refused while guardKey holds a
-	// live entry other than guardToken (SetFencedToken).
-	mintFence, holder bool
-	fence             int64
 	// modeLock (rwlock.go): the step, its mode, an exclusive attempt's
-	// claim, and the token (guardToken); then what the decision granted
-	// and whom it wakes. Scalars, not a pointer: install leaks what its
-	// request points to, which would put every lock step on the heap.
-	claim    time.Duration
-	lockOp   lockOp
-	lockMode uint8
-	lockWake uint8
-	granted  bool
+	// claim, and the token; then what the decision granted, whether the
+	// grant mints its fence (into fence: fence.go; also a modeSetNX grant,
+	// a Step that only acquires: applystep.go), and whom it wakes.
+	// Scalars, not a pointer: install leaks what its request points to,
+	// which would put every lock step on the heap.
+	token     []byte
+	mintFence bool
+	fence     int64
+	claim     time.Duration
+	lockOp    lockOp
+	lockMode  uint8
+	lockWake  uint8
+	granted   bool
 	// modeIncr: what is added to the stored counter, and the sum stored,
 	// whose decimal digits are digits[:ndigits] (value is unused). A slice
 	// of a caller's buffer kept in the request would move that buffer to
@@ -59,10 +55,8 @@ type writeReq struct {
 type writeMode int
 
 const (
-	modeSet     writeMode = iota // always
-	modeSetNX                    // only if key holds no live entry
-	modeGuarded                  // only while guardKey holds guardToken
-	modeFenced                   // only while fence is guardKey's latest grant
+	modeSet   writeMode = iota // always
+	modeSetNX                  // only if key holds no live entry
 	// modeIncr stores the live counter plus delta (keeping its flags and
 	// expiry), or delta with a TTL of ttl if there is none: the value is
 	// decided under the lock.
@@ -88,17 +82,10 @@ func (s *Store) prepare(r *writeReq) {
 // did. It reserves the memory the entry needs beyond what the entry it
 // replaces frees (evicting, if the policy allows, with no lock held) and
 // only then swaps the blocks, so a write that does not fit changes nothing.
-// For modeGuarded both shards are held, locked in address order so that two
-// writers can never deadlock (a session's data and lock share one shard).
+// A write conditioned on another key (a guard, a fence) is a Step
+// (applystep.go), which holds both shards.
 func (s *Store) install(r *writeReq) (bool, error) {
 	sh, h, kind := s.locate(r.key)
-	var gsh *shard
-	var gh uint32
-	first, second := sh, (*shard)(nil)
-	if r.mode == modeGuarded || r.mode == modeFenced {
-		gsh, gh, _ = s.locate(r.guardKey)
-		first, second = lockOrder(sh, gsh)
-	}
 	value := r.value
 	size := int64(valueOffset(len(r.key))+len(value)) + entryOverhead
 	if r.b != nil {
@@ -106,10 +93,7 @@ func (s *Store) install(r *writeReq) (bool, error) {
 	}
 	var g grant
 	for attempt := 0; ; attempt++ {
-		first.mu.Lock()
-		if second != nil {
-			second.mu.Lock()
-		}
+		sh.mu.Lock()
 		c := clock{s: s}
 		i := sh.t.find(h, r.key)
 		var old block
@@ -121,16 +105,10 @@ func (s *Store) install(r *writeReq) (bool, error) {
 		switch r.mode {
 		case modeSetNX:
 			ok = old == nil || oldExpired
-		case modeGuarded:
-			g := gsh.t.get(gh, r.guardKey)
-			ok = g != nil && !c.expired(g) && valueEqualsHeld(g, r.guardToken, &first.mu, mutexOf(second))
-		case modeFenced:
-			n, known := gsh.fences.current(s.fenceHash(r.guardKey))
-			ok = known && n == r.fence && !(r.holder && heldByAnother(gsh, gh, r.guardKey, r.guardToken, &c, &first.mu, mutexOf(second)))
 		case modeIncr:
-			if err := s.decideSum(r, old, oldExpired, &c, &first.mu); err != nil {
-				first.mu.Unlock() // one shard: no guard
-				s.giveBack(&g)    // a retry found the value changed
+			if err := s.decideSum(r, old, oldExpired, &c, &sh.mu); err != nil {
+				sh.mu.Unlock()
+				s.giveBack(&g) // a retry found the value changed
 				return false, err
 			}
 			value = r.digits[:r.ndigits]
@@ -138,7 +116,7 @@ func (s *Store) install(r *writeReq) (bool, error) {
 		case modeLock:
 			var err error
 			if ok, err = s.decideLock(sh, i, r, old, oldExpired, &c); err != nil {
-				first.mu.Unlock() // one shard: no guard
+				sh.mu.Unlock()
 				s.giveBack(&g)
 				return false, err
 			}
@@ -165,8 +143,8 @@ func (s *Store) install(r *writeReq) (bool, error) {
 		reserved := ok && short == fits
 		if reserved {
 			at := r.at
-			if (r.mode == modeSetNX || r.mode == modeGuarded || r.mode == modeFenced) && r.ttl != 0 {
-				at = c.now() + int64(r.ttl)
+			if r.mode == modeSetNX {
+				at = c.after(r.ttl)
 			}
 			flags := r.flags
 			if oldExpired {
@@ -192,16 +170,13 @@ func (s *Store) install(r *writeReq) (bool, error) {
 		case reserved && r.mode != modeIncr && r.mode != modeLock:
 			sh.c.sets++
 		}
-		if second != nil {
-			second.mu.Unlock()
-		}
-		first.mu.Unlock()
+		sh.mu.Unlock()
 		if !ok || reserved {
 			s.giveBack(&g) // a retried condition may fail
 			return ok, nil
 		}
 		var err error
-		if g, err = s.makeRoom(need, keep{r.key, r.guardKey}, kind, short, attempt); err != nil {
+		if g, err = s.makeRoom(need, keep{r.key, ""}, kind, short, attempt); err != nil {
 			return false, err
 		}
 	}

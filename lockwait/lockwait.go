@@ -15,6 +15,7 @@ package lockwait
 import (
 	"time"
 
+	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
@@ -96,27 +97,15 @@ func (l *Locker) Acquire(key string, token []byte, ttl, budget time.Duration) (R
 	})
 }
 
-// FencedStore is what AcquireFenced needs: a SetNX that mints the grant's
-// fencing token in the same step (backend.Backend.SetNXFenced).
-type FencedStore interface {
-	SetNXFenced(key string, value []byte, ttl time.Duration) (kv.SetNXOutcome, int64, error)
-}
-
-// AcquireFenced is Acquire through fs's fenced SetNX: a lock acquired comes
-// with the fence its grant minted. Where fs has a FencedLine for key, it
-// waits in that line as Acquire does.
-func (l *Locker) AcquireFenced(fs FencedStore, key string, token []byte, ttl, budget time.Duration) (res Result, fence int64, err error) {
+// AcquireFenced is Acquire through fs's fenced SetNX (backend.SetNXFenced,
+// one Step): a lock acquired comes with the fence its grant minted. Where
+// l.Store has a FencedLine for key, it waits in that line as Acquire does.
+func (l *Locker) AcquireFenced(fs backend.Stepper, key string, token []byte, ttl, budget time.Duration) (res Result, fence int64, err error) {
 	res, _, fence, err = l.acquireFenced(key, token, ttl, budget, func() (kv.SetNXOutcome, int, bool, int64, error) {
-		out, f, err := fs.SetNXFenced(key, token, ttl)
+		out, f, err := backend.SetNXFenced(fs, key, token, ttl)
 		return out, 0, false, f, err
 	}, "", nil)
 	return res, fence, err
-}
-
-// FencedLockReader is what AcquireGetFenced needs: SetNXGet whose grant
-// mints its fence (backend.Backend.SetNXGetFenced).
-type FencedLockReader interface {
-	SetNXGetFenced(key string, value []byte, ttl time.Duration, dataKey string, dst []byte) (out kv.SetNXOutcome, n int, found bool, fence int64, err error)
 }
 
 // FencedLine is what a store with a Line offers if its attempts in line
@@ -127,11 +116,12 @@ type FencedLine interface {
 		dataKey string, dst []byte) (out kv.SetNXOutcome, n int, found bool, fence int64, err error)
 }
 
-// AcquireGetFenced is AcquireGet through fr's fenced SetNXGet: the attempt
-// that takes the lock also mints its fence and reads dataKey into dst.
-func (l *Locker) AcquireGetFenced(fr FencedLockReader, key string, token []byte, ttl, budget time.Duration, dataKey string, dst []byte) (Result, Read, int64, error) {
+// AcquireGetFenced is AcquireGet through fr's fenced SetNXGet
+// (backend.SetNXGetFenced, one Step): the attempt that takes the lock also
+// mints its fence and reads dataKey into dst.
+func (l *Locker) AcquireGetFenced(fr backend.Stepper, key string, token []byte, ttl, budget time.Duration, dataKey string, dst []byte) (Result, Read, int64, error) {
 	return l.acquireFenced(key, token, ttl, budget, func() (kv.SetNXOutcome, int, bool, int64, error) {
-		return fr.SetNXGetFenced(key, token, ttl, dataKey, dst)
+		return backend.SetNXGetFenced(fr, key, token, ttl, dataKey, dst)
 	}, dataKey, dst)
 }
 
@@ -247,25 +237,18 @@ const (
 	LeaseMargin = 500 * time.Millisecond
 )
 
-// LockReader is what a store offers if it can take a lock and read a
-// value in one step (a Redis script: one round trip for both).
-type LockReader interface {
-	// SetNXGet is SetNX of key, and once inserted, GetInto of dataKey:
-	// n is the value's length (n > len(dst): nothing copied), found false
-	// if dataKey holds no live entry.
-	SetNXGet(key string, value []byte, ttl time.Duration, dataKey string, dst []byte) (out kv.SetNXOutcome, n int, found bool, err error)
-}
-
 // Read is what AcquireGet read once the lock was granted.
 type Read struct {
 	N     int  // the value's length (N > len(dst): nothing copied)
 	Found bool // dataKey held a live entry
 }
 
-// AcquireGet is Acquire with a store that is a LockReader: the attempt
-// that takes the lock also reads dataKey into dst.
+// AcquireGet is Acquire with a store that applies Steps (a
+// backend.Stepper): the attempt that takes the lock also reads dataKey
+// into dst, in one step (backend.SetNXGet: n is the value's length, n >
+// len(dst): nothing copied; found false if dataKey holds no live entry).
 func (l *Locker) AcquireGet(key string, token []byte, ttl, budget time.Duration, dataKey string, dst []byte) (Result, Read, error) {
-	lr := l.Store.(LockReader)
+	lr := l.Store.(backend.Stepper)
 	var read Read
 	res, err := l.acquire(key, budget, true, nil, func(line *Line, id string, lease time.Duration) (kv.SetNXOutcome, error) {
 		var out kv.SetNXOutcome
@@ -275,7 +258,7 @@ func (l *Locker) AcquireGet(key string, token []byte, ttl, budget time.Duration,
 		if line != nil {
 			out, n, found, err = (*line).SetNXGetInLine(key, token, ttl, id, lease, dataKey, dst)
 		} else {
-			out, n, found, err = lr.SetNXGet(key, token, ttl, dataKey, dst)
+			out, n, found, err = backend.SetNXGet(lr, key, token, ttl, dataKey, dst)
 		}
 		read = Read{N: n, Found: found}
 		return out, err

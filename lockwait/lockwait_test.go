@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
@@ -240,7 +241,7 @@ func TestConcurrentRequestsLoseNoUpdate(t *testing.T) {
 					}
 					v, _ := s.Get(sessionkeys.DataKey("s"))
 					seen[i] = len(v)
-					ok, err := s.SetGuarded(sessionkeys.DataKey("s"), append(append([]byte{}, v...), 'x'), time.Minute, sessionkeys.LockKey("s"), []byte(tok))
+					ok, err := backend.SetGuarded(s, sessionkeys.DataKey("s"), append(append([]byte{}, v...), 'x'), time.Minute, sessionkeys.LockKey("s"), []byte(tok))
 					assert.NoError(t, err)
 					assert.True(t, ok)
 					assert.True(t, s.DelIfEq(sessionkeys.LockKey("s"), []byte(tok)))
@@ -260,18 +261,21 @@ func TestConcurrentRequestsLoseNoUpdate(t *testing.T) {
 	}
 }
 
-// scriptedReader is scripted with SetNXGet: the attempt that wins reads.
+// scriptedReader is scripted with the Step of SetNXGet: the attempt that
+// wins reads.
 type scriptedReader struct {
 	scripted
 	data string
 }
 
-func (s *scriptedReader) SetNXGet(key string, value []byte, ttl time.Duration, dataKey string, dst []byte) (kv.SetNXOutcome, int, bool, error) {
-	out, err := s.SetNX(key, value, ttl)
+func (s *scriptedReader) Step(st *kv.Step) error {
+	out, err := s.SetNX(st.Lock, st.Token, st.LockTTL)
+	st.Outcome, st.Held, st.N, st.Found = out, out == kv.Inserted, 0, false
 	if err != nil || out != kv.Inserted {
-		return out, 0, false, err
+		return err
 	}
-	return out, copy(dst, s.data), true, nil
+	st.N, st.Found = copy(st.Dst, s.data), true
+	return nil
 }
 
 func TestAcquireGetBacksOffAndReadsWithTheWinningAttempt(t *testing.T) {
@@ -299,20 +303,23 @@ func TestAcquireGetBacksOffAndReadsWithTheWinningAttempt(t *testing.T) {
 	assert.Error(t, err, "a store error is not contention")
 }
 
-// scriptedFencedReader is scriptedReader with SetNXGetFenced: the attempt
-// that wins reads and mints the next fence.
+// scriptedFencedReader is scriptedReader with the Step of SetNXGetFenced:
+// the attempt that wins reads and mints the next fence.
 type scriptedFencedReader struct {
 	scriptedReader
 	fence int64
 }
 
-func (s *scriptedFencedReader) SetNXGetFenced(key string, value []byte, ttl time.Duration, dataKey string, dst []byte) (kv.SetNXOutcome, int, bool, int64, error) {
-	out, n, found, err := s.SetNXGet(key, value, ttl, dataKey, dst)
-	if err != nil || out != kv.Inserted {
-		return out, 0, false, 0, err
+func (s *scriptedFencedReader) Step(st *kv.Step) error {
+	st.Fence = 0
+	if err := s.scriptedReader.Step(st); err != nil || st.Outcome != kv.Inserted {
+		return err
 	}
-	s.fence++
-	return out, n, found, s.fence, nil
+	if st.Fenced {
+		s.fence++
+		st.Fence = s.fence
+	}
+	return nil
 }
 
 func TestAcquireGetFencedBacksOffAndReadsAndFencesWithTheWinningAttempt(t *testing.T) {

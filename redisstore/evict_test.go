@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/internal/redistest"
 	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/lockwait"
@@ -73,9 +74,9 @@ func TestAnEvictingServerRefusesLocksAndSessions(t *testing.T) {
 			refusedForEviction(t, err, "DelIfEq", policy)
 			_, err = s.ExpireIfEq("lock", []byte("A"), time.Minute)
 			refusedForEviction(t, err, "ExpireIfEq", policy)
-			_, err = s.SetGuarded(data, []byte("v"), time.Minute, lock, []byte("A"))
+			_, err = backend.SetGuarded(s, data, []byte("v"), time.Minute, lock, []byte("A"))
 			refusedForEviction(t, err, "SetGuarded", policy)
-			_, err = s.DelGuarded(data, lock, []byte("A"))
+			_, err = backend.DelGuarded(s, data, lock, []byte("A"))
 			refusedForEviction(t, err, "DelGuarded", policy)
 			refusedForEviction(t, s.Set(data, []byte("v"), time.Minute), "Set of session data", policy)
 			_, _, err = s.GetInto(data, nil)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/internal/redistest"
 	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/lockwait"
@@ -102,7 +103,7 @@ func TestRestartUnderLoadLosesNoAcknowledgedWrite(t *testing.T) {
 				res, err := l.Acquire(sessionkeys.LockKey(sid), []byte(tok), lockTTL, 0)
 				if err == nil && res.Acquired {
 					var ok bool
-					ok, err = s.SetGuarded(sessionkeys.DataKey(sid), []byte(strconv.FormatInt(n, 10)), time.Hour,
+					ok, err = backend.SetGuarded(s, sessionkeys.DataKey(sid), []byte(strconv.FormatInt(n, 10)), time.Hour,
 						sessionkeys.LockKey(sid), []byte(tok))
 					if err == nil && ok {
 						acked[w].Store(n)

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/internal/redistest"
 	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/sessionkeys"
@@ -35,12 +36,12 @@ func TestAFenceKeySharesItsLocksSlot(t *testing.T) {
 func TestFenceKeysExpireAndFencesGoOnAfterAFlush(t *testing.T) {
 	srv := redistest.Start(t)
 	s := open(t, "redis://"+srv.Addr+"/0")
-	_, f1, err := s.SetNXFenced("lock", []byte("a"), time.Minute)
+	_, f1, err := backend.SetNXFenced(s, "lock", []byte("a"), time.Minute)
 	require.NoError(t, err)
 	r, err := s.do(nil, "pttl", fenceKey("lock"))
 	require.NoError(t, err)
 	assert.InDelta(t, int64((time.Minute + fenceKeep).Milliseconds()), r.n, 5000, "the fence key outlives its lock by fenceKeep")
-	_, _, err = s.SetNXFenced("forever", []byte("a"), 0)
+	_, _, err = backend.SetNXFenced(s, "forever", []byte("a"), 0)
 	require.NoError(t, err)
 	r, _ = s.do(nil, "pttl", fenceKey("forever"))
 	assert.Equal(t, int64(-1), r.n, "a lock without TTL keeps its fence key")
@@ -48,31 +49,31 @@ func TestFenceKeysExpireAndFencesGoOnAfterAFlush(t *testing.T) {
 	f, err := s.Fence("lock")
 	require.NoError(t, err)
 	assert.Zero(t, f, "FLUSHDB removed the fence key")
-	out, f2, err := s.SetNXFenced("lock", []byte("b"), time.Minute)
+	out, f2, err := backend.SetNXFenced(s, "lock", []byte("b"), time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, kv.Inserted, out)
 	assert.Greater(t, f2, f1, "the server's clock carries fences on")
-	ok, err := s.SetFenced("data", []byte("x"), 0, "lock", f1)
+	ok, err := backend.SetFenced(s, "data", []byte("x"), 0, "lock", f1)
 	require.NoError(t, err)
 	assert.False(t, ok, "a fence from before the flush is refused")
-	ok, _ = s.SetFenced("data", []byte("x"), 0, "lock", f2)
+	ok, _ = backend.SetFenced(s, "data", []byte("x"), 0, "lock", f2)
 	assert.True(t, ok)
 }
 
 func TestClusterRefusesFencesAcrossSlots(t *testing.T) {
 	s := open(t, clusterURL(redistest.StartCluster(t)))
-	_, f, err := s.SetNXFenced("{t}:lock", []byte("a"), time.Minute)
+	_, f, err := backend.SetNXFenced(s, "{t}:lock", []byte("a"), time.Minute)
 	require.NoError(t, err)
-	_, err = s.SetFenced("elsewhere", []byte("x"), 0, "{t}:lock", f)
+	_, err = backend.SetFenced(s, "elsewhere", []byte("x"), 0, "{t}:lock", f)
 	assert.ErrorIs(t, err, kv.ErrInvalidArgument)
 	assert.Contains(t, err.Error(), "hash tag")
-	_, err = s.DelFenced("elsewhere", "{t}:lock", f)
+	_, err = backend.DelFenced(s, "elsewhere", "{t}:lock", f)
 	assert.ErrorIs(t, err, kv.ErrInvalidArgument)
-	_, _, err = s.SetNXFenced("a}b", []byte("a"), time.Minute)
+	_, _, err = backend.SetNXFenced(s, "a}b", []byte("a"), time.Minute)
 	assert.ErrorIs(t, err, kv.ErrInvalidArgument)
 	found, _ := s.Exists("a}b")
 	assert.False(t, found, "refused before anything changed")
-	ok, err := s.SetFenced("{t}:data", []byte("x"), 0, "{t}:lock", f)
+	ok, err := backend.SetFenced(s, "{t}:data", []byte("x"), 0, "{t}:lock", f)
 	require.NoError(t, err)
 	assert.True(t, ok)
 }

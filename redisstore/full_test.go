@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/internal/redistest"
 	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/lockwait"
@@ -139,25 +140,25 @@ func TestAFullServerReleasesLocksAndHandsThemOn(t *testing.T) {
 			assert.True(t, ok)
 		}},
 		{"SetGuardedRelease", nil, exclusive, func(t *testing.T, key, data string, _ int64) {
-			ok, err := s.SetGuardedRelease(data, []byte("new"), ttl, key, holder)
+			ok, err := backend.SetGuardedRelease(s, data, []byte("new"), ttl, key, holder)
 			require.ErrorIs(t, err, kv.ErrNoMemory, "the write is refused")
 			assert.False(t, ok)
 			refusedThenReleased(t, s, a, key, holder)
 		}},
 		{"ExpireGuardedRelease", nil, exclusive, func(t *testing.T, key, data string, _ int64) {
-			ok, err := s.ExpireGuardedRelease(data, 2*ttl, key, holder)
+			ok, err := backend.ExpireGuardedRelease(s, data, 2*ttl, key, holder)
 			require.NoError(t, err)
 			assert.True(t, ok)
 			assert.Greater(t, a.PTTL(ctx, s.redisKey(data)).Val(), ttl, "refreshed")
 		}},
 		{"SetFencedRelease", fencedHold, exclusive, func(t *testing.T, key, data string, fence int64) {
-			ok, err := s.SetFencedRelease(data, []byte("new"), ttl, key, fence, holder)
+			ok, err := backend.SetFencedRelease(s, data, []byte("new"), ttl, key, fence, holder)
 			require.ErrorIs(t, err, kv.ErrNoMemory, "the write is refused")
 			assert.False(t, ok)
 			refusedThenReleased(t, s, a, key, holder)
 		}},
 		{"DelFencedRelease", fencedHold, exclusive, func(t *testing.T, key, data string, fence int64) {
-			ok, err := s.DelFencedRelease(data, key, fence, holder)
+			ok, err := backend.DelFencedRelease(s, data, key, fence, holder)
 			require.NoError(t, err)
 			assert.True(t, ok)
 			assert.Zero(t, a.Exists(ctx, s.redisKey(data)).Val(), "removed")
@@ -222,7 +223,7 @@ func TestAFullServerReleasesLocksAndHandsThemOn(t *testing.T) {
 // fencedHold takes the lock with a fence, as a fenced session does.
 func fencedHold(t *testing.T, s *Store, key string) int64 {
 	t.Helper()
-	out, _, _, fence, err := s.SetNXGetFenced(key, []byte("holder"), time.Minute, "unread", nil)
+	out, _, _, fence, err := backend.SetNXGetFenced(s, key, []byte("holder"), time.Minute, "unread", nil)
 	require.NoError(t, err)
 	require.Equal(t, kv.Inserted, out)
 	return fence
@@ -288,17 +289,17 @@ func TestAFullServerRefusesAWriteThatReleasesNothing(t *testing.T) {
 	data := sessionkeys.DataKey("fullguard")
 	require.NoError(t, s.Set(data, []byte("old"), time.Minute))
 	fenced := sessionkeys.LockKey("fullfenced")
-	_, _, _, fence, err := s.SetNXGetFenced(fenced, []byte("gone"), time.Minute, "unread", nil)
+	_, _, _, fence, err := backend.SetNXGetFenced(s, fenced, []byte("gone"), time.Minute, "unread", nil)
 	require.NoError(t, err)
 	ok, err := s.DelIfEq(fenced, []byte("gone"))
 	require.NoError(t, err)
 	require.True(t, ok)
 	fill(t, admin(t, srv.Addr))
 
-	ok, err = s.SetGuarded(data, []byte("new"), time.Minute, key, []byte("holder"))
+	ok, err = backend.SetGuarded(s, data, []byte("new"), time.Minute, key, []byte("holder"))
 	require.ErrorIs(t, err, kv.ErrNoMemory)
 	assert.False(t, ok)
-	ok, err = s.SetFencedRelease(data, []byte("new"), time.Minute, fenced, fence, []byte("gone"))
+	ok, err = backend.SetFencedRelease(s, data, []byte("new"), time.Minute, fenced, fence, []byte("gone"))
 	require.ErrorIs(t, err, kv.ErrNoMemory)
 	assert.NotContains(t, err.Error(), "released", "there was no lock to release")
 	assert.False(t, ok)

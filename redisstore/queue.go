@@ -54,7 +54,7 @@ func queueKeys(rk string) (queue, leasePrefix string, ok bool) {
 // lock, which takes about what its place held. A full server then still
 // frees, hands over and keeps the line, while it refuses what would grow,
 // having changed nothing: a new waiter's place (the attempt fails with
-// kv.ErrNoMemory) and a guarded write's value (see setGuardedScript; the
+// kv.ErrNoMemory) and a guarded write's value (see stepScript; the
 // guard stays held, and its holder's release then runs).
 
 // liveHeadLua is the first waiter in line whose lease is live (or is
@@ -170,7 +170,7 @@ end
 
 // lineScript is one attempt of a waiter in line (take_in_line): KEYS
 // lock, line, the caller's lease (and the data key, to read it as
-// setNXGetScript does); ARGV token, TTL ms ('0': none), waiter id, lease
+// a Step's get does); ARGV token, TTL ms ('0': none), waiter id, lease
 // ms, lease prefix. 0 when the caller is in line.
 var lineScript = newScript(liveHeadLua + takeInLineLua + `
 if not take_in_line(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]) then return 0 end

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/internal/redistest"
 	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/lockwait"
@@ -94,7 +95,7 @@ func TestTheLockPassesInArrivalOrderAcrossProcesses(t *testing.T) {
 			var released bool
 			if i%2 == 0 {
 				assert.Positive(t, fence)
-				released, err = stores[i].SetFencedRelease(sessionkeys.DataKey("order"), tok, time.Minute, key, fence, tok)
+				released, err = backend.SetFencedRelease(stores[i], sessionkeys.DataKey("order"), tok, time.Minute, key, fence, tok)
 			} else {
 				released, err = stores[i].DelIfEq(key, tok)
 			}
@@ -198,7 +199,7 @@ func TestAReleaseHandsTheLockToTheHead(t *testing.T) {
 	}{
 		{"DelIfEq", func(key string) (bool, error) { return s.DelIfEq(key, []byte("holder")) }},
 		{"SetGuardedRelease", func(key string) (bool, error) {
-			return s.SetGuardedRelease(sessionkeys.DataKey("handon"), []byte("data"), time.Minute, key, []byte("holder"))
+			return backend.SetGuardedRelease(s, sessionkeys.DataKey("handon"), []byte("data"), time.Minute, key, []byte("holder"))
 		}},
 		{"Del", func(key string) (bool, error) { return s.Del(key) }},
 	} {
@@ -455,7 +456,7 @@ func TestAFencedWaiterHandedTheLockMintsItsFenceAtTheClaim(t *testing.T) {
 	srv := redistest.Start(t)
 	s := open(t, "redis://"+srv.Addr)
 	key, data := sessionkeys.LockKey("fencedhandoff"), sessionkeys.DataKey("fencedhandoff")
-	out, _, _, first, err := s.SetNXGetFenced(key, []byte("holder"), time.Minute, data, nil)
+	out, _, _, first, err := backend.SetNXGetFenced(s, key, []byte("holder"), time.Minute, data, nil)
 	require.NoError(t, err)
 	require.Equal(t, kv.Inserted, out)
 	// A lease of 30 s: the claim below comes within it, however slow the host.
@@ -463,13 +464,13 @@ func TestAFencedWaiterHandedTheLockMintsItsFenceAtTheClaim(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, kv.Exists, out, "in line")
 
-	written, err := s.SetFencedRelease(data, []byte("v"), time.Minute, key, first, []byte("holder"))
+	written, err := backend.SetFencedRelease(s, data, []byte("v"), time.Minute, key, first, []byte("holder"))
 	require.NoError(t, err)
 	require.True(t, written)
 	v, _, err := get(t, s, key)
 	require.NoError(t, err)
 	assert.Equal(t, "next", string(v), "the fenced release handed the lock on")
-	written, err = s.SetFencedRelease(data, []byte("late"), time.Minute, key, first, []byte("holder"))
+	written, err = backend.SetFencedRelease(s, data, []byte("late"), time.Minute, key, first, []byte("holder"))
 	require.NoError(t, err)
 	assert.False(t, written, "the lock is the next one's: the old holder's fenced write is refused")
 

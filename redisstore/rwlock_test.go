@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/internal/redistest"
 	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/lockwait"
@@ -323,7 +324,7 @@ func TestFencesIncreaseAcrossModes(t *testing.T) {
 	fences = append(fences, granted(t, s, name, "r2", shared, time.Minute))
 	assert.True(t, released(t, s, name, "r1"))
 	assert.True(t, released(t, s, name, "r2"))
-	out, f, err := s.SetNXFenced(name, []byte("n"), time.Minute)
+	out, f, err := backend.SetNXFenced(s, name, []byte("n"), time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, kv.Inserted, out)
 	fences = append(fences, f)
@@ -336,10 +337,10 @@ func TestFencesIncreaseAcrossModes(t *testing.T) {
 	latest, err := s.Fence(name)
 	require.NoError(t, err)
 	assert.Equal(t, fences[len(fences)-1], latest)
-	ok, err := s.SetFenced("rw:data", []byte("x"), 0, name, fences[len(fences)-2])
+	ok, err := backend.SetFenced(s, "rw:data", []byte("x"), 0, name, fences[len(fences)-2])
 	require.NoError(t, err)
 	assert.False(t, ok, "an older grant's fence is stale")
-	ok, err = s.SetFenced("rw:data", []byte("x"), 0, name, latest)
+	ok, err = backend.SetFenced(s, "rw:data", []byte("x"), 0, name, latest)
 	require.NoError(t, err)
 	assert.True(t, ok)
 
@@ -353,10 +354,10 @@ func TestClusterReadWriteLocks(t *testing.T) {
 	rwRules(t, s, "rwplain") // hashed whole: its fence key and line take it as their tag
 
 	f := granted(t, s, "{rw}:lock", "r", shared, time.Minute)
-	ok, err := s.SetFenced("{rw}:data", []byte("x"), 0, "{rw}:lock", f)
+	ok, err := backend.SetFenced(s, "{rw}:data", []byte("x"), 0, "{rw}:lock", f)
 	require.NoError(t, err)
 	assert.True(t, ok, "a read grant's fence guards a write in its slot")
-	_, err = s.SetFenced("elsewhere", []byte("x"), 0, "{rw}:lock", f)
+	_, err = backend.SetFenced(s, "elsewhere", []byte("x"), 0, "{rw}:lock", f)
 	assert.ErrorIs(t, err, kv.ErrInvalidArgument)
 
 	_, _, err = s.LockAttempt("a}b", []byte("r"), shared, time.Minute, 0)

@@ -503,11 +503,12 @@ func (s *Store) countRelease(n int64, err error) (bool, error) {
 	return n == 1, nil
 }
 
-// setPxLua is a guarded write's SET: set_px(k, v, px) writes v under k
+// setPxLua is a step's SET (stepScript): set_px(k, v, px) writes v under k
 // (PX px; '0': no TTL) and returns nil, or the server's refusal (an error
 // reply: nothing written), which the script returns before it writes
-// anything else. The write is the script's first, so a full server refuses
-// it there (see "A full server", queue.go), and the call changes nothing.
+// anything else. The write is a guarded step's first, so a full server
+// refuses it there (see "A full server", queue.go), and the call changes
+// nothing.
 const setPxLua = `
 local function set_px(k, v, px)
   local r
@@ -516,106 +517,6 @@ local function set_px(k, v, px)
   return nil
 end
 `
-
-// setGuardedScript writes KEYS[1] while KEYS[2] holds ARGV[2]; with
-// ARGV[4] (the guard's release channel) it then releases the guard, as
-// DelIfEq does: handed on to the first in the guard's line KEYS[3] (lease
-// prefix ARGV[5]), or deleted, and announced. 0: the guard did not hold;
-// 1: written (and released). A refused write (a full server's OOM) is the
-// script's error, with nothing changed: the guard is still held, and its
-// holder releases it (the session handler does at close), which a full
-// server runs.
-var setGuardedScript = newScript(liveHeadLua + setPxLua + `
-if redis.call('get', KEYS[2]) ~= ARGV[2] then return 0 end
-local e = set_px(KEYS[1], ARGV[1], ARGV[3])
-if e then return e end
-if ARGV[4] then hand_on(KEYS[2], ARGV[4], KEYS[3], ARGV[5]) end
-return 1`)
-
-// SetGuarded writes key only while guardKey holds guardToken: one script,
-// so both keys must live on one server (Colocated keys do: see redisKey).
-func (s *Store) SetGuarded(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
-	return s.setGuarded(key, value, ttl, guardKey, guardToken, false)
-}
-
-// SetGuardedRelease is SetGuarded, and the release of the guard, in the
-// same script: a session's write and its lock's release in one round trip.
-func (s *Store) SetGuardedRelease(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
-	return s.setGuarded(key, value, ttl, guardKey, guardToken, true)
-}
-
-func (s *Store) setGuarded(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte, release bool) (bool, error) {
-	if err := s.noEviction(); err != nil {
-		return false, err
-	}
-	defer s.near.forget(key)
-	rk, rg := s.redisKey(key), s.redisKey(guardKey)
-	keys, argv := []string{rk, rg}, []any{value, guardToken, ms(ttl)}
-	if release {
-		line, prefix := releaseLine(rg)
-		keys, argv = append(keys, line...), append(append(argv, releaseChannel(rg)), prefix...)
-	}
-	n, err := s.run(setGuardedScript, keys, argv...)
-	if err == nil && n == 1 && release {
-		s.delIfEqMatches.Add(1)
-	}
-	return n == 1, err
-}
-
-// touchGuardedReleaseScript is ExpireGuardedRelease: while KEYS[2] holds
-// ARGV[2], KEYS[1]'s TTL becomes ARGV[1] ms ('0': none) if it is live, and
-// then the guard is released as setGuardedScript releases it (line KEYS[3],
-// channel ARGV[3], lease prefix ARGV[4]).
-var touchGuardedReleaseScript = newScript(liveHeadLua + `
-if redis.call('get', KEYS[2]) ~= ARGV[2] then return 0 end
-if redis.call('exists', KEYS[1]) == 0 then return 0 end
-if ARGV[1] == '0' then redis.call('persist', KEYS[1]) else redis.call('pexpire', KEYS[1], ARGV[1]) end
-hand_on(KEYS[2], ARGV[3], KEYS[3], ARGV[4])
-return 1`)
-
-// ExpireGuardedRelease refreshes a session's TTL and releases its lock in
-// one script: a lazy write's one round trip. A full server runs it all
-// (PEXPIRE and the release take no memory). Both keys must live on one
-// server, as for SetGuarded.
-func (s *Store) ExpireGuardedRelease(key string, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
-	if err := s.noEviction(); err != nil {
-		return false, err
-	}
-	rk, rg := s.redisKey(key), s.redisKey(guardKey)
-	line, prefix := releaseLine(rg)
-	n, err := s.run(touchGuardedReleaseScript, append([]string{rk, rg}, line...),
-		append([]any{ms(ttl), guardToken, releaseChannel(rg)}, prefix...)...)
-	if err == nil && n == 1 {
-		s.delIfEqMatches.Add(1)
-	}
-	return n == 1, err
-}
-
-// setNXGetScript takes the lock KEYS[1] (ARGV[1], PX ARGV[2]; '0': no
-// TTL) and reads KEYS[2]: 0 if the lock is held, 1 if taken and KEYS[2] is
-// absent, else KEYS[2]'s value (a bulk reply, where the others are integers).
-var setNXGetScript = newScript(`
-local ok
-if ARGV[2] == '0' then
-  ok = redis.call('set', KEYS[1], ARGV[1], 'NX')
-else
-  ok = redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
-end
-if not ok then return 0 end
-local v = redis.call('get', KEYS[2])
-if not v then return 1 end
-return v`)
-
-// SetNXGet takes a session's lock and reads its data in one script: one
-// round trip. Both keys must live on one server, as for SetGuarded.
-func (s *Store) SetNXGet(key string, value []byte, ttl time.Duration, dataKey string, dst []byte) (kv.SetNXOutcome, int, bool, error) {
-	if err := s.noEviction(); err != nil {
-		return 0, 0, false, err
-	}
-	defer s.near.forget(key)
-	r, err := s.runInto(dst, setNXGetScript, []string{s.redisKey(key), s.redisKey(dataKey)}, value, ms(ttl))
-	return s.lockReply(r, err, true)
-}
 
 // lockReply is what a lock attempt's script answered (0: held, 1: taken,
 // and with read, the data's value: taken and read), counted as SetNX
@@ -635,24 +536,6 @@ func (s *Store) lockReply(r reply, err error, read bool) (kv.SetNXOutcome, int, 
 		return kv.Inserted, len(r.b), true, nil
 	}
 	return 0, 0, false, errProtocol
-}
-
-var delGuardedScript = newScript(`
-if redis.call('get', KEYS[2]) ~= ARGV[1] then return 0 end
-if redis.call('del', KEYS[1]) == 1 then redis.call('publish', ARGV[2], '') end
-return 1`)
-
-// DelGuarded deletes key only while guardKey holds guardToken: one script,
-// so both keys must live on one server, as for SetGuarded. A deletion is
-// announced to waiters as Del announces it.
-func (s *Store) DelGuarded(key, guardKey string, guardToken []byte) (bool, error) {
-	if err := s.noEviction(); err != nil {
-		return false, err
-	}
-	defer s.near.forget(key)
-	rk := s.redisKey(key)
-	n, err := s.run(delGuardedScript, []string{rk, s.redisKey(guardKey)}, guardToken, releaseChannel(rk))
-	return n == 1, err
 }
 
 // expireScript refreshes a live key's TTL (ARGV[1] ms, 0: none); with

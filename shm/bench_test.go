@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
@@ -34,7 +35,7 @@ func BenchmarkSessionVisit(b *testing.B) {
 	for b.Loop() {
 		s.SetNX(lock, tok, 30*time.Second)
 		s.GetInto(data, dst)
-		s.SetGuarded(data, v, time.Hour, lock, tok)
+		backend.SetGuarded(s, data, v, time.Hour, lock, tok)
 		s.DelIfEq(lock, tok)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
@@ -169,7 +170,7 @@ func crashWorker() {
 			if err == nil && out == kv.Inserted {
 				var ok bool
 				v := crashValue(rand.Uint64(), randomSize())
-				timed(func() { ok, err = s.SetGuarded("data:"+lock, v, time.Minute, lock, token) })
+				timed(func() { ok, err = backend.SetGuarded(s, "data:"+lock, v, time.Minute, lock, token) })
 				if err == nil && !ok && mine(since) {
 					bad("set_guarded under my own lock %s refused", lock)
 				}
@@ -219,7 +220,7 @@ func crashWorker() {
 			}
 			v := crashValue(rand.Uint64(), randomSize())
 			if err == nil {
-				timed(func() { ok, err = s.SetGuarded(data, v, time.Minute, lock, token) })
+				timed(func() { ok, err = backend.SetGuarded(s, data, v, time.Minute, lock, token) })
 				if err == nil && !ok && mine(since) {
 					bad("set_guarded under my own session lock %s refused", lock)
 				}

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
@@ -181,7 +182,7 @@ func damagedWorker() {
 	}
 	// A write to shard 1 guarded by a key of shard 0 (which would hold
 	// "v" had the calls above been answered): refused, unchanged.
-	_, err = s.SetGuarded(keys[2], []byte("after"), 0, keys[1], []byte("v"))
+	_, err = backend.SetGuarded(s, keys[2], []byte("after"), 0, keys[1], []byte("v"))
 	report(0, "set_guarded", err)
 	n, found, err := s.GetInto(keys[2], dst)
 	if err == nil && found && string(dst[:n]) == "before" {
@@ -477,11 +478,11 @@ func damageCall(s *Store, r *rand.Rand, op int, note func(error)) {
 	case 10:
 		_, err = s.Expire(key, ttl)
 	case 11:
-		_, err = s.SetGuarded(key, value(), ttl, "lock:"+key, tok)
+		_, err = backend.SetGuarded(s, key, value(), ttl, "lock:"+key, tok)
 	case 12:
-		_, err = s.DelGuarded(key, "lock:"+key, tok)
+		_, err = backend.DelGuarded(s, key, "lock:"+key, tok)
 	case 13:
-		out, fence, err1 := s.SetNXFenced("fl:"+key, tok, time.Second)
+		out, fence, err1 := backend.SetNXFenced(s, "fl:"+key, tok, time.Second)
 		if err = err1; err == nil && out == kv.Inserted {
 			_, err = s.SetFencedToken(key, value(), ttl, "fl:"+key, fence, tok)
 		}
@@ -496,9 +497,9 @@ func damageCall(s *Store, r *rand.Rand, op int, note func(error)) {
 		}
 	case 15:
 		sid := fmt.Sprint(r.IntN(16))
-		_, _, _, err = s.SetNXGet(sessionkeys.LockKey(sid), tok, time.Second, sessionkeys.DataKey(sid), dst)
+		_, _, _, err = backend.SetNXGet(s, sessionkeys.LockKey(sid), tok, time.Second, sessionkeys.DataKey(sid), dst)
 		if err == nil {
-			_, err = s.SetGuardedRelease(sessionkeys.DataKey(sid), value(), time.Minute, sessionkeys.LockKey(sid), tok)
+			_, err = backend.SetGuardedRelease(s, sessionkeys.DataKey(sid), value(), time.Minute, sessionkeys.LockKey(sid), tok)
 		}
 	case 16:
 		_, err = s.Wait("lock:"+key, time.Millisecond)

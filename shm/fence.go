@@ -217,45 +217,6 @@ func (s *Store) fences() (*fenceTable, error) {
 	return ft, nil
 }
 
-// fenceReq asks install to mint a grant's fence (mint), or states the
-// fence a modeFenced write must find (fence), and with holder, the token
-// of the grant's holder: the write is also refused while the lock holds a
-// live entry other than token (SetFencedToken).
-type fenceReq struct {
-	ft     *fenceTable
-	mint   bool
-	fence  int64
-	holder bool
-	token  []byte
-}
-
-// SetNXFenced is SetNX that also mints the grant's fence in the same step
-// (see above); the fence is 0 when the key was held.
-func (s *Store) SetNXFenced(key string, value []byte, ttl time.Duration) (kv.SetNXOutcome, int64, error) {
-	return s.setNXFenced(key, value, ttl, false)
-}
-
-// setNXFenced is SetNXFenced; with held, the entry records this process as
-// the lock's holder (entry.go).
-func (s *Store) setNXFenced(key string, value []byte, ttl time.Duration, held bool) (kv.SetNXOutcome, int64, error) {
-	if err := kv.CheckWrite(key, value, ttl); err != nil {
-		return 0, 0, err
-	}
-	ft, err := s.fences()
-	if err != nil {
-		return 0, 0, err
-	}
-	fr := fenceReq{ft: ft, mint: true}
-	ok, err := s.install(key, value, ttl, flagPinned, modeSetNX, "", nil, &fr, held)
-	switch {
-	case err != nil:
-		return 0, 0, err
-	case ok:
-		return kv.Inserted, fr.fence, nil
-	}
-	return kv.Exists, 0, nil
-}
-
 // Fence returns the latest fence granted for name: 0 if none was.
 func (s *Store) Fence(name string) (int64, error) {
 	if err := kv.CheckKey(name); err != nil {
@@ -272,62 +233,6 @@ func (s *Store) Fence(name string) (int64, error) {
 	defer s.unlockKey(sh, tk)
 	n, _ := ft.current(h)
 	return n, nil
-}
-
-// SetFenced stores value under key only while fence is still the latest
-// grant of lock, with both shards held.
-func (s *Store) SetFenced(key string, value []byte, ttl time.Duration, lock string, fence int64) (bool, error) {
-	return s.setFenced(key, value, ttl, lock, fence, fenceReq{fence: fence})
-}
-
-// SetFencedToken is SetFenced for the holder of the grant's token: also
-// refused while lock holds a live entry other than token, a holder whose
-// grant minted no fence (set_nx, or a process with an older library).
-func (s *Store) SetFencedToken(key string, value []byte, ttl time.Duration, lock string, fence int64, token []byte) (bool, error) {
-	return s.setFenced(key, value, ttl, lock, fence, fenceReq{fence: fence, holder: true, token: token})
-}
-
-func (s *Store) setFenced(key string, value []byte, ttl time.Duration, lock string, fence int64, fr fenceReq) (bool, error) {
-	if err := kv.CheckFencedWrite(key, value, ttl, lock, fence); err != nil {
-		return false, err
-	}
-	ft, err := s.fences()
-	if err != nil {
-		return false, err
-	}
-	fr.ft = ft
-	return s.install(key, value, ttl, s.pinFlag(key), modeFenced, lock, nil, &fr, false)
-}
-
-// DelFenced removes key only while fence is still the latest grant of
-// lock, with both shards held, and reports whether the fence held.
-func (s *Store) DelFenced(key, lock string, fence int64) (bool, error) {
-	return s.delFenced(key, lock, fence, false, nil)
-}
-
-// DelFencedToken is DelFenced for the holder of token, refused as
-// SetFencedToken is.
-func (s *Store) DelFencedToken(key, lock string, fence int64, token []byte) (bool, error) {
-	return s.delFenced(key, lock, fence, true, token)
-}
-
-func (s *Store) delFenced(key, lock string, fence int64, holder bool, token []byte) (bool, error) {
-	if err := kv.CheckFencedWrite(key, nil, 0, lock, fence); err != nil {
-		return false, err
-	}
-	ft, err := s.fences()
-	if err != nil {
-		return false, err
-	}
-	return s.delIf(key, lock, func(gsh *shard, gh uint64, gtag uint32, t *int64) (bool, error) {
-		if n, known := ft.current(gh); !known || n != fence {
-			return false, nil
-		}
-		if !holder {
-			return true, nil
-		}
-		return !s.heldByAnother(gsh, gh, gtag, lock, token, t), nil
-	})
 }
 
 // heldByAnother reports whether lock holds a live entry other than token.

@@ -15,12 +15,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/kv"
 )
 
 func grantFenced(t *testing.T, s *Store, name string) int64 {
 	t.Helper()
-	out, f, err := s.SetNXFenced(name, []byte("tok"), 0)
+	out, f, err := backend.SetNXFenced(s, name, []byte("tok"), 0)
 	require.NoError(t, err)
 	require.Equal(t, kv.Inserted, out, name)
 	return f
@@ -33,7 +34,7 @@ func TestFencesOutliveFlushAndTheSegment(t *testing.T) {
 	f, err := s.Fence("lock")
 	require.NoError(t, err)
 	assert.Equal(t, f1, f, "Flush keeps fences")
-	ok, err := s.SetFenced("data", []byte("v"), 0, "lock", f1)
+	ok, err := backend.SetFenced(s, "data", []byte("v"), 0, "lock", f1)
 	require.NoError(t, err)
 	assert.True(t, ok, "nobody was granted since")
 
@@ -76,13 +77,13 @@ func TestAFullBucketForgetsItsOldestGrant(t *testing.T) {
 	for _, n := range names[:2] {
 		f, _ := s.Fence(n)
 		assert.GreaterOrEqual(t, f, fences[n], "a forgotten name reports the floor")
-		ok, _ := s.SetFenced("d", []byte("x"), 0, n, fences[n])
+		ok, _ := backend.SetFenced(s, "d", []byte("x"), 0, n, fences[n])
 		assert.False(t, ok, "a forgotten grant's write is refused")
 		assert.Greater(t, grantFenced(t, s, n), fences[n])
 		s.Del(n)
 	}
 	last := names[len(names)-1]
-	ok, _ := s.SetFenced("d", []byte("x"), 0, last, fences[last])
+	ok, _ := backend.SetFenced(s, "d", []byte("x"), 0, last, fences[last])
 	assert.True(t, ok, "a remembered name's latest grant writes")
 }
 
@@ -91,7 +92,7 @@ func TestAFenceFileOfAnotherSizeIsRefused(t *testing.T) {
 	path := fencesPath(s.Path())
 	require.NoError(t, os.WriteFile(path, make([]byte, fenceFileSize+8), 0o600))
 	defer os.Remove(path)
-	_, _, err := s.SetNXFenced("lock", nil, 0)
+	_, _, err := backend.SetNXFenced(s, "lock", nil, 0)
 	assert.ErrorIs(t, err, ErrIncompatible)
 	assert.ErrorIs(t, err, kv.ErrNothingDone, "the message says nothing was granted")
 	found, _ := s.Exists("lock")
@@ -114,13 +115,13 @@ func refusedUndone(t *testing.T, err error, cause error, what string) {
 // cause, and checks that none granted or wrote anything.
 func refusedFencedCalls(t *testing.T, s *Store, cause error) {
 	t.Helper()
-	_, _, err := s.SetNXFenced("lock", []byte("A"), time.Minute)
+	_, _, err := backend.SetNXFenced(s, "lock", []byte("A"), time.Minute)
 	refusedUndone(t, err, cause, "SetNXFenced")
 	_, _, err = s.LockAttempt("lock", []byte("A"), kv.LockShared, time.Minute, 0)
 	refusedUndone(t, err, cause, "LockAttempt")
 	_, err = s.Fence("lock")
 	refusedUndone(t, err, cause, "Fence")
-	_, err = s.SetFenced("data", []byte("v"), 0, "lock", 1)
+	_, err = backend.SetFenced(s, "data", []byte("v"), 0, "lock", 1)
 	refusedUndone(t, err, cause, "SetFenced")
 	for _, key := range []string{"lock", "data"} {
 		found, err := s.Exists(key)
@@ -191,7 +192,7 @@ func fenceCrashWorker() {
 	token := []byte(fmt.Sprint(os.Getpid()))
 	for {
 		lock := locks[rand.IntN(len(locks))]
-		out, f, err := s.SetNXFenced(lock, token, 300*time.Millisecond)
+		out, f, err := backend.SetNXFenced(s, lock, token, 300*time.Millisecond)
 		if err != nil {
 			fmt.Println("bad grant:", err)
 			continue
@@ -209,7 +210,7 @@ func fenceCrashWorker() {
 		}
 		// Refused is right only if the lock was granted again since (its
 		// TTL passed while this process was slow) or the name forgotten.
-		if ok, err := s.SetFenced("last:"+lock, []byte(strconv.FormatInt(f, 10)), 0, lock, f); err != nil {
+		if ok, err := backend.SetFenced(s, "last:"+lock, []byte(strconv.FormatInt(f, 10)), 0, lock, f); err != nil {
 			fmt.Println("bad set_fenced:", err)
 		} else if !ok {
 			ft, _ := s.fences()
@@ -218,7 +219,7 @@ func fenceCrashWorker() {
 			}
 		}
 		if p := prev[lock]; p > 0 {
-			if ok, _ := s.SetFenced("last:"+lock, []byte("stale"), 0, lock, p); ok {
+			if ok, _ := backend.SetFenced(s, "last:"+lock, []byte("stale"), 0, lock, p); ok {
 				fmt.Printf("bad %s: stale fence %d wrote\n", lock, p)
 			}
 		}

@@ -143,3 +143,23 @@ func sleepOnStoreClock(d time.Duration) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// sessionGrants is the store as the session handler takes a session's
+// lock: each grant records this process as the lock's holder (a Step with
+// Bound, as backend.SetNXGet takes it), so that the lock lapses once the
+// process is dead (entry.go).
+type sessionGrants struct{ *Store }
+
+func (g sessionGrants) SetNX(key string, value []byte, ttl time.Duration) (kv.SetNXOutcome, error) {
+	st := kv.Step{Lock: key, Token: value, LockTTL: ttl, Acquire: true, Bound: true}
+	err := g.Step(&st)
+	return st.Outcome, err
+}
+
+// SetFencedToken is backend.SetFencedRelease without the release: the
+// fenced write of token's holder.
+func (s *Store) SetFencedToken(key string, value []byte, ttl time.Duration, lock string, fence int64, token []byte) (bool, error) {
+	st := kv.Step{Lock: lock, Token: token, Guard: kv.GuardFenceHolder, Fence: fence, Action: kv.ActionSet, Key: key, Value: value, TTL: ttl}
+	err := s.Step(&st)
+	return st.Held, err
+}

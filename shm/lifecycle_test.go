@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/kv"
 )
 
@@ -75,7 +76,7 @@ func TestTheNextOpenRemovesAStaleSegment(t *testing.T) {
 	master, masterDies := anchorProcess(t)
 	s, err := Open("stale", Options{Dir: dir, Memory: kv.MemoryConfig{Limit: small}, Anchor: master})
 	require.NoError(t, err)
-	out, oldFence, err := s.SetNXFenced("lock", []byte("t"), time.Minute)
+	out, oldFence, err := backend.SetNXFenced(s, "lock", []byte("t"), time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, kv.Inserted, out)
 	named, err := Open("named", Options{Dir: dir, Memory: kv.MemoryConfig{Limit: small}})
@@ -107,7 +108,7 @@ func TestTheNextOpenRemovesAStaleSegment(t *testing.T) {
 	again, err := Open("stale", Options{Dir: dir, Memory: kv.MemoryConfig{Limit: small}})
 	require.NoError(t, err)
 	defer again.Close()
-	_, newFence, err := again.SetNXFenced("lock", []byte("t"), time.Minute)
+	_, newFence, err := backend.SetNXFenced(again, "lock", []byte("t"), time.Minute)
 	require.NoError(t, err)
 	assert.Greater(t, newFence, oldFence, "fences made after the removal start from the clock")
 	assert.True(t, exists(Path(dir, "named")), "a segment without an anchor is never removed")

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/kv"
 )
 
@@ -87,7 +88,7 @@ func TestARemovedSegmentGrantsNoSecondHolder(t *testing.T) {
 	requireRemoved(t, err, path, "set_nx of the lock the new segment granted")
 	_, err = a.ExpireIfEq("lock", []byte("a"), time.Minute)
 	requireRemoved(t, err, path, "the refresh of the lock A held")
-	_, err = a.SetGuarded("k", []byte("w"), 0, "lock", []byte("a"))
+	_, err = backend.SetGuarded(a, "k", []byte("w"), 0, "lock", []byte("a"))
 	requireRemoved(t, err, path, "a write guarded by the lock A held")
 	_, _, err = a.LockAttempt("rw", []byte("a"), kv.LockShared, time.Minute, 0)
 	requireRemoved(t, err, path, "a read lock")

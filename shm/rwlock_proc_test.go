@@ -30,12 +30,15 @@ type lockAttempts struct {
 	mode kv.LockMode
 }
 
-func (a lockAttempts) SetNXFenced(key string, token []byte, ttl time.Duration) (kv.SetNXOutcome, int64, error) {
+// Step is the fenced acquire's Step (backend.SetNXFenced) as LockAttempt.
+func (a lockAttempts) Step(st *kv.Step) error {
 	claim := time.Duration(0)
 	if a.mode == kv.LockExclusive {
 		claim = kv.WriterClaim
 	}
-	return a.s.LockAttempt(key, token, a.mode, ttl, claim)
+	out, fence, err := a.s.LockAttempt(st.Lock, st.Token, a.mode, st.LockTTL, claim)
+	st.Outcome, st.Fence, st.Held = out, fence, out == kv.Inserted
+	return err
 }
 
 // acquireLock takes key in mode with a fresh token, waiting at most budget.

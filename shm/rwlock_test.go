@@ -2,6 +2,7 @@ package shm
 
 import (
 	"fmt"
+	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/internal/coarse"
 	"testing"
 	"time"
@@ -305,7 +306,7 @@ func TestFencesIncreaseAcrossModesAndSetNXFenced(t *testing.T) {
 		last = f
 	}
 	for round := 0; round < 20; round++ {
-		out, f, err := s.SetNXFenced("rw", []byte("setnx"), time.Minute)
+		out, f, err := backend.SetNXFenced(s, "rw", []byte("setnx"), time.Minute)
 		require.NoError(t, err)
 		require.Equal(t, kv.Inserted, out)
 		next(f)
@@ -328,10 +329,10 @@ func TestFencesIncreaseAcrossModesAndSetNXFenced(t *testing.T) {
 		require.True(t, ok)
 		next(f)
 		// The grant's fence guards writes as SetNXFenced's does.
-		wrote, err := s.SetFenced("data", []byte("v"), 0, "rw", f)
+		wrote, err := backend.SetFenced(s, "data", []byte("v"), 0, "rw", f)
 		require.NoError(t, err)
 		require.True(t, wrote)
-		wrote, err = s.SetFenced("data", []byte("v"), 0, "rw", f-1)
+		wrote, err = backend.SetFenced(s, "data", []byte("v"), 0, "rw", f-1)
 		require.NoError(t, err)
 		require.False(t, wrote)
 		require.True(t, release(t, s, "rw", "writer"))

@@ -197,7 +197,7 @@ func TestScanReturnsAnEntryPastTheWrapThroughACompaction(t *testing.T) {
 func TestScanOfLocksNamesTheirHolderAndWaiters(t *testing.T) {
 	s := openTest(t, kv.MemoryConfig{})
 	// A session lock the session handler's call takes records this process.
-	out, _, _, err := s.SetNXGet("session_lock:abc", []byte("tok"), time.Minute, "session:abc", nil)
+	out, _, _, err := backend.SetNXGet(s, "session_lock:abc", []byte("tok"), time.Minute, "session:abc", nil)
 	require.NoError(t, err)
 	require.Equal(t, kv.Inserted, out)
 	_, err = s.SetNX("lock:w", []byte("tok"), time.Minute)
@@ -434,7 +434,7 @@ func TestSetCondIfEqRenewalKeepsTheLockPinnedUnderEviction(t *testing.T) {
 // lapses when that process dies, and the walk of locks still names it.
 func TestSetCondIfEqRenewalKeepsASessionLocksHolder(t *testing.T) {
 	s := openTest(t, kv.MemoryConfig{})
-	out, _, _, err := s.SetNXGet("session_lock:abc", []byte("tok"), time.Minute, "session:abc", nil)
+	out, _, _, err := backend.SetNXGet(s, "session_lock:abc", []byte("tok"), time.Minute, "session:abc", nil)
 	require.NoError(t, err)
 	require.Equal(t, kv.Inserted, out)
 	stored, _, _, err := s.SetCond("session_lock:abc", []byte("tok"), 2*time.Minute, backend.SetIfEqual, []byte("tok"), false)
@@ -616,7 +616,7 @@ func TestOwnersAndFilesFollowPathOf(t *testing.T) {
 	assert.Equal(t, "/dev/shm/ephpm-app.33", Files("", "app", 33)[0])
 
 	s := openTest(t, kv.MemoryConfig{})
-	_, _, err = s.SetNXFenced("lock:f", []byte("t"), time.Minute) // makes the fence file
+	_, _, err = backend.SetNXFenced(s, "lock:f", []byte("t"), time.Minute) // makes the fence file
 	require.NoError(t, err)
 	for _, f := range Files("", testName(t), os.Geteuid()) {
 		_, err = os.Stat(f)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
@@ -70,7 +71,7 @@ func TestASessionFloodAimedAtOneShardLeavesItsLocksRoom(t *testing.T) {
 				out, err := s.SetNX(lock, tok, 30*time.Second)
 				require.NoError(t, err)
 				require.Equal(t, kv.Inserted, out)
-				ok, err := s.SetGuarded(sessionkeys.DataKey(sid), data, time.Hour, lock, tok)
+				ok, err := backend.SetGuarded(s, sessionkeys.DataKey(sid), data, time.Hour, lock, tok)
 				if err != nil {
 					require.ErrorIs(t, err, kv.ErrNoMemory)
 					refused++

@@ -702,19 +702,17 @@ const writeAttempts = 16
 type mode int
 
 const (
-	modeSet     mode = iota // always
-	modeSetNX               // only if the key holds no live entry
-	modeGuarded             // only while guardKey holds guardToken
-	modeFenced              // only while fr.fence is guardKey's latest grant (fence.go)
+	modeSet   mode = iota // always
+	modeSetNX             // only if the key holds no live entry
 )
 
 // install stores key's new value if m's condition holds and reports whether
 // it did. A write that does not fit makes room (makeRoom) with no lock held
 // and tries again; if it cannot, it fails with kv.ErrNoMemory and nothing
-// changed. ttl counts from the moment the condition is decided. A grant
-// with fr.mint mints its fence into fr.fence under the same lock. With
-// held, the entry records this process as the lock's holder (entry.go).
-func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint32, m mode, guardKey string, guardToken []byte, fr *fenceReq, held bool) (installed bool, err error) {
+// changed. ttl counts from the moment the condition is decided. A write
+// conditioned on another key (a guard, a fence) is a Step (step.go), which
+// holds both shards.
+func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint32, m mode) (installed bool, err error) {
 	tk, err := s.enter()
 	if err != nil {
 		return false, err
@@ -728,35 +726,17 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 	// own time in perf).
 	var w write
 	w.key, w.kind, w.h, w.tag, w.stored, w.flags = key, s.g.kindOf(key), h, tag, stored, flags|cflag
-	if held {
-		w.holder = s.tag
-	}
-	gsh, gh, gtag := sh, uint64(0), uint32(0)
-	if m == modeGuarded || m == modeFenced {
-		gsh, gh, gtag = s.locate(guardKey)
-	}
 	// The loop of writeLoop, written out: through its closure a set took
 	// ~8 ns more (Set64 94 -> 102 ns, docs/measurements.md).
-	locked := false // sh and gsh, for a corruption found under them
-	defer s.catchHeld(sh, gsh, &locked, &err)
+	locked := false // sh, for a corruption found under it
+	defer s.catchHeld(sh, sh, &locked, &err)
 	for attempt := 0; ; attempt++ {
-		if err := s.lockTwo(sh, gsh); err != nil {
+		if err := s.lock(sh); err != nil {
 			return false, err
 		}
 		locked = true
 		var t int64
 		ok := true
-		if m == modeGuarded {
-			_, g := s.live(gsh, gh, gtag, guardKey, &t)
-			ok = g != noBlock && gsh.valueEquals(g, guardToken)
-		}
-		if m == modeFenced {
-			n, known := fr.ft.current(gh)
-			ok = known && n == fr.fence
-			if ok && fr.holder {
-				ok = !s.heldByAnother(gsh, gh, gtag, guardKey, fr.token, &t)
-			}
-		}
 		room := sh.roomFor()
 		pos, old, ins := sh.lookup(tag, key)
 		oldExpired := old != noBlock && s.lapsed(sh, old, &t)
@@ -778,13 +758,9 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 				if oldExpired {
 					sh.count(cExpirations)
 				}
-				switch m {
-				case modeSetNX:
+				if m == modeSetNX {
 					sh.count(cSetNXWins)
-					if fr != nil && fr.mint {
-						fr.fence = fr.ft.mint(h)
-					}
-				default:
+				} else {
 					sh.count(cSets)
 				}
 				s.sweepSome(sh, sweepPerWrite, &t)
@@ -793,7 +769,7 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 			sh.count(cSetNXLosses)
 		}
 		locked = false
-		s.unlockTwo(sh, gsh)
+		s.unlock(sh)
 		if !ok || r == fits {
 			return ok, nil
 		}
@@ -920,23 +896,21 @@ func (s *Store) Set(key string, value []byte, ttl time.Duration) error {
 	if err := kv.CheckWrite(key, value, ttl); err != nil {
 		return err
 	}
-	_, err := s.install(key, value, ttl, s.pinFlag(key), modeSet, "", nil, nil, false)
+	_, err := s.install(key, value, ttl, s.pinFlag(key), modeSet)
 	return err
 }
 
 // SetNX stores value under key only if no live entry is there, with its
 // TTL in the same step; the entry is a lock and is never evicted.
 func (s *Store) SetNX(key string, value []byte, ttl time.Duration) (kv.SetNXOutcome, error) {
-	return s.setNX(key, value, ttl, false)
+	return s.setNX(key, value, ttl)
 }
 
-// setNX is SetNX; with held, the entry records this process as the lock's
-// holder (entry.go).
-func (s *Store) setNX(key string, value []byte, ttl time.Duration, held bool) (kv.SetNXOutcome, error) {
+func (s *Store) setNX(key string, value []byte, ttl time.Duration) (kv.SetNXOutcome, error) {
 	if err := kv.CheckWrite(key, value, ttl); err != nil {
 		return 0, err
 	}
-	ok, err := s.install(key, value, ttl, flagPinned, modeSetNX, "", nil, nil, held)
+	ok, err := s.install(key, value, ttl, flagPinned, modeSetNX)
 	switch {
 	case err != nil:
 		return 0, err
@@ -944,62 +918,6 @@ func (s *Store) setNX(key string, value []byte, ttl time.Duration, held bool) (k
 		return kv.Inserted, nil
 	}
 	return kv.Exists, nil
-}
-
-// SetGuarded stores value under key only while guardKey holds a live entry
-// equal to guardToken, with both shards held.
-func (s *Store) SetGuarded(key string, value []byte, ttl time.Duration, guardKey string, guardToken []byte) (bool, error) {
-	if err := kv.CheckWrite(key, value, ttl); err != nil {
-		return false, err
-	}
-	if err := kv.CheckKey(guardKey); err != nil {
-		return false, err
-	}
-	return s.install(key, value, ttl, s.pinFlag(key), modeGuarded, guardKey, guardToken, nil, false)
-}
-
-// DelGuarded removes key only while guardKey holds a live entry equal to
-// guardToken, and reports whether the guard held.
-func (s *Store) DelGuarded(key, guardKey string, guardToken []byte) (bool, error) {
-	if err := kv.CheckKey(key); err != nil {
-		return false, err
-	}
-	if err := kv.CheckKey(guardKey); err != nil {
-		return false, err
-	}
-	return s.delIf(key, guardKey, func(gsh *shard, gh uint64, gtag uint32, t *int64) (bool, error) {
-		_, g := s.live(gsh, gh, gtag, guardKey, t)
-		return g != noBlock && gsh.valueEquals(g, guardToken), nil
-	})
-}
-
-// delIf removes key if holds (asked with key's and guardKey's shards
-// locked) reports true, and returns holds's answer: the guarded removals
-// (DelGuarded, DelFenced), the check and the removal one step.
-func (s *Store) delIf(key, guardKey string, holds func(gsh *shard, gh uint64, gtag uint32, t *int64) (bool, error)) (held bool, err error) {
-	tk, err := s.enter()
-	if err != nil {
-		return false, err
-	}
-	defer s.leave(tk)
-	sh, h, tag := s.locate(key)
-	gsh, gh, gtag := s.locate(guardKey)
-	if err := s.lockTwo(sh, gsh); err != nil {
-		return false, err
-	}
-	defer s.unlockTwo(sh, gsh)
-	defer s.catch(&err)
-	var t int64
-	if ok, err := holds(gsh, gh, gtag, &t); !ok || err != nil {
-		return false, err
-	}
-	if pos, b, _ := sh.lookup(tag, key); pos >= 0 {
-		if expired(sh.entryExpireAt(b), &t) {
-			sh.count(cExpirations)
-		}
-		s.removeEntry(sh, pos, b, h)
-	}
-	return true, nil
 }
 
 // Del removes key and reports whether a live entry was removed.
@@ -1071,15 +989,21 @@ func (s *Store) expireIf(key string, token []byte, ttl time.Duration) (set bool,
 	if b == noBlock || token != nil && !sh.valueEquals(b, token) {
 		return false, nil
 	}
+	s.retime(sh, b, key, ttl, &t)
+	return true, nil
+}
+
+// retime gives key's live entry b a TTL of ttl from *t (0: none), moving
+// its charge out of its eviction class and back. Caller holds sh's lock.
+func (s *Store) retime(sh *shard, b int64, key string, ttl time.Duration, t *int64) {
 	at := int64(0)
 	if ttl != 0 {
-		at = clockAt(&t) + int64(ttl)
+		at = clockAt(t) + int64(ttl)
 	}
 	kind := s.g.kindOf(key)
 	sh.account(b, kind, -1)
 	sh.setEntryExpireAt(b, at)
 	sh.account(b, kind, 1)
-	return true, nil
 }
 
 // Exists reports whether key holds a live entry. It counts no hit or miss.

@@ -48,7 +48,7 @@ func visit(t *testing.T, b backend.Backend, sid string, data []byte) (bool, erro
 	defer b.DelIfEq(lock, tok)
 	_, found, err := b.GetInto(sessionkeys.DataKey(sid), make([]byte, 1024))
 	require.NoError(t, err)
-	ok, err := b.SetGuarded(sessionkeys.DataKey(sid), data, time.Hour, lock, tok)
+	ok, err := backend.SetGuarded(b, sessionkeys.DataKey(sid), data, time.Hour, lock, tok)
 	require.True(t, ok || err != nil)
 	return found, err
 }
@@ -125,7 +125,7 @@ var sessionBudget = []struct {
 		tok := []byte("held-token")
 		_, err := b.SetNX(sessionkeys.LockKey("held"), tok, time.Minute)
 		require.NoError(t, err)
-		ok, err := b.SetGuarded(sessionkeys.DataKey("held"), csrf, time.Hour, sessionkeys.LockKey("held"), tok)
+		ok, err := backend.SetGuarded(b, sessionkeys.DataKey("held"), csrf, time.Hour, sessionkeys.LockKey("held"), tok)
 		require.NoError(t, err)
 		require.True(t, ok)
 		for i := 0; i < 3000; i++ {
@@ -170,7 +170,7 @@ var sessionBudget = []struct {
 					t.Errorf("lock %s: %v %v", sid, out, err)
 					return false
 				}
-				if ok, err := b.SetGuarded(sessionkeys.DataKey(sid), csrf, time.Hour, lock, tok); err != nil || !ok {
+				if ok, err := backend.SetGuarded(b, sessionkeys.DataKey(sid), csrf, time.Hour, lock, tok); err != nil || !ok {
 					t.Errorf("write %s: %v %v", sid, ok, err)
 					return false
 				}

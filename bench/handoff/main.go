@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/lockwait"
 	"github.com/ephpm/ephpm/sessionkeys"
@@ -72,7 +73,7 @@ func requests(st lockwait.Store, s *kv.Store, n int, hold time.Duration) (time.D
 			}
 			v, _ := s.Get(sessionkeys.DataKey("bench"))
 			time.Sleep(hold)
-			s.SetGuarded(sessionkeys.DataKey("bench"), append(append([]byte{}, v...), 'x'), time.Minute, sessionkeys.LockKey("bench"), []byte(tok))
+			backend.SetGuarded(s, sessionkeys.DataKey("bench"), append(append([]byte{}, v...), 'x'), time.Minute, sessionkeys.LockKey("bench"), []byte(tok))
 			released.Store(time.Now().UnixNano())
 			s.DelIfEq(sessionkeys.LockKey("bench"), []byte(tok))
 		}()

@@ -70,7 +70,7 @@ func TestCommandsOnASegment(t *testing.T) {
 		require.NoError(t, s.Set("user:"+strconv.Itoa(i), []byte(strings.Repeat("x", i)), time.Duration(i)*time.Hour))
 	}
 	require.NoError(t, s.Set("bin", []byte{0, 1, 0xff}, 0))
-	out, _, _, err := s.SetNXGet("session_lock:abc", []byte("tok"), time.Minute, "session:abc", nil)
+	out, _, _, err := backend.SetNXGet(s, "session_lock:abc", []byte("tok"), time.Minute, "session:abc", nil)
 	require.NoError(t, err)
 	require.Equal(t, kv.Inserted, out)
 	_, err = s.SetNX("lock:report", []byte("t"), time.Minute)

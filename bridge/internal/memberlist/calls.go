@@ -15,8 +15,10 @@ type Call struct {
 
 // Calls is the one place that holds a member's Go side when it cannot be
 // derived: every member of the header not listed here (and not InC) is the
-// Backend method of its name. A member appended to the header needs a row
-// only if it is not one Backend call.
+// Backend method of its name, or, where Backend has none, the function of
+// package backend of its name called with the backend first (the members
+// that are one Step: set_guarded is backend.SetGuarded). A member appended
+// to the header needs a row only if it is neither.
 var Calls = map[string]Call{
 	// The Backend reads into the caller's buffer: GetInto, not a Get that
 	// would allocate.

@@ -137,10 +137,16 @@ func export(w *bytes.Buffer, m Member, fs Funcs, imports map[string]string) erro
 		name = strings.TrimPrefix(GoExport(m.Name), "ephpmGo")
 	}
 	fn, ok := fs.Backend[name]
-	callee := "current()." + name
+	callee, first := "current()."+name, ""
+	if !ok && call.Func == "" {
+		if fn, ok = fs.Steps[name]; ok {
+			callee, first = "backend."+name, "current()"
+			imports["backend"] = fs.BackendPath
+		}
+	}
 	if !ok {
 		if fn, ok = fs.Bridge[name]; !ok {
-			return fmt.Errorf("memberlist: %s: Backend has no method %s: add it, or a row to Calls", m.Name, name)
+			return fmt.Errorf("memberlist: %s: Backend has no method %s, nor package backend a function %s(b Stepper, ...): add one, or a row to Calls", m.Name, name, name)
 		}
 		callee = name
 	}
@@ -174,6 +180,9 @@ func export(w *bytes.Buffer, m Member, fs Funcs, imports map[string]string) erro
 	// The arguments: each input item is the Go parameter (or two) of its
 	// place, converted by the parameter's type.
 	var convs, later, callArgs, outs, pattern []string
+	if first != "" {
+		callArgs = append(callArgs, first)
+	}
 	var hasBatch, hasBuffer bool
 	bufCap := ""
 	gi := 0
@@ -338,7 +347,10 @@ const exportsDoc = `// The Go side of each member of the ops table: members.c's 
 // and the NULL checks. Each export is derived, not written:
 //
 //   - It calls the Backend method named after the member (set_nx: SetNX),
-//     on the backend the table serves, unless memberlist's Calls table
+//     on the backend the table serves, or, where Backend has none, the
+//     function of package backend of that name with that backend first
+//     (set_guarded: backend.SetGuarded, one Step; backend/step.go),
+//     unless memberlist's Calls table
 //     (bridge/internal/memberlist/calls.go) names another function: the
 //     members that are not one Backend call (the waiting members,
 //     configure, stats, begin_request; composed.go).

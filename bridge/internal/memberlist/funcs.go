@@ -23,18 +23,26 @@ type Func struct {
 type GoParam struct{ Name, Type string }
 
 // Funcs are the functions an export may call: the methods of the Backend
-// interface, called on the backend the table serves, and the functions of
-// package bridge.
+// interface, called on the backend the table serves; the functions of
+// package backend that take that backend first (a member that is one
+// Step: backend/step.go), called with it; and the functions of package
+// bridge.
 type Funcs struct {
 	Backend map[string]Func
-	Bridge  map[string]Func
+	// Steps are the functions of package backend whose first parameter is
+	// a Stepper or a Backend, without that parameter.
+	Steps map[string]Func
+	// BackendPath is package backend's import path.
+	BackendPath string
+	Bridge      map[string]Func
 }
 
-// ReadFuncs reads the Backend interface from the Go files of backendDir
-// and the top-level functions of bridgeDir (neither its tests nor what is
+// ReadFuncs reads the Backend interface and the functions that take one
+// first from the Go files of backendDir (package backendPath), and the
+// top-level functions of bridgeDir (neither its tests nor what is
 // generated into it).
-func ReadFuncs(backendDir, bridgeDir string) (Funcs, error) {
-	fs := Funcs{Backend: map[string]Func{}, Bridge: map[string]Func{}}
+func ReadFuncs(backendDir, backendPath, bridgeDir string) (Funcs, error) {
+	fs := Funcs{Backend: map[string]Func{}, Steps: map[string]Func{}, BackendPath: backendPath, Bridge: map[string]Func{}}
 	backendFiles, err := parseDir(backendDir)
 	if err != nil {
 		return fs, err
@@ -78,6 +86,18 @@ func ReadFuncs(backendDir, bridgeDir string) (Funcs, error) {
 	}
 	if err := addMethods("Backend"); err != nil {
 		return fs, err
+	}
+	for _, f := range backendFiles {
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Recv != nil || !fd.Name.IsExported() {
+				continue
+			}
+			if fn := signature(fd.Type, f); len(fn.Params) > 0 && (fn.Params[0].Type == "Stepper" || fn.Params[0].Type == "Backend") {
+				fn.Params = fn.Params[1:]
+				fs.Steps[fd.Name.Name] = fn
+			}
+		}
 	}
 	bridgeFiles, err := parseDir(bridgeDir)
 	if err != nil {

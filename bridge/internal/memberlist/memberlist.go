@@ -10,8 +10,9 @@
 // by a size_t is a buffer (NULL only when empty), any other pointer must not
 // be NULL, and a pointer to a struct of the header (ephpm_kv_stats) must say
 // its own struct_size. A member's Go side follows from the Go function it
-// calls (exports.go): the Backend method of its name, or what Calls
-// (calls.go) names.
+// calls (exports.go): the Backend method of its name, else the function
+// of package backend of its name that takes the backend first (a member
+// that is one Step), or what Calls (calls.go) names.
 package memberlist
 
 import (
@@ -169,7 +170,11 @@ func Generate(root string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	fs, err := ReadFuncs(filepath.Join(root, "backend"), filepath.Join(root, "bridge"))
+	module, err := modulePath(root)
+	if err != nil {
+		return nil, err
+	}
+	fs, err := ReadFuncs(filepath.Join(root, "backend"), module+"/backend", filepath.Join(root, "bridge"))
 	if err != nil {
 		return nil, err
 	}
@@ -188,6 +193,20 @@ func Generate(root string) (map[string][]byte, error) {
 		"exports_gen.go": exports,
 		"invoke_gen.go":  invoke,
 	}, nil
+}
+
+// modulePath is the module line of root's go.mod.
+func modulePath(root string) (string, error) {
+	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(mod), "\n") {
+		if path, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
+			return strings.Trim(strings.TrimSpace(path), `"`), nil
+		}
+	}
+	return "", fmt.Errorf("memberlist: no module line in %s", filepath.Join(root, "go.mod"))
 }
 
 // C returns bridge/members.c: a wrapper per member and the table.

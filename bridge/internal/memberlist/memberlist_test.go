@@ -1,6 +1,7 @@
 package memberlist
 
 import (
+	"bytes"
 	"os"
 	"regexp"
 	"testing"
@@ -60,4 +61,48 @@ func TestGoExportNames(t *testing.T) {
 	} {
 		assert.Equal(t, want, GoExport(name))
 	}
+}
+
+// A member Backend has no method for is the function of package backend of
+// its name that takes the backend first (a Stepper or a Backend), called
+// with the table's backend; a Backend method of the name comes first, and
+// a function that does not take the backend first is no member's.
+func TestAMemberIsABackendMethodElseABackendFunctionOfItsName(t *testing.T) {
+	dir := t.TempDir()
+	backendDir, bridgeDir := dir+"/backend", dir+"/bridge"
+	require.NoError(t, os.Mkdir(backendDir, 0o755))
+	require.NoError(t, os.Mkdir(bridgeDir, 0o755))
+	require.NoError(t, os.WriteFile(backendDir+"/backend.go", []byte(`package backend
+
+type Backend interface {
+	Del(key string) (bool, error)
+}
+
+type Stepper interface{ Step(s *int) error }
+
+func Del(b Stepper, key string) (bool, error)              { return false, nil }
+func DelTwice(b Stepper, key string) (bool, error)         { return false, nil }
+func DelBoth(b Backend, key, other string) (bool, error)   { return false, nil }
+func DelAlone(key string) (bool, error)                    { return false, nil }
+`), 0o644))
+	fs, err := ReadFuncs(backendDir, "example.com/m/backend", bridgeDir)
+	require.NoError(t, err)
+	members, err := Parse([]byte(`
+typedef struct ephpm_kv_ops {
+    int (*del)(const char *key, size_t key_len);
+    int (*del_twice)(const char *key, size_t key_len);
+    int (*del_both)(const char *key, size_t key_len, const char *other, size_t other_len);
+    int (*del_alone)(const char *key, size_t key_len);
+} ephpm_kv_ops;`))
+	require.NoError(t, err)
+	var src bytes.Buffer
+	imports := map[string]string{}
+	for _, m := range members[:3] {
+		require.NoError(t, export(&src, m, fs, imports))
+	}
+	assert.Contains(t, src.String(), "current().Del(k)", "the Backend method first")
+	assert.Contains(t, src.String(), "backend.DelTwice(current(), k)")
+	assert.Contains(t, src.String(), "backend.DelBoth(current(), k, o)")
+	assert.Equal(t, map[string]string{"backend": "example.com/m/backend"}, imports)
+	assert.ErrorContains(t, export(&src, members[3], fs, imports), "del_alone")
 }

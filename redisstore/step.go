@@ -1,0 +1,247 @@
+package redisstore
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+
+	"github.com/ephpm/ephpm/kv"
+)
+
+// stepScript is a Step (kv.Step), every combination of it, in one script:
+// ARGV's first four flags choose its parts, as SET's options (NX, PX,
+// GET) choose what one SET does.
+//
+//	KEYS  1 the key acted on (the lock when there is no action)
+//	      2 the lock
+//	      3 the lock's fence key (fenceKey), when a fence is minted or
+//	        checked; else the lock again
+//	      4 the lock's line (queueKeys), with a release of a lock that has
+//	        one
+//	ARGV  1 acquire: '0' none, '1' SET NX, '2' SET NX and mint the fence
+//	      2 guard: '0' none, '1' the lock holds the token, '2' the fence
+//	        key holds the fence, '3' that, and the lock holds nothing or
+//	        the token
+//	      3 action: '0' none, '1' get, '2' set, '3' del, '4' expire
+//	      4 release: '1' the lock, if it holds the token, is released as
+//	        DelIfEq releases it (hand_on: handed to the first in its line)
+//	      5 the token; 6 the lock's TTL ms ('0': none); 7 the fence
+//	        (guard) or how long the fence key is kept (acquire, ms)
+//	      8 the value; 9 the key's TTL ms ('0': none); 10 the key's
+//	        release channel (a removal is announced there, as Del's);
+//	        11 the lock's release channel; 12 its line's lease prefix
+//
+// The answer is 0 when the acquire found the lock held or the guard did
+// not hold (nothing changed); else the sum of 1 (held), 2 (the action
+// done), 4 (the lock released) and 8 (a get found a value), as an
+// integer, or, when the step minted a fence or read a value, as the bulk
+// string "SUM FENCE" followed by " VALUE" if a value was read. The first
+// write of every step is its acquire's SET or its action's (set_px), so a
+// full server refuses it there with nothing changed ("A full server",
+// queue.go) and runs the rest once it has begun: the fence's mint, a DEL,
+// PEXPIRE and the release take no new memory.
+var stepScript = newScript(liveHeadLua + setPxLua + mintFenceLua + `
+local acquire, guard, action = ARGV[1], ARGV[2], ARGV[3]
+local fence
+if acquire ~= '0' then
+  local ok
+  if ARGV[6] == '0' then
+    ok = redis.call('set', KEYS[2], ARGV[5], 'NX')
+  else
+    ok = redis.call('set', KEYS[2], ARGV[5], 'PX', ARGV[6], 'NX')
+  end
+  if not ok then return 0 end
+  if acquire == '2' then fence = mint_fence(KEYS[3], ARGV[7]) end
+elseif guard == '1' then
+  if redis.call('get', KEYS[2]) ~= ARGV[5] then return 0 end
+elseif guard ~= '0' then
+  if redis.call('get', KEYS[3]) ~= ARGV[7] then return 0 end
+  if guard == '3' then
+    local holder = redis.call('get', KEYS[2])
+    if holder and holder ~= ARGV[5] then return 0 end
+  end
+end
+local done, v = false, nil
+if action == '1' then
+  v = redis.call('get', KEYS[1])
+  done = true
+elseif action == '2' then
+  local e = set_px(KEYS[1], ARGV[8], ARGV[9])
+  if e then return e end
+  done = true
+elseif action == '3' then
+  if redis.call('del', KEYS[1]) == 1 then
+    redis.call('publish', ARGV[10], '')
+    done = true
+  end
+elseif action == '4' then
+  if redis.call('exists', KEYS[1]) == 1 then
+    if ARGV[9] == '0' then redis.call('persist', KEYS[1]) else redis.call('pexpire', KEYS[1], ARGV[9]) end
+    done = true
+  end
+end
+local sum = 1
+if done then sum = sum + 2 end
+if ARGV[4] == '1' and (action ~= '4' or done) and redis.call('get', KEYS[2]) == ARGV[5] then
+  hand_on(KEYS[2], ARGV[11], KEYS[4], ARGV[12])
+  sum = sum + 4
+end
+if v then sum = sum + 8 end
+if not fence and not v then return sum end
+local a = string.format('%d %.0f', sum, fence or 0)
+if v then return a .. ' ' .. v end
+return a`)
+
+// The flags of stepScript's ARGV[1..4].
+var (
+	acquireFlags = [3]string{"0", "1", "2"}           // none, SET NX, and mint
+	guardFlags   = [4]string{"0", "1", "2", "3"}      // kv.Guard
+	actionFlags  = [5]string{"0", "1", "2", "3", "4"} // kv.Action
+	releaseFlags = [2]string{"0", "1"}
+)
+
+// Step is one script (stepScript), one round trip: its keys must live on
+// one server. In a Cluster they share a slot when colocated (a session's
+// data and lock: see redisKey) or given one hash tag; a step that mints
+// or checks a fence is refused, having changed nothing, when its lock's
+// fence key cannot share the lock's slot, or its key is in another slot
+// (kv.ErrInvalidArgument, saying so); any other step with keys in two
+// slots is refused by the server (CROSSSLOT). A step on a lock fails,
+// sending nothing, while a master may evict keys (noEviction).
+func (s *Store) Step(st *kv.Step) error {
+	if err := kv.CheckStep(st); err != nil {
+		return err
+	}
+	st.Reset()
+	useLock := st.UsesLock()
+	if !useLock && st.Action == kv.ActionNone {
+		st.Held = true
+		return nil
+	}
+	fenced := st.Fenced || st.Guard == kv.GuardFence || st.Guard == kv.GuardFenceHolder
+	var lk, fk, rk string
+	if useLock {
+		lk = s.redisKey(st.Lock)
+		fk = lk
+		if fenced {
+			var err error
+			if lk, fk, err = s.fenceKeys(st.Lock); err != nil {
+				return err
+			}
+		}
+	}
+	if st.Action != kv.ActionNone {
+		rk = s.redisKey(st.Key)
+		if fenced && s.mode == Cluster && keySlot(rk) != keySlot(lk) {
+			return fmt.Errorf("%w: on a Redis Cluster a fenced write's key must be in its lock's slot: "+
+				"key %q and lock %q are not; give both one hash tag, e.g. {order:42}", kv.ErrInvalidArgument, st.Key, st.Lock)
+		}
+	}
+	if !useLock {
+		lk, fk = rk, rk
+		if err := s.durable(st.Key); err != nil {
+			return err
+		}
+	} else if err := s.noEviction(); err != nil {
+		return err
+	}
+	if st.Action == kv.ActionNone {
+		rk = lk
+	}
+	if st.Acquire || st.Release {
+		defer s.near.forget(st.Lock)
+	}
+	if st.Action == kv.ActionSet || st.Action == kv.ActionDel || st.Action == kv.ActionExpire {
+		defer s.near.forget(st.Key)
+	}
+
+	acquire := 0
+	if st.Acquire {
+		acquire = 1
+		if st.Fenced {
+			acquire = 2
+		}
+	}
+	var fenceArg any = "0"
+	switch {
+	case st.Fenced:
+		fenceArg = fenceKeepMs(st.LockTTL)
+	case fenced:
+		fenceArg = strconv.FormatInt(st.Fence, 10)
+	}
+	var keyCh, lockCh string
+	if st.Action == kv.ActionDel {
+		keyCh = releaseChannel(rk)
+	}
+	release := 0
+	if st.Release {
+		release, lockCh = 1, releaseChannel(lk)
+	}
+	keys := make([]string, 3, 4)
+	keys[0], keys[1], keys[2] = rk, lk, fk
+	argv := make([]any, 11, 12)
+	argv[0], argv[1], argv[2], argv[3] = acquireFlags[acquire], guardFlags[st.Guard], actionFlags[st.Action], releaseFlags[release]
+	argv[4], argv[5], argv[6] = st.Token, ms(st.LockTTL), fenceArg
+	argv[7], argv[8], argv[9], argv[10] = st.Value, ms(st.TTL), keyCh, lockCh
+	if st.Release {
+		line, prefix := releaseLine(lk)
+		keys, argv = append(keys, line...), append(argv, prefix...)
+	}
+	r, err := s.runInto(st.Dst, stepScript, keys, argv...)
+	return s.stepReply(st, r, err)
+}
+
+// stepReply sets st's outputs from what stepScript answered, counting an
+// acquire as SetNX counts it and a release as DelIfEq does. A value read
+// is moved to the start of st.Dst if it fits (the reply may have been
+// read into st.Dst itself: copy moves).
+func (s *Store) stepReply(st *kv.Step, r reply, err error) error {
+	if err != nil {
+		return err
+	}
+	var sum, fence int64
+	var value []byte
+	switch {
+	case r.kind == ':':
+		sum = r.n
+	case r.kind == '$' && !r.null:
+		digits, rest, _ := bytes.Cut(r.b, []byte{' '})
+		f, v, read := bytes.Cut(rest, []byte{' '})
+		var err1, err2 error
+		sum, err1 = strconv.ParseInt(string(digits), 10, 64)
+		fence, err2 = strconv.ParseInt(string(f), 10, 64)
+		if err1 != nil || err2 != nil || read != (sum&8 != 0) {
+			return errProtocol
+		}
+		value = v
+	default:
+		return errProtocol
+	}
+	if sum < 0 || sum > 15 || sum != 0 && sum&1 == 0 || st.Fenced && sum != 0 && fence <= 0 {
+		return errProtocol
+	}
+	st.Held = sum&1 != 0
+	if st.Acquire {
+		if st.Held {
+			st.Outcome = kv.Inserted
+			s.setNXWins.Add(1)
+		} else {
+			st.Outcome = kv.Exists
+			s.setNXLosses.Add(1)
+		}
+		if st.Fenced {
+			st.Fence = fence
+		}
+	}
+	st.Done = sum&2 != 0
+	if st.Released = sum&4 != 0; st.Released {
+		s.delIfEqMatches.Add(1)
+	}
+	if st.Found = sum&8 != 0; st.Found {
+		st.N = len(value)
+		if st.N <= len(st.Dst) {
+			copy(st.Dst, value)
+		}
+	}
+	return nil
+}
