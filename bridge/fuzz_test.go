@@ -35,7 +35,9 @@ func FuzzTableMembers(f *testing.F) {
 		if (nullKey && len(key) > 0) && takesKey(o) && rc != -3 {
 			t.Fatalf("member %d accepted a NULL key of %d bytes (rc %d)", o, len(key), rc)
 		}
-		if o == memberSet && rc == 0 {
+		// Read back what set stored, unless its TTL (arg ms) may have run
+		// out by then: a loaded host can take longer than a few ms.
+		if o == memberSet && rc == 0 && (arg == 0 || arg >= 60_000) {
 			rc, out = invokeMember(memberGet, key, nil, false, false, 0, len(value))
 			if rc != 0 || !bytes.Equal(out, value) {
 				t.Fatalf("set then get: rc %d, %q != %q", rc, out, value)
