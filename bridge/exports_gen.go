@@ -706,3 +706,16 @@ func ephpmGoScan(prefix *C.char, prefixLen C.size_t, cursor C.uint64_t, count C.
 	}
 	return out.answer(need, then)
 }
+
+// ephpmGoStep is step's Go side: stepCall.
+//
+//export ephpmGoStep
+func ephpmGoStep(req *C.ephpm_kv_step) (rc C.int) {
+	rc = unanswered
+	defer recoverStatus(&rc)
+	st, err := stepCall(req)
+	if err != nil {
+		return failure(err)
+	}
+	return stepped(st)
+}

@@ -23,7 +23,12 @@ int call_member(int op, const char *k, size_t kl, const char *v, size_t vl,
     const ephpm_kv_ops *o = ephpm_kv_get_ops();
     ephpm_kv_stats st = {.struct_size = sizeof st};
     int32_t mode;
+    ephpm_kv_step sp = {.struct_size = sizeof sp, .flags = (uint32_t)(ttl & 15),
+        .guard = (int32_t)((ttl >> 4) & 3), .action = (int32_t)((ttl >> 6) % 5),
+        .lock = k, .lock_len = kl, .token = v, .token_len = vl, .lock_ttl_ms = ttl, .fence = ttl,
+        .key = v, .key_len = vl, .value = v, .value_len = vl, .ttl_ms = ttl, .buf = buf, .buf_cap = cap};
     (void)st;
+    (void)sp;
     (void)mode;
     switch (op) {
     case EPHPM_MEMBER_GET:
@@ -98,6 +103,8 @@ int call_member(int op, const char *k, size_t kl, const char *v, size_t vl,
         return o->begin_request();
     case EPHPM_MEMBER_SCAN:
         return o->scan(k, kl, (uint64_t)ttl, (size_t)ttl, (int32_t)(ttl & 1), buf, cap, len, (uint64_t *)num);
+    case EPHPM_MEMBER_STEP:
+        return o->step(&sp);
     }
     return -100;
 }

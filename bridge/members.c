@@ -478,6 +478,18 @@ static int ephpm_op_scan(const char *prefix, size_t prefix_len, uint64_t cursor,
     return ephpmGoScan((char *)prefix, prefix_len, cursor, count, flags, buf, buf_cap, len, next);
 }
 
+/* Crosses into Go: ephpmGoStep. */
+static int ephpm_op_step(ephpm_kv_step *req)
+{
+    if (ephpm_forked_child) {
+        return EPHPM_KV_E_FORKED;
+    }
+    if (req == NULL || req->struct_size < sizeof(uint32_t)) {
+        return ephpm_reject_null("step");
+    }
+    return ephpmGoStep(req);
+}
+
 static const ephpm_kv_ops ephpm_ops = {
     .abi_version = EPHPM_KV_ABI_VERSION,
     .struct_size = sizeof(ephpm_kv_ops),
@@ -517,6 +529,7 @@ static const ephpm_kv_ops ephpm_ops = {
     .expire_guarded_release = ephpm_op_expire_guarded_release,
     .begin_request = ephpm_op_begin_request,
     .scan = ephpm_op_scan,
+    .step = ephpm_op_step,
 };
 
 /* The provider's one exported symbol. */

@@ -67,6 +67,7 @@ int ephpm_op_last_error(char *buf, size_t buf_cap, size_t *len);
 #define EPHPM_MEMBER_EXPIRE_GUARDED_RELEASE 33
 #define EPHPM_MEMBER_BEGIN_REQUEST 34
 #define EPHPM_MEMBER_SCAN 35
-#define EPHPM_MEMBERS 36
+#define EPHPM_MEMBER_STEP 36
+#define EPHPM_MEMBERS 37
 
 #endif /* EPHPM_BRIDGE_MEMBERS_H */

@@ -40,7 +40,8 @@ const (
 	memberExpireGuardedRelease
 	memberBeginRequest
 	memberScan
+	memberStep
 )
 
 // tableMembers is how many members the table has.
-const tableMembers = 36
+const tableMembers = 37

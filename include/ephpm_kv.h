@@ -234,6 +234,111 @@ typedef struct ephpm_kv_stats {
     ephpm_kv_shard shard[EPHPM_KV_STATS_SHARDS];
 } ephpm_kv_stats;
 
+/* The step member's request and answer: one atomic step that takes or
+ * checks a lock, acts on one key, and releases the lock, in any
+ * combination (kv.Step in Go; docs/design.md, "One step"). The caller
+ * sets struct_size to the size of its own struct and fills the inputs; the
+ * provider reads only the fields within struct_size and writes only the
+ * outputs within it, so fields appended later never overrun an older
+ * caller's struct. The parts, in the order the step applies them:
+ *   acquire  (flags ACQUIRE) if lock holds no live entry, lock = token with
+ *            lock_ttl_ms (0: none), kept as set_nx keeps a lock (never
+ *            evicted); with FENCED the grant mints its fence into fence, in
+ *            the sequence set_nx_wait_fenced and lock_acquire mint from;
+ *            with BOUND the lock lasts no longer than the process that took
+ *            it where the store can tell (a shared-memory segment). Held by
+ *            another: retried as set_nx_wait retries (backoff from 10 ms
+ *            doubling to 100 ms, woken early by a release) for at most
+ *            wait_ms (0: one attempt), then EXISTS. An acquiring step
+ *            checks no guard and releases nothing.
+ *   guard    (not with ACQUIRE) what must hold of lock for the step to act,
+ *            checked in the same atomic step as the action:
+ *              GUARD_NONE          nothing;
+ *              GUARD_TOKEN         lock holds a live entry equal to token;
+ *              GUARD_FENCE         fence is still lock's latest fenced
+ *                                  grant (held or not);
+ *              GUARD_FENCE_HOLDER  GUARD_FENCE, and lock holds no live
+ *                                  entry other than token.
+ *   action   on key, once the lock is taken or the guard holds:
+ *              ACTION_NONE    nothing;
+ *              ACTION_GET     key's live value into buf as get copies it:
+ *                             len its length; DONE; FOUND if there was one;
+ *              ACTION_SET     value under key with ttl_ms, as set stores it;
+ *              ACTION_DEL     key removed (DONE if a live entry was);
+ *              ACTION_EXPIRE  key's live entry gets ttl_ms (0: none) from
+ *                             now, its value kept (DONE if it was live).
+ *   release  (flags RELEASE) del_if_eq of lock with token, waking a waiter
+ *            as every release does, when the guard held and, for
+ *            ACTION_EXPIRE, the action was done: RELEASED if lock held
+ *            token.
+ * Every output is written by the call, whatever it held before.
+ *   OK         the acquire took lock, or the guard held: the action and the
+ *              release are as result says.
+ *   TOO_SMALL  as OK, with ACTION_GET: len is the value's length, larger
+ *              than buf_cap, and nothing was copied (the lock, if acquired,
+ *              is the caller's: read the value with get).
+ *   EXISTS     ACQUIRE: lock was held by others for the whole of wait_ms;
+ *              nothing changed.
+ *   MISS       the guard did not hold; nothing changed.
+ *   E_NOMEM    no room for ACTION_SET's value: nothing changed (an acquired
+ *              lock is not kept, a guarded one is still held).
+ *   E_INVALID  a bad key, value, TTL or fence (<= 0 for a fence guard), an
+ *              unknown flag, guard or action, a combination that means
+ *              nothing (GUARD or RELEASE with ACQUIRE, FENCED or BOUND
+ *              without it, ACQUIRE acting on lock itself), or a Redis
+ *              Cluster lock and key in different slots. Nothing changed.
+ * After another failure the outcome is unknown: an acquire may have been
+ * granted (release it with token), a write or release may have happened.
+ * One atomic step where the backend has one (a Redis script: one round
+ * trip per attempt). */
+typedef struct ephpm_kv_step {
+    uint32_t struct_size;   /* in: sizeof(ephpm_kv_step) as the caller was built */
+    uint32_t flags;         /* in: EPHPM_KV_STEP_ACQUIRE, _FENCED, _BOUND, _RELEASE */
+    int32_t guard;          /* in: EPHPM_KV_STEP_GUARD_* */
+    int32_t action;         /* in: EPHPM_KV_STEP_ACTION_* */
+    const char *lock;       /* in: the lock's key; with token, its holder's value */
+    size_t lock_len;
+    const char *token;
+    size_t token_len;
+    int64_t lock_ttl_ms;    /* in, ACQUIRE: the lock's TTL (0: none) */
+    int64_t wait_ms;        /* in, ACQUIRE: how long to wait for the lock */
+    int64_t fence;          /* in: the fence a fence guard checks; out, after
+                             * ACQUIRE|FENCED: the grant's fence (0: none) */
+    const char *key;        /* in: the key the action acts on */
+    size_t key_len;
+    const char *value;      /* in, ACTION_SET: the value and its TTL */
+    size_t value_len;
+    int64_t ttl_ms;         /* in, ACTION_SET and ACTION_EXPIRE */
+    char *buf;              /* in, ACTION_GET: where the value goes; may be
+                             * NULL when buf_cap is 0 */
+    size_t buf_cap;
+    size_t len;             /* out, ACTION_GET: the value's length; else 0 */
+    uint32_t result;        /* out: EPHPM_KV_STEP_HELD, _DONE, _FOUND, _RELEASED */
+    uint32_t reserved;
+} ephpm_kv_step;
+
+/* ephpm_kv_step.flags. */
+#define EPHPM_KV_STEP_ACQUIRE 1u   /* take lock for token (waiting up to wait_ms) */
+#define EPHPM_KV_STEP_FENCED  2u   /* the acquire mints its fence */
+#define EPHPM_KV_STEP_BOUND   4u   /* the lock ends with the process where the store can tell */
+#define EPHPM_KV_STEP_RELEASE 8u   /* release lock with token after the action */
+/* ephpm_kv_step.guard (kv.Guard). */
+#define EPHPM_KV_STEP_GUARD_NONE         0
+#define EPHPM_KV_STEP_GUARD_TOKEN        1
+#define EPHPM_KV_STEP_GUARD_FENCE        2
+#define EPHPM_KV_STEP_GUARD_FENCE_HOLDER 3
+/* ephpm_kv_step.action (kv.Action). */
+#define EPHPM_KV_STEP_ACTION_NONE   0
+#define EPHPM_KV_STEP_ACTION_GET    1
+#define EPHPM_KV_STEP_ACTION_SET    2
+#define EPHPM_KV_STEP_ACTION_DEL    3
+#define EPHPM_KV_STEP_ACTION_EXPIRE 4
+/* ephpm_kv_step.result. */
+#define EPHPM_KV_STEP_HELD     1u  /* the acquire took lock, or the guard held */
+#define EPHPM_KV_STEP_DONE     2u  /* the action was done */
+#define EPHPM_KV_STEP_FOUND    4u  /* ACTION_GET: key had a live value */
+#define EPHPM_KV_STEP_RELEASED 8u  /* lock held token and was released */
+
 typedef struct ephpm_kv_ops {
     /* EPHPM_KV_ABI_VERSION of the provider. */
     uint32_t abi_version;
@@ -728,6 +833,14 @@ typedef struct ephpm_kv_ops {
      * never a walk that skips a master. len and next must not be NULL. */
     int (*scan)(const char *prefix, size_t prefix_len, uint64_t cursor, size_t count,
                 int32_t flags, char *buf, size_t buf_cap, size_t *len, uint64_t *next);
+
+    /* ---- appended for one general member: a combination needs no new one ---- */
+
+    /* step: one atomic step as *req asks (see ephpm_kv_step: its answers,
+     * outputs and failures); the members that fuse a lock with a read or a
+     * write are each one step. req must not be NULL and req->struct_size
+     * must reach at least to reserved (this header's first ephpm_kv_step). */
+    int (*step)(ephpm_kv_step *req);
 
     /* Members appended by later versions go here, and only here: this
      * struct is the one list of members that bridge/members.c is generated

@@ -918,6 +918,125 @@ static void test_rwlock_members(void)
  * whose file was removed (as systemd-logind's RemoveIPC=yes removes it),
  * E_UNAVAILABLE naming the cause and the fix, and so is every call after
  * it. Leaves the in-process store served. */
+/* A step request on lock and key with flags, guard and action; the rest
+ * zero. */
+static ephpm_kv_step step_req(uint32_t flags, int32_t guard, int32_t action, const char *token)
+{
+    ephpm_kv_step r;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    r.flags = flags;
+    r.guard = guard;
+    r.action = action;
+    r.lock = "st:lock";
+    r.lock_len = 7;
+    r.token = token;
+    r.token_len = strlen(token);
+    r.key = "st:data";
+    r.key_len = 7;
+    return r;
+}
+
+static void test_step_member(void)
+{
+    CHECK(EPHPM_KV_OPS_HAS(ops, step), "step present (size %u)", ops->struct_size);
+    char buf[8];
+    size_t len = 0;
+    const uint32_t HELD = EPHPM_KV_STEP_HELD, DONE = EPHPM_KV_STEP_DONE, FOUND = EPHPM_KV_STEP_FOUND,
+                   RELEASED = EPHPM_KV_STEP_RELEASED;
+
+    /* a takes the lock, fenced, and reads the absent data: one call. */
+    ephpm_kv_step a = step_req(EPHPM_KV_STEP_ACQUIRE | EPHPM_KV_STEP_FENCED, 0, EPHPM_KV_STEP_ACTION_GET, "a");
+    a.lock_ttl_ms = 60000;
+    a.buf = buf;
+    a.buf_cap = sizeof buf;
+    a.len = 99;
+    CHECK(ops->step(&a) == EPHPM_KV_OK && a.result == (HELD | DONE) && a.len == 0 && a.fence > 0,
+          "a: granted, fenced, nothing read (result %u, len %zu, fence %lld)", a.result, a.len, (long long)a.fence);
+    int64_t fa = a.fence;
+
+    /* b finds it held: EXISTS, every output written. */
+    ephpm_kv_step b = step_req(EPHPM_KV_STEP_ACQUIRE | EPHPM_KV_STEP_FENCED, 0, EPHPM_KV_STEP_ACTION_GET, "b");
+    b.lock_ttl_ms = 60000;
+    b.wait_ms = 30; /* held for an hour: no wait ends it */
+    b.buf = buf;
+    b.buf_cap = sizeof buf;
+    b.result = 0xff;
+    b.len = 99;
+    b.fence = 7;
+    CHECK(ops->step(&b) == EPHPM_KV_EXISTS && b.result == 0 && b.len == 0 && b.fence == 0, "b: held by a");
+
+    /* a writes under its fence and releases: one call. */
+    ephpm_kv_step w = step_req(EPHPM_KV_STEP_RELEASE, EPHPM_KV_STEP_GUARD_FENCE_HOLDER, EPHPM_KV_STEP_ACTION_SET, "a");
+    w.fence = fa;
+    w.value = "by a";
+    w.value_len = 4;
+    CHECK(ops->step(&w) == EPHPM_KV_OK && w.result == (HELD | DONE | RELEASED) && w.fence == fa,
+          "a: written and released (result %u)", w.result);
+    CHECK(ops->exists(S("st:lock")) == EPHPM_KV_MISS, "the lock is free");
+    CHECK(ops->get(S("st:data"), buf, sizeof buf, &len) == EPHPM_KV_OK && len == 4 && memcmp(buf, "by a", 4) == 0,
+          "the data written");
+    CHECK(ops->step(&w) == EPHPM_KV_OK && w.result == (HELD | DONE),
+          "again: nobody was granted the lock since a's fence, so it passes; nothing to release (result %u)",
+          w.result);
+
+    /* c takes it unfenced and reads into a buffer too small: TOO_SMALL, the
+     * lock c's. */
+    ephpm_kv_step c = step_req(EPHPM_KV_STEP_ACQUIRE, 0, EPHPM_KV_STEP_ACTION_GET, "c");
+    c.lock_ttl_ms = 60000;
+    c.buf = buf;
+    c.buf_cap = 2;
+    CHECK(ops->step(&c) == EPHPM_KV_TOO_SMALL && c.len == 4 && (c.result & (HELD | FOUND)) == (HELD | FOUND)
+          && c.fence == 0, "c: granted, the value does not fit (len %zu, result %u)", c.len, c.result);
+    CHECK(ops->fence(S("st:lock"), &c.fence) == EPHPM_KV_OK && c.fence == fa, "c's grant minted no fence");
+
+    /* a's fence no longer passes the holder guard: c holds the lock. */
+    CHECK(ops->step(&w) == EPHPM_KV_MISS && w.result == 0, "a's stale write refused");
+
+    /* c refreshes the data's TTL under its token and releases. */
+    ephpm_kv_step e = step_req(EPHPM_KV_STEP_RELEASE, EPHPM_KV_STEP_GUARD_TOKEN, EPHPM_KV_STEP_ACTION_EXPIRE, "x");
+    e.ttl_ms = 120000;
+    CHECK(ops->step(&e) == EPHPM_KV_MISS && e.result == 0, "a wrong token: nothing");
+    e.token = "c";
+    e.token_len = 1;
+    int64_t ttl = 0;
+    CHECK(ops->step(&e) == EPHPM_KV_OK && e.result == (HELD | DONE | RELEASED), "c: refreshed and released");
+    CHECK(ops->pttl(S("st:data"), &ttl) == EPHPM_KV_OK && ttl > 60000, "the new TTL: %lld ms", (long long)ttl);
+    CHECK(ops->exists(S("st:lock")) == EPHPM_KV_MISS, "released");
+
+    /* Refused, and nothing changed. */
+    ephpm_kv_step bad = step_req(EPHPM_KV_STEP_ACQUIRE, EPHPM_KV_STEP_GUARD_TOKEN, EPHPM_KV_STEP_ACTION_DEL, "z");
+    CHECK(ops->step(&bad) == EPHPM_KV_E_INVALID, "a guard with an acquire");
+    bad = step_req(EPHPM_KV_STEP_FENCED, EPHPM_KV_STEP_GUARD_TOKEN, EPHPM_KV_STEP_ACTION_DEL, "z");
+    CHECK(ops->step(&bad) == EPHPM_KV_E_INVALID, "FENCED without an acquire");
+    bad = step_req(64, 0, EPHPM_KV_STEP_ACTION_DEL, "z");
+    CHECK(ops->step(&bad) == EPHPM_KV_E_INVALID, "an unknown flag");
+    bad = step_req(0, 0, 9, "z");
+    CHECK(ops->step(&bad) == EPHPM_KV_E_INVALID, "an unknown action");
+    bad = step_req(0, 7, EPHPM_KV_STEP_ACTION_DEL, "z");
+    CHECK(ops->step(&bad) == EPHPM_KV_E_INVALID, "an unknown guard");
+    bad = step_req(EPHPM_KV_STEP_RELEASE, EPHPM_KV_STEP_GUARD_FENCE, EPHPM_KV_STEP_ACTION_DEL, "z");
+    CHECK(ops->step(&bad) == EPHPM_KV_E_INVALID, "a fence guard with fence 0");
+    bad = step_req(0, 0, EPHPM_KV_STEP_ACTION_DEL, "z");
+    bad.key = NULL;
+    CHECK(ops->step(&bad) == EPHPM_KV_E_INVALID, "a NULL key with a length");
+    bad = step_req(0, 0, EPHPM_KV_STEP_ACTION_DEL, "z");
+    bad.wait_ms = 10;
+    CHECK(ops->step(&bad) == EPHPM_KV_E_INVALID, "wait_ms without an acquire");
+    bad = step_req(0, 0, EPHPM_KV_STEP_ACTION_DEL, "z");
+    bad.struct_size = 8;
+    CHECK(ops->step(&bad) == EPHPM_KV_E_INVALID && last_error_says("struct_size"), "a struct_size too small");
+    CHECK(ops->step(NULL) == EPHPM_KV_E_INVALID, "NULL");
+    CHECK(ops->get(S("st:data"), buf, sizeof buf, &len) == EPHPM_KV_OK && len == 4, "the data is still there");
+
+    /* A step with no lock at all: an action alone. */
+    ephpm_kv_step d = step_req(0, 0, EPHPM_KV_STEP_ACTION_DEL, "");
+    d.lock = NULL;
+    d.lock_len = 0;
+    CHECK(ops->step(&d) == EPHPM_KV_OK && d.result == (HELD | DONE), "del alone (result %u)", d.result);
+    CHECK(ops->exists(S("st:data")) == EPHPM_KV_MISS, "removed");
+}
+
 static void test_begin_request_member(void)
 {
     CHECK(EPHPM_KV_OPS_HAS(ops, begin_request), "begin_request present (size %u)", ops->struct_size);
@@ -1091,6 +1210,7 @@ int main(int argc, char **argv)
     test_fence_members();
     test_rwlock_members();
     test_scan_member();
+    test_step_member();
     test_begin_request_member();
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;

@@ -38,4 +38,7 @@ var Calls = map[string]Call{
 	"begin_request": {Func: "beginRequest"},
 	// The backend's walk, written as the header's records.
 	"scan": {Func: "scanInto"},
+	// One Step from the caller's struct; an acquire's wait is lockwait's
+	// loop over its attempts (step.go).
+	"step": {Func: "stepCall"},
 }

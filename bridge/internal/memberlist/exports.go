@@ -43,6 +43,7 @@ var answers = []struct {
 	{"int error", "buffer", "outRecords", "need", "answer"},
 	{"int error", "size_t *", "outStored", "", "answer"},
 	{"int uint64 error", "buffer uint64_t *", "outPage", "need, then", "answer"},
+	{"stepAnswer error", "", "", "st", "stepped"},
 }
 
 // The kinds of a member's parameters, as the export reads them.

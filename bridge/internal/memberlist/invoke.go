@@ -32,7 +32,11 @@ func (m Member) invokeArgs() (string, error) {
 		case buffer:
 			a = append(a, "buf", "cap", "len")
 		case pass:
-			a = append(a, "&st")
+			arg, ok := map[string]string{"ephpm_kv_stats *": "&st", "ephpm_kv_step *": "&sp"}[it.p[0].Type]
+			if !ok {
+				return "", fmt.Errorf("memberlist: %s: call_member has no struct for %s %s", m.Name, it.p[0].Type, it.p[0].Name)
+			}
+			a = append(a, arg)
 		case scalar, output:
 			arg, ok := map[string]string{
 				"int64_t": "ttl", "int32_t": "(int32_t)(ttl & 1)", "size_t": "(size_t)ttl",
@@ -58,7 +62,14 @@ func Invoke(members []Member) ([]byte, error) {
 	b.WriteString("/*\n#cgo CFLAGS: -I${SRCDIR}/../include\n#include \"ephpm_kv.h\"\n#include \"members.h\"\n\n")
 	b.WriteString("// Calls member op through this package's own table: the fork guard, the\n// NULL checks and the crossing back into Go all run. Spans take k and v\n// in turn, integers ttl, the buffer buf; *len and *num are what the\n// member writes.\n")
 	b.WriteString("int call_member(int op, const char *k, size_t kl, const char *v, size_t vl,\n                int64_t ttl, char *buf, size_t cap, size_t *len, int64_t *num)\n{\n")
-	b.WriteString("    const ephpm_kv_ops *o = ephpm_kv_get_ops();\n    ephpm_kv_stats st = {.struct_size = sizeof st};\n    int32_t mode;\n    (void)st;\n    (void)mode;\n    switch (op) {\n")
+	b.WriteString("    const ephpm_kv_ops *o = ephpm_kv_get_ops();\n    ephpm_kv_stats st = {.struct_size = sizeof st};\n    int32_t mode;\n")
+	// A step's parts come from ttl's bits, its spans from k and v; it
+	// never waits.
+	b.WriteString("    ephpm_kv_step sp = {.struct_size = sizeof sp, .flags = (uint32_t)(ttl & 15),\n" +
+		"        .guard = (int32_t)((ttl >> 4) & 3), .action = (int32_t)((ttl >> 6) % 5),\n" +
+		"        .lock = k, .lock_len = kl, .token = v, .token_len = vl, .lock_ttl_ms = ttl, .fence = ttl,\n" +
+		"        .key = v, .key_len = vl, .value = v, .value_len = vl, .ttl_ms = ttl, .buf = buf, .buf_cap = cap};\n")
+	b.WriteString("    (void)st;\n    (void)sp;\n    (void)mode;\n    switch (op) {\n")
 	var fills, keyed []string
 	for _, m := range members {
 		args, err := m.invokeArgs()
