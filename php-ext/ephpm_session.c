@@ -411,10 +411,11 @@ PS_VALIDATE_SID_FUNC(ephpm)
 /*
  * Update the timestamp (session.lazy_write, the data unchanged): refresh
  * the TTL to session.gc_maxlifetime, keep the value. Under the lock, where
- * the library has expire_guarded_release, the refresh also releases the
- * lock (one round trip on Redis, where a refresh and then the release are
- * two: the refresh is the last thing a request does under its session
- * lock); if the lock is no longer this request's, or the data expired,
+ * the library has the step member, the refresh also releases the lock
+ * (ephpm_session_step_held: one round trip on Redis, where a refresh and
+ * then the release are two: the refresh is the last thing a request does
+ * under its session lock); if the lock is no longer this request's, or
+ * the data expired,
  * that call changes nothing and the refresh goes as without the lock. Data
  * that expired during the request is written back (PS_WRITE), unless the
  * request may not write.
@@ -437,12 +438,10 @@ PS_UPDATE_TIMESTAMP_FUNC(ephpm)
     if (!DATA_KEY(&data, key) || !LOCK_KEY(&lock, key)) {
         return FAILURE;
     }
-    if (ephpm_session_holds(&lock) && EPHPM_KV_OPS_HAS(ops, expire_guarded_release)) {
-        const char *token = ES(lock_token);
-        int rc = ops->expire_guarded_release(data.buf, data.len, ephpm_session_ttl_ms(maxlifetime),
-                                             lock.buf, lock.len, token, strlen(token));
+    if (ephpm_session_holds(&lock) && EPHPM_KV_OPS_HAS(ops, step)) {
+        int rc = ephpm_session_step_held(ops, EPHPM_KV_STEP_ACTION_EXPIRE, &data, &lock, NULL, 0,
+                                         ephpm_session_ttl_ms(maxlifetime));
         if (rc == EPHPM_KV_OK) {
-            ephpm_session_forget_lock(); /* released */
             return SUCCESS;
         }
         if (rc < 0) {

@@ -55,6 +55,8 @@ bool ephpm_session_holds(const ephpm_session_key *lock);
 int ephpm_session_write_held(const ephpm_kv_ops *ops, const ephpm_session_key *data,
                              const ephpm_session_key *lock, const char *value, size_t value_len,
                              int64_t ttl_ms);
+int ephpm_session_step_held(const ephpm_kv_ops *ops, int32_t action, const ephpm_session_key *data,
+                            const ephpm_session_key *lock, const char *value, size_t value_len, int64_t ttl_ms);
 int ephpm_session_remove(const ephpm_kv_ops *ops, const ephpm_session_key *data,
                          const ephpm_session_key *lock);
 void ephpm_session_warn_lock_lost(const zend_string *sid, const char *what);

@@ -6,15 +6,15 @@
  *            TTL (ephpm.session_lock_ttl) and a wait budget
  *            (ephpm.session_lock_wait, capped by max_execution_time); the
  *            wait itself, attempt and backoff or the store's wake, runs in
- *            Go (set_nx_wait and its kin, package lockwait). Where the
- *            library has them, the attempt that wins also reads the data
- *            (set_nx_wait_get) and mints a fence (set_nx_wait_get_fenced).
- *   hold     ephpm_session_write_held, ephpm_session_remove: a write or
- *            removal made only while the lock is this request's, checked in
- *            the store's step (set_guarded, del_guarded), or, with the
- *            grant's fence, while nobody else was granted or holds it since
- *            (set_fenced_release, del_fenced_release); the release comes in
- *            the same call where the library can.
+ *            Go (package lockwait). With the step member, the attempt that
+ *            wins also mints the grant's fence, binds the lock to this
+ *            process where the store can, and reads the data: one call.
+ *   hold     ephpm_session_write_held, ephpm_session_remove,
+ *            ephpm_session_refresh_held: a write, removal or TTL refresh
+ *            made only while nobody else was granted or holds the lock
+ *            since this request's grant (its fence; its token where the
+ *            grant minted none), checked in the store's step, with the
+ *            release in the same call (the step member).
  *   release  ephpm_session_release: del_if_eq with the token, at close and
  *            at the request's end (ephpm_session_request_end).
  *   lost     a write refused because the lock is no longer this request's
@@ -23,8 +23,10 @@
  *            it is; a forked child cannot release its parent's lock and
  *            says what frees it.
  *
- * Which members are used depends on what the library has
- * (EPHPM_KV_OPS_HAS): the version dispatch. The ini handlers of the lock's
+ * A library with the step member does each of these in one call of it; an
+ * older one with the first session members (set_nx_wait, get,
+ * set_guarded, del_guarded, del_if_eq): the version dispatch, "has it or
+ * not" (EPHPM_KV_OPS_HAS(ops, step)). The ini handlers of the lock's
  * settings (ephpm.session_lock_ttl, _wait, _timeout_action, _mode) close
  * the file.
  */
@@ -63,13 +65,6 @@ void ephpm_session_forget_lock(void)
     memset(ES(lock_token), 0, sizeof ES(lock_token));
 }
 
-/* Whether the library has the fenced session members (appended together:
- * the lock with its fence, the fenced write and removal with the release). */
-static bool ephpm_session_fenced(const ephpm_kv_ops *ops)
-{
-    return EPHPM_KV_OPS_HAS(ops, set_nx_wait_get_fenced) && EPHPM_KV_OPS_HAS(ops, set_fenced_release)
-        && EPHPM_KV_OPS_HAS(ops, del_fenced_release);
-}
 
 /* Whether this request holds the lock whose key is lock. */
 bool ephpm_session_holds(const ephpm_session_key *lock)
@@ -79,23 +74,56 @@ bool ephpm_session_holds(const ephpm_session_key *lock)
         && zend_binary_strcmp(ZSTR_VAL(held), ZSTR_LEN(held), lock->buf, lock->len) == 0;
 }
 
+/* Acts on session data (a step's action: SET with value and ttl_ms, DEL or
+ * EXPIRE with ttl_ms) only while nobody else was granted or holds the
+ * session's lock since this request's grant (GUARD_FENCE_HOLDER with the
+ * grant's fence; GUARD_TOKEN where it minted none), and releases the lock,
+ * in one call of the step member, which the library must have. OK (done,
+ * and the lock is no longer this request's to release), MISS (the guard
+ * did not hold, or for EXPIRE the data is gone: nothing changed) or a
+ * failure. Crosses into Go. */
+int ephpm_session_step_held(const ephpm_kv_ops *ops, int32_t action, const ephpm_session_key *data,
+                            const ephpm_session_key *lock, const char *value, size_t value_len, int64_t ttl_ms)
+{
+    ephpm_kv_step req = {
+        .struct_size = sizeof req,
+        .flags = EPHPM_KV_STEP_RELEASE,
+        .guard = ES(lock_fence) > 0 ? EPHPM_KV_STEP_GUARD_FENCE_HOLDER : EPHPM_KV_STEP_GUARD_TOKEN,
+        .action = action,
+        .lock = lock->buf,
+        .lock_len = lock->len,
+        .token = ES(lock_token),
+        .token_len = strlen(ES(lock_token)),
+        .fence = ES(lock_fence),
+        .key = data->buf,
+        .key_len = data->len,
+        .value = value,
+        .value_len = value_len,
+        .ttl_ms = ttl_ms,
+    };
+    int rc = ops->step(&req);
+    if (rc == EPHPM_KV_OK && action == EPHPM_KV_STEP_ACTION_EXPIRE && !(req.result & EPHPM_KV_STEP_DONE)) {
+        return EPHPM_KV_MISS; /* no data to refresh: nothing changed, the lock still held */
+    }
+    if (rc == EPHPM_KV_OK) {
+        ephpm_session_forget_lock(); /* released, or expired with nobody granted since */
+    }
+    return rc;
+}
+
 /* Removes session data while this request holds the session's lock (one
- * atomic step: del_guarded; with a fence, del_fenced_release, which also
- * releases the lock), or, without the lock, outright. OK, MISS (the lock is
- * no longer this request's: nothing changed) or a failure. Crosses into Go. */
+ * atomic step: ephpm_session_step_held, which also releases the lock; an
+ * older library's del_guarded), or, without the lock, outright. OK, MISS
+ * (the lock is no longer this request's: nothing changed) or a failure.
+ * Crosses into Go. */
 int ephpm_session_remove(const ephpm_kv_ops *ops, const ephpm_session_key *data,
                          const ephpm_session_key *lock)
 {
     if (ephpm_session_holds(lock)) {
-        const char *token = ES(lock_token);
-        if (ES(lock_fence) > 0) {
-            int rc = ops->del_fenced_release(data->buf, data->len, lock->buf, lock->len, ES(lock_fence),
-                                             token, strlen(token));
-            if (rc == EPHPM_KV_OK) {
-                ephpm_session_forget_lock(); /* released, or expired with nobody granted since */
-            }
-            return rc;
+        if (EPHPM_KV_OPS_HAS(ops, step)) {
+            return ephpm_session_step_held(ops, EPHPM_KV_STEP_ACTION_DEL, data, lock, NULL, 0, 0);
         }
+        const char *token = ES(lock_token);
         return ops->del_guarded(data->buf, data->len, lock->buf, lock->len, token, strlen(token));
     }
     int rc = ops->del(data->buf, data->len);
@@ -175,34 +203,20 @@ void ephpm_session_release(const ephpm_kv_ops *ops)
     ephpm_session_release_ex(ops, false);
 }
 
-/* Writes value under data while this request holds lock (set_guarded),
- * releasing the lock in the same call where the library has
- * set_guarded_release (one round trip on Redis; the write is the last
- * thing a request does under its session lock). With the grant's fence,
- * set_fenced_release: written while nobody else was granted or holds the
- * lock, even after it expired. OK, MISS (the lock is no longer this
- * request's: nothing changed) or a failure. Crosses into Go. */
+/* Writes value under data while this request holds lock, releasing the
+ * lock in the same call (ephpm_session_step_held: one round trip on
+ * Redis; the write is the last thing a request does under its session
+ * lock); an older library's set_guarded, the release at close. OK, MISS
+ * (the lock is no longer this request's: nothing changed) or a failure.
+ * Crosses into Go. */
 int ephpm_session_write_held(const ephpm_kv_ops *ops, const ephpm_session_key *data,
                              const ephpm_session_key *lock, const char *value, size_t value_len,
                              int64_t ttl_ms)
 {
+    if (EPHPM_KV_OPS_HAS(ops, step)) {
+        return ephpm_session_step_held(ops, EPHPM_KV_STEP_ACTION_SET, data, lock, value, value_len, ttl_ms);
+    }
     const char *token = ES(lock_token);
-    if (ES(lock_fence) > 0) {
-        int rc = ops->set_fenced_release(data->buf, data->len, value, value_len, ttl_ms, lock->buf,
-                                         lock->len, ES(lock_fence), token, strlen(token));
-        if (rc == EPHPM_KV_OK) {
-            ephpm_session_forget_lock(); /* released, or expired with nobody granted since */
-        }
-        return rc;
-    }
-    if (EPHPM_KV_OPS_HAS(ops, set_guarded_release)) {
-        int rc = ops->set_guarded_release(data->buf, data->len, value, value_len, ttl_ms,
-                                          lock->buf, lock->len, token, strlen(token));
-        if (rc == EPHPM_KV_OK) {
-            ephpm_session_forget_lock(); /* released */
-        }
-        return rc;
-    }
     return ops->set_guarded(data->buf, data->len, value, value_len, ttl_ms, lock->buf, lock->len,
                             token, strlen(token));
 }
@@ -229,11 +243,13 @@ static int64_t ephpm_session_wait_ms(bool *capped)
  * false after a warning that names the cause and then, what follows. A
  * wait that reaches max_execution_time ends the request with PHP's timeout
  * fatal if may_time_out (in session_start()), else it is a failure like
- * any other. With data, and a library that has set_nx_wait_get, the call
- * that takes the lock also reads the session's data (one round trip on
- * Redis): *data_rc is then what ephpm_kv_fetch answers, with *val; else it
- * is EPHPM_SESSION_NOT_READ and the caller reads. Crosses into Go (twice
- * for data over the get buffer). */
+ * any other. With the step member the grant mints its fence (kept for the
+ * writes under the lock) and binds the lock to this process where the
+ * store can (a shared-memory segment lets a killed request's lock lapse at
+ * once); with data too, the call that takes the lock also reads the
+ * session's data (one round trip on Redis): *data_rc is then what
+ * ephpm_kv_fetch answers, with *val; else it is EPHPM_SESSION_NOT_READ and
+ * the caller reads. Crosses into Go (twice for data over the get buffer). */
 bool ephpm_session_lock(const ephpm_kv_ops *ops, const zend_string *sid, const char *then,
                         bool may_time_out, const ephpm_session_key *data, int *data_rc,
                         zend_string **val)
@@ -255,25 +271,37 @@ bool ephpm_session_lock(const ephpm_kv_ops *ops, const zend_string *sid, const c
     double start = ephpm_monotonic_seconds();
     int64_t ttl_ms = (int64_t)ES(lock_ttl) * 1000;
     int rc;
-    bool fenced = ephpm_session_fenced(ops);
     int64_t fence = 0;
     if (data_rc != NULL) {
         *data_rc = EPHPM_SESSION_NOT_READ;
     }
-    if (data != NULL && (fenced || EPHPM_KV_OPS_HAS(ops, set_nx_wait_get))) {
-        size_t cap, len = 0;
-        char *buf = ephpm_kv_fetch_buffer(&cap);
-        rc = fenced
-            ? ops->set_nx_wait_get_fenced(lock.buf, lock.len, token, EPHPM_TOKEN_LEN, ttl_ms, wait_ms,
-                                          data->buf, data->len, buf, cap, &len, &fence)
-            : ops->set_nx_wait_get(lock.buf, lock.len, token, EPHPM_TOKEN_LEN, ttl_ms, wait_ms,
-                                   data->buf, data->len, buf, cap, &len);
-        if (rc == EPHPM_KV_OK || rc == EPHPM_KV_MISS || rc == EPHPM_KV_TOO_SMALL) {
-            *data_rc = ephpm_kv_fetch_finish(ops, data->buf, data->len, rc, len, val);
+    if (EPHPM_KV_OPS_HAS(ops, step)) {
+        ephpm_kv_step req = {
+            .struct_size = sizeof req,
+            .flags = EPHPM_KV_STEP_ACQUIRE | EPHPM_KV_STEP_FENCED | EPHPM_KV_STEP_BOUND,
+            .lock = lock.buf,
+            .lock_len = lock.len,
+            .token = token,
+            .token_len = EPHPM_TOKEN_LEN,
+            .lock_ttl_ms = ttl_ms,
+            .wait_ms = wait_ms,
+        };
+        if (data != NULL) {
+            req.action = EPHPM_KV_STEP_ACTION_GET;
+            req.key = data->buf;
+            req.key_len = data->len;
+            req.buf = ephpm_kv_fetch_buffer(&req.buf_cap);
+        }
+        rc = ops->step(&req);
+        fence = req.fence;
+        if (rc == EPHPM_KV_OK || rc == EPHPM_KV_TOO_SMALL) {
+            if (data != NULL) {
+                int got = rc == EPHPM_KV_TOO_SMALL ? EPHPM_KV_TOO_SMALL
+                        : (req.result & EPHPM_KV_STEP_FOUND) ? EPHPM_KV_OK : EPHPM_KV_MISS;
+                *data_rc = ephpm_kv_fetch_finish(ops, data->buf, data->len, got, req.len, val);
+            }
             rc = EPHPM_KV_OK; /* the lock is this request's */
         }
-    } else if (fenced) {
-        rc = ops->set_nx_wait_fenced(lock.buf, lock.len, token, EPHPM_TOKEN_LEN, ttl_ms, wait_ms, &fence);
     } else {
         rc = ops->set_nx_wait(lock.buf, lock.len, token, EPHPM_TOKEN_LEN, ttl_ms, wait_ms);
     }
