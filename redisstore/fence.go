@@ -148,12 +148,16 @@ func (s *Store) SetNXGetFencedInLine(key string, value []byte, ttl time.Duration
 	if err := s.noEviction(); err != nil {
 		return 0, 0, false, 0, err
 	}
-	defer s.near.forget(key)
 	line, prefix, _ := queueKeys(rk)
 	keys := []string{rk, line, prefix + id, fk}
 	if dataKey != "" {
-		keys = append(keys, s.redisKey(dataKey))
+		dk := s.redisKey(dataKey)
+		if err := s.oneSlot(rk, dk, key, dataKey); err != nil {
+			return 0, 0, false, 0, err
+		}
+		keys = append(keys, dk)
 	}
+	defer s.near.forget(key)
 	r, err := s.runInto(dst, lineFencedScript, keys, value, ms(ttl), id, ms(lease), prefix, fenceKeepMs(ttl))
 	return s.fencedReply(r, err, dst)
 }

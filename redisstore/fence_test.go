@@ -10,6 +10,7 @@ import (
 	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/internal/redistest"
 	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/lockwait"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
 
@@ -76,4 +77,54 @@ func TestClusterRefusesFencesAcrossSlots(t *testing.T) {
 	ok, err := backend.SetFenced(s, "{t}:data", []byte("x"), 0, "{t}:lock", f)
 	require.NoError(t, err)
 	assert.True(t, ok)
+}
+
+// Any step whose key is in another slot than its lock is refused with
+// nothing sent, fenced or not, and so is a waiting attempt that would read
+// such a key in line: the server's CROSSSLOT would read as an unknown
+// outcome.
+func TestClusterRefusesStepsAcrossSlots(t *testing.T) {
+	s := open(t, clusterURL(redistest.StartCluster(t)))
+	_, err := s.SetNX("{u}:lock", []byte("a"), time.Minute)
+	require.NoError(t, err)
+	_, err = backend.SetGuarded(s, "elsewhere", []byte("x"), 0, "{u}:lock", []byte("a"))
+	assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+	_, err = backend.SetGuardedRelease(s, "elsewhere", []byte("x"), 0, "{u}:lock", []byte("a"))
+	assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+	held, err := s.Exists("{u}:lock")
+	require.NoError(t, err)
+	assert.True(t, held, "refused before anything changed")
+	_, _, _, err = s.SetNXGetInLine("{v}:lock", []byte("b"), time.Minute, "w1", time.Second, "elsewhere", make([]byte, 8))
+	assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+	_, _, _, _, err = s.SetNXGetFencedInLine("{v}:lock", []byte("b"), time.Minute, "w1", time.Second, "elsewhere", make([]byte, 8))
+	assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+	held, err = s.Exists("{v}:lock")
+	require.NoError(t, err)
+	assert.False(t, held, "nothing granted")
+}
+
+// A fenced acquire without an action reads no key, in line or not,
+// whatever the Step's Key holds (a reused Step).
+func TestFencedAcquireWithoutActionReadsNoKey(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, "redis://"+srv.Addr+"/0")
+	require.NoError(t, s.Set("cache:other", []byte("unrelated"), 0))
+	for _, inLine := range []bool{true, false} {
+		st := backend.Step{Lock: "orders:lock", Token: []byte("tok"), LockTTL: time.Minute,
+			Acquire: true, Fenced: true, Key: "cache:other"} // ActionNone
+		var err error
+		if inLine {
+			var res lockwait.Result
+			res, err = (&lockwait.Locker{Store: s}).AcquireStep(s, &st, 0)
+			require.True(t, res.Acquired)
+		} else {
+			err = backend.Run(s, &st)
+		}
+		require.NoError(t, err)
+		assert.Equal(t, kv.Inserted, st.Outcome)
+		assert.False(t, st.Found, "in line %v: nothing read", inLine)
+		assert.Zero(t, st.N, "in line %v: nothing read", inLine)
+		_, err = s.Del("orders:lock")
+		require.NoError(t, err)
+	}
 }

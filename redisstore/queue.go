@@ -247,7 +247,11 @@ func (s *Store) lineAttempt(key string, value []byte, ttl time.Duration, id stri
 	line, prefix, _ := queueKeys(rk)
 	keys := []string{rk, line, prefix + id}
 	if dataKey != "" {
-		keys = append(keys, s.redisKey(dataKey))
+		dk := s.redisKey(dataKey)
+		if err := s.oneSlot(rk, dk, key, dataKey); err != nil {
+			return 0, 0, false, err
+		}
+		keys = append(keys, dk)
 	}
 	r, err := s.runInto(dst, lineScript, keys, value, ms(ttl), id, ms(lease), prefix)
 	return s.lockReply(r, err, dataKey != "")

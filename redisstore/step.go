@@ -102,17 +102,17 @@ var (
 
 // Step is one script (stepScript), one round trip: its keys must live on
 // one server. In a Cluster they share a slot when colocated (a session's
-// data and lock: see redisKey) or given one hash tag; a step that mints
-// or checks a fence is refused, having changed nothing, when its lock's
-// fence key cannot share the lock's slot, or its key is in another slot
-// (kv.ErrInvalidArgument, saying so); any other step with keys in two
-// slots is refused by the server (CROSSSLOT). A step on a lock fails,
-// sending nothing, while a master may evict keys (noEviction).
+// data and lock: see redisKey) or given one hash tag; a step whose key is
+// in another slot than its lock, or that mints or checks a fence its
+// lock's fence key cannot share the lock's slot for, is refused having
+// sent nothing (kv.ErrInvalidArgument, saying so: oneSlot). A step on a
+// lock fails, sending nothing, while a master may evict keys
+// (noEviction).
 func (s *Store) Step(st *kv.Step) error {
+	st.Reset()
 	if err := kv.CheckStep(st); err != nil {
 		return err
 	}
-	st.Reset()
 	useLock := st.UsesLock()
 	if !useLock && st.Action == kv.ActionNone {
 		st.Held = true
@@ -132,9 +132,10 @@ func (s *Store) Step(st *kv.Step) error {
 	}
 	if st.Action != kv.ActionNone {
 		rk = s.redisKey(st.Key)
-		if fenced && s.mode == Cluster && keySlot(rk) != keySlot(lk) {
-			return fmt.Errorf("%w: on a Redis Cluster a fenced write's key must be in its lock's slot: "+
-				"key %q and lock %q are not; give both one hash tag, e.g. {order:42}", kv.ErrInvalidArgument, st.Key, st.Lock)
+		if useLock {
+			if err := s.oneSlot(lk, rk, st.Lock, st.Key); err != nil {
+				return err
+			}
 		}
 	}
 	if !useLock {
@@ -244,4 +245,16 @@ func (s *Store) stepReply(st *kv.Step, r reply, err error) error {
 		}
 	}
 	return nil
+}
+
+// oneSlot refuses, on a Redis Cluster, a call whose key (Redis name rk)
+// is in another slot than its lock (lk): one script cannot reach both, and
+// the server's CROSSSLOT would read as an unknown outcome. Nothing is
+// sent. Elsewhere every key is on the one server.
+func (s *Store) oneSlot(lk, rk, lock, key string) error {
+	if s.mode != Cluster || keySlot(rk) == keySlot(lk) {
+		return nil
+	}
+	return fmt.Errorf("%w: on a Redis Cluster a key must be in its lock's slot: key %q and lock %q are not; "+
+		"give both one hash tag, e.g. {order:42}", kv.ErrInvalidArgument, key, lock)
 }
