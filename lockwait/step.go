@@ -30,13 +30,17 @@ func (l *Locker) AcquireStep(b backend.Stepper, s *backend.Step, budget time.Dur
 		s.Reset()
 		var out kv.SetNXOutcome
 		var err error
+		dataKey := "" // a step that only takes the lock reads nothing, whatever Key holds
+		if s.Action == backend.ActionGet {
+			dataKey = s.Key
+		}
 		switch {
 		case s.Fenced:
-			out, s.N, s.Found, s.Fence, err = fl.SetNXGetFencedInLine(s.Lock, s.Token, s.LockTTL, id, lease, s.Key, s.Dst)
+			out, s.N, s.Found, s.Fence, err = fl.SetNXGetFencedInLine(s.Lock, s.Token, s.LockTTL, id, lease, dataKey, s.Dst)
 		case s.Action == backend.ActionNone:
 			out, err = (*line).SetNXInLine(s.Lock, s.Token, s.LockTTL, id, lease)
 		default:
-			out, s.N, s.Found, err = (*line).SetNXGetInLine(s.Lock, s.Token, s.LockTTL, id, lease, s.Key, s.Dst)
+			out, s.N, s.Found, err = (*line).SetNXGetInLine(s.Lock, s.Token, s.LockTTL, id, lease, dataKey, s.Dst)
 		}
 		s.Outcome = out
 		s.Held = err == nil && out == kv.Inserted
