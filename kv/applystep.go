@@ -15,16 +15,16 @@ package kv
 func (s *Store) Step(st *Step) error {
 	if st.Acquire && st.Action == ActionNone && st.Guard == GuardNone && !st.Release {
 		// CheckStep of a step that only acquires, inline.
+		st.reset()
 		if err := CheckWrite(st.Lock, st.Token, st.LockTTL); err != nil {
 			return err
 		}
-		st.reset()
 		return s.acquireOnly(st)
 	}
+	st.reset()
 	if err := CheckStep(st); err != nil {
 		return err
 	}
-	st.reset()
 	return s.applyStep(st)
 }
 

@@ -17,10 +17,10 @@ import (
 // process as the lock's holder (entry.go). A fenced step maps the fence
 // table first: a table that cannot be made fails it with nothing done.
 func (s *Store) Step(st *kv.Step) (err error) {
+	st.Reset()
 	if err := kv.CheckStep(st); err != nil {
 		return err
 	}
-	st.Reset()
 	useLock := st.UsesLock()
 	if !useLock && st.Action == kv.ActionNone {
 		st.Held = true
