@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"fmt"
+	"time"
 	"unsafe"
 
 	"github.com/ephpm/ephpm/backend"
@@ -71,28 +72,42 @@ func stepCall(req *C.ephpm_kv_step) (stepAnswer, error) {
 		return 0, fmt.Errorf("%w: step: guard %d or action %d is unknown", kv.ErrInvalidArgument, int32(req.guard), int32(req.action))
 	}
 	s.Guard, s.Action = backend.Guard(req.guard), backend.Action(req.action) // CheckStep refuses those it does not know
-	s.Lock = asString(span(&a, "lock", req.lock, req.lock_len))
-	s.Token = span(&a, "token", req.token, req.token_len)
-	s.LockTTL = a.duration(req.lock_ttl_ms)
-	wait := a.duration(req.wait_ms)
-	s.Fence = fenceIn
-	s.Key = asString(span(&a, "key", req.key, req.key_len))
-	s.Value = span(&a, "value", req.value, req.value_len)
-	s.TTL = a.duration(req.ttl_ms)
-	if s.Action == backend.ActionGet {
+	// A field the step does not use is not read: a struct may be reused
+	// with an old key in it.
+	if s.Acquire || s.Guard != backend.GuardNone || s.Release {
+		s.Lock = asString(span(&a, "lock", req.lock, req.lock_len))
+		s.Token = span(&a, "token", req.token, req.token_len)
+		s.Fence = fenceIn
+	}
+	var wait time.Duration
+	if s.Acquire {
+		s.LockTTL = a.duration(req.lock_ttl_ms)
+		wait = a.duration(req.wait_ms)
+	} else if req.wait_ms != 0 {
+		a.reject(fmt.Errorf("%w: step: wait_ms belongs to a step that acquires its lock", kv.ErrInvalidArgument))
+	}
+	if s.Action != backend.ActionNone {
+		s.Key = asString(span(&a, "key", req.key, req.key_len))
+	}
+	switch s.Action {
+	case backend.ActionSet:
+		s.Value = span(&a, "value", req.value, req.value_len)
+		s.TTL = a.duration(req.ttl_ms)
+	case backend.ActionExpire:
+		s.TTL = a.duration(req.ttl_ms)
+	case backend.ActionGet:
 		if req.buf == nil && req.buf_cap != 0 {
 			a.reject(fmt.Errorf("%w: step: buf is NULL with a capacity of %d", kv.ErrInvalidArgument, uint64(req.buf_cap)))
 		}
-		s.Dst = view(req.buf, req.buf_cap)
+		// No value is longer than kv.MaxValueLen: a larger buffer is used
+		// up to that (and a size_t past an int never becomes one).
+		s.Dst = view(req.buf, min(req.buf_cap, C.size_t(kv.MaxValueLen)))
 	}
 	if a.err != nil {
 		return 0, a.err
 	}
 	if err := kv.CheckStep(&s); err != nil {
 		return 0, err
-	}
-	if !acquire && wait != 0 {
-		return 0, fmt.Errorf("%w: step: wait_ms belongs to a step that acquires its lock", kv.ErrInvalidArgument)
 	}
 
 	b := current()

@@ -284,9 +284,14 @@ typedef struct ephpm_kv_stats {
  *              lock is not kept, a guarded one is still held).
  *   E_INVALID  a bad key, value, TTL or fence (<= 0 for a fence guard), an
  *              unknown flag, guard or action, a combination that means
- *              nothing (GUARD or RELEASE with ACQUIRE, FENCED or BOUND
- *              without it, ACQUIRE acting on lock itself), or a Redis
- *              Cluster lock and key in different slots. Nothing changed.
+ *              nothing (GUARD or RELEASE with ACQUIRE, FENCED, BOUND or
+ *              wait_ms without it, ACQUIRE acting on lock itself), or a
+ *              Redis Cluster lock and key in different slots. Nothing
+ *              changed.
+ * A field the step does not use is not read (the lock and token without
+ * ACQUIRE, a guard or RELEASE; key without an action; value for any action
+ * but SET; ttl_ms but for SET and EXPIRE; buf but for GET): a reused struct
+ * may keep old ones. buf_cap beyond EPHPM_KV_MAX_VALUE_LEN is used as that.
  * After another failure the outcome is unknown: an acquire may have been
  * granted (release it with token), a write or release may have happened.
  * One atomic step where the backend has one (a Redis script: one round
@@ -335,7 +340,7 @@ typedef struct ephpm_kv_step {
 #define EPHPM_KV_STEP_ACTION_EXPIRE 4
 /* ephpm_kv_step.result. */
 #define EPHPM_KV_STEP_HELD     1u  /* the acquire took lock, or the guard held */
-#define EPHPM_KV_STEP_DONE     2u  /* the action was done */
+#define EPHPM_KV_STEP_DONE     2u  /* the action was done (never for ACTION_NONE) */
 #define EPHPM_KV_STEP_FOUND    4u  /* ACTION_GET: key had a live value */
 #define EPHPM_KV_STEP_RELEASED 8u  /* lock held token and was released */
 

@@ -1027,6 +1027,14 @@ static void test_step_member(void)
     bad.struct_size = 8;
     CHECK(ops->step(&bad) == EPHPM_KV_E_INVALID && last_error_says("struct_size"), "a struct_size too small");
     CHECK(ops->step(NULL) == EPHPM_KV_E_INVALID, "NULL");
+    /* A field the step does not use is not read: a NULL key with a length,
+     * left over in a reused struct, under a step that only takes the lock. */
+    ephpm_kv_step only = step_req(EPHPM_KV_STEP_ACQUIRE | EPHPM_KV_STEP_FENCED, 0, EPHPM_KV_STEP_ACTION_NONE, "o");
+    only.lock_ttl_ms = 60000;
+    only.key = NULL;
+    CHECK(ops->step(&only) == EPHPM_KV_OK && only.result == HELD && only.fence > 0,
+          "the unused key is ignored (result %u)", only.result);
+    CHECK(ops->del_if_eq(S("st:lock"), S("o")) == EPHPM_KV_OK, "released");
     CHECK(ops->get(S("st:data"), buf, sizeof buf, &len) == EPHPM_KV_OK && len == 4, "the data is still there");
 
     /* A step with no lock at all: an action alone. */
