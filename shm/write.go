@@ -138,12 +138,12 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 	stored, cflag := storedForm(value, on, minSize)
 	sh, h, tag := s.locate(key)
 	// Field by field: a composite literal is built aside and copied, and
-	// that copy's loads wait on its stores (a stall of ~20% of install's
-	// own time in perf).
+	// that copy's loads wait on its stores (a stall perf showed in
+	// install: docs/measurements.md).
 	var w write
 	w.key, w.kind, w.h, w.tag, w.stored, w.flags = key, s.g.kindOf(key), h, tag, stored, flags|cflag
 	// The loop of writeLoop, written out: through its closure a set took
-	// ~8 ns more (Set64 94 -> 102 ns, docs/measurements.md).
+	// longer (docs/measurements.md).
 	locked := false // sh, for a corruption found under it
 	defer s.catchHeld(sh, sh, &locked, &err)
 	for attempt := 0; ; attempt++ {
