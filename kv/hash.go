@@ -25,7 +25,7 @@ func newHashSeed() hashSeed {
 // own maps (AES-based where the CPU has AES, keyed by a random key drawn
 // when the process starts; wyhash with random secrets elsewhere).
 // hash/maphash.String reaches the same function through two more calls,
-// which cost ~3 ns per lock pair from PHP (docs/measurements.md).
+// which cost measurably more per lock pair from PHP (docs/measurements.md).
 func (seed hashSeed) hash(key string) uint64 {
 	return uint64(memhash(unsafe.Pointer(unsafe.StringData(key)), uintptr(seed), uintptr(len(key))))
 }

@@ -16,11 +16,11 @@ import (
 // small pool of wireConns, instead of through go-redis.
 //
 // Why: a command's cost on the PHP thread is its CPU, and go-redis spends
-// about twice phpredis's per command (a pool with connection state
-// machines and metrics hooks, a Cmd object and its arguments on the heap,
-// several clock reads for deadlines, a RESP3 push check), which showed as
-// 1.17-1.28x phpredis's time per GET with the CPUs kept busy
-// (bench/run.sh). direct does what phpredis does per command: check the
+// more than phpredis per command (a pool with connection state machines
+// and metrics hooks, a Cmd object and its arguments on the heap, several
+// clock reads for deadlines, a RESP3 push check), which showed as a longer
+// time per GET than phpredis's with the CPUs kept busy (bench/run.sh;
+// docs/measurements.md). direct does what phpredis does per command: check the
 // idle connection with one non-blocking peek, write the command, wait for
 // the reply on the calling thread (see threadConn), parse it in place.
 //

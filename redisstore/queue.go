@@ -309,3 +309,23 @@ func releaseLine(rk string) (keys []string, argv []any) {
 	}
 	return nil, nil
 }
+
+// lockReply is what a lock attempt's script answered (0: held, 1: taken,
+// and with read, the data's value: taken and read), counted as SetNX
+// counts its outcomes.
+func (s *Store) lockReply(r reply, err error, read bool) (kv.SetNXOutcome, int, bool, error) {
+	switch {
+	case err != nil:
+		return 0, 0, false, err
+	case r.kind == ':' && r.n == 0:
+		s.setNXLosses.Add(1)
+		return kv.Exists, 0, false, nil
+	case r.kind == ':' && r.n == 1:
+		s.setNXWins.Add(1)
+		return kv.Inserted, 0, false, nil
+	case r.kind == '$' && !r.null && read:
+		s.setNXWins.Add(1)
+		return kv.Inserted, len(r.b), true, nil
+	}
+	return 0, 0, false, errProtocol
+}

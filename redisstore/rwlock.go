@@ -38,7 +38,7 @@ import (
 
 // MaxReadHolds is the most read holds one name keeps on Redis, fewer
 // than kv.MaxReadHolds: every script on a read-held name decodes and
-// re-encodes its whole record, about 0.35 µs of server time per hold, and
+// re-encodes its whole record, server time that grows with every hold, and
 // a script blocks the whole server while it runs (docs/measurements.md).
 // A shared attempt on a name that has them all fails with kv.ErrNoMemory,
 // as kv's does at its limit; a record with more (written by kv, or by an

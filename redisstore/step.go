@@ -258,3 +258,18 @@ func (s *Store) oneSlot(lk, rk, lock, key string) error {
 	return fmt.Errorf("%w: on a Redis Cluster a key must be in its lock's slot: key %q and lock %q are not; "+
 		"give both one hash tag, e.g. {order:42}", kv.ErrInvalidArgument, key, lock)
 }
+
+// setPxLua is a step's SET (stepScript): set_px(k, v, px) writes v under k
+// (PX px; '0': no TTL) and returns nil, or the server's refusal (an error
+// reply: nothing written), which the script returns before it writes
+// anything else. The write is a guarded step's first, so a full server
+// refuses it there (see "A full server", queue.go), and the call changes
+// nothing.
+const setPxLua = `
+local function set_px(k, v, px)
+  local r
+  if px == '0' then r = redis.pcall('set', k, v) else r = redis.pcall('set', k, v, 'PX', px) end
+  if r.err then return r end
+  return nil
+end
+`

@@ -320,3 +320,31 @@ func (h *hub) unsubscribe(chans []string) {
 		ps.Unsubscribe(ctx, unused...)
 	}
 }
+
+// releaseChannel is where a release of key is announced to waiters.
+// Every waiter listens there, for the messages that name nobody ("") or
+// everyone (wakeEveryone). A message naming the head of the key's line
+// goes instead to that waiter's own channel (headChannel) and to the one
+// Wait's waiters listen on besides (namedChannel), so that it wakes the
+// head and each process's oldest Wait, not every waiter in line: on a
+// standalone server each waits on a connection of its own (turnwait.go),
+// and one channel for all of them woke every waiting thread of every
+// process at each hand-over, of whom one went on. tellHeadLua publishes
+// so. Both are the release channel and a NUL byte (channelSep) after it,
+// so that a user whose ACL allows "&ephpm:released:*" reaches them; only
+// a key that itself ends in NUL (and a waiter's id) names another key's
+// channel, and a release of it wakes a waiter for nothing, who looks and
+// waits again.
+func releaseChannel(rkey string) string { return "ephpm:released:" + rkey }
+
+// channelSep ends a release channel in the names of the channels beside
+// it: no key of ephpm's own (sessions, locks) holds a NUL byte.
+const channelSep = "\x00"
+
+// headChannel is where a release names waiter id, the head of the line
+// of the key whose release channel is ch.
+func headChannel(ch, id string) string { return ch + channelSep + id }
+
+// namedChannel is where Wait's waiters on the key whose release channel
+// is ch hear the releases that name a head.
+func namedChannel(ch string) string { return ch + channelSep }

@@ -172,8 +172,8 @@ type hashSeed [4]uint64
 // two (possibly overlapping) words and mixed by two 64x64->128-bit
 // multiplies, with no loop over its bytes, so its cost does not hang on
 // branches that PHP's executor, running between two calls, leaves
-// mispredicted (xxhash's tail loop over a short key cost ~12 ns from PHP
-// against ~2 ns in a Go loop: docs/measurements.md). A longer key (a
+// mispredicted (xxhash's tail loop over a short key cost several times
+// more from PHP than in a Go loop: docs/measurements.md). A longer key (a
 // session id's) is folded 16 bytes at a time, and 48 at a time beyond 48
 // bytes, by hashLong.
 func (k *hashSeed) hash(key string) uint64 {

@@ -152,7 +152,7 @@ func (s *Store) makeShareRoom(sh *shard, w *write, size int64, policy kv.Policy)
 // entries the counts promised (it gives up on a class after a few misses),
 // and the write that asked tries again, under its lock, up to
 // writeAttempts times. Failing there refused writes that fitted (a flood
-// of session writes beside held sessions, 4-5 of 12 runs). Before evicting it
+// of session writes beside held sessions: docs/measurements.md). Before evicting it
 // checks, from the shards' evictable counts, that eviction can get there;
 // if not, it reclaims expired entries only, and fails if that is not
 // enough: a write that eviction cannot make fit evicts nothing. Another

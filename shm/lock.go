@@ -115,3 +115,90 @@ func unlockWord(w *uint32) {
 		futexWakeOne(w)
 	}
 }
+
+// lockKey enters a call on key: it locates key's shard and takes its lock.
+// unlockKey ends the call.
+func (s *Store) lockKey(key string) (*shard, uint64, uint32, *ticket, error) {
+	tk, err := s.enter()
+	if err != nil {
+		return nil, 0, 0, nil, err
+	}
+	sh, h, tag := s.locate(key)
+	if err := s.lock(sh); err != nil {
+		s.leave(tk)
+		return nil, 0, 0, nil, err
+	}
+	return sh, h, tag, tk, nil
+}
+
+func (s *Store) unlockKey(sh *shard, tk *ticket) {
+	s.unlock(sh)
+	s.leave(tk)
+}
+
+// locate returns key's shard, its hash and its index tag.
+func (s *Store) locate(key string) (*shard, uint64, uint32) {
+	h := s.g.hashOf(key)
+	return &s.shards[h&uint64(len(s.shards)-1)], h, tagOfHash(h)
+}
+
+// lock takes sh's lock, recovering the shard first if its owner died. It
+// fails instead once the segment's file was removed, checking the file
+// first when that is due (removed.go): every call that reads or writes
+// entries takes a shard's lock, or reads with none (readUnlocked) only
+// while no check is due.
+func (s *Store) lock(sh *shard) error {
+	if s.check.Load() != checkNotDue {
+		if err := s.checkDue(); err != nil {
+			return err
+		}
+	}
+	// lockWord's first step here, where the compiler inlines it.
+	if w := sh.u32(sLock); !atomic.CompareAndSwapUint32(w, 0, s.tag) {
+		if tookOver, began := s.g.lockWordHeld(w, s.tag); tookOver {
+			s.recoverShard(sh)
+			s.noteDeadOwnerWait(now() - began)
+		}
+	}
+	if sh.isBroken() {
+		s.unlock(sh)
+		return s.corruptError(sh.i)
+	}
+	return nil
+}
+
+// unlock counts the release in sh's count of them (read.go), then releases
+// the lock. The count's store needs no order among the shard's others (the
+// lock word covers them), only to come before the release's swap, which
+// orders it.
+func (s *Store) unlock(sh *shard) {
+	p := sh.u64(sSeq)
+	storeDerived64(p, *p+1) // only the holder writes it
+	unlockWord(sh.u32(sLock))
+}
+
+// lockTwo takes the locks of a two-key operation in shard order, so that
+// two such operations never deadlock; b may be a.
+func (s *Store) lockTwo(a, b *shard) error {
+	first, second := a, b
+	if b.i < a.i {
+		first, second = b, a
+	}
+	if err := s.lock(first); err != nil {
+		return err
+	}
+	if second != first {
+		if err := s.lock(second); err != nil {
+			s.unlock(first)
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) unlockTwo(a, b *shard) {
+	s.unlock(a)
+	if b != a {
+		s.unlock(b)
+	}
+}

@@ -115,3 +115,54 @@ func (sh *shard) lookupUnlocked(tag uint32, key string) int64 {
 	}
 	return noBlock
 }
+
+// GetInto copies a live entry's value into dst if it fits, and returns its
+// length either way. The value copied is one the entry held at one instant:
+// read with no lock when nothing in the read needs writing (readUnlocked),
+// else under the shard lock.
+func (s *Store) GetInto(key string, dst []byte) (n int, found bool, err error) {
+	tk, err := s.enter()
+	if err != nil {
+		return 0, false, err
+	}
+	sh, h, tag := s.locate(key)
+	if n, found, ok := s.readUnlocked(sh, tag, key, dst); ok {
+		s.leave(tk)
+		return n, found, nil
+	}
+	if err := s.lock(sh); err != nil {
+		s.leave(tk)
+		return 0, false, err
+	}
+	defer s.unlockKeyCatching(sh, tk, &err)
+	var t int64
+	_, b := s.live(sh, h, tag, key, &t)
+	if b == noBlock {
+		sh.countRead(cMisses)
+		return 0, false, nil
+	}
+	if p := sh.entryAccess(b); atomic.LoadUint32(p) != s.lruClock(t) {
+		storeDerived32(p, s.lruClock(t))
+	}
+	if sh.entryMeta(b)&flagRead == 0 && s.g.kindOf(key) == kv.KindSession {
+		sh.markRead(b) // a returning user's session
+	}
+	sh.countRead(cHits)
+	size := sh.logicalLen(b)
+	if size <= len(dst) {
+		sh.readInto(b, dst[:size])
+	}
+	return size, true, nil
+}
+
+// Exists reports whether key holds a live entry. It counts no hit or miss.
+func (s *Store) Exists(key string) (exists bool, err error) {
+	sh, h, tag, tk, err := s.lockKey(key)
+	if err != nil {
+		return false, err
+	}
+	defer s.unlockKeyCatching(sh, tk, &err)
+	var t int64
+	_, b := s.live(sh, h, tag, key, &t)
+	return b != noBlock, nil
+}

@@ -51,9 +51,9 @@ var _ backend.Revalidator = (*Store)(nil)
 // of the new segment may be granted it too. Only the fix closes that window.
 
 // checkInterval is how long a Store serves calls after a check of its file
-// before it checks again: each check costs two system calls (about 2-6 µs on
-// this project's VMs), made at most this often and only by a process that is
-// making calls.
+// before it checks again: each check costs two system calls
+// (docs/measurements.md), made at most this often and only by a process that
+// is making calls.
 var checkInterval = 100 * time.Millisecond
 
 // ErrSegmentRemoved is what every error of a Store whose segment file was
