@@ -10,7 +10,7 @@ import (
 
 	"github.com/pierrec/lz4/v4"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/memstore"
 )
 
 // A live block holds one entry after its header word:
@@ -107,7 +107,7 @@ func (sh *shard) logicalLen(b int64) int {
 		return int(meta & metaLenMask)
 	}
 	stored := sh.entryStored(b)
-	if len(stored) < 4 || binary.LittleEndian.Uint32(stored) > kv.MaxValueLen {
+	if len(stored) < 4 || binary.LittleEndian.Uint32(stored) > memstore.MaxValueLen {
 		panic(corruption{sh, "a compressed value has no length word, or a length no value has", b})
 	}
 	return int(binary.LittleEndian.Uint32(stored))

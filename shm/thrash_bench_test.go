@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/memstore"
 )
 
 // BenchmarkThrash tests whether the shared-memory store's extra cost from
@@ -98,7 +98,7 @@ func thrashOp(b *testing.B, store, op string) func() {
 	tok := []byte("0123456789abcdef")
 	var get, set, lock, unlock func()
 	if store == "kv" {
-		s := kv.New(kv.Options{})
+		s := memstore.New(memstore.Options{})
 		b.Cleanup(s.Close)
 		get, set = func() { s.GetInto("key", dst) }, func() { s.Set("key", v, 0) }
 		lock, unlock = func() { s.SetNX("lock", tok, 30*time.Second) }, func() { s.DelIfEq("lock", tok) }
