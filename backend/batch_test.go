@@ -9,6 +9,7 @@ import (
 
 	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/backend/backendtest"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/memstore"
 )
 
@@ -19,12 +20,12 @@ func TestSetManyStopsAtTheFirstKeyThatDoesNotFit(t *testing.T) {
 	s := memstore.New(memstore.Options{})
 	defer s.Close()
 	m := backend.Memory{Store: s}
-	require.NoError(t, s.Configure(memstore.MemoryConfig{Limit: 1 << 20}))
+	require.NoError(t, s.Configure(contract.MemoryConfig{Limit: 1 << 20}))
 	require.NoError(t, s.Set("big", []byte("old"), 0))
 	keys := []string{"a", "big", "c"}
 	values := [][]byte{[]byte("1"), make([]byte, 2<<20), []byte("3")}
 	stored, err := m.SetMany(keys, values, 0)
-	assert.ErrorIs(t, err, memstore.ErrNoMemory)
+	assert.ErrorIs(t, err, contract.ErrNoMemory)
 	assert.ErrorContains(t, err, `key "big"`)
 	assert.Equal(t, 1, stored)
 	v, _ := s.Get("a")
@@ -40,7 +41,7 @@ func TestGetManyDecompresses(t *testing.T) {
 	s := memstore.New(memstore.Options{})
 	defer s.Close()
 	m := backend.Memory{Store: s}
-	require.NoError(t, s.Configure(memstore.MemoryConfig{Compression: true, CompressionMinSize: 64}))
+	require.NoError(t, s.Configure(contract.MemoryConfig{Compression: true, CompressionMinSize: 64}))
 	big := []byte(strings.Repeat("compressible ", 1000))
 	_, err := m.SetMany([]string{"z"}, [][]byte{big}, 0)
 	require.NoError(t, err)

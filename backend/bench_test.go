@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ephpm/ephpm/backend"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/memstore"
 	"github.com/ephpm/ephpm/sessionkeys"
 	"github.com/ephpm/ephpm/shm"
@@ -28,7 +29,7 @@ func benchBackends(b *testing.B, run func(b *testing.B, s backend.Backend)) {
 	})
 	b.Run("shm", func(b *testing.B) {
 		name := fmt.Sprintf("bench-backend-%d", time.Now().UnixNano())
-		s, err := shm.Open(name, shm.Options{Memory: memstore.MemoryConfig{Limit: 64 << 20},
+		s, err := shm.Open(name, shm.Options{Memory: contract.MemoryConfig{Limit: 64 << 20},
 			SessionDataPrefix: rule.SessionDataPrefix, SessionLockPrefix: rule.SessionLockPrefix})
 		if err != nil {
 			b.Fatal(err)

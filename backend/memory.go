@@ -3,11 +3,12 @@ package backend
 import (
 	"time"
 
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/memstore"
 )
 
 // Memory serves a memstore.Store as a Backend. The store's reads and deletes
-// cannot fail; its writes fail only with the errors kv documents. Its
+// cannot fail; its writes fail only with the errors memstore documents. Its
 // Step is memstore.Store.Step: every Step in one step under the shard locks.
 type Memory struct{ *memstore.Store }
 
@@ -37,7 +38,7 @@ func (m Memory) PTTL(key string) (time.Duration, bool, error) {
 
 func (m Memory) Flush() error { m.Store.Flush(); return nil }
 
-func (m Memory) Stats() (memstore.Stats, error) { return m.Store.Stats(), nil }
+func (m Memory) Stats() (contract.Stats, error) { return m.Store.Stats(), nil }
 
 // Close does nothing: the in-process store lives as long as the process.
 func (m Memory) Close() error { return nil }

@@ -8,14 +8,14 @@ import (
 	"time"
 
 	"github.com/ephpm/ephpm/backend"
-	"github.com/ephpm/ephpm/memstore"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // panicking is a backend whose lock pair and Del panic, for the guard of
 // the exports (recoverStatus).
 type panicking struct{ backend.Memory }
 
-func (panicking) SetNX(string, []byte, time.Duration) (memstore.SetNXOutcome, error) {
+func (panicking) SetNX(string, []byte, time.Duration) (contract.SetNXOutcome, error) {
 	panic("set_nx boom")
 }
 func (panicking) DelIfEq(string, []byte) (bool, error) { panic("del_if_eq boom") }

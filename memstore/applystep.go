@@ -3,6 +3,8 @@
 
 package memstore
 
+import "github.com/ephpm/ephpm/contract"
+
 // Step applies st (see Step) under the shard locks of its lock and its
 // key, taken in address order as every two-key write takes them (a
 // session's data and lock share one shard): the acquire or the guard,
@@ -12,33 +14,33 @@ package memstore
 // decided again, as install does, and fails with nothing changed if it
 // cannot. A value read is copied under the lock when its block is
 // recyclable, else after it, as GetInto copies.
-func (s *Store) Step(st *Step) error {
-	if st.Acquire && st.Action == ActionNone && st.Guard == GuardNone && !st.Release {
+func (s *Store) Step(st *contract.Step) error {
+	if st.Acquire && st.Action == contract.ActionNone && st.Guard == contract.GuardNone && !st.Release {
 		// CheckStep of a step that only acquires, inline.
-		st.reset()
-		if err := CheckWrite(st.Lock, st.Token, st.LockTTL); err != nil {
+		st.Reset()
+		if err := contract.CheckWrite(st.Lock, st.Token, st.LockTTL); err != nil {
 			return err
 		}
 		return s.acquireOnly(st)
 	}
-	st.reset()
-	if err := CheckStep(st); err != nil {
+	st.Reset()
+	if err := contract.CheckStep(st); err != nil {
 		return err
 	}
 	return s.applyStep(st)
 }
 
 // applyStep is Step of a checked st that does more than acquire.
-func (s *Store) applyStep(st *Step) error {
-	useLock := st.usesLock()
-	if !useLock && st.Action == ActionNone {
+func (s *Store) applyStep(st *contract.Step) error {
+	useLock := st.UsesLock()
+	if !useLock && st.Action == contract.ActionNone {
 		st.Held = true
 		return nil
 	}
 	var sh, lsh *shard
 	var h, lh uint32
-	var kind, lkind KeyKind
-	if st.Action != ActionNone {
+	var kind, lkind contract.KeyKind
+	if st.Action != contract.ActionNone {
 		sh, h, kind = s.locate(st.Key)
 	}
 	if useLock {
@@ -56,7 +58,7 @@ func (s *Store) applyStep(st *Step) error {
 	var b, lb block
 	var size, lsize int64
 	var flags uint32
-	if st.Action == ActionSet {
+	if st.Action == contract.ActionSet {
 		flags = s.pinFlag(st.Key)
 		size = int64(valueOffset(len(st.Key))+len(st.Value)) + entryOverhead
 		if !s.buildsPlainSmall(st.Key, st.Value) {
@@ -89,19 +91,19 @@ func (s *Store) applyStep(st *Step) error {
 			held = lold == nil || c.expired(lold)
 		} else {
 			switch st.Guard {
-			case GuardToken:
+			case contract.GuardToken:
 				gb := lsh.t.get(lh, st.Lock)
 				held = gb != nil && !c.expired(gb) && valueEqualsHeld(gb, st.Token, mu1, mu2)
-			case GuardFence, GuardFenceHolder:
+			case contract.GuardFence, contract.GuardFenceHolder:
 				n, known := lsh.fences.current(s.fenceHash(st.Lock))
 				held = known && n == st.Fence &&
-					!(st.Guard == GuardFenceHolder && heldByAnother(lsh, lh, st.Lock, st.Token, &c, mu1, mu2))
+					!(st.Guard == contract.GuardFenceHolder && heldByAnother(lsh, lh, st.Lock, st.Token, &c, mu1, mu2))
 			}
 		}
 		if !held {
 			if st.Acquire {
 				lsh.c.setNXLosses++
-				st.Outcome = Exists
+				st.Outcome = contract.Exists
 			}
 			if second != nil {
 				second.mu.Unlock()
@@ -117,7 +119,7 @@ func (s *Store) applyStep(st *Step) error {
 		// Room for what the step writes: all of it, or none.
 		oi := -1
 		var old block
-		if st.Action == ActionSet {
+		if st.Action == contract.ActionSet {
 			if oi = sh.t.find(h, st.Key); oi >= 0 {
 				old = sh.t.blocks[oi]
 			}
@@ -126,7 +128,7 @@ func (s *Store) applyStep(st *Step) error {
 		short, lshort := fits, fits
 		// As install charges (an expired old entry is swept by makeRoom:
 		// it frees nothing here), the common case inline.
-		if st.Action == ActionSet {
+		if st.Action == contract.ActionSet {
 			delta, need = size, size
 			if old != nil {
 				delta -= blockCost(old)
@@ -134,7 +136,7 @@ func (s *Store) applyStep(st *Step) error {
 					need = delta
 				}
 			}
-			if kind != KindSession && g.store == 0 {
+			if kind != contract.KindSession && g.store == 0 {
 				if !s.charge(sh, delta) {
 					short = storeFull
 				}
@@ -148,7 +150,7 @@ func (s *Store) applyStep(st *Step) error {
 			if lold != nil {
 				ldelta -= blockCost(lold)
 			}
-			if lkind != KindSession && lg.store == 0 {
+			if lkind != contract.KindSession && lg.store == 0 {
 				if !s.charge(lsh, ldelta) {
 					lshort = storeFull
 				}
@@ -157,7 +159,7 @@ func (s *Store) applyStep(st *Step) error {
 			}
 		}
 		if short != fits || lshort != fits {
-			if short == fits && st.Action == ActionSet {
+			if short == fits && st.Action == contract.ActionSet {
 				s.unreserve(sh, kind, delta) // the lock did not fit
 			}
 			if second != nil {
@@ -189,38 +191,38 @@ func (s *Store) applyStep(st *Step) error {
 				st.Fence = s.mint(lsh, st.Lock)
 			}
 			lsh.c.setNXWins++
-			st.Outcome = Inserted
+			st.Outcome = contract.Inserted
 		}
 		var read block // a value to copy once the locks are released
 		switch st.Action {
-		case ActionSet:
+		case contract.ActionSet:
 			if old != nil && st.Acquire && sh == lsh {
 				oi = sh.t.find(h, st.Key) // the lock's put may have moved it
 			}
 			if old != nil && c.expired(old) {
 				sh.c.expirations++
-			} else if kind == KindSession && old != nil {
+			} else if kind == contract.KindSession && old != nil {
 				flags |= blockMeta(old) & flagRead // the same session, rewritten
 			}
 			s.putEntry(sh, old, oi, h, kind, b, st.Key, st.Value, flags, c.after(st.TTL))
 			sh.c.sets++
 			st.Done = true
-		case ActionGet:
+		case contract.ActionGet:
 			st.Done = true
 			read = s.readHeld(sh, h, kind, st, &c)
-		case ActionDel:
+		case contract.ActionDel:
 			if i := sh.t.find(h, st.Key); i >= 0 {
 				expired := c.expired(sh.t.blocks[i])
 				s.removeAt(sh, i, expired)
 				st.Done = !expired
 			}
-		case ActionExpire:
+		case contract.ActionExpire:
 			if v, _ := s.live(sh, h, st.Key, &c); v != nil {
 				s.retime(sh, v, kind, h, c.after(st.TTL))
 				st.Done = true
 			}
 		}
-		if st.Release && (st.Action != ActionExpire || st.Done) {
+		if st.Release && (st.Action != contract.ActionExpire || st.Done) {
 			v, i := s.live(lsh, lh, st.Lock, &c)
 			if v != nil && valueEqualsHeld(v, st.Token, mu1, mu2) {
 				s.removeAt(lsh, i, false)
@@ -250,7 +252,7 @@ func (s *Store) applyStep(st *Step) error {
 // fence in the grant's step when st.Fenced. install is the lock path at its
 // leanest (one shard, no action or guard to decide), and the fenced grant
 // through it costs what it did before Step.
-func (s *Store) acquireOnly(st *Step) error {
+func (s *Store) acquireOnly(st *contract.Step) error {
 	var r writeReq
 	r.key, r.value, r.flags, r.mode, r.ttl = st.Lock, st.Token, flagPinned, modeSetNX, st.LockTTL
 	r.mintFence = st.Fenced
@@ -261,9 +263,9 @@ func (s *Store) acquireOnly(st *Step) error {
 	}
 	st.Held = ok
 	if ok {
-		st.Outcome, st.Fence = Inserted, r.fence
+		st.Outcome, st.Fence = contract.Inserted, r.fence
 	} else {
-		st.Outcome = Exists
+		st.Outcome = contract.Exists
 	}
 	return nil
 }
@@ -278,9 +280,9 @@ func (s *Store) prebuild(key string, value []byte, flags uint32) (block, int64) 
 
 // unreserve gives back what reserve charged (delta, for an entry of kind
 // in sh) for a write that will not be put. Caller holds sh.mu.
-func (s *Store) unreserve(sh *shard, kind KeyKind, delta int64) {
+func (s *Store) unreserve(sh *shard, kind contract.KeyKind, delta int64) {
 	s.charge(sh, -delta)
-	if kind == KindSession {
+	if kind == contract.KindSession {
 		s.releaseSession(sh, delta)
 	}
 }
@@ -290,14 +292,14 @@ func (s *Store) unreserve(sh *shard, kind KeyKind, delta int64) {
 // recyclable (it may be rewritten once the lock is released), else
 // returned, to be copied with no lock held (its value never changes).
 // Caller holds sh.mu.
-func (s *Store) readHeld(sh *shard, h uint32, kind KeyKind, st *Step, c *clock) block {
+func (s *Store) readHeld(sh *shard, h uint32, kind contract.KeyKind, st *contract.Step, c *clock) block {
 	b, _ := s.live(sh, h, st.Key, c)
 	if b == nil {
 		sh.c.misses++
 		return nil
 	}
 	touch(b, s.lru.Load())
-	if kind == KindSession && !blockFlags(b, flagRead) {
+	if kind == contract.KindSession && !blockFlags(b, flagRead) {
 		s.markRead(sh, b, h)
 	}
 	sh.c.hits++
@@ -315,7 +317,7 @@ func (s *Store) readHeld(sh *shard, h uint32, kind KeyKind, st *Step, c *clock) 
 // retime gives the live entry b of key (of kind, hashing to h) the expiry
 // at (0: none), keeping its tallies and the expiry heap in step. Caller
 // holds sh.mu.
-func (s *Store) retime(sh *shard, b block, kind KeyKind, h uint32, at int64) {
+func (s *Store) retime(sh *shard, b block, kind contract.KeyKind, h uint32, at int64) {
 	s.tally(sh, b, kind, h, -1)
 	sh.noteExpiry(blockExpireAt(b), h, false)
 	setBlockExpireAt(b, at)

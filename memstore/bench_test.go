@@ -8,9 +8,11 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ephpm/ephpm/contract"
 )
 
-// go test -run XXX -bench . -cpu 1,2 ./kv
+// go test -run XXX -bench . -cpu 1,2 ./memstore
 //
 // Each benchmark runs on one key per goroutine (no shard contention between
 // them) so that -cpu shows how throughput scales with GOMAXPROCS.
@@ -118,7 +120,7 @@ func BenchmarkRWLockPair(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			k := perGoroutineKey("lock:")
 			for pb.Next() {
-				s.LockAttempt(k, tok, LockExclusive, 30*time.Second, 0)
+				s.LockAttempt(k, tok, contract.LockExclusive, 30*time.Second, 0)
 				s.LockRelease(k, tok)
 			}
 		})
@@ -129,10 +131,10 @@ func BenchmarkRWLockPair(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				k := perGoroutineKey("lock:")
 				for i := 0; i < others; i++ {
-					s.LockAttempt(k, []byte(strconv.Itoa(i)+":"+string(tok)), LockShared, time.Hour, 0)
+					s.LockAttempt(k, []byte(strconv.Itoa(i)+":"+string(tok)), contract.LockShared, time.Hour, 0)
 				}
 				for pb.Next() {
-					s.LockAttempt(k, tok, LockShared, 30*time.Second, 0)
+					s.LockAttempt(k, tok, contract.LockShared, 30*time.Second, 0)
 					s.LockRelease(k, tok)
 				}
 			})
@@ -157,7 +159,7 @@ func BenchmarkGetCompressed(b *testing.B) {
 		for _, on := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%s/lz4=%v", sizeName(n), on), func(b *testing.B) {
 				s := benchStore(b)
-				s.Configure(MemoryConfig{Compression: on, CompressionMinSize: 1024})
+				s.Configure(contract.MemoryConfig{Compression: on, CompressionMinSize: 1024})
 				v := bytes.Repeat([]byte("some html <div class=\"row\">text</div> "), n/38+1)[:n]
 				s.Set("k", v, 0)
 				dst := make([]byte, n)

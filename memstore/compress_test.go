@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ephpm/ephpm/contract"
 )
 
 func stored(s *Store, key string) block {
@@ -20,7 +22,7 @@ func stored(s *Store, key string) block {
 
 func TestCompression(t *testing.T) {
 	s, _ := newTestStore(t)
-	require.NoError(t, s.Configure(MemoryConfig{Compression: true, CompressionMinSize: 1024}))
+	require.NoError(t, s.Configure(contract.MemoryConfig{Compression: true, CompressionMinSize: 1024}))
 	big := bytes.Repeat([]byte("compressible "), 400)
 	small := bytes.Repeat([]byte("s"), 1000)
 	noise := make([]byte, 4096)
@@ -54,13 +56,13 @@ func TestCompression(t *testing.T) {
 
 	// Turning compression off breaks nothing already stored.
 	require.NoError(t, s.Set("big", big, 0))
-	require.NoError(t, s.Configure(MemoryConfig{}))
+	require.NoError(t, s.Configure(contract.MemoryConfig{}))
 	got, _ = s.Get("big")
 	assert.Equal(t, big, got)
 	require.NoError(t, s.Set("big2", big, 0))
 	assert.False(t, blockFlags(stored(s, "big2"), flagCompressed))
 	// A compressed lock token still guards a write.
-	require.NoError(t, s.Configure(MemoryConfig{Compression: true}))
+	require.NoError(t, s.Configure(contract.MemoryConfig{Compression: true}))
 	_, err = s.SetNX("lock", big, 0)
 	require.NoError(t, err)
 	ok, err = s.SetGuarded("data", []byte("x"), 0, "lock", big)
@@ -77,9 +79,9 @@ func TestCompression(t *testing.T) {
 // explicitly; DelFencedToken compares under deferred ones.
 func TestACorruptCompressedValueLeavesItsShardUsable(t *testing.T) {
 	token := bytes.Repeat([]byte("token "), 100)
-	var rec ReaderRecord
+	var rec contract.ReaderRecord
 	for i := range 20 {
-		rec.Holds = append(rec.Holds, ReadHold{Token: []byte(fmt.Sprintf("reader token %03d", i))})
+		rec.Holds = append(rec.Holds, contract.ReadHold{Token: []byte(fmt.Sprintf("reader token %03d", i))})
 	}
 	for _, tc := range []struct {
 		name  string
@@ -96,18 +98,20 @@ func TestACorruptCompressedValueLeavesItsShardUsable(t *testing.T) {
 			func(s *Store, _ int64) { s.IncrBy("key", 1, 0) },
 		}},
 		{"a reader record", rec.AppendTo(nil), []func(*Store, int64){
-			func(s *Store, _ int64) { s.LockAttempt("key", []byte("r"), LockShared, time.Minute, 0) },
-			func(s *Store, _ int64) { s.LockAttempt("key", []byte("w"), LockExclusive, time.Minute, time.Second) },
+			func(s *Store, _ int64) { s.LockAttempt("key", []byte("r"), contract.LockShared, time.Minute, 0) },
+			func(s *Store, _ int64) {
+				s.LockAttempt("key", []byte("w"), contract.LockExclusive, time.Minute, time.Second)
+			},
 			func(s *Store, _ int64) { s.LockRelease("key", []byte("reader token 000")) },
 			func(s *Store, _ int64) { s.LockRefresh("key", []byte("reader token 000"), time.Minute) },
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, _ := newTestStore(t)
-			require.NoError(t, s.Configure(MemoryConfig{Compression: true, CompressionMinSize: 64}))
+			require.NoError(t, s.Configure(contract.MemoryConfig{Compression: true, CompressionMinSize: 64}))
 			out, fence, err := s.SetNXFenced("key", tc.value, 0)
 			require.NoError(t, err)
-			require.Equal(t, Inserted, out)
+			require.Equal(t, contract.Inserted, out)
 			b := stored(s, "key")
 			require.True(t, blockFlags(b, flagCompressed))
 			st := blockStored(b)

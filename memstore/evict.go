@@ -3,6 +3,8 @@ package memstore
 import (
 	"math/rand/v2"
 	"sync/atomic"
+
+	"github.com/ephpm/ephpm/contract"
 )
 
 const (
@@ -28,13 +30,13 @@ const (
 // in the same order. So only session data makes session data go. It
 // never evicts the entries of kp (see keep), and holds one shard lock at a
 // time; the caller holds none.
-func (s *Store) makeRoom(need int64, kp keep, kind KeyKind, short shortfall, attempt int) (grant, error) {
+func (s *Store) makeRoom(need int64, kp keep, kind contract.KeyKind, short shortfall, attempt int) (grant, error) {
 	if attempt == 3 {
 		return grant{}, s.noRoom(short)
 	}
 	var g grant
 	sessionsTaken := func() bool {
-		if kind == KindSession && g.sessions == 0 {
+		if kind == contract.KindSession && g.sessions == 0 {
 			if !s.mem.takeSession(need) {
 				return false
 			}
@@ -65,18 +67,18 @@ func (s *Store) makeRoom(need int64, kp keep, kind KeyKind, short shortfall, att
 		return g, nil
 	}
 	var sessionsShort, storeShort int64
-	if limit := s.mem.sessionLimit.Load(); kind == KindSession && g.sessions == 0 && limit > 0 {
+	if limit := s.mem.sessionLimit.Load(); kind == contract.KindSession && g.sessions == 0 && limit > 0 {
 		sessionsShort = s.mem.sessions.Load() + need - limit
 	}
 	if limit := s.mem.limit.Load(); g.store == 0 && limit > 0 {
 		storeShort = s.mem.reserved.Load() + need - limit
 	}
-	policy := Policy(s.mem.policy.Load())
-	if policy == NoEviction {
-		if kind == KindSession && g.sessions == 0 {
+	policy := contract.Policy(s.mem.policy.Load())
+	if policy == contract.NoEviction {
+		if kind == contract.KindSession && g.sessions == 0 {
 			return fail(s.noRoom(sessionsFull))
 		}
-		return fail(ErrNoMemory)
+		return fail(contract.ErrNoMemory)
 	}
 	plain := ev.total(classPlain, policy)
 	sessions := ev.total(classNew, policy) + ev.total(classReturned, policy)
@@ -84,19 +86,19 @@ func (s *Store) makeRoom(need int64, kp keep, kind KeyKind, short shortfall, att
 		return fail(s.noRoom(sessionsFull))
 	}
 	order := []class{classPlain}
-	if kind == KindSession {
+	if kind == contract.KindSession {
 		order = append(order, classNew, classReturned)
 	} else {
 		sessions = 0
 	}
 	if storeShort > plain+sessions {
-		return fail(ErrNoMemory)
+		return fail(contract.ErrNoMemory)
 	}
 	if !s.evictUntil(sessionsTaken, policy, kp, classNew, classReturned) {
 		return fail(s.noRoom(sessionsFull))
 	}
 	if !s.evictUntil(storeTaken, policy, kp, order...) {
-		return fail(ErrNoMemory)
+		return fail(contract.ErrNoMemory)
 	}
 	return g, nil
 }
@@ -114,14 +116,14 @@ func (s *Store) noRoom(short shortfall) error {
 	if short == sessionsFull {
 		return s.sess.OverBudget(s.mem.sessionLimit.Load())
 	}
-	return ErrNoMemory
+	return contract.ErrNoMemory
 }
 
 // evictable holds the evictable totals of every slot (see slotOf).
 type evictable [numSlots]int64
 
 // total is what policy may evict of class c.
-func (ev *evictable) total(c class, policy Policy) int64 {
+func (ev *evictable) total(c class, policy contract.Policy) int64 {
 	lo, hi := slots(c, policy)
 	var n int64
 	for _, v := range ev[lo : hi+1] {
@@ -164,7 +166,7 @@ func (s *Store) survey(kp keep) evictable {
 // (the next only once the one before has none left), until taken reports
 // that the room needed is there and taken, and reports whether it was.
 // It never evicts the entries of kp.
-func (s *Store) evictUntil(taken func() bool, policy Policy, kp keep, order ...class) bool {
+func (s *Store) evictUntil(taken func() bool, policy contract.Policy, kp keep, order ...class) bool {
 	for _, c := range order {
 		for misses := 0; ; {
 			if taken() {
@@ -192,7 +194,7 @@ func (s *Store) evictUntil(taken func() bool, policy Policy, kp keep, order ...c
 // at random), takes up to evictSamples entries of class c that policy may
 // evict from each within span slots (0: the whole table), and evicts the
 // least recently used of them. It reports whether it found a candidate.
-func (s *Store) evictOne(policy Policy, c class, kp *keep, shards, span int) bool {
+func (s *Store) evictOne(policy contract.Policy, c class, kp *keep, shards, span int) bool {
 	lo, hi := slots(c, policy)
 	var victim block
 	var victimShard *shard

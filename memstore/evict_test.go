@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ephpm/ephpm/contract"
 )
 
 // A write that eviction cannot make fit fails at once with ErrNoMemory and
@@ -19,17 +21,17 @@ func TestAWriteThatCannotFitEvictsNothing(t *testing.T) {
 	tok := []byte("token")
 	setups := []struct {
 		name   string
-		policy Policy
+		policy contract.Policy
 		fill   func(t *testing.T, s *Store)
 		big    int // a write of this size cannot fit
 		fits   int // one of this size fits once eviction made room
 	}{
-		{"larger than the limit", AllKeysLRU, func(t *testing.T, s *Store) {
+		{"larger than the limit", contract.AllKeysLRU, func(t *testing.T, s *Store) {
 			for i := 0; i < 300; i++ {
 				require.NoError(t, s.Set(fmt.Sprintf("c:%03d", i), v, 0))
 			}
 		}, 2 << 20, 800 << 10},
-		{"locks leave too little to evict", AllKeysLRU, func(t *testing.T, s *Store) {
+		{"locks leave too little to evict", contract.AllKeysLRU, func(t *testing.T, s *Store) {
 			for i := 0; i < 750; i++ {
 				_, err := s.SetNX(fmt.Sprintf("lock:%03d", i), v, time.Hour)
 				require.NoError(t, err)
@@ -38,7 +40,7 @@ func TestAWriteThatCannotFitEvictsNothing(t *testing.T) {
 				require.NoError(t, s.Set(fmt.Sprintf("c:%03d", i), v, 0))
 			}
 		}, 300 << 10, 200 << 10},
-		{"volatile-lru keeps keys without a TTL", VolatileLRU, func(t *testing.T, s *Store) {
+		{"volatile-lru keeps keys without a TTL", contract.VolatileLRU, func(t *testing.T, s *Store) {
 			for i := 0; i < 500; i++ {
 				require.NoError(t, s.Set(fmt.Sprintf("p:%03d", i), v, 0))
 			}
@@ -65,7 +67,7 @@ func TestAWriteThatCannotFitEvictsNothing(t *testing.T) {
 		for _, w := range writes {
 			t.Run(su.name+"/"+w.name, func(t *testing.T) {
 				s, _ := newTestStore(t)
-				require.NoError(t, s.Configure(MemoryConfig{Limit: 1 << 20, Policy: su.policy}))
+				require.NoError(t, s.Configure(contract.MemoryConfig{Limit: 1 << 20, Policy: su.policy}))
 				_, err := s.SetNX("guard", tok, 0)
 				require.NoError(t, err)
 				su.fill(t, s)
@@ -73,7 +75,7 @@ func TestAWriteThatCannotFitEvictsNothing(t *testing.T) {
 				require.Zero(t, before.Evictions)
 
 				err = w.write(s, bytes.Repeat([]byte("B"), su.big))
-				require.ErrorIs(t, err, ErrNoMemory)
+				require.ErrorIs(t, err, contract.ErrNoMemory)
 				after := s.Stats()
 				assert.Zero(t, after.Evictions, "a write that cannot fit evicted entries")
 				assert.Equal(t, before.Keys, after.Keys)
@@ -92,14 +94,14 @@ func TestAWriteThatCannotFitEvictsNothing(t *testing.T) {
 // nothing, even when a smaller entry could be evicted.
 func TestAnIncrByThatCannotFitEvictsNothing(t *testing.T) {
 	s, _ := newTestStore(t)
-	require.NoError(t, s.Configure(MemoryConfig{Limit: cost("lock", []byte("t")) + cost("c", nil), Policy: AllKeysLRU}))
+	require.NoError(t, s.Configure(contract.MemoryConfig{Limit: cost("lock", []byte("t")) + cost("c", nil), Policy: contract.AllKeysLRU}))
 	_, err := s.SetNX("lock", []byte("t"), time.Hour)
 	require.NoError(t, err)
 	require.NoError(t, s.Set("c", nil, 0))
 	require.Greater(t, cost("n", []byte("1")), cost("c", nil))
 
 	_, err = s.IncrBy("n", 1, 0)
-	require.ErrorIs(t, err, ErrNoMemory)
+	require.ErrorIs(t, err, contract.ErrNoMemory)
 	assert.True(t, s.Exists("c"), "evicted for a counter that could not fit")
 	assert.Zero(t, s.Stats().Evictions)
 }
@@ -107,19 +109,19 @@ func TestAnIncrByThatCannotFitEvictsNothing(t *testing.T) {
 func TestNoEvictionFailsAndKeepsTheOldValue(t *testing.T) {
 	s, _ := newTestStore(t)
 	v := bytes.Repeat([]byte("v"), 100)
-	require.NoError(t, s.Configure(MemoryConfig{Limit: 3 * cost("k0", v), Policy: NoEviction}))
+	require.NoError(t, s.Configure(contract.MemoryConfig{Limit: 3 * cost("k0", v), Policy: contract.NoEviction}))
 	for i := 0; i < 3; i++ {
 		require.NoError(t, s.Set(fmt.Sprintf("k%d", i), v, 0))
 	}
-	assert.ErrorIs(t, s.Set("k3", v, 0), ErrNoMemory)
+	assert.ErrorIs(t, s.Set("k3", v, 0), contract.ErrNoMemory)
 	_, err := s.SetNX("k3", v, 0)
-	assert.ErrorIs(t, err, ErrNoMemory)
+	assert.ErrorIs(t, err, contract.ErrNoMemory)
 	_, ok := s.Get("k3")
 	assert.False(t, ok)
 
 	// An overwrite that grows past the limit fails and keeps the old value;
 	// one of the same size fits, since it frees what it replaces.
-	assert.ErrorIs(t, s.Set("k0", append(v, 'x'), 0), ErrNoMemory)
+	assert.ErrorIs(t, s.Set("k0", append(v, 'x'), 0), contract.ErrNoMemory)
 	got, _ := s.Get("k0")
 	assert.Equal(t, v, got)
 	assert.NoError(t, s.Set("k0", bytes.Repeat([]byte("w"), 100), 0))
@@ -130,7 +132,7 @@ func TestAllKeysLRUEvictsColdKeysFirst(t *testing.T) {
 	s, _ := newTestStore(t)
 	v := bytes.Repeat([]byte("v"), 100)
 	const n = 1000
-	require.NoError(t, s.Configure(MemoryConfig{Limit: n * cost("k0000", v), Policy: AllKeysLRU}))
+	require.NoError(t, s.Configure(contract.MemoryConfig{Limit: n * cost("k0000", v), Policy: contract.AllKeysLRU}))
 	for i := 0; i < n; i++ {
 		require.NoError(t, s.Set(fmt.Sprintf("k%04d", i), v, 0))
 	}
@@ -154,7 +156,7 @@ func TestAllKeysLRUEvictsColdKeysFirst(t *testing.T) {
 func TestVolatileLRUEvictsOnlyKeysWithATTL(t *testing.T) {
 	s, _ := newTestStore(t)
 	v := bytes.Repeat([]byte("v"), 100)
-	require.NoError(t, s.Configure(MemoryConfig{Limit: 10 * cost("p0", v), Policy: VolatileLRU}))
+	require.NoError(t, s.Configure(contract.MemoryConfig{Limit: 10 * cost("p0", v), Policy: contract.VolatileLRU}))
 	for i := 0; i < 5; i++ {
 		require.NoError(t, s.Set(fmt.Sprintf("p%d", i), v, 0))         // persistent
 		require.NoError(t, s.Set(fmt.Sprintf("t%d", i), v, time.Hour)) // volatile
@@ -169,7 +171,7 @@ func TestVolatileLRUEvictsOnlyKeysWithATTL(t *testing.T) {
 		assert.False(t, ok)
 	}
 	// Nothing volatile is left: the next write cannot make room.
-	assert.ErrorIs(t, s.Set("n5", v, 0), ErrNoMemory)
+	assert.ErrorIs(t, s.Set("n5", v, 0), contract.ErrNoMemory)
 }
 
 func TestLocksAndPinnedPrefixesAreNeverEvicted(t *testing.T) {
@@ -177,15 +179,15 @@ func TestLocksAndPinnedPrefixesAreNeverEvicted(t *testing.T) {
 	s := New(Options{Now: clk.now, SweepInterval: -1, PinnedPrefixes: []string{"session:"}})
 	defer s.Close()
 	v := bytes.Repeat([]byte("v"), 100)
-	require.NoError(t, s.Configure(MemoryConfig{Limit: 3*cost("lock:0", v) + 3*cost("session:0", v), Policy: AllKeysLRU}))
+	require.NoError(t, s.Configure(contract.MemoryConfig{Limit: 3*cost("lock:0", v) + 3*cost("session:0", v), Policy: contract.AllKeysLRU}))
 	for i := 0; i < 3; i++ {
 		out, err := s.SetNX(fmt.Sprintf("lock:%d", i), v, time.Hour)
 		require.NoError(t, err)
-		require.Equal(t, Inserted, out)
+		require.Equal(t, contract.Inserted, out)
 		require.NoError(t, s.Set(fmt.Sprintf("session:%d", i), v, time.Hour))
 	}
 	err := s.Set("cache:x", v, 0)
-	assert.ErrorIs(t, err, ErrNoMemory, "only locks and sessions: nothing may go")
+	assert.ErrorIs(t, err, contract.ErrNoMemory, "only locks and sessions: nothing may go")
 	for i := 0; i < 3; i++ {
 		_, ok := s.Get(fmt.Sprintf("lock:%d", i))
 		assert.True(t, ok)
@@ -202,9 +204,9 @@ func TestLocksAndPinnedPrefixesAreNeverEvicted(t *testing.T) {
 func TestAWriteNeverEvictsItsOwnOldValue(t *testing.T) {
 	s, _ := newTestStore(t)
 	v := bytes.Repeat([]byte("v"), 100)
-	require.NoError(t, s.Configure(MemoryConfig{Limit: cost("k", v), Policy: AllKeysLRU}))
+	require.NoError(t, s.Configure(contract.MemoryConfig{Limit: cost("k", v), Policy: contract.AllKeysLRU}))
 	require.NoError(t, s.Set("k", v, 0))
-	assert.ErrorIs(t, s.Set("k", append(v, v...), 0), ErrNoMemory)
+	assert.ErrorIs(t, s.Set("k", append(v, v...), 0), contract.ErrNoMemory)
 	got, ok := s.Get("k")
 	require.True(t, ok)
 	assert.Equal(t, v, got)
@@ -213,7 +215,7 @@ func TestAWriteNeverEvictsItsOwnOldValue(t *testing.T) {
 func TestExpiredEntriesGoBeforeLiveOnes(t *testing.T) {
 	s, clk := newTestStore(t)
 	v := bytes.Repeat([]byte("v"), 100)
-	require.NoError(t, s.Configure(MemoryConfig{Limit: 4 * cost("k0", v), Policy: AllKeysLRU}))
+	require.NoError(t, s.Configure(contract.MemoryConfig{Limit: 4 * cost("k0", v), Policy: contract.AllKeysLRU}))
 	require.NoError(t, s.Set("k0", v, time.Second))
 	require.NoError(t, s.Set("k1", v, time.Second))
 	require.NoError(t, s.Set("k2", v, 0))

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ephpm/ephpm/contract"
 )
 
 func TestExpiryHeapStaysBounded(t *testing.T) {
@@ -27,7 +29,7 @@ func TestLockPairLeavesNoExpiryItem(t *testing.T) {
 	for i := 0; i < 1000; i++ {
 		out, err := s.SetNX("lock", tok, time.Second)
 		require.NoError(t, err)
-		require.Equal(t, Inserted, out)
+		require.Equal(t, contract.Inserted, out)
 		ok, err := s.ExpireIfEq("lock", tok, time.Minute)
 		require.NoError(t, err)
 		require.True(t, ok)

@@ -1,8 +1,9 @@
 package memstore
 
 import (
-	"fmt"
 	"sync"
+
+	"github.com/ephpm/ephpm/contract"
 )
 
 // Fencing tokens. Every fenced grant of a lock name (a Step with Fenced,
@@ -35,11 +36,6 @@ type fences struct {
 // fenceHash is name's key in its shard's fences: all of the name (locate
 // hashes a session key by its sid alone).
 func (s *Store) fenceHash(name string) uint64 { return s.seed.hash(name) }
-
-// badFence is the error of a fence a fenced grant cannot have returned.
-func badFence(fence int64) error {
-	return fmt.Errorf("%w: fence %d is not positive (a fenced grant returns a positive number)", ErrInvalidArgument, fence)
-}
 
 // mint records a new grant of name and returns its fence. Caller holds
 // sh.mu and has just granted name.
@@ -90,7 +86,7 @@ func (f *fences) current(h uint64) (n int64, known bool) {
 
 // Fence returns the latest fence granted for name: 0 if none was.
 func (s *Store) Fence(name string) (int64, error) {
-	if err := CheckKey(name); err != nil {
+	if err := contract.CheckKey(name); err != nil {
 		return 0, err
 	}
 	sh, _, _ := s.locate(name)

@@ -7,18 +7,20 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ephpm/ephpm/contract"
 )
 
 func grantFenced(t *testing.T, s *Store, name string, ttl time.Duration) int64 {
 	t.Helper()
 	out, f, err := s.SetNXFenced(name, []byte("tok"), ttl)
 	require.NoError(t, err)
-	require.Equal(t, Inserted, out, name)
+	require.Equal(t, contract.Inserted, out, name)
 	return f
 }
 
 func TestFencesSurviveFlushAndEviction(t *testing.T) {
-	s := New(Options{SweepInterval: -1, Memory: MemoryConfig{Limit: 64 << 10, Policy: AllKeysLRU}})
+	s := New(Options{SweepInterval: -1, Memory: contract.MemoryConfig{Limit: 64 << 10, Policy: contract.AllKeysLRU}})
 	defer s.Close()
 	f1 := grantFenced(t, s, "lock", 0)
 	ok, err := s.SetFenced("data", []byte("v1"), 0, "lock", f1)
@@ -92,13 +94,13 @@ func TestSetFencedArguments(t *testing.T) {
 	defer s.Close()
 	for _, f := range []int64{0, -1} {
 		_, err := s.SetFenced("k", nil, 0, "l", f)
-		assert.ErrorIs(t, err, ErrInvalidArgument)
+		assert.ErrorIs(t, err, contract.ErrInvalidArgument)
 	}
 	_, err := s.SetFenced("k", nil, 0, "", 1)
-	assert.ErrorIs(t, err, ErrInvalidArgument)
+	assert.ErrorIs(t, err, contract.ErrInvalidArgument)
 	_, err = s.Fence("")
-	assert.ErrorIs(t, err, ErrInvalidArgument)
+	assert.ErrorIs(t, err, contract.ErrInvalidArgument)
 	_, _, err = s.SetNXFenced("", nil, 0)
-	assert.ErrorIs(t, err, ErrInvalidArgument)
+	assert.ErrorIs(t, err, contract.ErrInvalidArgument)
 	assert.False(t, s.Exists("k"))
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ephpm/ephpm/contract"
 )
 
 // model is the reference the store is checked against: a map and a clock,
@@ -22,7 +24,7 @@ type model struct {
 	used, sessions int64
 	limit          int64
 	sessionLimit   int64 // in force
-	policy         Policy
+	policy         contract.Policy
 }
 
 type mEntry struct {
@@ -41,14 +43,14 @@ const (
 // with no lock ever taken.
 var fuzzKeys = []string{"k0", "k1", "k2", fuzzData + "a", fuzzData + "b", fuzzLock + "a", fuzzLock + "b", fuzzData + "c"}
 
-func fuzzKind(k string) KeyKind {
+func fuzzKind(k string) contract.KeyKind {
 	switch {
 	case strings.HasPrefix(k, fuzzLock):
-		return KindSessionLock
+		return contract.KindSessionLock
 	case strings.HasPrefix(k, fuzzData):
-		return KindSession
+		return contract.KindSession
 	}
-	return KindPlain
+	return contract.KindPlain
 }
 
 func (m *model) expired(e mEntry) bool { return e.exp != 0 && e.exp <= m.now }
@@ -68,7 +70,7 @@ func (m *model) live(k string) (mEntry, bool) {
 func (m *model) remove(k string) {
 	if e, ok := m.m[k]; ok {
 		m.used -= mcost(k, e.v)
-		if fuzzKind(k) == KindSession {
+		if fuzzKind(k) == contract.KindSession {
 			m.sessions -= mcost(k, e.v)
 		}
 		delete(m.m, k)
@@ -89,7 +91,7 @@ func (m *model) sweep() {
 func (m *model) class(k, protect, guard string) (class, bool) {
 	e := m.m[k]
 	c := classPlain
-	if fuzzKind(k) == KindSession {
+	if fuzzKind(k) == contract.KindSession {
 		if _, held := m.m[fuzzLock+strings.TrimPrefix(k, fuzzData)]; held {
 			return 0, false
 		}
@@ -98,7 +100,7 @@ func (m *model) class(k, protect, guard string) (class, bool) {
 			c = classReturned
 		}
 	}
-	ok := !e.pinned && k != protect && k != guard && m.policy != NoEviction && (m.policy != VolatileLRU || e.exp != 0)
+	ok := !e.pinned && k != protect && k != guard && m.policy != contract.NoEviction && (m.policy != contract.VolatileLRU || e.exp != 0)
 	return c, ok
 }
 
@@ -124,7 +126,7 @@ func (m *model) decide(k, guard string, v []byte) outcome {
 	}
 	shorts := func() (sessions, store int64) {
 		d := delta()
-		if kind == KindSession && m.sessionLimit > 0 && d > 0 {
+		if kind == contract.KindSession && m.sessionLimit > 0 && d > 0 {
 			sessions = m.sessions + d - m.sessionLimit
 		}
 		if m.limit > 0 && d > 0 {
@@ -150,15 +152,15 @@ func (m *model) decide(k, guard string, v []byte) outcome {
 			}
 		}
 	}
-	budget := fmt.Errorf("%w: session data would exceed session_memory_limit (%d bytes)", ErrNoMemory, m.sessionLimit)
+	budget := fmt.Errorf("%w: session data would exceed session_memory_limit (%d bytes)", contract.ErrNoMemory, m.sessionLimit)
 	if ss > 0 && ss > sessions {
 		return outcome{err: budget}
 	}
-	if kind != KindSession {
+	if kind != contract.KindSession {
 		sessions = 0
 	}
 	if st > plain+sessions {
-		return outcome{err: ErrNoMemory}
+		return outcome{err: contract.ErrNoMemory}
 	}
 	return outcome{evicts: true}
 }
@@ -178,7 +180,7 @@ func (m *model) settle(t *testing.T, s *Store, k, guard string) {
 			if !ok {
 				t.Fatalf("write of %s evicted %s, which the rules keep", k, key)
 			}
-			if c != classPlain && fuzzKind(k) != KindSession {
+			if c != classPlain && fuzzKind(k) != contract.KindSession {
 				t.Fatalf("write of %s evicted session data %s", k, key)
 			}
 			gone = append(gone, key)
@@ -207,13 +209,13 @@ func (m *model) put(k string, v []byte, exp int64, pinned bool) {
 	if old, ok := m.m[k]; ok {
 		e.read = old.read && !m.expired(old)
 		m.used -= mcost(k, old.v)
-		if fuzzKind(k) == KindSession {
+		if fuzzKind(k) == contract.KindSession {
 			m.sessions -= mcost(k, old.v)
 		}
 	}
 	m.m[k] = e
 	m.used += mcost(k, v)
-	if fuzzKind(k) == KindSession {
+	if fuzzKind(k) == contract.KindSession {
 		m.sessions += mcost(k, v)
 	}
 }
@@ -233,7 +235,7 @@ func checkTotals(s *Store) error {
 			}
 			kind := s.sess.Kind(blockKey(b))
 			ev[s.slotOf(sh, b, kind, sh.t.hashes[j])] += blockCost(b)
-			if kind == KindSession {
+			if kind == contract.KindSession {
 				used += blockCost(b)
 			}
 		}
@@ -267,8 +269,8 @@ func FuzzStoreAgainstModel(f *testing.F) {
 		m := &model{m: map[string]mEntry{}}
 		if data[0] > 100 {
 			m.limit = 100 + int64(data[0])
-			m.policy = Policy(data[1] % 3)
-			cfg := MemoryConfig{Limit: m.limit, Policy: m.policy}
+			m.policy = contract.Policy(data[1] % 3)
+			cfg := contract.MemoryConfig{Limit: m.limit, Policy: m.policy}
 			if n := int64(data[1]/3) % 4; n != 0 {
 				cfg.SessionLimit = m.limit * n / 4
 			}
@@ -315,27 +317,27 @@ func FuzzStoreAgainstModel(f *testing.F) {
 				if ok != wok || !bytes.Equal(got, e.v) {
 					fail("Get", string(got), string(e.v))
 				}
-				if wok && kind == KindSession {
+				if wok && kind == contract.KindSession {
 					e.read = true
 					m.m[k] = e
 				}
 			case 1: // Set
 				want := m.decide(k, guard, v)
 				if write("Set", want, s.Set(k, v, ttl)) {
-					m.put(k, v, exp(), kind == KindSessionLock)
+					m.put(k, v, exp(), kind == contract.KindSessionLock)
 				}
 			case 2: // SetNX
 				if e, ok := m.m[k]; ok && !m.expired(e) {
-					if out, err := s.SetNX(k, v, ttl); err != nil || out != Exists {
-						fail("SetNX", []any{out, err}, Exists)
+					if out, err := s.SetNX(k, v, ttl); err != nil || out != contract.Exists {
+						fail("SetNX", []any{out, err}, contract.Exists)
 					}
 					break
 				}
 				want := m.decide(k, guard, v)
 				out, err := s.SetNX(k, v, ttl)
 				if write("SetNX", want, err) {
-					if out != Inserted {
-						fail("SetNX", out, Inserted)
+					if out != contract.Inserted {
+						fail("SetNX", out, contract.Inserted)
 					}
 					m.put(k, v, exp(), true)
 				}
@@ -378,12 +380,12 @@ func FuzzStoreAgainstModel(f *testing.F) {
 				e, ok := m.live(k)
 				var want int64
 				var wantErr error
-				newExp, pinned := exp(), kind == KindSessionLock
+				newExp, pinned := exp(), kind == contract.KindSessionLock
 				if ok {
 					// An integer is what FormatInt writes, as Redis reads it.
 					n, perr := strconv.ParseInt(string(e.v), 10, 64)
 					if perr != nil || strconv.FormatInt(n, 10) != string(e.v) {
-						wantErr = ErrNotInteger
+						wantErr = contract.ErrNotInteger
 					}
 					want, newExp, pinned = n+delta, e.exp, e.pinned
 				} else {
@@ -442,7 +444,7 @@ func FuzzStoreAgainstModel(f *testing.F) {
 					if !got {
 						fail("SetGuarded", got, true)
 					}
-					m.put(k, v, exp(), kind == KindSessionLock)
+					m.put(k, v, exp(), kind == contract.KindSessionLock)
 				}
 			case 14: // DelGuarded by key g holding v
 				g := fuzzKeys[int(b)%len(fuzzKeys)]

@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ephpm/ephpm/contract"
 )
 
 func TestIncrBy(t *testing.T) {
@@ -31,19 +34,19 @@ func TestIncrBy(t *testing.T) {
 		"9223372036854775808", "-9223372036854775809", "99999999999999999999"} {
 		require.NoError(t, s.Set("bad", []byte(bad), 0))
 		_, err := s.IncrBy("bad", 1, 0)
-		assert.ErrorIs(t, err, ErrNotInteger, "%q", bad)
+		assert.ErrorIs(t, err, contract.ErrNotInteger, "%q", bad)
 		v, _ := s.Get("bad")
 		assert.Equal(t, bad, string(v), "unchanged")
 	}
-	require.NoError(t, s.Set("max", []byte(strconv.FormatInt(maxInt64, 10)), 0))
+	require.NoError(t, s.Set("max", []byte(strconv.FormatInt(math.MaxInt64, 10)), 0))
 	_, err = s.IncrBy("max", 1, 0)
-	assert.ErrorIs(t, err, ErrOverflow)
-	require.NoError(t, s.Set("min", []byte(strconv.FormatInt(minInt64, 10)), 0))
+	assert.ErrorIs(t, err, contract.ErrOverflow)
+	require.NoError(t, s.Set("min", []byte(strconv.FormatInt(math.MinInt64, 10)), 0))
 	_, err = s.IncrBy("min", -1, 0)
-	assert.ErrorIs(t, err, ErrOverflow)
+	assert.ErrorIs(t, err, contract.ErrOverflow)
 	n, err = s.IncrBy("min", 1, 0)
 	require.NoError(t, err)
-	assert.Equal(t, int64(minInt64+1), n)
+	assert.Equal(t, int64(math.MinInt64+1), n)
 }
 
 func TestIncrByIsAtomic(t *testing.T) {
@@ -74,7 +77,7 @@ func TestIncrByErrorQuotesAWholeValue(t *testing.T) {
 	}, func() {
 		for i := 0; i < 20000; i++ {
 			_, err := s.IncrBy("k", 1, 0)
-			require.ErrorIs(t, err, ErrNotInteger)
+			require.ErrorIs(t, err, contract.ErrNotInteger)
 			if m := err.Error(); !strings.HasSuffix(m, `"aaaaaaaa"`) && !strings.HasSuffix(m, `"bbbbbbbb"`) {
 				t.Fatalf("torn value in %q", m)
 			}

@@ -3,6 +3,8 @@ package memstore
 import (
 	"fmt"
 	"sync/atomic"
+
+	"github.com/ephpm/ephpm/contract"
 )
 
 // entryOverhead is what each entry is charged beyond its block (18-byte
@@ -10,73 +12,6 @@ import (
 // rounding.
 // BenchmarkMemoryPerEntry measures the real figure.
 const entryOverhead = 32
-
-// Policy says what a write does when it does not fit under the limit.
-type Policy int32
-
-const (
-	// NoEviction: the write fails with ErrNoMemory.
-	NoEviction Policy = iota
-	// VolatileLRU: evict the least recently used entries that have a TTL.
-	VolatileLRU
-	// AllKeysLRU: evict the least recently used entries, TTL or not.
-	AllKeysLRU
-)
-
-var policyNames = [...]string{NoEviction: "noeviction", VolatileLRU: "volatile-lru", AllKeysLRU: "allkeys-lru"}
-
-func (p Policy) String() string {
-	if p >= 0 && int(p) < len(policyNames) {
-		return policyNames[p]
-	}
-	return fmt.Sprintf("Policy(%d)", int32(p))
-}
-
-// ParsePolicy reads noeviction, volatile-lru or allkeys-lru.
-func ParsePolicy(name string) (Policy, error) {
-	for p, n := range policyNames {
-		if n == name {
-			return Policy(p), nil
-		}
-	}
-	return 0, fmt.Errorf("%w: eviction policy %q is not noeviction, volatile-lru or allkeys-lru", ErrInvalidArgument, name)
-}
-
-// CompressionNames are the words for compression off and on (lz4), in
-// that order: the compression setting takes one, stats report one.
-var CompressionNames = [2]string{"none", "lz4"}
-
-// CompressionName is the word for compression on or off.
-func CompressionName(on bool) string {
-	if on {
-		return CompressionNames[1]
-	}
-	return CompressionNames[0]
-}
-
-// ParseCompression reads none or lz4.
-func ParseCompression(name string) (bool, error) {
-	for i, n := range CompressionNames {
-		if n == name {
-			return i == 1, nil
-		}
-	}
-	return false, fmt.Errorf("%w: compression %q is not none or lz4", ErrInvalidArgument, name)
-}
-
-// MemoryConfig is the store's memory setting. Locks and pinned prefixes
-// are never evicted whatever the policy.
-type MemoryConfig struct {
-	Limit int64 // bytes; 0 means no limit
-	// SessionLimit is the budget of session data (Options.SessionDataPrefix)
-	// within Limit, in bytes: session data never takes more, so a flood of
-	// sessions cannot crowd out other keys and locks. It must be below a
-	// Limit that is set. 0 means half of Limit (no budget when Limit is 0).
-	SessionLimit       int64
-	Policy             Policy
-	Compression        bool // lz4 for values of at least CompressionMinSize bytes
-	CompressionMinSize int
-}
 
 type compressionConfig struct {
 	on      bool
@@ -202,12 +137,12 @@ func (s *Store) giveBack(g *grant) {
 // too, spending g first. It reports which limit refused; then nothing
 // changed but that g is spent (its store part is now sh's credit, its
 // session part given back). Caller holds sh.mu.
-func (s *Store) reserve(sh *shard, kind KeyKind, delta int64, g *grant) shortfall {
+func (s *Store) reserve(sh *shard, kind contract.KeyKind, delta int64, g *grant) shortfall {
 	if g.store != 0 {
 		sh.credit += g.store // reserved already: now sh's credit
 		g.store = 0
 	}
-	if kind != KindSession {
+	if kind != contract.KindSession {
 		if !s.charge(sh, delta) {
 			return storeFull
 		}
@@ -275,15 +210,15 @@ func (s *Store) reclaimCredit() {
 // entries already stored stay as they are (a compressed entry stays
 // readable with compression off), and a limit lowered below the memory in
 // use makes later writes evict or fail, not the store shrink at once.
-func (s *Store) Configure(cfg MemoryConfig) error {
+func (s *Store) Configure(cfg contract.MemoryConfig) error {
 	if cfg.Limit < 0 {
-		return fmt.Errorf("%w: memory limit %d is negative", ErrInvalidArgument, cfg.Limit)
+		return fmt.Errorf("%w: memory limit %d is negative", contract.ErrInvalidArgument, cfg.Limit)
 	}
-	if cfg.Policy < NoEviction || cfg.Policy > AllKeysLRU {
-		return fmt.Errorf("%w: unknown eviction policy %d", ErrInvalidArgument, cfg.Policy)
+	if cfg.Policy < contract.NoEviction || cfg.Policy > contract.AllKeysLRU {
+		return fmt.Errorf("%w: unknown eviction policy %d", contract.ErrInvalidArgument, cfg.Policy)
 	}
 	if cfg.CompressionMinSize < 0 {
-		return fmt.Errorf("%w: compression minimum size %d is negative", ErrInvalidArgument, cfg.CompressionMinSize)
+		return fmt.Errorf("%w: compression minimum size %d is negative", contract.ErrInvalidArgument, cfg.CompressionMinSize)
 	}
 	sessionLimit, err := s.sess.Budget(cfg)
 	if err != nil {
@@ -299,12 +234,12 @@ func (s *Store) Configure(cfg MemoryConfig) error {
 }
 
 // MemoryConfig returns the current memory setting.
-func (s *Store) MemoryConfig() MemoryConfig {
+func (s *Store) MemoryConfig() contract.MemoryConfig {
 	c := s.mem.compression()
-	return MemoryConfig{
+	return contract.MemoryConfig{
 		Limit:              s.mem.limit.Load(),
 		SessionLimit:       s.mem.sessionSetting.Load(),
-		Policy:             Policy(s.mem.policy.Load()),
+		Policy:             contract.Policy(s.mem.policy.Load()),
 		Compression:        c.on,
 		CompressionMinSize: c.minSize,
 	}

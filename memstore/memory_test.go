@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ephpm/ephpm/contract"
 )
 
 func cost(key string, value []byte) int64 {
@@ -32,16 +34,16 @@ func TestMemoryAccounting(t *testing.T) {
 
 func TestConfigureRejectsBadSettings(t *testing.T) {
 	s, _ := newTestStore(t)
-	assert.ErrorIs(t, s.Configure(MemoryConfig{Limit: -1}), ErrInvalidArgument)
-	assert.ErrorIs(t, s.Configure(MemoryConfig{Policy: 7}), ErrInvalidArgument)
-	assert.ErrorIs(t, s.Configure(MemoryConfig{CompressionMinSize: -1}), ErrInvalidArgument)
+	assert.ErrorIs(t, s.Configure(contract.MemoryConfig{Limit: -1}), contract.ErrInvalidArgument)
+	assert.ErrorIs(t, s.Configure(contract.MemoryConfig{Policy: 7}), contract.ErrInvalidArgument)
+	assert.ErrorIs(t, s.Configure(contract.MemoryConfig{CompressionMinSize: -1}), contract.ErrInvalidArgument)
 	for _, name := range []string{"noeviction", "volatile-lru", "allkeys-lru"} {
-		p, err := ParsePolicy(name)
+		p, err := contract.ParsePolicy(name)
 		require.NoError(t, err)
 		assert.Equal(t, name, p.String())
 	}
-	_, err := ParsePolicy("lfu")
-	assert.ErrorIs(t, err, ErrInvalidArgument)
+	_, err := contract.ParsePolicy("lfu")
+	assert.ErrorIs(t, err, contract.ErrInvalidArgument)
 }
 
 // The credit shards hold never makes a write that fits look full: the
@@ -58,11 +60,11 @@ func TestShardCreditNeverFailsAWriteThatFits(t *testing.T) {
 	for _, k := range keys {
 		limit += cost(k, []byte("x"))
 	}
-	require.NoError(t, s.Configure(MemoryConfig{Limit: limit}))
+	require.NoError(t, s.Configure(contract.MemoryConfig{Limit: limit}))
 	for _, k := range keys {
 		require.NoError(t, s.Set(k, []byte("x"), 0))
 	}
 	require.NoError(t, s.Set("last", v, 0), "exactly what is left fits")
 	assert.Equal(t, limit, s.Stats().BytesUsed)
-	assert.ErrorIs(t, s.Set("one-more", []byte("z"), 0), ErrNoMemory)
+	assert.ErrorIs(t, s.Set("one-more", []byte("z"), 0), contract.ErrNoMemory)
 }

@@ -1,8 +1,9 @@
 package memstore
 
 import (
-	"fmt"
 	"time"
+
+	"github.com/ephpm/ephpm/contract"
 )
 
 // Read/write locks in the in-process store: each method applies one of
@@ -32,26 +33,26 @@ func (s *Store) decideLock(sh *shard, i int, r *writeReq, old block, oldExpired 
 		v = logicalValueHeld(old, &sh.mu, nil)
 	}
 	now := c.now()
-	var d LockDecision
+	var d contract.LockDecision
 	switch r.lockOp {
 	case lockAcquire:
 		var err error
-		d, err = DecideAcquire(v, live, LockMode(r.lockMode), r.token, expiryAt(now, r.ttl), expiryAt(now, r.claim), now)
+		d, err = contract.DecideAcquire(v, live, contract.LockMode(r.lockMode), r.token, expiryAt(now, r.ttl), expiryAt(now, r.claim), now)
 		if err != nil {
 			return false, err
 		}
 		r.mintFence = d.Granted
 	case lockRelease:
-		d = DecideRelease(v, live, r.token, now)
+		d = contract.DecideRelease(v, live, r.token, now)
 	case lockRefresh:
-		d = DecideRefresh(v, live, r.token, expiryAt(now, r.ttl), now)
+		d = contract.DecideRefresh(v, live, r.token, expiryAt(now, r.ttl), now)
 	}
 	r.granted, r.lockWake = d.Granted, uint8(d.Wake)
 	switch d.Write {
-	case LockStore:
+	case contract.LockStore:
 		r.value, r.at = d.Value, d.ExpireAt
 		return true, nil
-	case LockRemove:
+	case contract.LockRemove:
 		s.removeAt(sh, i, false)
 	}
 	return false, nil
@@ -75,7 +76,7 @@ func (sh *shard) countLock(r *writeReq, final bool) {
 // refresh), with an acquisition's fence. The entry a step stores is a lock
 // (flagPinned: never evicted). Its value is decided under the lock, so no
 // block is built before it.
-func (s *Store) lockStep(key string, op lockOp, mode LockMode, token []byte, ttl, claim time.Duration) (granted bool, fence int64, err error) {
+func (s *Store) lockStep(key string, op lockOp, mode contract.LockMode, token []byte, ttl, claim time.Duration) (granted bool, fence int64, err error) {
 	var r writeReq
 	r.key, r.flags, r.mode, r.ttl = key, flagPinned, modeLock, ttl
 	r.lockOp, r.lockMode, r.token, r.claim = op, uint8(mode), token, claim
@@ -92,8 +93,8 @@ func (s *Store) lockStep(key string, op lockOp, mode LockMode, token []byte, ttl
 // the shard's mutex; a grant mints its fence in that step (the sequence
 // SetNXFenced mints from). fence is 0 unless out is Inserted. On an error
 // nothing changed.
-func (s *Store) LockAttempt(key string, token []byte, mode LockMode, ttl, claim time.Duration) (SetNXOutcome, int64, error) {
-	if err := CheckLockAttempt(key, token, mode, ttl, claim); err != nil {
+func (s *Store) LockAttempt(key string, token []byte, mode contract.LockMode, ttl, claim time.Duration) (contract.SetNXOutcome, int64, error) {
+	if err := contract.CheckLockAttempt(key, token, mode, ttl, claim); err != nil {
 		return 0, 0, err
 	}
 	granted, fence, err := s.lockStep(key, lockAcquire, mode, token, ttl, claim)
@@ -101,34 +102,16 @@ func (s *Store) LockAttempt(key string, token []byte, mode LockMode, ttl, claim 
 		return 0, 0, err
 	}
 	if !granted {
-		return Exists, 0, nil
+		return contract.Exists, 0, nil
 	}
-	return Inserted, fence, nil
-}
-
-// CheckLockAttempt is the limits on LockAttempt's arguments, for every
-// backend: a key, a token a read hold can keep, a mode, and TTLs.
-func CheckLockAttempt(key string, token []byte, mode LockMode, ttl, claim time.Duration) error {
-	if err := CheckKey(key); err != nil {
-		return err
-	}
-	if err := CheckLockToken(token); err != nil {
-		return err
-	}
-	if mode != LockExclusive && mode != LockShared {
-		return fmt.Errorf("%w: lock mode %d is neither exclusive (0) nor shared (1)", ErrInvalidArgument, int(mode))
-	}
-	if err := CheckTTL(ttl); err != nil {
-		return err
-	}
-	return CheckTTL(claim)
+	return contract.Inserted, fence, nil
 }
 
 // LockRelease removes token's hold of key (DecideRelease) and reports
 // whether token held it. A release that frees key, or leaves only a
 // waiting writer's claim, wakes waiters.
 func (s *Store) LockRelease(key string, token []byte) (bool, error) {
-	if err := CheckWrite(key, token, 0); err != nil {
+	if err := contract.CheckWrite(key, token, 0); err != nil {
 		return false, err
 	}
 	held, _, err := s.lockStep(key, lockRelease, 0, token, 0, 0)
@@ -138,7 +121,7 @@ func (s *Store) LockRelease(key string, token []byte) (bool, error) {
 // LockRefresh makes token's hold of key lapse ttl from now (0: never)
 // (DecideRefresh) and reports whether token held key.
 func (s *Store) LockRefresh(key string, token []byte, ttl time.Duration) (bool, error) {
-	if err := CheckWrite(key, token, ttl); err != nil {
+	if err := contract.CheckWrite(key, token, ttl); err != nil {
 		return false, err
 	}
 	held, _, err := s.lockStep(key, lockRefresh, 0, token, ttl, 0)
@@ -147,9 +130,9 @@ func (s *Store) LockRefresh(key string, token []byte, ttl time.Duration) (bool, 
 
 // LockInfo says who holds key (LockHolders of its live entry; holders 0:
 // free).
-func (s *Store) LockInfo(key string) (mode LockMode, holders int, err error) {
-	if err := CheckKey(key); err != nil {
-		return LockExclusive, 0, err
+func (s *Store) LockInfo(key string) (mode contract.LockMode, holders int, err error) {
+	if err := contract.CheckKey(key); err != nil {
+		return contract.LockExclusive, 0, err
 	}
 	sh, h, _ := s.locate(key)
 	sh.mu.Lock()
@@ -160,6 +143,6 @@ func (s *Store) LockInfo(key string) (mode LockMode, holders int, err error) {
 	if b != nil {
 		v = logicalValue(b)
 	}
-	mode, holders = LockHolders(v, b != nil, c.now())
+	mode, holders = contract.LockHolders(v, b != nil, c.now())
 	return mode, holders, nil
 }

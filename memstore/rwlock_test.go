@@ -9,24 +9,26 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ephpm/ephpm/contract"
 )
 
 func TestReadLocksAreNeverEvicted(t *testing.T) {
 	s, _ := newTestStore(t)
 	v := bytes.Repeat([]byte("v"), 100)
-	require.NoError(t, s.Configure(MemoryConfig{Limit: 64 << 10, Policy: AllKeysLRU}))
-	out, _, err := s.LockAttempt("rw", []byte("r1"), LockShared, time.Hour, 0)
+	require.NoError(t, s.Configure(contract.MemoryConfig{Limit: 64 << 10, Policy: contract.AllKeysLRU}))
+	out, _, err := s.LockAttempt("rw", []byte("r1"), contract.LockShared, time.Hour, 0)
 	require.NoError(t, err)
-	require.Equal(t, Inserted, out)
-	out, _, err = s.LockAttempt("ex", []byte("w"), LockExclusive, time.Hour, 0)
+	require.Equal(t, contract.Inserted, out)
+	out, _, err = s.LockAttempt("ex", []byte("w"), contract.LockExclusive, time.Hour, 0)
 	require.NoError(t, err)
-	require.Equal(t, Inserted, out)
+	require.Equal(t, contract.Inserted, out)
 	for i := 0; i < 2000; i++ {
 		require.NoError(t, s.Set(fmt.Sprint("fill:", i), v, 0))
 	}
 	require.Positive(t, s.Stats().Evictions)
 	mode, n, _ := s.LockInfo("rw")
-	assert.Equal(t, LockShared, mode)
+	assert.Equal(t, contract.LockShared, mode)
 	assert.Equal(t, 1, n, "the reader record stays")
 	_, n, _ = s.LockInfo("ex")
 	assert.Equal(t, 1, n, "the writer's token stays")
@@ -34,13 +36,13 @@ func TestReadLocksAreNeverEvicted(t *testing.T) {
 
 func TestAReadHoldThatDoesNotFitFailsAndChangesNothing(t *testing.T) {
 	s, _ := newTestStore(t)
-	out, f1, err := s.LockAttempt("rw", []byte("r1"), LockShared, time.Hour, 0)
+	out, f1, err := s.LockAttempt("rw", []byte("r1"), contract.LockShared, time.Hour, 0)
 	require.NoError(t, err)
-	require.Equal(t, Inserted, out)
+	require.Equal(t, contract.Inserted, out)
 	// The limit is what the store holds now: the record cannot grow.
-	require.NoError(t, s.Configure(MemoryConfig{Limit: s.Stats().BytesUsed, Policy: NoEviction}))
-	_, _, err = s.LockAttempt("rw", bytes.Repeat([]byte("t"), 200), LockShared, time.Hour, 0)
-	assert.ErrorIs(t, err, ErrNoMemory)
+	require.NoError(t, s.Configure(contract.MemoryConfig{Limit: s.Stats().BytesUsed, Policy: contract.NoEviction}))
+	_, _, err = s.LockAttempt("rw", bytes.Repeat([]byte("t"), 200), contract.LockShared, time.Hour, 0)
+	assert.ErrorIs(t, err, contract.ErrNoMemory)
 	_, n, _ := s.LockInfo("rw")
 	assert.Equal(t, 1, n, "the record is as it was")
 	f, _ := s.Fence("rw")
@@ -55,12 +57,12 @@ func TestTheLastReadersReleaseWakesAWriterBehindReaders(t *testing.T) {
 	// them (each attempt queues it anew); the last reader's release must
 	// wake it wherever it stands, not only the oldest waiter.
 	s, _ := newTestStore(t)
-	out, _, _ := s.LockAttempt("rw", []byte("r1"), LockShared, time.Hour, 0)
-	require.Equal(t, Inserted, out)
-	out, _, _ = s.LockAttempt("rw", []byte("w"), LockExclusive, time.Hour, time.Hour)
-	require.Equal(t, Exists, out, "claimed")
-	out, _, _ = s.LockAttempt("rw", []byte("r2"), LockShared, time.Hour, 0)
-	require.Equal(t, Exists, out, "refused by the claim")
+	out, _, _ := s.LockAttempt("rw", []byte("r1"), contract.LockShared, time.Hour, 0)
+	require.Equal(t, contract.Inserted, out)
+	out, _, _ = s.LockAttempt("rw", []byte("w"), contract.LockExclusive, time.Hour, time.Hour)
+	require.Equal(t, contract.Exists, out, "claimed")
+	out, _, _ = s.LockAttempt("rw", []byte("r2"), contract.LockShared, time.Hour, 0)
+	require.Equal(t, contract.Exists, out, "refused by the claim")
 	woken := make([]bool, 3)
 	var wg sync.WaitGroup
 	for i := range woken {
@@ -75,14 +77,14 @@ func TestTheLastReadersReleaseWakesAWriterBehindReaders(t *testing.T) {
 	require.True(t, ok)
 	wg.Wait()
 	assert.Equal(t, []bool{true, true, true}, woken, "every waiter woke")
-	out, _, _ = s.LockAttempt("rw", []byte("w"), LockExclusive, time.Hour, time.Hour)
-	assert.Equal(t, Inserted, out, "the claim alone: the writer's")
+	out, _, _ = s.LockAttempt("rw", []byte("w"), contract.LockExclusive, time.Hour, time.Hour)
+	assert.Equal(t, contract.Inserted, out, "the claim alone: the writer's")
 }
 
 func TestASharedGrantWakesTheNextWaiter(t *testing.T) {
 	s, _ := newTestStore(t)
-	out, _, _ := s.LockAttempt("rw", []byte("w"), LockExclusive, time.Hour, 0)
-	require.Equal(t, Inserted, out)
+	out, _, _ := s.LockAttempt("rw", []byte("w"), contract.LockExclusive, time.Hour, 0)
+	require.Equal(t, contract.Inserted, out)
 	var wg sync.WaitGroup
 	woken := make([]bool, 2)
 	for i := range woken {
@@ -96,8 +98,8 @@ func TestASharedGrantWakesTheNextWaiter(t *testing.T) {
 	ok, _ := s.LockRelease("rw", []byte("w"))
 	require.True(t, ok, "wakes the oldest waiter")
 	require.Eventually(t, func() bool { return s.waitersOf("rw") == 1 }, hangCatch, time.Millisecond)
-	out, _, _ = s.LockAttempt("rw", []byte("r1"), LockShared, time.Hour, 0)
-	require.Equal(t, Inserted, out, "a reader enters, which wakes the next")
+	out, _, _ = s.LockAttempt("rw", []byte("r1"), contract.LockShared, time.Hour, 0)
+	require.Equal(t, contract.Inserted, out, "a reader enters, which wakes the next")
 	wg.Wait()
 	assert.Equal(t, []bool{true, true}, woken)
 }

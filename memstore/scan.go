@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ephpm/ephpm/contract"
 )
 
 // ScanEntry is one live entry as Scan saw it, under its shard's lock.
@@ -42,7 +44,7 @@ const scanSlotsPerPage = 1 << 16
 func (s *Store) Scan(prefix string, cursor uint64, count int, locksOnly bool) ([]ScanEntry, uint64, error) {
 	shardNo, from := cursor>>32, uint32(cursor)
 	if shardNo >= numShards {
-		return nil, 0, fmt.Errorf("%w: invalid cursor %d", ErrInvalidArgument, cursor)
+		return nil, 0, fmt.Errorf("%w: invalid cursor %d", contract.ErrInvalidArgument, cursor)
 	}
 	count = max(count, 1)
 	var page []ScanEntry
@@ -109,8 +111,8 @@ func (s *Store) scanEntry(sh *shard, b block, c *clock) ScanEntry {
 		e.TTL = time.Duration(at - c.now())
 	}
 	if e.Lock {
-		if v := logicalValue(b); IsReaderRecord(v) {
-			if mode, holders := LockHolders(v, true, c.now()); mode == LockShared {
+		if v := logicalValue(b); contract.IsReaderRecord(v) {
+			if mode, holders := contract.LockHolders(v, true, c.now()); mode == contract.LockShared {
 				e.Readers = holders
 			}
 		}

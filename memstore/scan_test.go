@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ephpm/ephpm/contract"
 )
 
 // An entry live for the whole walk is returned, however the tables
@@ -56,5 +58,5 @@ func TestScanPagesHoldAboutCount(t *testing.T) {
 	assert.Len(t, page, 10)
 	assert.NotZero(t, next)
 	_, _, err = s.Scan("", uint64(numShards)<<32, 10, false)
-	assert.ErrorIs(t, err, ErrInvalidArgument)
+	assert.ErrorIs(t, err, contract.ErrInvalidArgument)
 }

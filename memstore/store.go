@@ -1,4 +1,4 @@
-// Package kv is ephpm's in-process key-value store: a sharded hash table
+// Package memstore is ephpm's in-process key-value store: a sharded hash table
 // with per-key TTLs on a monotonic clock, a memory limit with eviction, lz4
 // compression, and the primitives that make locks correct: SetNX, DelIfEq,
 // ExpireIfEq, Wait, and Step (a lock taken, checked or released in one
@@ -24,8 +24,6 @@
 package memstore
 
 import (
-	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,50 +31,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/internal/coarse"
 )
-
-var (
-	// ErrInvalidArgument is wrapped by every error that rejects an argument
-	// (key length, value length, TTL range). Such a call changes nothing.
-	ErrInvalidArgument = errors.New("kv: invalid argument")
-	// ErrNoMemory: the write does not fit under the memory limit and the
-	// eviction policy could not make room. Nothing changed.
-	ErrNoMemory = errors.New("kv: out of memory")
-	// ErrNotInteger: IncrBy met a value that is not a decimal int64.
-	ErrNotInteger = errors.New("kv: value is not an integer")
-	// ErrOverflow: IncrBy would leave the int64 range.
-	ErrOverflow = errors.New("kv: increment would overflow")
-	// ErrNothingDone is wrapped by an error that refused a call before it
-	// wrote, granted or sent anything, for a cause outside its arguments:
-	// a Redis server that may evict keys, a fence file that cannot be
-	// made. Any other failure without one of the errors above (a lost
-	// reply, a timeout) leaves the outcome unknown; this one does not.
-	// The bridge still reports it as E_UNAVAILABLE, and its text, first
-	// in the message, is include/ephpm_kv.h's EPHPM_KV_NOTHING_DONE, from
-	// which the extension tells the two apart.
-	ErrNothingDone = errors.New("nothing was written or granted")
-)
-
-// SetNXOutcome says what SetNX did.
-type SetNXOutcome int
-
-const (
-	// Inserted: the key was absent (or expired) and now holds the value.
-	Inserted SetNXOutcome = iota + 1
-	// Exists: a live entry was already there; nothing changed.
-	Exists
-)
-
-func (o SetNXOutcome) String() string {
-	switch o {
-	case Inserted:
-		return "inserted"
-	case Exists:
-		return "exists"
-	}
-	return fmt.Sprintf("SetNXOutcome(%d)", int(o))
-}
 
 // Options configure a Store. The zero value is the production setting
 // without a memory limit.
@@ -93,7 +50,7 @@ type Options struct {
 	SweepInterval time.Duration
 	// Memory sets the initial memory limit, eviction policy and compression
 	// (all can be changed later with Configure).
-	Memory MemoryConfig
+	Memory contract.MemoryConfig
 	// PinnedPrefixes lists key prefixes whose entries are never evicted.
 	PinnedPrefixes []string
 	// SessionDataPrefix and SessionLockPrefix are the session rule: the data
@@ -124,7 +81,7 @@ type Store struct {
 	origin int64
 	pinned []string
 	id     string
-	sess   SessionRule
+	sess   contract.SessionRule
 
 	mem memory
 	lru atomic.Uint32 // LRU clock: ms since New, advanced by the sweeper
@@ -133,8 +90,8 @@ type Store struct {
 
 	// rates is the ring of the counters' snapshots (rates.go) over
 	// rateWords, ticked by the sweeper and by Stats.
-	rates     RateRing
-	rateWords [RateWords]uint64
+	rates     contract.RateRing
+	rateWords [contract.RateWords]uint64
 
 	stop      chan struct{}
 	sweeping  sync.WaitGroup
@@ -180,9 +137,9 @@ func New(opts Options) *Store {
 		s.now, s.tick = coarse.Now, coarse.Resolution()
 	}
 	s.origin = s.now()
-	s.rates = NewRateRing(s.rateWords[:])
+	s.rates = contract.NewRateRing(s.rateWords[:])
 	s.pinned = append([]string(nil), opts.PinnedPrefixes...)
-	s.sess = NewSessionRule(opts)
+	s.sess = contract.NewSessionRule(opts.SessionDataPrefix, opts.SessionLockPrefix, opts.SessionLimitName)
 	if err := s.Configure(opts.Memory); err != nil {
 		panic(err)
 	}
@@ -210,7 +167,7 @@ func (s *Store) InstanceID() string { return s.id }
 
 // locate returns key's shard, its hash in the shard's table, and its kind.
 // A session key hashes by its sid (see SessionRule).
-func (s *Store) locate(key string) (*shard, uint32, KeyKind) {
+func (s *Store) locate(key string) (*shard, uint32, contract.KeyKind) {
 	kind, part := s.sess.Split(key)
 	h := s.seed.hash(part)
 	th := uint32(h >> 32)
@@ -261,7 +218,7 @@ func (s *Store) GetInto(key string, dst []byte) (n int, found bool) {
 		return 0, false
 	}
 	touch(b, s.lru.Load())
-	if kind == KindSession && !blockFlags(b, flagRead) {
+	if kind == contract.KindSession && !blockFlags(b, flagRead) {
 		s.markRead(sh, b, h)
 	}
 	sh.c.hits++
@@ -332,7 +289,7 @@ func (s *Store) PTTL(key string) (time.Duration, bool) {
 // an absent key. It fails on an invalid argument or with ErrNoMemory, and
 // then changes nothing.
 func (s *Store) Set(key string, value []byte, ttl time.Duration) error {
-	if err := CheckWrite(key, value, ttl); err != nil {
+	if err := contract.CheckWrite(key, value, ttl); err != nil {
 		return err
 	}
 	var at int64
@@ -351,8 +308,8 @@ func (s *Store) Set(key string, value []byte, ttl time.Duration) error {
 // on a free key exactly one gets Inserted. An expired entry counts as absent
 // and is replaced. The entry is a lock: it is never evicted. On an error
 // nothing changed.
-func (s *Store) SetNX(key string, value []byte, ttl time.Duration) (SetNXOutcome, error) {
-	if err := CheckWrite(key, value, ttl); err != nil {
+func (s *Store) SetNX(key string, value []byte, ttl time.Duration) (contract.SetNXOutcome, error) {
+	if err := contract.CheckWrite(key, value, ttl); err != nil {
 		return 0, err
 	}
 	var r writeReq
@@ -363,9 +320,9 @@ func (s *Store) SetNX(key string, value []byte, ttl time.Duration) (SetNXOutcome
 		return 0, err
 	}
 	if !ok {
-		return Exists, nil
+		return contract.Exists, nil
 	}
-	return Inserted, nil
+	return contract.Inserted, nil
 }
 
 // Del removes key and reports whether a live entry was removed. An expired
@@ -424,10 +381,10 @@ func (s *Store) ExpireIfEq(key string, token []byte, ttl time.Duration) (bool, e
 }
 
 func (s *Store) expireIf(key string, token []byte, ttl time.Duration) (bool, error) {
-	if err := CheckKey(key); err != nil {
+	if err := contract.CheckKey(key); err != nil {
 		return false, err
 	}
-	if err := CheckTTL(ttl); err != nil {
+	if err := contract.CheckTTL(ttl); err != nil {
 		return false, err
 	}
 	sh, h, kind := s.locate(key)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/internal/barrier"
 )
 
@@ -75,7 +76,7 @@ func TestSetCopiesItsInput(t *testing.T) {
 func TestInvalidArgumentsChangeNothing(t *testing.T) {
 	s, _ := newTestStore(t)
 	require.NoError(t, s.Set("k", []byte("old"), 0))
-	long := strings.Repeat("x", MaxKeyLen+1)
+	long := strings.Repeat("x", contract.MaxKeyLen+1)
 
 	cases := []struct {
 		name string
@@ -85,18 +86,18 @@ func TestInvalidArgumentsChangeNothing(t *testing.T) {
 		{"empty key", "", 0},
 		{"long key", long, 0},
 		{"negative ttl", "k", -time.Second},
-		{"ttl over max", "k", MaxTTL + time.Second},
+		{"ttl over max", "k", contract.MaxTTL + time.Second},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			assert.ErrorIs(t, s.Set(c.key, []byte("new"), c.ttl), ErrInvalidArgument)
+			assert.ErrorIs(t, s.Set(c.key, []byte("new"), c.ttl), contract.ErrInvalidArgument)
 			_, err := s.SetNX(c.key, []byte("new"), c.ttl)
-			assert.ErrorIs(t, err, ErrInvalidArgument)
+			assert.ErrorIs(t, err, contract.ErrInvalidArgument)
 			v, _ := s.Get("k")
 			assert.Equal(t, "old", string(v))
 		})
 	}
-	assert.NoError(t, s.Set(strings.Repeat("x", MaxKeyLen), nil, MaxTTL), "limits are inclusive")
+	assert.NoError(t, s.Set(strings.Repeat("x", contract.MaxKeyLen), nil, contract.MaxTTL), "limits are inclusive")
 	assert.Equal(t, 2, s.Len())
 }
 
@@ -125,18 +126,18 @@ func TestSetNX(t *testing.T) {
 	s, clk := newTestStore(t)
 	out, err := s.SetNX("lock", []byte("a"), time.Second)
 	require.NoError(t, err)
-	assert.Equal(t, Inserted, out)
+	assert.Equal(t, contract.Inserted, out)
 
 	out, err = s.SetNX("lock", []byte("b"), time.Second)
 	require.NoError(t, err)
-	assert.Equal(t, Exists, out)
+	assert.Equal(t, contract.Exists, out)
 	v, _ := s.Get("lock")
 	assert.Equal(t, "a", string(v), "a losing SetNX changes nothing")
 
 	clk.advance(time.Second)
 	out, err = s.SetNX("lock", []byte("c"), 0)
 	require.NoError(t, err)
-	assert.Equal(t, Inserted, out, "an expired entry counts as absent")
+	assert.Equal(t, contract.Inserted, out, "an expired entry counts as absent")
 	clk.advance(time.Hour)
 	v, ok := s.Get("lock")
 	require.True(t, ok, "the replacing SetNX set no TTL")
@@ -189,14 +190,14 @@ func TestDelIfEq(t *testing.T) {
 func TestStaleReleaseCannotRemoveTheNewHoldersLock(t *testing.T) {
 	s, clk := newTestStore(t)
 	out, _ := s.SetNX("lock", []byte("A"), time.Second)
-	require.Equal(t, Inserted, out)
+	require.Equal(t, contract.Inserted, out)
 	clk.advance(1200 * time.Millisecond)
 	out, _ = s.SetNX("lock", []byte("B"), 30*time.Second)
-	require.Equal(t, Inserted, out)
+	require.Equal(t, contract.Inserted, out)
 
 	assert.False(t, s.DelIfEq("lock", []byte("A")))
 	out, _ = s.SetNX("lock", []byte("C"), 30*time.Second)
-	assert.Equal(t, Exists, out)
+	assert.Equal(t, contract.Exists, out)
 	v, _ := s.Get("lock")
 	assert.Equal(t, "B", string(v))
 }
@@ -216,8 +217,8 @@ func TestSetNXRaceHasExactlyOneWinner(t *testing.T) {
 			if err != nil {
 				t.Error(err)
 			}
-			winners[i].Store(out == Inserted)
-			return out == Inserted
+			winners[i].Store(out == contract.Inserted)
+			return out == contract.Inserted
 		})
 		require.Equal(t, 1, n, "round %d", r)
 		v, _ := s.Get(key)
@@ -309,7 +310,7 @@ func TestExpireIfEq(t *testing.T) {
 	ok, _ = s.ExpireIfEq("lock", []byte("mine"), time.Minute)
 	assert.False(t, ok, "an expired lock cannot be refreshed")
 	_, err = s.ExpireIfEq("lock", []byte("mine"), -1)
-	assert.ErrorIs(t, err, ErrInvalidArgument)
+	assert.ErrorIs(t, err, contract.ErrInvalidArgument)
 }
 
 func TestFlushWakesWaitersAndEmptiesTheStore(t *testing.T) {
@@ -359,9 +360,9 @@ func TestSetGuarded(t *testing.T) {
 	assert.Equal(t, "v1", string(v), "a refused write changes nothing")
 
 	_, err = s.SetGuarded("data", nil, 0, "", []byte("tok"))
-	assert.ErrorIs(t, err, ErrInvalidArgument)
+	assert.ErrorIs(t, err, contract.ErrInvalidArgument)
 	_, err = s.SetGuarded("data", nil, -1, "lock", []byte("tok"))
-	assert.ErrorIs(t, err, ErrInvalidArgument)
+	assert.ErrorIs(t, err, contract.ErrInvalidArgument)
 
 	// Guard and data in the same shard lock once (no self-deadlock).
 	_, _ = s.SetNX("same", []byte("tok"), 0)
@@ -421,7 +422,7 @@ func TestExpire(t *testing.T) {
 	assert.False(t, ok, "an expired entry cannot be revived")
 
 	_, err = s.Expire("k", -time.Second)
-	assert.ErrorIs(t, err, ErrInvalidArgument)
+	assert.ErrorIs(t, err, contract.ErrInvalidArgument)
 	_, err = s.Expire("", time.Second)
-	assert.ErrorIs(t, err, ErrInvalidArgument)
+	assert.ErrorIs(t, err, contract.ErrInvalidArgument)
 }

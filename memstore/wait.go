@@ -3,6 +3,8 @@ package memstore
 import (
 	"strings"
 	"time"
+
+	"github.com/ephpm/ephpm/contract"
 )
 
 // waiter is one caller blocked in Wait. Its channel has room for one wake-up,
@@ -104,12 +106,12 @@ func (sh *shard) wakeAll(key string) {
 
 // wake wakes whom a lock decision names among key's waiters. Caller holds
 // sh.mu.
-func (sh *shard) wake(key string, w LockWake) {
+func (sh *shard) wake(key string, w contract.LockWake) {
 	switch {
 	case len(sh.waiters) == 0:
-	case w == WakeOne:
+	case w == contract.WakeOne:
 		sh.wakeOne(key)
-	case w == WakeAll:
+	case w == contract.WakeAll:
 		sh.wakeAll(key)
 	}
 }

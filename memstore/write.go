@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/ephpm/ephpm/contract"
 )
 
 // writeReq is one write for install: the entry to store and the condition
@@ -133,7 +135,7 @@ func (s *Store) install(r *writeReq) (bool, error) {
 		short := fits
 		switch {
 		case !ok:
-		case kind != KindSession && g.store == 0: // the common case, inline
+		case kind != contract.KindSession && g.store == 0: // the common case, inline
 			if !s.charge(sh, delta) {
 				short = storeFull
 			}
@@ -149,7 +151,7 @@ func (s *Store) install(r *writeReq) (bool, error) {
 			flags := r.flags
 			if oldExpired {
 				sh.c.expirations++
-			} else if kind == KindSession && old != nil {
+			} else if kind == contract.KindSession && old != nil {
 				flags |= blockMeta(old) & flagRead // the same session, rewritten
 			}
 			s.putEntry(sh, old, i, h, kind, r.b, r.key, value, flags, at)
@@ -157,7 +159,7 @@ func (s *Store) install(r *writeReq) (bool, error) {
 				r.fence = s.mint(sh, r.key)
 			}
 			if r.mode == modeLock {
-				sh.wake(r.key, LockWake(r.lockWake))
+				sh.wake(r.key, contract.LockWake(r.lockWake))
 			}
 		}
 		switch {
@@ -191,7 +193,7 @@ func (s *Store) install(r *writeReq) (bool, error) {
 // it.
 func (s *Store) decideSum(r *writeReq, old block, oldExpired bool, c *clock, mu *sync.Mutex) error {
 	if old != nil && !oldExpired {
-		sum, err := AddToCounter(logicalValueHeld(old, mu, nil), r.delta)
+		sum, err := contract.AddToCounter(logicalValueHeld(old, mu, nil), r.delta)
 		if err != nil {
 			return err
 		}
@@ -252,11 +254,11 @@ func (s *Store) place(sh *shard, old block, key string, n int, flags uint32, exp
 // into old itself, the shard's spare or a new block (see place). It keeps
 // the expiry heap, the eviction totals and the spare block in step. Caller
 // holds sh.mu and has charged the memory.
-func (s *Store) putEntry(sh *shard, old block, i int, h uint32, kind KeyKind, b block, key string, value []byte, flags uint32, at int64) {
+func (s *Store) putEntry(sh *shard, old block, i int, h uint32, kind contract.KeyKind, b block, key string, value []byte, flags uint32, at int64) {
 	var oldAt int64
 	if old != nil {
 		oldAt = blockExpireAt(old) // before place may rewrite old itself
-		if kind == KindSession {
+		if kind == contract.KindSession {
 			s.tallySession(sh, old, h, -1)
 		} else {
 			sh.tallyPlain(old, -1)
@@ -280,7 +282,7 @@ func (s *Store) putEntry(sh *shard, old block, i int, h uint32, kind KeyKind, b 
 		}
 	} else {
 		var data block
-		if kind == KindSessionLock {
+		if kind == contract.KindSessionLock {
 			data = s.untallyData(sh, h, key)
 		}
 		sh.t.add(h, b)
@@ -289,7 +291,7 @@ func (s *Store) putEntry(sh *shard, old block, i int, h uint32, kind KeyKind, b 
 		}
 	}
 	sh.noteExpiry(at, h, true)
-	if kind == KindSession {
+	if kind == contract.KindSession {
 		s.tallySession(sh, b, h, 1)
 	} else {
 		sh.tallyPlain(b, 1)
@@ -309,13 +311,13 @@ func (sh *shard) recycle(b block) {
 func (s *Store) removeAt(sh *shard, i int, expired bool) {
 	b, h := sh.t.blocks[i], sh.t.hashes[i]
 	kind := s.sess.Kind(blockKey(b))
-	if kind == KindSession {
+	if kind == contract.KindSession {
 		s.tallySession(sh, b, h, -1)
 	} else {
 		sh.tallyPlain(b, -1)
 	}
 	var data block
-	if kind == KindSessionLock {
+	if kind == contract.KindSessionLock {
 		data = s.untallyData(sh, h, blockKey(b))
 	}
 	sh.t.removeAt(i)
@@ -324,7 +326,7 @@ func (s *Store) removeAt(sh *shard, i int, expired bool) {
 	}
 	sh.noteExpiry(blockExpireAt(b), h, false)
 	s.charge(sh, -blockCost(b))
-	if kind == KindSession {
+	if kind == contract.KindSession {
 		s.releaseSession(sh, blockCost(b))
 	}
 	if expired {
@@ -340,14 +342,14 @@ func (s *Store) removeAt(sh *shard, i int, expired bool) {
 // or the session lock prefix. key is not empty. It is small enough to
 // inline: for most keys it is a length and a one-byte test.
 func (s *Store) pinFlag(key string) uint32 {
-	if len(s.pinned) == 0 && !s.sess.first[key[0]] {
+	if len(s.pinned) == 0 && !s.sess.MayBeSession(key[0]) {
 		return 0
 	}
 	return s.pinFlagOf(key)
 }
 
 func (s *Store) pinFlagOf(key string) uint32 {
-	if s.isPinnedKey(key) || s.sess.Kind(key) == KindSessionLock {
+	if s.isPinnedKey(key) || s.sess.Kind(key) == contract.KindSessionLock {
 		return flagPinned
 	}
 	return 0

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ephpm/ephpm/contract"
 )
 
 // A small value rewritten in place, or a removed entry's block reused for
@@ -67,7 +69,7 @@ func TestSmallWritesReuseBlocks(t *testing.T) {
 	})
 	assert.Zero(t, allocs, "an overwrite of the same size is made in place")
 	allocs = testing.AllocsPerRun(1000, func() {
-		if out, err := s.SetNX("lock", v[:32], time.Minute); err != nil || out != Inserted {
+		if out, err := s.SetNX("lock", v[:32], time.Minute); err != nil || out != contract.Inserted {
 			t.Fatal(out, err)
 		}
 		if !s.DelIfEq("lock", v[:32]) {
@@ -104,7 +106,7 @@ func TestReuseKeepsTheAccounting(t *testing.T) {
 // fitting while 16 writers churn small keys in their own shards.
 func TestWritesNearTheLimitFitWhileOthersChurn(t *testing.T) {
 	const limit = 4 << 20
-	s := New(Options{SweepInterval: -1, Memory: MemoryConfig{Limit: limit, Policy: NoEviction}})
+	s := New(Options{SweepInterval: -1, Memory: contract.MemoryConfig{Limit: limit, Policy: contract.NoEviction}})
 	defer s.Close()
 	fill := bytes.Repeat([]byte("x"), 1000)
 	for i := 0; s.Stats().BytesUsed <= limit-112<<10; i++ {

@@ -12,7 +12,7 @@ import (
 // BenchmarkThrash tests whether the shared-memory store's extra cost from
 // PHP is the pages and cache lines its hot path touches: between two
 // operations it touches N MiB of unrelated memory, as PHP's executor does
-// between two calls, and times only the operation. The shm/kv difference
+// between two calls, and times only the operation. The shm/memstore difference
 // growing with N says the footprint costs; staying flat says it does not.
 //
 // Strides: "tlb" touches the first line of each 4 KiB page (the TLB's

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ephpm/ephpm/backend"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/lockwait"
 	"github.com/ephpm/ephpm/memstore"
 	"github.com/ephpm/ephpm/sessionkeys"
@@ -24,7 +25,7 @@ import (
 
 type polling struct{ s *memstore.Store }
 
-func (p polling) SetNX(k string, v []byte, ttl time.Duration) (memstore.SetNXOutcome, error) {
+func (p polling) SetNX(k string, v []byte, ttl time.Duration) (contract.SetNXOutcome, error) {
 	return p.s.SetNX(k, v, ttl)
 }
 

@@ -1,4 +1,4 @@
-package memstore
+package contract
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ import (
 // latest of its deadlines; a lapsed hold or claim counts as absent.
 //
 // The functions here decide; a store applies a decision in one atomic step
-// under its own lock (kv: the shard's mutex; shm: the shard's lock word),
+// under its own lock (memstore: the shard's mutex; shm: the shard's lock word),
 // so every store keeps the same rules. A Redis server keeps the same rules
 // in its scripts.
 
@@ -52,7 +52,7 @@ var readerMagic = []byte("\x00ephpm-readers\x01")
 // A reader record is readerMagic, the claim's deadline (int64, little
 // endian, 0: no claim), then each hold: its token's length (one byte,
 // 1..255), the token, and its deadline (int64, little endian, 0: none).
-// Deadlines are in the store's clock (nanoseconds; Options.Now).
+// Deadlines are in the store's clock (nanoseconds; memstore.Options.Now).
 
 // ReadHold is one reader's hold of a name.
 type ReadHold struct {
@@ -302,4 +302,22 @@ func LockHolders(old []byte, live bool, now int64) (mode LockMode, holders int) 
 		return LockExclusive, 0
 	}
 	return LockShared, len(r.Holds)
+}
+
+// CheckLockAttempt is the limits on LockAttempt's arguments, for every
+// backend: a key, a token a read hold can keep, a mode, and TTLs.
+func CheckLockAttempt(key string, token []byte, mode LockMode, ttl, claim time.Duration) error {
+	if err := CheckKey(key); err != nil {
+		return err
+	}
+	if err := CheckLockToken(token); err != nil {
+		return err
+	}
+	if mode != LockExclusive && mode != LockShared {
+		return fmt.Errorf("%w: lock mode %d is neither exclusive (0) nor shared (1)", ErrInvalidArgument, int(mode))
+	}
+	if err := CheckTTL(ttl); err != nil {
+		return err
+	}
+	return CheckTTL(claim)
 }

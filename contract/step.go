@@ -3,7 +3,7 @@
 // a Step in one step of its own (package backend: Backend.Step); the
 // members that fuse a lock with a read or a write are each one Step.
 
-package memstore
+package contract
 
 import (
 	"fmt"
@@ -132,23 +132,17 @@ type Step struct {
 	Released bool
 }
 
-// reset sets a Step's outputs to what a step that did nothing reports.
-func (st *Step) reset() {
+// Reset sets a Step's outputs to what a step that did nothing reports:
+// every backend's Step method calls it first.
+func (st *Step) Reset() {
 	st.Outcome, st.Held, st.Done, st.N, st.Found, st.Released = 0, false, false, 0, false, false
 	if st.Acquire {
 		st.Fence = 0
 	}
 }
 
-// Reset is reset for a backend outside this package: each Step method
-// calls it first.
-func (st *Step) Reset() { st.reset() }
-
-// usesLock reports whether st takes, checks or releases its lock.
-func (st *Step) usesLock() bool { return st.Acquire || st.Guard != GuardNone || st.Release }
-
-// UsesLock is usesLock for a backend outside this package.
-func (st *Step) UsesLock() bool { return st.usesLock() }
+// UsesLock reports whether st takes, checks or releases its lock.
+func (st *Step) UsesLock() bool { return st.Acquire || st.Guard != GuardNone || st.Release }
 
 // CheckStep is the limits on a Step's inputs, for every backend: those of
 // each part it has (a key, a value, a TTL, a positive fence for a fence
@@ -178,7 +172,7 @@ func CheckStep(st *Step) error {
 	default:
 		return fmt.Errorf("%w: step action %d is unknown", ErrInvalidArgument, st.Action)
 	}
-	if !st.usesLock() {
+	if !st.UsesLock() {
 		if st.Fenced || st.Bound {
 			return errStepAcquireOnly
 		}
@@ -218,3 +212,8 @@ func CheckStep(st *Step) error {
 }
 
 var errStepAcquireOnly = fmt.Errorf("%w: Fenced and Bound belong to a step that acquires its lock", ErrInvalidArgument)
+
+// badFence is the error of a fence a fenced grant cannot have returned.
+func badFence(fence int64) error {
+	return fmt.Errorf("%w: fence %d is not positive (a fenced grant returns a positive number)", ErrInvalidArgument, fence)
+}

@@ -1,7 +1,7 @@
 // The store's limits on its arguments (also the C ABI's), and the checks
 // every backend that enforces them runs.
 
-package memstore
+package contract
 
 import (
 	"fmt"
