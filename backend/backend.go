@@ -13,8 +13,9 @@ import (
 // same name in include/ephpm_kv.h, but Step, which serves the members
 // that fuse a lock with a read or a write (step.go). Every method is safe for concurrent
 // use and states its outcome or fails. An error wrapping
-// contract.ErrInvalidArgument, contract.ErrNoMemory, contract.ErrNotInteger or contract.ErrOverflow
-// means nothing changed; any other error means the outcome is unknown.
+// contract.ErrInvalidArgument, contract.ErrNoMemory, contract.ErrNotInteger
+// or contract.ErrOverflow means nothing changed; any other error means the
+// outcome is unknown.
 type Backend interface {
 	// GetInto copies a live entry's value into dst if it fits and returns
 	// its length either way (n > len(dst): nothing copied).

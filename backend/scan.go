@@ -146,7 +146,7 @@ type CondSetter interface {
 	// storing in one atomic step, and reports whether it stored. With get,
 	// old is a copy of the value key held just before that step (found
 	// false, old nil: no live entry), whether or not it stored. Errors are
-	// as Backend's: contract.ErrInvalidArgument or contract.ErrNoMemory mean nothing
-	// changed. It may block only as a Set does (making room).
+	// as Backend's: contract.ErrInvalidArgument or contract.ErrNoMemory mean
+	// nothing changed. It may block only as a Set does (making room).
 	SetCond(key string, value []byte, ttl time.Duration, cond SetCondition, cmp []byte, get bool) (stored bool, old []byte, found bool, err error)
 }

@@ -1,4 +1,4 @@
-// The in-process store's Step: a Step (step.go) applied under the shard
+// The in-process store's Step: a contract.Step applied under the shard
 // locks of its lock and its key, with install's reservation and putEntry.
 
 package memstore

@@ -7,9 +7,9 @@ import (
 )
 
 // Read/write locks in the in-process store: each method applies one of
-// readers.go's decisions to the name's entry under the shard's mutex, in
-// one step with the change it asks for (install, modeLock), the fence a
-// grant mints, and the wake-ups.
+// contract/rwlock.go's decisions to the name's entry under the shard's
+// mutex, in one step with the change it asks for (install, modeLock), the
+// fence a grant mints, and the wake-ups.
 
 // lockOp is which decision a modeLock write applies.
 type lockOp uint8

@@ -88,7 +88,7 @@ type Store struct {
 
 	shards [numShards]shard
 
-	// rates is the ring of the counters' snapshots (rates.go) over
+	// rates is the ring of the counters' snapshots (contract/rates.go) over
 	// rateWords, ticked by the sweeper and by Stats.
 	rates     contract.RateRing
 	rateWords [contract.RateWords]uint64

@@ -13,13 +13,14 @@ import (
 // A name's value stays a string, so that SET NX, GET, the release script
 // and expire_if_eq treat it as on the other stores. Held exclusively, it
 // is the holder's token, set with PX ttl exactly as SetNX sets it. Held for
-// reading, it is a reader record in contract's encoding (contract.ParseReaderRecord
-// reads it): the magic, the claim's deadline, then each hold's token length,
-// token and deadline, integers as 8 bytes little endian. The deadlines are
-// the store's clock, which on Redis is the server's: milliseconds of
-// TIME (a Lua number is a double and holds them exactly, where memstore's int64
-// nanoseconds would not fit). The key's expiry is the record's expireAt
-// (the latest deadline, none if a hold has none), set with the record.
+// reading, it is a reader record in contract's encoding
+// (contract.ParseReaderRecord reads it): the magic, the claim's deadline,
+// then each hold's token length, token and deadline, integers as 8 bytes
+// little endian. The deadlines are the store's clock, which on Redis is the
+// server's: milliseconds of TIME (a Lua number is a double and holds them
+// exactly, where memstore's int64 nanoseconds would not fit). The key's
+// expiry is the record's expireAt (the latest deadline, none if a hold has
+// none), set with the record.
 //
 // A grant mints its fence in its script with mint_fence (fence.go), in
 // the fence key SetNXFenced uses: a name's grants of every mode and of

@@ -252,7 +252,8 @@ func TestLapsedHoldsAndClaimsCountAsAbsent(t *testing.T) {
 	assert.False(t, released(t, s, name, "w"))
 }
 
-// The scripts read contract's encoding as it writes it, and refuse what it refuses.
+// The scripts read contract's encoding as it writes it, and refuse what it
+// refuses.
 func TestSharedAttemptRefusals(t *testing.T) {
 	srv := redistest.Start(t)
 	s := open(t, "redis://"+srv.Addr)
@@ -273,8 +274,8 @@ func TestSharedAttemptRefusals(t *testing.T) {
 	_, n := holders(t, s, name)
 	assert.Equal(t, 1, n, "the refused calls changed nothing")
 
-	// A record contract encoded (deadlines 0: no expiry) is read and extended, up
-	// to Redis's limit.
+	// A record contract encoded (deadlines 0: no expiry) is read and
+	// extended, up to Redis's limit.
 	full := contract.ReaderRecord{}
 	for i := range MaxReadHolds {
 		full.Holds = append(full.Holds, contract.ReadHold{Token: []byte("h" + strconv.Itoa(i))})

@@ -23,8 +23,8 @@ import (
 //	[32:...) the key, padding to 8 bytes, the stored value
 //
 // The stored value is the value, or with flagCompressed its length as 4
-// little-endian bytes followed by its lz4 block (as memstore stores it). An entry
-// is written while its block is in flight, before any index slot refers to
+// little-endian bytes followed by its lz4 block (as memstore stores it). An
+// entry is written while its block is in flight, before any index slot refers to
 // it, and never changes afterwards except expireAt, access and flagRead.
 //
 // A session's lock granted to the session handler (SetNXGet,

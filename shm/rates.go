@@ -10,8 +10,9 @@ import (
 	"github.com/ephpm/ephpm/contract"
 )
 
-// The status page's figures beyond the counters: the rate ring (contract.RateRing)
-// in the header's unused space, and each shard's use of its heap.
+// The status page's figures beyond the counters: the rate ring
+// (contract.RateRing) in the header's unused space, and each shard's use of
+// its heap.
 //
 // The ring lies at hRates, past the session rule, in space a layout-8
 // segment leaves zero: a library without the ring leaves it alone, so it

@@ -2,9 +2,9 @@ package shm
 
 // Read/write locks: the lock_* members of include/ephpm_kv.h, with the
 // rules of contract/rwlock.go. Every call is one step under the lock word of the
-// name's shard: the name's entry is read, contract decides on it, and the entry is
-// stored or removed as the decision says with put or removeEntry, the same
-// steps every write here takes, so that a process killed at any
+// name's shard: the name's entry is read, contract decides on it, and the
+// entry is stored or removed as the decision says with put or removeEntry,
+// the same steps every write here takes, so that a process killed at any
 // instruction leaves the entry as it was or as the decision made it (a
 // single index store commits a put; recovery finishes whichever side of it
 // the kill fell). A grant's fence is minted into the fence file under the

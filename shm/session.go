@@ -8,8 +8,8 @@ import (
 	"github.com/ephpm/ephpm/contract"
 )
 
-// Session data in the segment, by the session rule (contract.SessionRule, "Session
-// data in the in-process store" in docs/design.md):
+// Session data in the segment, by the session rule (contract.SessionRule,
+// "Session data in the in-process store" in docs/design.md):
 //
 //   - The rule (the data and lock prefixes) is the segment's, written in
 //     its header when it is made: where a key hashes depends on it, so

@@ -16,9 +16,9 @@ import (
 	"github.com/ephpm/ephpm/sessionkeys"
 )
 
-// Session data on a segment: the rules memstore has (backendtest.RunSessionBudget)
-// and what is the segment's own (its rule and budget shared by every
-// process, the tallies recovery recomputes).
+// Session data on a segment: the rules memstore has
+// (backendtest.RunSessionBudget) and what is the segment's own (its rule and
+// budget shared by every process, the tallies recovery recomputes).
 
 const (
 	dataPrefix = sessionkeys.DataPrefix
