@@ -13,6 +13,6 @@ import (
 // error must begin with exactly that text.
 func TestNothingDoneIsTheHeadersText(t *testing.T) {
 	if got, want := contract.ErrNothingDone.Error(), nothingDoneText(); got != want {
-		t.Fatalf("memstore.ErrNothingDone is %q, include/ephpm_kv.h's EPHPM_KV_NOTHING_DONE %q", got, want)
+		t.Fatalf("contract.ErrNothingDone is %q, include/ephpm_kv.h's EPHPM_KV_NOTHING_DONE %q", got, want)
 	}
 }
