@@ -6,25 +6,26 @@ package backend
 import (
 	"time"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // Backend serves the table's members; each method is the member of the
 // same name in include/ephpm_kv.h, but Step, which serves the members
 // that fuse a lock with a read or a write (step.go). Every method is safe for concurrent
 // use and states its outcome or fails. An error wrapping
-// kv.ErrInvalidArgument, kv.ErrNoMemory, kv.ErrNotInteger or kv.ErrOverflow
-// means nothing changed; any other error means the outcome is unknown.
+// contract.ErrInvalidArgument, contract.ErrNoMemory, contract.ErrNotInteger
+// or contract.ErrOverflow means nothing changed; any other error means the
+// outcome is unknown.
 type Backend interface {
 	// GetInto copies a live entry's value into dst if it fits and returns
 	// its length either way (n > len(dst): nothing copied).
 	GetInto(key string, dst []byte) (n int, found bool, err error)
 	Set(key string, value []byte, ttl time.Duration) error
-	SetNX(key string, value []byte, ttl time.Duration) (kv.SetNXOutcome, error)
+	SetNX(key string, value []byte, ttl time.Duration) (contract.SetNXOutcome, error)
 	Del(key string) (bool, error)
 	DelIfEq(key string, token []byte) (bool, error)
 	// Wait blocks for at most timeout until key holds no live entry and
-	// reports whether it is free (see kv.Store.Wait).
+	// reports whether it is free (see memstore.Store.Wait).
 	Wait(key string, timeout time.Duration) (bool, error)
 	Expire(key string, ttl time.Duration) (bool, error)
 	Exists(key string) (bool, error)
@@ -45,7 +46,7 @@ type Backend interface {
 	SetMany(keys []string, values [][]byte, ttl time.Duration) (stored int, err error)
 	// Fence is the latest fence granted for name, 0 if none was.
 	Fence(name string) (int64, error)
-	// Step applies s, one atomic attempt (kv.Step says what each of its
+	// Step applies s, one atomic attempt (contract.Step says what each of its
 	// parts does), and sets its outputs. The members that fuse a lock with
 	// a read or a write are each one Step (SetNXGet, SetGuardedRelease,
 	// ... in this package). Step must keep nothing of s past the call,
@@ -53,24 +54,24 @@ type Backend interface {
 	// not escape", or "leaking param content: s"): callers keep it on
 	// their stack (Run).
 	Step(s *Step) error
-	// LockAttempt is one attempt of lock_acquire: kv.DecideAcquire applied
+	// LockAttempt is one attempt of lock_acquire: contract.DecideAcquire applied
 	// to key's entry in one atomic step (the hold lapsing ttl from now, 0:
 	// never; a refused exclusive attempt's claim lapsing claim from now, 0:
 	// none), minting the grant's fence in that step (the sequence
 	// SetNXFenced mints from), storing or removing as the decision says
 	// (a stored record or token is a lock: never evicted), then waking as
-	// it says. fence is 0 unless out is kv.Inserted.
-	LockAttempt(key string, token []byte, mode kv.LockMode, ttl, claim time.Duration) (out kv.SetNXOutcome, fence int64, err error)
-	// LockRelease applies kv.DecideRelease; it reports whether token held
+	// it says. fence is 0 unless out is contract.Inserted.
+	LockAttempt(key string, token []byte, mode contract.LockMode, ttl, claim time.Duration) (out contract.SetNXOutcome, fence int64, err error)
+	// LockRelease applies contract.DecideRelease; it reports whether token held
 	// key.
 	LockRelease(key string, token []byte) (bool, error)
-	// LockRefresh applies kv.DecideRefresh with the deadline ttl from now
+	// LockRefresh applies contract.DecideRefresh with the deadline ttl from now
 	// (0: none); it reports whether token held key.
 	LockRefresh(key string, token []byte, ttl time.Duration) (bool, error)
-	// LockInfo is kv.LockHolders of key's live entry (holders 0: free).
-	LockInfo(key string) (mode kv.LockMode, holders int, err error)
+	// LockInfo is contract.LockHolders of key's live entry (holders 0: free).
+	LockInfo(key string) (mode contract.LockMode, holders int, err error)
 	Flush() error
-	Stats() (kv.Stats, error)
+	Stats() (contract.Stats, error)
 	// Name is the backend's kind, as stats report it ("memory", "redis").
 	Name() string
 	// Close releases what the backend holds (connections); it is called

@@ -6,7 +6,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // Missing is the value length of a get_many record for a key without a
@@ -56,18 +56,18 @@ func GetEach(get func(key string, dst []byte) (int, bool, error), keys []string,
 	return n, nil
 }
 
-// CheckBatch is kv.CheckWrite for every entry of a set_many, so that a bad
+// CheckBatch is contract.CheckWrite for every entry of a set_many, so that a bad
 // one refuses the batch before anything is written. The error names the
 // entry by its position.
 func CheckBatch(keys []string, values [][]byte, ttl time.Duration) error {
 	if len(keys) != len(values) {
-		return fmt.Errorf("%w: %d keys for %d values", kv.ErrInvalidArgument, len(keys), len(values))
+		return fmt.Errorf("%w: %d keys for %d values", contract.ErrInvalidArgument, len(keys), len(values))
 	}
-	if err := kv.CheckTTL(ttl); err != nil {
+	if err := contract.CheckTTL(ttl); err != nil {
 		return err
 	}
 	for i, k := range keys {
-		if err := kv.CheckWrite(k, values[i], ttl); err != nil {
+		if err := contract.CheckWrite(k, values[i], ttl); err != nil {
 			return fmt.Errorf("entry %d: %w", i, err)
 		}
 	}

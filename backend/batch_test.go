@@ -9,22 +9,23 @@ import (
 
 	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/backend/backendtest"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
+	"github.com/ephpm/ephpm/memstore"
 )
 
 // A batch that cannot store everything says which key failed: the entries
 // before it are stored, it keeps its old value, and nothing after it is
 // written.
 func TestSetManyStopsAtTheFirstKeyThatDoesNotFit(t *testing.T) {
-	s := kv.New(kv.Options{})
+	s := memstore.New(memstore.Options{})
 	defer s.Close()
 	m := backend.Memory{Store: s}
-	require.NoError(t, s.Configure(kv.MemoryConfig{Limit: 1 << 20}))
+	require.NoError(t, s.Configure(contract.MemoryConfig{Limit: 1 << 20}))
 	require.NoError(t, s.Set("big", []byte("old"), 0))
 	keys := []string{"a", "big", "c"}
 	values := [][]byte{[]byte("1"), make([]byte, 2<<20), []byte("3")}
 	stored, err := m.SetMany(keys, values, 0)
-	assert.ErrorIs(t, err, kv.ErrNoMemory)
+	assert.ErrorIs(t, err, contract.ErrNoMemory)
 	assert.ErrorContains(t, err, `key "big"`)
 	assert.Equal(t, 1, stored)
 	v, _ := s.Get("a")
@@ -37,10 +38,10 @@ func TestSetManyStopsAtTheFirstKeyThatDoesNotFit(t *testing.T) {
 // get_many's values are the logical ones: a compressed entry reads back
 // decompressed.
 func TestGetManyDecompresses(t *testing.T) {
-	s := kv.New(kv.Options{})
+	s := memstore.New(memstore.Options{})
 	defer s.Close()
 	m := backend.Memory{Store: s}
-	require.NoError(t, s.Configure(kv.MemoryConfig{Compression: true, CompressionMinSize: 64}))
+	require.NoError(t, s.Configure(contract.MemoryConfig{Compression: true, CompressionMinSize: 64}))
 	big := []byte(strings.Repeat("compressible ", 1000))
 	_, err := m.SetMany([]string{"z"}, [][]byte{big}, 0)
 	require.NoError(t, err)

@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/ephpm/ephpm/backend"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
+	"github.com/ephpm/ephpm/memstore"
 	"github.com/ephpm/ephpm/sessionkeys"
 	"github.com/ephpm/ephpm/shm"
 )
@@ -20,15 +21,15 @@ import (
 // shared-memory segment.
 
 func benchBackends(b *testing.B, run func(b *testing.B, s backend.Backend)) {
-	rule := kv.Options{SessionDataPrefix: sessionkeys.DataPrefix, SessionLockPrefix: sessionkeys.LockPrefix}
+	rule := memstore.Options{SessionDataPrefix: sessionkeys.DataPrefix, SessionLockPrefix: sessionkeys.LockPrefix}
 	b.Run("memory", func(b *testing.B) {
-		s := kv.New(rule)
+		s := memstore.New(rule)
 		b.Cleanup(s.Close)
 		run(b, backend.Memory{Store: s})
 	})
 	b.Run("shm", func(b *testing.B) {
 		name := fmt.Sprintf("bench-backend-%d", time.Now().UnixNano())
-		s, err := shm.Open(name, shm.Options{Memory: kv.MemoryConfig{Limit: 64 << 20},
+		s, err := shm.Open(name, shm.Options{Memory: contract.MemoryConfig{Limit: 64 << 20},
 			SessionDataPrefix: rule.SessionDataPrefix, SessionLockPrefix: rule.SessionLockPrefix})
 		if err != nil {
 			b.Fatal(err)

@@ -3,13 +3,14 @@ package backend
 import (
 	"time"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
+	"github.com/ephpm/ephpm/memstore"
 )
 
-// Memory serves a kv.Store as a Backend. The store's reads and deletes
-// cannot fail; its writes fail only with the errors kv documents. Its
-// Step is kv.Store.Step: every Step in one step under the shard locks.
-type Memory struct{ *kv.Store }
+// Memory serves a memstore.Store as a Backend. The store's reads and deletes
+// cannot fail; its writes fail only with the errors memstore documents. Its
+// Step is memstore.Store.Step: every Step in one step under the shard locks.
+type Memory struct{ *memstore.Store }
 
 func (m Memory) Name() string { return "memory" }
 
@@ -37,12 +38,12 @@ func (m Memory) PTTL(key string) (time.Duration, bool, error) {
 
 func (m Memory) Flush() error { m.Store.Flush(); return nil }
 
-func (m Memory) Stats() (kv.Stats, error) { return m.Store.Stats(), nil }
+func (m Memory) Stats() (contract.Stats, error) { return m.Store.Stats(), nil }
 
 // Close does nothing: the in-process store lives as long as the process.
 func (m Memory) Close() error { return nil }
 
-// Scan walks the store (kv.Store.Scan): every waiter and holder is this
+// Scan walks the store (memstore.Store.Scan): every waiter and holder is this
 // process's, so no entry names a holder process.
 func (m Memory) Scan(prefix string, cursor uint64, count int, locksOnly bool) (ScanPage, error) {
 	entries, next, err := m.Store.Scan(prefix, cursor, count, locksOnly)

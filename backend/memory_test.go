@@ -6,11 +6,11 @@ import (
 
 	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/backend/backendtest"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/memstore"
 )
 
 func TestMemoryPassesTheContract(t *testing.T) {
-	s := kv.New(kv.Options{})
+	s := memstore.New(memstore.Options{})
 	defer s.Close()
 	backendtest.Run(t, backend.Memory{Store: s}, backendtest.Coarse)
 }
@@ -23,7 +23,7 @@ func TestMemoryPassesTheContract(t *testing.T) {
 // clock.
 func TestMemoryPassesTheContractOnALaggingClock(t *testing.T) {
 	clock := backendtest.Clock{Now: laggingClock()}
-	s := kv.New(kv.Options{Now: clock.Now})
+	s := memstore.New(memstore.Options{Now: clock.Now})
 	defer s.Close()
 	backendtest.Run(t, backend.Memory{Store: s}, clock)
 }

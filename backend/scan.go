@@ -110,7 +110,7 @@ type Scanner interface {
 	// walk is returned at least once; one written or removed during it
 	// may be returned or not, and an entry may be returned twice. A
 	// cursor that names no position of the walk is refused with
-	// kv.ErrInvalidArgument. Any error but damage the walk goes past
+	// contract.ErrInvalidArgument. Any error but damage the walk goes past
 	// (ScanPage.Skipped) is the page's error, with no page: the page's
 	// outcome is unknown, never an empty or final page.
 	// It changes nothing in the store (an expired entry it meets is left
@@ -146,7 +146,7 @@ type CondSetter interface {
 	// storing in one atomic step, and reports whether it stored. With get,
 	// old is a copy of the value key held just before that step (found
 	// false, old nil: no live entry), whether or not it stored. Errors are
-	// as Backend's: kv.ErrInvalidArgument or kv.ErrNoMemory mean nothing
-	// changed. It may block only as a Set does (making room).
+	// as Backend's: contract.ErrInvalidArgument or contract.ErrNoMemory mean
+	// nothing changed. It may block only as a Set does (making room).
 	SetCond(key string, value []byte, ttl time.Duration, cond SetCondition, cmp []byte, get bool) (stored bool, old []byte, found bool, err error)
 }

@@ -4,34 +4,34 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // Step is one atomic attempt on a backend: take or check a lock, act on
-// one key, release the lock (see kv.Step, which says what each part
+// one key, release the lock (see contract.Step, which says what each part
 // does). Backend.Step applies one; the functions below are the table's
 // members that fuse a lock with a read or a write, each one Step, so that
 // each is written once for every backend, and a new combination is a new
 // Step, not a new member.
-type Step = kv.Step
+type Step = contract.Step
 
-// The parts of a Step (kv.Guard, kv.Action).
+// The parts of a Step (contract.Guard, contract.Action).
 type (
-	Guard  = kv.Guard
-	Action = kv.Action
+	Guard  = contract.Guard
+	Action = contract.Action
 )
 
 const (
-	GuardNone        = kv.GuardNone
-	GuardToken       = kv.GuardToken
-	GuardFence       = kv.GuardFence
-	GuardFenceHolder = kv.GuardFenceHolder
+	GuardNone        = contract.GuardNone
+	GuardToken       = contract.GuardToken
+	GuardFence       = contract.GuardFence
+	GuardFenceHolder = contract.GuardFenceHolder
 
-	ActionNone   = kv.ActionNone
-	ActionGet    = kv.ActionGet
-	ActionSet    = kv.ActionSet
-	ActionDel    = kv.ActionDel
-	ActionExpire = kv.ActionExpire
+	ActionNone   = contract.ActionNone
+	ActionGet    = contract.ActionGet
+	ActionSet    = contract.ActionSet
+	ActionDel    = contract.ActionDel
+	ActionExpire = contract.ActionExpire
 )
 
 // Stepper is what applies Steps: every Backend, and what a caller that
@@ -67,7 +67,7 @@ var never struct {
 // grant's fencing token: a number strictly greater than that of every
 // earlier fenced grant of key, never reset by the lock's release, expiry
 // or eviction, nor by Flush. fence is 0 when key was held.
-func SetNXFenced(b Stepper, key string, value []byte, ttl time.Duration) (out kv.SetNXOutcome, fence int64, err error) {
+func SetNXFenced(b Stepper, key string, value []byte, ttl time.Duration) (out contract.SetNXOutcome, fence int64, err error) {
 	var s Step
 	s.Lock, s.Token, s.LockTTL, s.Acquire, s.Fenced = key, value, ttl, true, true
 	err = Run(b, &s)
@@ -77,7 +77,7 @@ func SetNXFenced(b Stepper, key string, value []byte, ttl time.Duration) (out kv
 // SetNXGet is one attempt of set_nx_wait_get: SetNX of key, and once
 // inserted, GetInto of dataKey (n, found as GetInto returns them), in one
 // atomic step. Nothing is read when the lock is not inserted.
-func SetNXGet(b Stepper, key string, value []byte, ttl time.Duration, dataKey string, dst []byte) (out kv.SetNXOutcome, n int, found bool, err error) {
+func SetNXGet(b Stepper, key string, value []byte, ttl time.Duration, dataKey string, dst []byte) (out contract.SetNXOutcome, n int, found bool, err error) {
 	var s Step
 	s.Lock, s.Token, s.LockTTL, s.Acquire, s.Bound = key, value, ttl, true, true
 	s.Action, s.Key, s.Dst = ActionGet, dataKey, dst
@@ -87,7 +87,7 @@ func SetNXGet(b Stepper, key string, value []byte, ttl time.Duration, dataKey st
 
 // SetNXGetFenced is SetNXGet whose grant also mints its fence, as
 // SetNXFenced does, in the same sequence (fence 0 when not inserted).
-func SetNXGetFenced(b Stepper, key string, value []byte, ttl time.Duration, dataKey string, dst []byte) (out kv.SetNXOutcome, n int, found bool, fence int64, err error) {
+func SetNXGetFenced(b Stepper, key string, value []byte, ttl time.Duration, dataKey string, dst []byte) (out contract.SetNXOutcome, n int, found bool, fence int64, err error) {
 	var s Step
 	s.Lock, s.Token, s.LockTTL, s.Acquire, s.Fenced, s.Bound = key, value, ttl, true, true, true
 	s.Action, s.Key, s.Dst = ActionGet, dataKey, dst

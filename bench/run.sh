@@ -102,4 +102,4 @@ go test -run XXX -bench Commands -benchtime 20000x ./redisstore | grep -E '^Benc
 
 echo
 echo "== Go level (go test -bench, GOMAXPROCS 1 and 2)"
-go test -run XXX -bench . -cpu 1,2 ./kv | grep -E '^Benchmark'
+go test -run XXX -bench . -cpu 1,2 ./memstore | grep -E '^Benchmark'

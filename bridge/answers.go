@@ -14,7 +14,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // answers.go turns what a member's Go side did into what C sees, for the
@@ -29,13 +29,13 @@ func failure(err error) C.int {
 	msg := err.Error()
 	C.ephpm_set_last_error((*C.char)(unsafe.Pointer(unsafe.StringData(msg))), C.size_t(len(msg)))
 	switch {
-	case errors.Is(err, kv.ErrInvalidArgument):
+	case errors.Is(err, contract.ErrInvalidArgument):
 		return C.EPHPM_KV_E_INVALID
-	case errors.Is(err, kv.ErrNoMemory):
+	case errors.Is(err, contract.ErrNoMemory):
 		return C.EPHPM_KV_E_NOMEM
-	case errors.Is(err, kv.ErrNotInteger):
+	case errors.Is(err, contract.ErrNotInteger):
 		return C.EPHPM_KV_E_NOT_INTEGER
-	case errors.Is(err, kv.ErrOverflow):
+	case errors.Is(err, contract.ErrOverflow):
 		return C.EPHPM_KV_E_OVERFLOW
 	}
 	return C.EPHPM_KV_E_UNAVAILABLE
@@ -84,8 +84,8 @@ func freed(free bool) C.int {
 
 // inserted: OK if this call inserted (set_nx) or was granted (the waiting
 // members), else EXISTS.
-func inserted(won kv.SetNXOutcome) C.int {
-	if won == kv.Inserted {
+func inserted(won contract.SetNXOutcome) C.int {
+	if won == contract.Inserted {
 		return C.EPHPM_KV_OK
 	}
 	return C.EPHPM_KV_EXISTS
@@ -131,8 +131,8 @@ func (o bufferOut) answer(n int, found bool) C.int {
 
 // granted: EXISTS if the lock was not granted (nothing was read), else as
 // answer.
-func (o bufferOut) granted(won kv.SetNXOutcome, n int, found bool) C.int {
-	if won != kv.Inserted {
+func (o bufferOut) granted(won contract.SetNXOutcome, n int, found bool) C.int {
+	if won != contract.Inserted {
 		return C.EPHPM_KV_EXISTS
 	}
 	return o.answer(n, found)
@@ -150,8 +150,8 @@ func outFencedBuffer(n *C.size_t, cap C.size_t, fence *C.int64_t) fencedBufferOu
 	return fencedBufferOut{outBuffer(n, cap), fence}
 }
 
-func (o fencedBufferOut) granted(won kv.SetNXOutcome, n int, found bool, fence int64) C.int {
-	if won != kv.Inserted {
+func (o fencedBufferOut) granted(won contract.SetNXOutcome, n int, found bool, fence int64) C.int {
+	if won != contract.Inserted {
 		return C.EPHPM_KV_EXISTS
 	}
 	*o.fence = C.int64_t(fence)
@@ -234,8 +234,8 @@ func (o fenceOut) answer(fence int64) C.int {
 }
 
 // granted: OK with the grant's fence, or EXISTS.
-func (o fenceOut) granted(won kv.SetNXOutcome, fence int64) C.int {
-	if won != kv.Inserted {
+func (o fenceOut) granted(won contract.SetNXOutcome, fence int64) C.int {
+	if won != contract.Inserted {
 		return C.EPHPM_KV_EXISTS
 	}
 	*o.p = C.int64_t(fence)
@@ -285,7 +285,7 @@ func outHolders(mode *C.int32_t, holders *C.int64_t) holdersOut {
 }
 
 // answer: OK with the holders, or MISS when there are none.
-func (o holdersOut) answer(mode kv.LockMode, holders int) C.int {
+func (o holdersOut) answer(mode contract.LockMode, holders int) C.int {
 	if holders == 0 {
 		return C.EPHPM_KV_MISS
 	}
@@ -315,7 +315,7 @@ func fillStats(out *C.ephpm_kv_stats) error {
 	setText(full.instance_id[:], st.InstanceID)
 	setText(full.backend[:], b.Name())
 	setText(full.eviction[:], st.Eviction)
-	setText(full.compression[:], kv.CompressionName(st.Compression))
+	setText(full.compression[:], contract.CompressionName(st.Compression))
 	full.keys = C.int64_t(st.Keys)
 	full.bytes_used = C.int64_t(st.BytesUsed)
 	full.memory_limit = C.int64_t(st.MemoryLimit)

@@ -14,7 +14,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // args.go turns a member's C arguments into Go values, for the exports
@@ -26,7 +26,7 @@ import (
 
 // args turns one call's C arguments into Go values and keeps the first
 // rejection, which the member reports through failure, so that last_error
-// says why. The limits are kv's (CheckKey, CheckValue, CheckTTL), the one
+// says why. The limits are contract's (CheckKey, CheckValue, CheckTTL), the one
 // authority every backend shares; args adds only what Go itself needs: no
 // length beyond an int, no duration beyond a time.Duration.
 type args struct{ err error }
@@ -38,12 +38,12 @@ func (a *args) reject(err error) {
 }
 
 // key, bytes and duration are small enough to inline: a length or TTL that
-// kv accepts takes the inlined path, and any other goes to their checked
-// form, where kv's check (or Go's own limit) decides and says why.
+// contract accepts takes the inlined path, and any other goes to their checked
+// form, where contract's check (or Go's own limit) decides and says why.
 
 // key views a key of n bytes at p.
 func (a *args) key(p *C.char, n C.size_t) string {
-	if n-1 < kv.MaxKeyLen { // 1..MaxKeyLen: kv.CheckKey accepts it
+	if n-1 < contract.MaxKeyLen { // 1..MaxKeyLen: contract.CheckKey accepts it
 		return unsafe.String((*byte)(unsafe.Pointer(p)), int(n))
 	}
 	return a.checkedKey(p, n)
@@ -51,7 +51,7 @@ func (a *args) key(p *C.char, n C.size_t) string {
 
 func (a *args) checkedKey(p *C.char, n C.size_t) string {
 	k := unsafe.String((*byte)(unsafe.Pointer(p)), a.length(n))
-	if err := kv.CheckKey(k); err != nil {
+	if err := contract.CheckKey(k); err != nil {
 		a.reject(err)
 	}
 	return k
@@ -59,7 +59,7 @@ func (a *args) checkedKey(p *C.char, n C.size_t) string {
 
 // bytes views a value (or token) of n bytes at p.
 func (a *args) bytes(p *C.char, n C.size_t) []byte {
-	if n-1 < kv.MaxValueLen { // 1..MaxValueLen: kv.CheckValue accepts it
+	if n-1 < contract.MaxValueLen { // 1..MaxValueLen: contract.CheckValue accepts it
 		return unsafe.Slice((*byte)(unsafe.Pointer(p)), int(n))
 	}
 	return a.checkedBytes(p, n)
@@ -70,7 +70,7 @@ func (a *args) checkedBytes(p *C.char, n C.size_t) []byte {
 		return []byte{}
 	}
 	v := unsafe.Slice((*byte)(unsafe.Pointer(p)), a.length(n))
-	if err := kv.CheckValue(v); err != nil {
+	if err := contract.CheckValue(v); err != nil {
 		a.reject(err)
 	}
 	return v
@@ -78,7 +78,7 @@ func (a *args) checkedBytes(p *C.char, n C.size_t) []byte {
 
 // duration is ms milliseconds: a TTL, or how long a call may wait.
 func (a *args) duration(ms C.int64_t) time.Duration {
-	if uint64(ms) <= uint64(kv.MaxTTL/time.Millisecond) { // kv.CheckTTL accepts it
+	if uint64(ms) <= uint64(contract.MaxTTL/time.Millisecond) { // contract.CheckTTL accepts it
 		return time.Duration(ms) * time.Millisecond
 	}
 	return a.checkedDuration(ms)
@@ -88,11 +88,11 @@ func (a *args) checkedDuration(ms C.int64_t) time.Duration {
 	// Beyond what a time.Duration holds either way: the product would wrap
 	// (a very negative ms into a valid TTL).
 	if int64(ms) > math.MaxInt64/int64(time.Millisecond) || int64(ms) < math.MinInt64/int64(time.Millisecond) {
-		a.reject(fmt.Errorf("%w: %d ms is beyond %v", kv.ErrInvalidArgument, int64(ms), kv.MaxTTL))
+		a.reject(fmt.Errorf("%w: %d ms is beyond %v", contract.ErrInvalidArgument, int64(ms), contract.MaxTTL))
 		return 0
 	}
 	d := time.Duration(ms) * time.Millisecond
-	if err := kv.CheckTTL(d); err != nil {
+	if err := contract.CheckTTL(d); err != nil {
 		a.reject(err)
 	}
 	return d
@@ -101,7 +101,7 @@ func (a *args) checkedDuration(ms C.int64_t) time.Duration {
 // length is n as an int, if no argument can be that long.
 func (a *args) length(n C.size_t) int {
 	if uint64(n) > math.MaxInt32 {
-		a.reject(fmt.Errorf("%w: a length of %d bytes", kv.ErrInvalidArgument, uint64(n)))
+		a.reject(fmt.Errorf("%w: a length of %d bytes", contract.ErrInvalidArgument, uint64(n)))
 		return 0
 	}
 	return int(n)
@@ -114,11 +114,11 @@ func (a *args) length(n C.size_t) int {
 // it exactly.
 func (a *args) batch(p *C.char, n, count C.size_t, perEntry int, add func(rec []byte)) {
 	if uint64(n) > math.MaxInt {
-		a.reject(fmt.Errorf("%w: a batch of %d bytes", kv.ErrInvalidArgument, uint64(n)))
+		a.reject(fmt.Errorf("%w: a batch of %d bytes", contract.ErrInvalidArgument, uint64(n)))
 		return
 	}
 	if uint64(count) > uint64(n)/uint64(4*perEntry) {
-		a.reject(fmt.Errorf("%w: %d batch entries cannot fit in %d bytes", kv.ErrInvalidArgument, uint64(count), uint64(n)))
+		a.reject(fmt.Errorf("%w: %d batch entries cannot fit in %d bytes", contract.ErrInvalidArgument, uint64(count), uint64(n)))
 		return
 	}
 	var buf []byte
@@ -127,19 +127,19 @@ func (a *args) batch(p *C.char, n, count C.size_t, perEntry int, add func(rec []
 	}
 	for i := 0; i < int(count)*perEntry; i++ {
 		if len(buf) < 4 {
-			a.reject(fmt.Errorf("%w: batch record %d is cut short", kv.ErrInvalidArgument, i))
+			a.reject(fmt.Errorf("%w: batch record %d is cut short", contract.ErrInvalidArgument, i))
 			return
 		}
 		rn := binary.NativeEndian.Uint32(buf)
 		if uint64(rn) > uint64(len(buf)-4) {
-			a.reject(fmt.Errorf("%w: batch record %d says %d bytes, %d are left", kv.ErrInvalidArgument, i, rn, len(buf)-4))
+			a.reject(fmt.Errorf("%w: batch record %d says %d bytes, %d are left", contract.ErrInvalidArgument, i, rn, len(buf)-4))
 			return
 		}
 		add(buf[4 : 4+rn])
 		buf = buf[4+rn:]
 	}
 	if len(buf) != 0 {
-		a.reject(fmt.Errorf("%w: %d bytes after the last of %d batch records", kv.ErrInvalidArgument, len(buf), int(count)*perEntry))
+		a.reject(fmt.Errorf("%w: %d bytes after the last of %d batch records", contract.ErrInvalidArgument, len(buf), int(count)*perEntry))
 	}
 }
 
@@ -164,11 +164,11 @@ func (l *batchList) done() {
 }
 
 // keyBatch reads the key records of a batch (get_many's keys) into l.keys,
-// checking each key as kv does.
+// checking each key as contract.CheckKey does.
 func (a *args) keyBatch(l *batchList, p *C.char, n, count C.size_t) {
 	a.batch(p, n, count, 1, func(k []byte) {
 		key := asString(k)
-		if err := kv.CheckKey(key); err != nil {
+		if err := contract.CheckKey(key); err != nil {
 			a.reject(fmt.Errorf("batch key %d: %w", len(l.keys), err))
 		}
 		l.keys = append(l.keys, key)
@@ -192,7 +192,7 @@ func (a *args) entryBatch(l *batchList, p *C.char, n, count C.size_t) {
 // its records need is compared with it as one.
 func (a *args) capacity(n C.size_t) {
 	if uint64(n) > math.MaxInt {
-		a.reject(fmt.Errorf("%w: a buffer of %d bytes", kv.ErrInvalidArgument, uint64(n)))
+		a.reject(fmt.Errorf("%w: a buffer of %d bytes", contract.ErrInvalidArgument, uint64(n)))
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ephpm/ephpm/backend"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/memstore"
 	"github.com/ephpm/ephpm/redisstore"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
@@ -37,7 +37,7 @@ var sessionPrefixes = []string{sessionkeys.DataPrefix, sessionkeys.LockPrefix}
 // shared-memory segment applies too: session data lives within its
 // budget, and only while no request holds its lock may it be evicted;
 // locks never are.
-var sessionRule = kv.Options{
+var sessionRule = memstore.Options{
 	SessionDataPrefix: sessionkeys.DataPrefix,
 	SessionLockPrefix: sessionkeys.LockPrefix,
 	SessionLimitName:  "ephpm.session_memory_limit",
@@ -52,7 +52,7 @@ func redisOptions(near redisstore.NearCache) redisstore.Options {
 }
 
 var (
-	store  = kv.New(sessionRule)
+	store  = memstore.New(sessionRule)
 	served atomic.Pointer[Backend]
 	// lockTimeouts counts set_nx_wait and lock_acquire calls that ran out of
 	// time.
@@ -70,7 +70,7 @@ func init() {
 // Store returns this process's in-process store: the one the table serves
 // unless SetBackend chose another. A Go program that embeds PHP reads and
 // writes it directly, sharing entries and locks with its PHP scripts.
-func Store() *kv.Store { return store }
+func Store() *memstore.Store { return store }
 
 // SetBackend makes the table serve b from the next call on, and closes the
 // backend it served before.

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/ephpm/ephpm/backend"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/redisstore"
 	"github.com/ephpm/ephpm/shm"
 )
@@ -26,29 +26,29 @@ type setting struct {
 }
 
 var settings = []setting{
-	{"memory_limit", memorySetting(func(c *kv.MemoryConfig, v string) (err error) {
+	{"memory_limit", memorySetting(func(c *contract.MemoryConfig, v string) (err error) {
 		c.Limit, err = parseSize(v, math.MaxInt64)
 		return err
 	})},
-	{"session_memory_limit", memorySetting(func(c *kv.MemoryConfig, v string) (err error) {
+	{"session_memory_limit", memorySetting(func(c *contract.MemoryConfig, v string) (err error) {
 		c.SessionLimit, err = parseSize(v, math.MaxInt64)
 		return err
 	})},
-	{"eviction", memorySetting(func(c *kv.MemoryConfig, v string) (err error) {
-		c.Policy, err = kv.ParsePolicy(v)
+	{"eviction", memorySetting(func(c *contract.MemoryConfig, v string) (err error) {
+		c.Policy, err = contract.ParsePolicy(v)
 		return err
 	})},
-	{"compression", memorySetting(func(c *kv.MemoryConfig, v string) (err error) {
+	{"compression", memorySetting(func(c *contract.MemoryConfig, v string) (err error) {
 		if v == "" {
 			// PHP's ini reader turns the bare words none, off, no, false
 			// and null into "": ephpm.kv_compression = none arrives so.
-			v = kv.CompressionName(false)
+			v = contract.CompressionName(false)
 		}
-		c.Compression, err = kv.ParseCompression(v)
+		c.Compression, err = contract.ParseCompression(v)
 		return err
 	})},
-	{"compression_min_size", memorySetting(func(c *kv.MemoryConfig, v string) error {
-		n, err := parseSize(v, kv.MaxValueLen)
+	{"compression_min_size", memorySetting(func(c *contract.MemoryConfig, v string) error {
+		n, err := parseSize(v, contract.MaxValueLen)
 		c.CompressionMinSize = int(n)
 		return err
 	})},
@@ -91,7 +91,7 @@ func setChosen(s string) { chosen.Store(&s) }
 
 // configure applies one setting of the configure member. A refused value
 // changes nothing: every error but a backend that cannot be opened now is
-// kv.ErrInvalidArgument.
+// contract.ErrInvalidArgument.
 func configure(name, value string) error {
 	configMu.Lock()
 	defer configMu.Unlock()
@@ -101,13 +101,13 @@ func configure(name, value string) error {
 		}
 		return s.apply(value)
 	}
-	return fmt.Errorf("%w: unknown setting %q", kv.ErrInvalidArgument, name)
+	return fmt.Errorf("%w: unknown setting %q", contract.ErrInvalidArgument, name)
 }
 
 // memorySetting applies a change of the memory setting to the in-process
 // store, and to the shared-memory segment too while one is served (a
 // segment is created with the in-process store's setting).
-func memorySetting(set func(c *kv.MemoryConfig, value string) error) func(string) error {
+func memorySetting(set func(c *contract.MemoryConfig, value string) error) func(string) error {
 	return func(value string) error {
 		cfg := store.MemoryConfig()
 		if err := set(&cfg, value); err != nil {
@@ -145,7 +145,7 @@ func parseSize(v string, max int64) (int64, error) {
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 0 || n > max>>shift {
 		return 0, fmt.Errorf("%w: %q is not a number between 0 and %d (K, M and G suffixes allowed)",
-			kv.ErrInvalidArgument, v, max)
+			contract.ErrInvalidArgument, v, max)
 	}
 	return n << shift, nil
 }
@@ -187,7 +187,7 @@ func openBackend(value string) error {
 	}
 	r, err := redisstore.Open(value, redisOptions(near))
 	if err != nil {
-		return fmt.Errorf("%w: %v", kv.ErrInvalidArgument, err)
+		return fmt.Errorf("%w: %v", contract.ErrInvalidArgument, err)
 	}
 	SetBackend(r)
 	setChosen("redis (" + why + ")")

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // restoreSettings puts the in-process store's memory setting and the near
@@ -32,7 +32,7 @@ func TestEverySettingIsARowOfTheTable(t *testing.T) {
 		require.NoError(t, configure(c.name, c.value), c.name)
 	}
 	cfg := store.MemoryConfig()
-	assert.Equal(t, kv.MemoryConfig{Limit: 64 << 20, SessionLimit: 1 << 10, Policy: kv.AllKeysLRU,
+	assert.Equal(t, contract.MemoryConfig{Limit: 64 << 20, SessionLimit: 1 << 10, Policy: contract.AllKeysLRU,
 		Compression: true, CompressionMinSize: 2048}, cfg)
 	assert.Equal(t, []string{"a:", "b:"}, near.Prefixes)
 	assert.Equal(t, 250*time.Millisecond, near.Staleness)
@@ -52,7 +52,7 @@ func TestARefusedSettingChangesNothing(t *testing.T) {
 		{"compression_min_size", "2G"}, {"near_cache_size", "-1"}, {"bogus", "1"}, {"Memory_limit", "1"},
 		{"backend", "shm://bad/name"},
 	} {
-		assert.ErrorIs(t, configure(c.name, c.value), kv.ErrInvalidArgument, "%s=%s", c.name, c.value)
+		assert.ErrorIs(t, configure(c.name, c.value), contract.ErrInvalidArgument, "%s=%s", c.name, c.value)
 	}
 	assert.Equal(t, before, store.MemoryConfig())
 	assert.Equal(t, int64(256<<10), store.Stats().SessionLimit)
@@ -66,7 +66,7 @@ func TestParseSizeReadsPHPQuantities(t *testing.T) {
 	}
 	for _, in := range []string{"", "M", "-1", "1.5M", "0x10", "2T", "1025G"} {
 		_, err := parseSize(in, 1<<40)
-		assert.ErrorIs(t, err, kv.ErrInvalidArgument, in)
+		assert.ErrorIs(t, err, contract.ErrInvalidArgument, in)
 	}
 }
 
@@ -90,6 +90,6 @@ func TestAutoFailureIsNotABadValue(t *testing.T) {
 	require.NoError(t, configure("memory_limit", "2M"))
 	err := configure("backend", "auto")
 	require.Error(t, err)
-	assert.NotErrorIs(t, err, kv.ErrInvalidArgument)
+	assert.NotErrorIs(t, err, contract.ErrInvalidArgument)
 	assert.ErrorContains(t, err, "memory_limit")
 }

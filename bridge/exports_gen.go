@@ -41,7 +41,7 @@ import "C"
 
 import (
 	"github.com/ephpm/ephpm/backend"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // ephpmGoGet is get's Go side: current().GetInto.
@@ -593,7 +593,7 @@ func ephpmGoLockAcquire(key *C.char, keyLen C.size_t, token *C.char, tokenLen C.
 	if a.err != nil {
 		return failure(a.err)
 	}
-	won, f, err := lockAcquire(k, t, kv.LockMode(mode), ttl, wait)
+	won, f, err := lockAcquire(k, t, contract.LockMode(mode), ttl, wait)
 	if err != nil {
 		return failure(err)
 	}

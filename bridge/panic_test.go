@@ -8,16 +8,18 @@ import (
 	"time"
 
 	"github.com/ephpm/ephpm/backend"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // panicking is a backend whose lock pair and Del panic, for the guard of
 // the exports (recoverStatus).
 type panicking struct{ backend.Memory }
 
-func (panicking) SetNX(string, []byte, time.Duration) (kv.SetNXOutcome, error) { panic("set_nx boom") }
-func (panicking) DelIfEq(string, []byte) (bool, error)                         { panic("del_if_eq boom") }
-func (panicking) Del(string) (bool, error)                                     { panic("del boom") }
+func (panicking) SetNX(string, []byte, time.Duration) (contract.SetNXOutcome, error) {
+	panic("set_nx boom")
+}
+func (panicking) DelIfEq(string, []byte) (bool, error) { panic("del_if_eq boom") }
+func (panicking) Del(string) (bool, error)             { panic("del boom") }
 
 // A panic in Go never unwinds into C: the member answers E_UNAVAILABLE
 // (outcome unknown), last_error says what panicked, and the table keeps

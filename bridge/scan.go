@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/ephpm/ephpm/backend"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
 
@@ -32,12 +32,12 @@ const kindSkipped = 4
 // len(dst): dst holds nothing usable) and the next page's cursor.
 func scanInto(prefix []byte, cursor uint64, count int, flags int32, dst []byte) (need int, next uint64, err error) {
 	switch {
-	case len(prefix) > kv.MaxKeyLen:
-		return 0, 0, fmt.Errorf("%w: a prefix of %d bytes is longer than a key (%d)", kv.ErrInvalidArgument, len(prefix), kv.MaxKeyLen)
+	case len(prefix) > contract.MaxKeyLen:
+		return 0, 0, fmt.Errorf("%w: a prefix of %d bytes is longer than a key (%d)", contract.ErrInvalidArgument, len(prefix), contract.MaxKeyLen)
 	case count < 1 || count > scanMaxCount:
-		return 0, 0, fmt.Errorf("%w: count %d is outside 1..%d", kv.ErrInvalidArgument, count, scanMaxCount)
+		return 0, 0, fmt.Errorf("%w: count %d is outside 1..%d", contract.ErrInvalidArgument, count, scanMaxCount)
 	case flags&^scanLocks != 0:
-		return 0, 0, fmt.Errorf("%w: scan flags %#x: only EPHPM_KV_SCAN_LOCKS (1) is one", kv.ErrInvalidArgument, flags)
+		return 0, 0, fmt.Errorf("%w: scan flags %#x: only EPHPM_KV_SCAN_LOCKS (1) is one", contract.ErrInvalidArgument, flags)
 	}
 	page, err := current().Scan(asString(prefix), cursor, count, flags&scanLocks != 0)
 	if err != nil {

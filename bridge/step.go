@@ -11,7 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/ephpm/ephpm/backend"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/lockwait"
 )
 
@@ -32,13 +32,13 @@ const stepFlags = C.EPHPM_KV_STEP_ACQUIRE | C.EPHPM_KV_STEP_FENCED | C.EPHPM_KV_
 
 // span views n bytes at p as a key or value of a step: a NULL p is refused
 // unless n is 0 (the header's buffer rule), and the limits are left to
-// kv.CheckStep, which checks each part the step uses.
+// contract.CheckStep, which checks each part the step uses.
 func span(a *args, what string, p *C.char, n C.size_t) []byte {
 	switch {
 	case n == 0:
 		return nil
 	case p == nil:
-		a.reject(fmt.Errorf("%w: step: %s is NULL with a length of %d", kv.ErrInvalidArgument, what, uint64(n)))
+		a.reject(fmt.Errorf("%w: step: %s is NULL with a length of %d", contract.ErrInvalidArgument, what, uint64(n)))
 		return nil
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(p)), a.length(n))
@@ -50,7 +50,7 @@ func span(a *args, what string, p *C.char, n C.size_t) []byte {
 func stepCall(req *C.ephpm_kv_step) (stepAnswer, error) {
 	if req.struct_size < C.sizeof_ephpm_kv_step {
 		return 0, fmt.Errorf("%w: step: struct_size %d is smaller than ephpm_kv_step (%d bytes)",
-			kv.ErrInvalidArgument, uint32(req.struct_size), C.sizeof_ephpm_kv_step)
+			contract.ErrInvalidArgument, uint32(req.struct_size), C.sizeof_ephpm_kv_step)
 	}
 	acquire := req.flags&C.EPHPM_KV_STEP_ACQUIRE != 0
 	req.len, req.result = 0, 0
@@ -59,7 +59,7 @@ func stepCall(req *C.ephpm_kv_step) (stepAnswer, error) {
 		req.fence = 0
 	}
 	if req.flags&^stepFlags != 0 {
-		return 0, fmt.Errorf("%w: step: unknown flags %#x", kv.ErrInvalidArgument, uint32(req.flags&^stepFlags))
+		return 0, fmt.Errorf("%w: step: unknown flags %#x", contract.ErrInvalidArgument, uint32(req.flags&^stepFlags))
 	}
 
 	var a args
@@ -69,7 +69,7 @@ func stepCall(req *C.ephpm_kv_step) (stepAnswer, error) {
 	s.Bound = req.flags&C.EPHPM_KV_STEP_BOUND != 0
 	s.Release = req.flags&C.EPHPM_KV_STEP_RELEASE != 0
 	if req.guard < 0 || req.guard > 255 || req.action < 0 || req.action > 255 {
-		return 0, fmt.Errorf("%w: step: guard %d or action %d is unknown", kv.ErrInvalidArgument, int32(req.guard), int32(req.action))
+		return 0, fmt.Errorf("%w: step: guard %d or action %d is unknown", contract.ErrInvalidArgument, int32(req.guard), int32(req.action))
 	}
 	s.Guard, s.Action = backend.Guard(req.guard), backend.Action(req.action) // CheckStep refuses those it does not know
 	// A field the step does not use is not read: a struct may be reused
@@ -84,7 +84,7 @@ func stepCall(req *C.ephpm_kv_step) (stepAnswer, error) {
 		s.LockTTL = a.duration(req.lock_ttl_ms)
 		wait = a.duration(req.wait_ms)
 	} else if req.wait_ms != 0 {
-		a.reject(fmt.Errorf("%w: step: wait_ms belongs to a step that acquires its lock", kv.ErrInvalidArgument))
+		a.reject(fmt.Errorf("%w: step: wait_ms belongs to a step that acquires its lock", contract.ErrInvalidArgument))
 	}
 	if s.Action != backend.ActionNone {
 		s.Key = asString(span(&a, "key", req.key, req.key_len))
@@ -97,16 +97,16 @@ func stepCall(req *C.ephpm_kv_step) (stepAnswer, error) {
 		s.TTL = a.duration(req.ttl_ms)
 	case backend.ActionGet:
 		if req.buf == nil && req.buf_cap != 0 {
-			a.reject(fmt.Errorf("%w: step: buf is NULL with a capacity of %d", kv.ErrInvalidArgument, uint64(req.buf_cap)))
+			a.reject(fmt.Errorf("%w: step: buf is NULL with a capacity of %d", contract.ErrInvalidArgument, uint64(req.buf_cap)))
 		}
-		// No value is longer than kv.MaxValueLen: a larger buffer is used
+		// No value is longer than contract.MaxValueLen: a larger buffer is used
 		// up to that (and a size_t past an int never becomes one).
-		s.Dst = view(req.buf, min(req.buf_cap, C.size_t(kv.MaxValueLen)))
+		s.Dst = view(req.buf, min(req.buf_cap, C.size_t(contract.MaxValueLen)))
 	}
 	if a.err != nil {
 		return 0, a.err
 	}
-	if err := kv.CheckStep(&s); err != nil {
+	if err := contract.CheckStep(&s); err != nil {
 		return 0, err
 	}
 

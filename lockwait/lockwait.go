@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/ephpm/ephpm/backend"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
 
@@ -38,7 +38,7 @@ func (b Backoff) Next(step time.Duration) time.Duration {
 
 // Store is what Acquire needs of a key-value store.
 type Store interface {
-	SetNX(key string, value []byte, ttl time.Duration) (kv.SetNXOutcome, error)
+	SetNX(key string, value []byte, ttl time.Duration) (contract.SetNXOutcome, error)
 }
 
 // Waiter is what a store offers if it can wait for a key to become free.
@@ -89,7 +89,7 @@ type Result struct {
 // an error from SetNX the lock may have been granted anyway; the caller
 // should still release it with its token.
 func (l *Locker) Acquire(key string, token []byte, ttl, budget time.Duration) (Result, error) {
-	return l.acquire(key, budget, true, nil, func(line *Line, id string, lease time.Duration) (kv.SetNXOutcome, error) {
+	return l.acquire(key, budget, true, nil, func(line *Line, id string, lease time.Duration) (contract.SetNXOutcome, error) {
 		if line != nil {
 			return (*line).SetNXInLine(key, token, ttl, id, lease)
 		}
@@ -101,7 +101,7 @@ func (l *Locker) Acquire(key string, token []byte, ttl, budget time.Duration) (R
 // one Step): a lock acquired comes with the fence its grant minted. Where
 // l.Store has a FencedLine for key, it waits in that line as Acquire does.
 func (l *Locker) AcquireFenced(fs backend.Stepper, key string, token []byte, ttl, budget time.Duration) (res Result, fence int64, err error) {
-	res, _, fence, err = l.acquireFenced(key, token, ttl, budget, func() (kv.SetNXOutcome, int, bool, int64, error) {
+	res, _, fence, err = l.acquireFenced(key, token, ttl, budget, func() (contract.SetNXOutcome, int, bool, int64, error) {
 		out, f, err := backend.SetNXFenced(fs, key, token, ttl)
 		return out, 0, false, f, err
 	}, "", nil)
@@ -113,14 +113,14 @@ func (l *Locker) AcquireFenced(fs backend.Stepper, key string, token []byte, ttl
 // nothing read).
 type FencedLine interface {
 	SetNXGetFencedInLine(key string, value []byte, ttl time.Duration, id string, lease time.Duration,
-		dataKey string, dst []byte) (out kv.SetNXOutcome, n int, found bool, fence int64, err error)
+		dataKey string, dst []byte) (out contract.SetNXOutcome, n int, found bool, fence int64, err error)
 }
 
 // AcquireGetFenced is AcquireGet through fr's fenced SetNXGet
 // (backend.SetNXGetFenced, one Step): the attempt that takes the lock also
 // mints its fence and reads dataKey into dst.
 func (l *Locker) AcquireGetFenced(fr backend.Stepper, key string, token []byte, ttl, budget time.Duration, dataKey string, dst []byte) (Result, Read, int64, error) {
-	return l.acquireFenced(key, token, ttl, budget, func() (kv.SetNXOutcome, int, bool, int64, error) {
+	return l.acquireFenced(key, token, ttl, budget, func() (contract.SetNXOutcome, int, bool, int64, error) {
 		return backend.SetNXGetFenced(fr, key, token, ttl, dataKey, dst)
 	}, dataKey, dst)
 }
@@ -129,12 +129,12 @@ func (l *Locker) AcquireGetFenced(fr backend.Stepper, key string, token []byte, 
 // in line, where l.Store has a FencedLine for key, that line's attempt
 // (reading dataKey into dst).
 func (l *Locker) acquireFenced(key string, token []byte, ttl, budget time.Duration,
-	attempt func() (kv.SetNXOutcome, int, bool, int64, error), dataKey string, dst []byte) (Result, Read, int64, error) {
+	attempt func() (contract.SetNXOutcome, int, bool, int64, error), dataKey string, dst []byte) (Result, Read, int64, error) {
 	fl, lined := l.Store.(FencedLine)
 	var read Read
 	var fence int64
-	res, err := l.acquire(key, budget, lined, nil, func(line *Line, id string, lease time.Duration) (kv.SetNXOutcome, error) {
-		var out kv.SetNXOutcome
+	res, err := l.acquire(key, budget, lined, nil, func(line *Line, id string, lease time.Duration) (contract.SetNXOutcome, error) {
+		var out contract.SetNXOutcome
 		var n int
 		var found bool
 		var err error
@@ -152,7 +152,7 @@ func (l *Locker) acquireFenced(key string, token []byte, ttl, budget time.Durati
 // LockStore is what AcquireLock needs: one attempt of a read/write lock
 // (backend.Backend.LockAttempt).
 type LockStore interface {
-	LockAttempt(key string, token []byte, mode kv.LockMode, ttl, claim time.Duration) (kv.SetNXOutcome, int64, error)
+	LockAttempt(key string, token []byte, mode contract.LockMode, ttl, claim time.Duration) (contract.SetNXOutcome, int64, error)
 }
 
 // LockLine is what a store with a Line offers if read/write lock attempts
@@ -163,13 +163,13 @@ type LockStore interface {
 // waiter in mode, whose turn depends on what holds the name (a reader's
 // comes beside other readers).
 type LockLine interface {
-	LockAttemptInLine(key string, token []byte, mode kv.LockMode, ttl, claim time.Duration, id string, lease time.Duration) (kv.SetNXOutcome, int64, error)
-	WaitLockTurn(key, id string, mode kv.LockMode, timeout time.Duration) (bool, error)
+	LockAttemptInLine(key string, token []byte, mode contract.LockMode, ttl, claim time.Duration, id string, lease time.Duration) (contract.SetNXOutcome, int64, error)
+	WaitLockTurn(key, id string, mode contract.LockMode, timeout time.Duration) (bool, error)
 }
 
 // AcquireLock is Acquire for a read/write lock: each attempt is
 // ls.LockAttempt of key in mode, and a grant comes with the fence it
-// minted. An exclusive attempt asks for a claim of kv.WriterClaim, cut to
+// minted. An exclusive attempt asks for a claim of contract.WriterClaim, cut to
 // what is left of the budget, read from the clock before each attempt (so
 // a claim outlives the call by no more than the moment between that read
 // and the store's step): while the
@@ -179,19 +179,19 @@ type LockLine interface {
 // LockLine and l.Store has a Line for key, the attempts wait in that line
 // instead, as Acquire's do: readers and writers in one line, in the order
 // they came.
-func (l *Locker) AcquireLock(ls LockStore, key string, token []byte, mode kv.LockMode, ttl, budget time.Duration) (res Result, fence int64, err error) {
+func (l *Locker) AcquireLock(ls LockStore, key string, token []byte, mode contract.LockMode, ttl, budget time.Duration) (res Result, fence int64, err error) {
 	clock := l.clock()
 	deadline := clock.Now().Add(budget) // no later than acquire's own
 	ll, lined := ls.(LockLine)
 	turn := func(_ Line, id string, timeout time.Duration) (bool, error) {
 		return ll.WaitLockTurn(key, id, mode, timeout)
 	}
-	res, err = l.acquire(key, budget, lined, turn, func(line *Line, id string, lease time.Duration) (kv.SetNXOutcome, error) {
+	res, err = l.acquire(key, budget, lined, turn, func(line *Line, id string, lease time.Duration) (contract.SetNXOutcome, error) {
 		var claim time.Duration
-		if mode == kv.LockExclusive {
-			claim = max(0, min(kv.WriterClaim, deadline.Sub(clock.Now())))
+		if mode == contract.LockExclusive {
+			claim = max(0, min(contract.WriterClaim, deadline.Sub(clock.Now())))
 		}
-		var out kv.SetNXOutcome
+		var out contract.SetNXOutcome
 		var f int64
 		var err error
 		if line != nil {
@@ -217,9 +217,9 @@ type Line interface {
 	// SetNXInLine is SetNX for waiter id, which succeeds only in its turn
 	// (first in line, or nobody in line) and otherwise puts or keeps it in
 	// line with a lease of lease (0: refused without a place in line).
-	SetNXInLine(key string, value []byte, ttl time.Duration, id string, lease time.Duration) (kv.SetNXOutcome, error)
+	SetNXInLine(key string, value []byte, ttl time.Duration, id string, lease time.Duration) (contract.SetNXOutcome, error)
 	// SetNXGetInLine is SetNXInLine that reads dataKey as SetNXGet does.
-	SetNXGetInLine(key string, value []byte, ttl time.Duration, id string, lease time.Duration, dataKey string, dst []byte) (kv.SetNXOutcome, int, bool, error)
+	SetNXGetInLine(key string, value []byte, ttl time.Duration, id string, lease time.Duration, dataKey string, dst []byte) (contract.SetNXOutcome, int, bool, error)
 	// WaitTurn blocks for at most timeout until a release hands key to
 	// waiter id (or it is free and id is first in line) and reports
 	// whether it is id's turn.
@@ -250,8 +250,8 @@ type Read struct {
 func (l *Locker) AcquireGet(key string, token []byte, ttl, budget time.Duration, dataKey string, dst []byte) (Result, Read, error) {
 	lr := l.Store.(backend.Stepper)
 	var read Read
-	res, err := l.acquire(key, budget, true, nil, func(line *Line, id string, lease time.Duration) (kv.SetNXOutcome, error) {
-		var out kv.SetNXOutcome
+	res, err := l.acquire(key, budget, true, nil, func(line *Line, id string, lease time.Duration) (contract.SetNXOutcome, error) {
+		var out contract.SetNXOutcome
 		var n int
 		var found bool
 		var err error
@@ -279,7 +279,7 @@ func (l *Locker) clock() Clock {
 // Line for key), waiting for its turn with turn (nil: the Line's
 // WaitTurn).
 func (l *Locker) acquire(key string, budget time.Duration, lined bool, turn func(ln Line, id string, timeout time.Duration) (bool, error),
-	attempt func(line *Line, id string, lease time.Duration) (kv.SetNXOutcome, error)) (Result, error) {
+	attempt func(line *Line, id string, lease time.Duration) (contract.SetNXOutcome, error)) (Result, error) {
 	clock, backoff := l.clock(), l.Backoff
 	if backoff == (Backoff{}) {
 		backoff = DefaultBackoff
@@ -314,7 +314,7 @@ func (l *Locker) acquire(key string, budget time.Duration, lined bool, turn func
 			return res, err
 		}
 		now := clock.Now()
-		if out == kv.Inserted {
+		if out == contract.Inserted {
 			res.Acquired = true
 			return res, nil
 		}

@@ -10,7 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/backend"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
+	"github.com/ephpm/ephpm/memstore"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
 
@@ -56,12 +57,12 @@ func (c *fakeClock) advance(d time.Duration) {
 type scripted struct {
 	clock   *fakeClock
 	cost    time.Duration // clock time each SetNX takes
-	answers []kv.SetNXOutcome
+	answers []contract.SetNXOutcome
 	err     error
 	calls   int
 }
 
-func (s *scripted) SetNX(string, []byte, time.Duration) (kv.SetNXOutcome, error) {
+func (s *scripted) SetNX(string, []byte, time.Duration) (contract.SetNXOutcome, error) {
 	s.calls++
 	s.clock.advance(s.cost)
 	if s.err != nil {
@@ -70,12 +71,12 @@ func (s *scripted) SetNX(string, []byte, time.Duration) (kv.SetNXOutcome, error)
 	if s.calls <= len(s.answers) {
 		return s.answers[s.calls-1], nil
 	}
-	return kv.Exists, nil
+	return contract.Exists, nil
 }
 
 func TestAcquireFirstTry(t *testing.T) {
 	clk := &fakeClock{}
-	st := &scripted{clock: clk, answers: []kv.SetNXOutcome{kv.Inserted}}
+	st := &scripted{clock: clk, answers: []contract.SetNXOutcome{contract.Inserted}}
 	res, err := (&Locker{Store: st, Clock: clk}).Acquire("l", []byte("t"), time.Second, time.Second)
 	require.NoError(t, err)
 	assert.Equal(t, Result{Acquired: true, Attempts: 1}, res)
@@ -84,7 +85,7 @@ func TestAcquireFirstTry(t *testing.T) {
 
 func TestAcquireBacksOffUntilItWins(t *testing.T) {
 	clk := &fakeClock{}
-	st := &scripted{clock: clk, answers: []kv.SetNXOutcome{kv.Exists, kv.Exists, kv.Exists, kv.Inserted}}
+	st := &scripted{clock: clk, answers: []contract.SetNXOutcome{contract.Exists, contract.Exists, contract.Exists, contract.Inserted}}
 	start := clk.Now()
 	res, err := (&Locker{Store: st, Clock: clk}).Acquire("l", []byte("t"), time.Second, time.Second)
 	require.NoError(t, err)
@@ -145,10 +146,10 @@ func TestAcquireErrorIsNotContention(t *testing.T) {
 	assert.Empty(t, clk.sleeps)
 }
 
-// memStore exposes kv.Store as a Store, with or without its Wait.
-type memStore struct{ *kv.Store }
+// memStore exposes memstore.Store as a Store, with or without its Wait.
+type memStore struct{ *memstore.Store }
 
-func (m memStore) SetNX(k string, v []byte, ttl time.Duration) (kv.SetNXOutcome, error) {
+func (m memStore) SetNX(k string, v []byte, ttl time.Duration) (contract.SetNXOutcome, error) {
 	return m.Store.SetNX(k, v, ttl)
 }
 
@@ -178,7 +179,7 @@ func (w waitEntered) Wait(k string, d time.Duration) (bool, error) {
 // them.
 func TestAcquireWithWaitGetsTheLockRightAfterRelease(t *testing.T) {
 	const hangCatch, step = 2 * time.Minute, 10 * time.Minute
-	s := kv.New(kv.Options{})
+	s := memstore.New(memstore.Options{})
 	defer s.Close()
 	_, err := s.SetNX("l", []byte("holder"), time.Hour)
 	require.NoError(t, err)
@@ -214,13 +215,13 @@ func TestAcquireWithWaitGetsTheLockRightAfterRelease(t *testing.T) {
 func TestConcurrentRequestsLoseNoUpdate(t *testing.T) {
 	for _, store := range []struct {
 		name string
-		st   func(*kv.Store) Store
+		st   func(*memstore.Store) Store
 	}{
-		{"wait", func(s *kv.Store) Store { return waitingStore{memStore{s}} }},
-		{"sleep", func(s *kv.Store) Store { return memStore{s} }},
+		{"wait", func(s *memstore.Store) Store { return waitingStore{memStore{s}} }},
+		{"sleep", func(s *memstore.Store) Store { return memStore{s} }},
 	} {
 		t.Run(store.name, func(t *testing.T) {
-			s := kv.New(kv.Options{})
+			s := memstore.New(memstore.Options{})
 			defer s.Close()
 			l := &Locker{Store: store.st(s)}
 			const n = 100
@@ -268,10 +269,10 @@ type scriptedReader struct {
 	data string
 }
 
-func (s *scriptedReader) Step(st *kv.Step) error {
+func (s *scriptedReader) Step(st *contract.Step) error {
 	out, err := s.SetNX(st.Lock, st.Token, st.LockTTL)
-	st.Outcome, st.Held, st.N, st.Found = out, out == kv.Inserted, 0, false
-	if err != nil || out != kv.Inserted {
+	st.Outcome, st.Held, st.N, st.Found = out, out == contract.Inserted, 0, false
+	if err != nil || out != contract.Inserted {
 		return err
 	}
 	st.N, st.Found = copy(st.Dst, s.data), true
@@ -280,7 +281,7 @@ func (s *scriptedReader) Step(st *kv.Step) error {
 
 func TestAcquireGetBacksOffAndReadsWithTheWinningAttempt(t *testing.T) {
 	clk := &fakeClock{}
-	st := &scriptedReader{scripted: scripted{clock: clk, answers: []kv.SetNXOutcome{kv.Exists, kv.Exists, kv.Inserted}}, data: "v1"}
+	st := &scriptedReader{scripted: scripted{clock: clk, answers: []contract.SetNXOutcome{contract.Exists, contract.Exists, contract.Inserted}}, data: "v1"}
 	dst := make([]byte, 8)
 	start := clk.Now()
 	res, read, err := (&Locker{Store: st, Clock: clk}).AcquireGet("l", []byte("t"), time.Second, time.Second, "d", dst)
@@ -310,9 +311,9 @@ type scriptedFencedReader struct {
 	fence int64
 }
 
-func (s *scriptedFencedReader) Step(st *kv.Step) error {
+func (s *scriptedFencedReader) Step(st *contract.Step) error {
 	st.Fence = 0
-	if err := s.scriptedReader.Step(st); err != nil || st.Outcome != kv.Inserted {
+	if err := s.scriptedReader.Step(st); err != nil || st.Outcome != contract.Inserted {
 		return err
 	}
 	if st.Fenced {
@@ -325,7 +326,7 @@ func (s *scriptedFencedReader) Step(st *kv.Step) error {
 func TestAcquireGetFencedBacksOffAndReadsAndFencesWithTheWinningAttempt(t *testing.T) {
 	clk := &fakeClock{}
 	st := &scriptedFencedReader{scriptedReader: scriptedReader{
-		scripted: scripted{clock: clk, answers: []kv.SetNXOutcome{kv.Exists, kv.Exists, kv.Inserted}}, data: "v1"}, fence: 41}
+		scripted: scripted{clock: clk, answers: []contract.SetNXOutcome{contract.Exists, contract.Exists, contract.Inserted}}, data: "v1"}, fence: 41}
 	dst := make([]byte, 8)
 	res, read, fence, err := (&Locker{Store: st, Clock: clk}).AcquireGetFenced(st, "l", []byte("t"), time.Second, time.Second, "d", dst)
 	require.NoError(t, err)
@@ -354,20 +355,20 @@ type lockAttempts struct {
 	claims []time.Duration
 }
 
-func (s *lockAttempts) LockAttempt(_ string, _ []byte, _ kv.LockMode, _, claim time.Duration) (kv.SetNXOutcome, int64, error) {
+func (s *lockAttempts) LockAttempt(_ string, _ []byte, _ contract.LockMode, _, claim time.Duration) (contract.SetNXOutcome, int64, error) {
 	s.claims = append(s.claims, claim)
 	out, err := s.SetNX("", nil, 0)
 	return out, 0, err
 }
 
 func TestAcquireLockClaimsWithinTheBudget(t *testing.T) {
-	// An exclusive wait of 400 ms: each attempt claims kv.WriterClaim, or
+	// An exclusive wait of 400 ms: each attempt claims contract.WriterClaim, or
 	// what is left of the budget when that is less, and the attempt at the
 	// end of the budget claims nothing, so no claim outlives the call.
 	clk := &fakeClock{}
 	st := &lockAttempts{scripted: scripted{clock: clk}}
 	l := &Locker{Store: st, Clock: clk}
-	res, fence, err := l.AcquireLock(st, "l", []byte("t"), kv.LockExclusive, time.Second, 400*time.Millisecond)
+	res, fence, err := l.AcquireLock(st, "l", []byte("t"), contract.LockExclusive, time.Second, 400*time.Millisecond)
 	require.NoError(t, err)
 	assert.False(t, res.Acquired)
 	assert.Zero(t, fence)
@@ -377,7 +378,7 @@ func TestAcquireLockClaimsWithinTheBudget(t *testing.T) {
 
 	// A shared attempt never claims.
 	st = &lockAttempts{scripted: scripted{clock: clk}}
-	_, _, err = l.AcquireLock(st, "l", []byte("t"), kv.LockShared, time.Second, 100*time.Millisecond)
+	_, _, err = l.AcquireLock(st, "l", []byte("t"), contract.LockShared, time.Second, 100*time.Millisecond)
 	require.NoError(t, err)
 	for _, c := range st.claims {
 		assert.Zero(t, c)

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/ephpm/ephpm/backend"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // AcquireStep is Acquire for a step that takes its lock (s.Acquire): each
@@ -22,13 +22,13 @@ func (l *Locker) AcquireStep(b backend.Stepper, s *backend.Step, budget time.Dur
 	if s.Fenced {
 		lined = lined && fenced
 	}
-	return l.acquire(s.Lock, budget, lined, nil, func(line *Line, id string, lease time.Duration) (kv.SetNXOutcome, error) {
+	return l.acquire(s.Lock, budget, lined, nil, func(line *Line, id string, lease time.Duration) (contract.SetNXOutcome, error) {
 		if line == nil {
 			err := backend.Run(b, s)
 			return s.Outcome, err
 		}
 		s.Reset()
-		var out kv.SetNXOutcome
+		var out contract.SetNXOutcome
 		var err error
 		dataKey := "" // a step that only takes the lock reads nothing, whatever Key holds
 		if s.Action == backend.ActionGet {
@@ -43,7 +43,7 @@ func (l *Locker) AcquireStep(b backend.Stepper, s *backend.Step, budget time.Dur
 			out, s.N, s.Found, err = (*line).SetNXGetInLine(s.Lock, s.Token, s.LockTTL, id, lease, dataKey, s.Dst)
 		}
 		s.Outcome = out
-		s.Held = err == nil && out == kv.Inserted
+		s.Held = err == nil && out == contract.Inserted
 		s.Done = s.Held && s.Action == backend.ActionGet
 		return out, err
 	})

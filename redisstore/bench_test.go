@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/internal/redistest"
-	"github.com/ephpm/ephpm/kv"
 )
 
 // Per-command cost in Go, without PHP, on the direct path and through
@@ -184,7 +184,7 @@ func BenchmarkReadWriteLock(b *testing.B) {
 	require.NoError(b, err)
 	defer s.Close()
 	token := []byte("0123456789abcdef0123456789abcdef")
-	pair := func(mode kv.LockMode) func() error {
+	pair := func(mode contract.LockMode) func() error {
 		return func() error {
 			if _, _, err := s.LockAttempt("bench:rw", token, mode, 30*time.Second, 0); err != nil {
 				return err
@@ -205,17 +205,17 @@ func BenchmarkReadWriteLock(b *testing.B) {
 			_, err := s.DelIfEq("bench:rw", token)
 			return err
 		}},
-		{"exclusive pair", 0, pair(kv.LockExclusive)},
-		{"shared pair", 0, pair(kv.LockShared)},
-		{"shared pair beside 100 readers", 100, pair(kv.LockShared)},
-		{"shared pair beside 999 readers", MaxReadHolds - 1, pair(kv.LockShared)}, // the most: its hold is the last
+		{"exclusive pair", 0, pair(contract.LockExclusive)},
+		{"shared pair", 0, pair(contract.LockShared)},
+		{"shared pair beside 100 readers", 100, pair(contract.LockShared)},
+		{"shared pair beside 999 readers", MaxReadHolds - 1, pair(contract.LockShared)}, // the most: its hold is the last
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			_, err := s.Del("bench:rw")
 			require.NoError(b, err)
 			for i := range c.readers {
-				_, _, err := s.LockAttempt("bench:rw", []byte("reader-"+strconv.Itoa(i)), kv.LockShared, 0, 0)
+				_, _, err := s.LockAttempt("bench:rw", []byte("reader-"+strconv.Itoa(i)), contract.LockShared, 0, 0)
 				require.NoError(b, err)
 			}
 			require.NoError(b, c.run()) // loads the scripts

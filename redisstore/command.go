@@ -16,7 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // ms is a TTL in whole milliseconds, as PX and PEXPIRE take it: 0 for
@@ -162,11 +162,11 @@ func classify(err error) error {
 	msg := err.Error()
 	switch {
 	case strings.HasPrefix(msg, "OOM "):
-		return fmt.Errorf("%w: %s", kv.ErrNoMemory, msg)
+		return fmt.Errorf("%w: %s", contract.ErrNoMemory, msg)
 	case strings.Contains(msg, "overflow"):
-		return fmt.Errorf("%w: %s", kv.ErrOverflow, msg)
+		return fmt.Errorf("%w: %s", contract.ErrOverflow, msg)
 	case strings.Contains(msg, "not an integer"):
-		return fmt.Errorf("%w: %s", kv.ErrNotInteger, msg)
+		return fmt.Errorf("%w: %s", contract.ErrNotInteger, msg)
 	}
 	return err
 }

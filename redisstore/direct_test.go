@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/backend/backendtest"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/internal/barrier"
 	"github.com/ephpm/ephpm/internal/redistest"
-	"github.com/ephpm/ephpm/kv"
 )
 
 // The direct path authenticates (a password, or an ACL user) and selects
@@ -84,7 +84,7 @@ func TestDirectPoolTimeout(t *testing.T) {
 	s.direct.put(busy, true)
 	out, err := s.SetNX("k", []byte("v"), time.Minute)
 	require.NoError(t, err)
-	assert.Equal(t, kv.Inserted, out)
+	assert.Equal(t, contract.Inserted, out)
 }
 
 // The contract with a pool of two connections for many goroutines: they
@@ -109,7 +109,7 @@ func TestDirectDropsAConnectionTheServerClosed(t *testing.T) {
 	}, hangCatch, 50*time.Millisecond, "the server closes the idle connection")
 	out, err := s.SetNX("k2", []byte("v"), time.Minute)
 	require.NoError(t, err, "a SET NX is never written on a connection known to be dead")
-	assert.Equal(t, kv.Inserted, out)
+	assert.Equal(t, contract.Inserted, out)
 }
 
 // A TTL under a millisecond is a TTL of one (PX 0 is refused, and 0 would
@@ -121,7 +121,7 @@ func TestSubMillisecondTTL(t *testing.T) {
 	require.NoError(t, s.Set("a", []byte("v"), ttl))
 	out, err := s.SetNX("b", []byte("v"), ttl)
 	require.NoError(t, err)
-	assert.Equal(t, kv.Inserted, out)
+	assert.Equal(t, contract.Inserted, out)
 	_, err = s.IncrBy("c", 1, ttl)
 	require.NoError(t, err)
 	require.NoError(t, s.Set("d", []byte("v"), 0))

@@ -12,15 +12,15 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // ErrEvictingServer is wrapped by the error of every call that needs
 // exclusion or durability while a master may evict keys, or while whether
-// it may cannot be learned (see Store.noEviction). It wraps none of kv's
-// errors but kv.ErrNothingDone, so the bridge reports it as E_UNAVAILABLE
+// it may cannot be learned (see Store.noEviction). It wraps none of contract's
+// errors but contract.ErrNothingDone, so the bridge reports it as E_UNAVAILABLE
 // and the message says that the call sent nothing and changed nothing.
-var ErrEvictingServer = fmt.Errorf("%w: the Redis server may evict keys", kv.ErrNothingDone)
+var ErrEvictingServer = fmt.Errorf("%w: the Redis server may evict keys", contract.ErrNothingDone)
 
 // evictionCheckEvery is the longest a learned eviction policy is trusted:
 // a CONFIG SET on the server is noticed within it.

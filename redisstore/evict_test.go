@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/backend"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/internal/redistest"
-	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/lockwait"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
@@ -39,18 +39,18 @@ func checkEvictionEvery(t *testing.T, d time.Duration) {
 }
 
 // refusedForEviction asserts that err is the guard's: it names the policy
-// and the fix, says that nothing was done (kv.ErrNothingDone: nothing was
-// sent, so the outcome is known), and wraps none of kv's other errors (the
+// and the fix, says that nothing was done (contract.ErrNothingDone: nothing was
+// sent, so the outcome is known), and wraps none of contract's other errors (the
 // bridge reports it as E_UNAVAILABLE).
 func refusedForEviction(t *testing.T, err error, what string, names ...string) {
 	t.Helper()
 	require.ErrorIs(t, err, ErrEvictingServer, what)
-	assert.ErrorIs(t, err, kv.ErrNothingDone, what)
+	assert.ErrorIs(t, err, contract.ErrNothingDone, what)
 	assert.True(t, strings.HasPrefix(err.Error(), "nothing was written or granted: the Redis server may evict keys: "), "%s: %v", what, err)
 	for _, s := range append(names, "noeviction", "allow_evicting_server=1") {
 		assert.Contains(t, err.Error(), s, what)
 	}
-	for _, known := range []error{kv.ErrInvalidArgument, kv.ErrNoMemory, kv.ErrNotInteger, kv.ErrOverflow} {
+	for _, known := range []error{contract.ErrInvalidArgument, contract.ErrNoMemory, contract.ErrNotInteger, contract.ErrOverflow} {
 		assert.NotErrorIs(t, err, known, what)
 	}
 }
@@ -118,7 +118,7 @@ func TestAllowEvictingServerOptsIn(t *testing.T) {
 	s := open(t, "redis://"+srv.Addr+"?allow_evicting_server=1")
 	out, err := s.SetNX("lock", []byte("A"), time.Minute)
 	require.NoError(t, err)
-	assert.Equal(t, kv.Inserted, out)
+	assert.Equal(t, contract.Inserted, out)
 	ok, err := s.DelIfEq("lock", []byte("A"))
 	require.NoError(t, err)
 	assert.True(t, ok)

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/backend"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/internal/redistest"
-	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/lockwait"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
@@ -30,7 +30,7 @@ func TestLostReplyIsAnErrorNotAnAnswer(t *testing.T) {
 
 	out, err := s.SetNX("lock", []byte("tok"), time.Minute)
 	require.NoError(t, err)
-	require.Equal(t, kv.Inserted, out)
+	require.Equal(t, contract.Inserted, out)
 	// Load the script on the server and keep a live connection, so the
 	// reply dropped next is the release's own.
 	_, err = s.DelIfEq("absent", []byte("x"))

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // Fencing tokens on Redis. A lock name's latest fence is a key of its own,
@@ -33,7 +33,7 @@ import (
 // hash tag (or the lock key itself as one), so it shares the lock's slot
 // for every name but one with no hash tag that holds a '}'; such a name,
 // and a SetFenced whose key is in another slot than its lock, is refused
-// with kv.ErrInvalidArgument saying so, having changed nothing.
+// with contract.ErrInvalidArgument saying so, having changed nothing.
 
 // mintFenceLua mints a grant's fence in fence key fk, kept for keep ms
 // ('0': for ever), and returns it: every script that grants a lock mints
@@ -127,7 +127,7 @@ func (s *Store) fenceKeys(lock string) (string, string, error) {
 	fk := fenceKey(rk)
 	if s.mode == Cluster && keySlot(rk) != keySlot(fk) {
 		return "", "", fmt.Errorf("%w: lock name %q has no hash tag and holds a '}': on a Redis Cluster its fence "+
-			"cannot share its slot; give the name a hash tag, e.g. {orders}:lock", kv.ErrInvalidArgument, lock)
+			"cannot share its slot; give the name a hash tag, e.g. {orders}:lock", contract.ErrInvalidArgument, lock)
 	}
 	return rk, fk, nil
 }
@@ -137,8 +137,8 @@ func (s *Store) fenceKeys(lock string) (string, string, error) {
 // "": nothing read), as the Step of backend.SetNXGetFenced grants and
 // reads, and as SetNXGetInLine waits in line.
 func (s *Store) SetNXGetFencedInLine(key string, value []byte, ttl time.Duration, id string, lease time.Duration,
-	dataKey string, dst []byte) (kv.SetNXOutcome, int, bool, int64, error) {
-	if err := kv.CheckWrite(key, value, ttl); err != nil {
+	dataKey string, dst []byte) (contract.SetNXOutcome, int, bool, int64, error) {
+	if err := contract.CheckWrite(key, value, ttl); err != nil {
 		return 0, 0, false, 0, err
 	}
 	rk, fk, err := s.fenceKeys(key)
@@ -171,16 +171,16 @@ type inLine struct {
 // fencedReply is what a fenced grant's script answered (0: held; a fence:
 // taken; "FENCE value": taken and dataKey read, the value then moved to
 // the start of dst if it fits), counted as SetNX counts its outcomes.
-func (s *Store) fencedReply(r reply, err error, dst []byte) (kv.SetNXOutcome, int, bool, int64, error) {
+func (s *Store) fencedReply(r reply, err error, dst []byte) (contract.SetNXOutcome, int, bool, int64, error) {
 	switch {
 	case err != nil:
 		return 0, 0, false, 0, err
 	case r.kind == ':' && r.n == 0:
 		s.setNXLosses.Add(1)
-		return kv.Exists, 0, false, 0, nil
+		return contract.Exists, 0, false, 0, nil
 	case r.kind == ':' && r.n > 0:
 		s.setNXWins.Add(1)
-		return kv.Inserted, 0, false, r.n, nil
+		return contract.Inserted, 0, false, r.n, nil
 	case r.kind == '$' && !r.null:
 		digits, value, ok := bytes.Cut(r.b, []byte{' '})
 		fence, perr := strconv.ParseInt(string(digits), 10, 64)
@@ -191,7 +191,7 @@ func (s *Store) fencedReply(r reply, err error, dst []byte) (kv.SetNXOutcome, in
 			copy(dst, value) // r.b may be dst itself: copy moves
 		}
 		s.setNXWins.Add(1)
-		return kv.Inserted, len(value), true, fence, nil
+		return contract.Inserted, len(value), true, fence, nil
 	}
 	return 0, 0, false, 0, errProtocol
 }
@@ -201,7 +201,7 @@ func (s *Store) fencedReply(r reply, err error, dst []byte) (kv.SetNXOutcome, in
 // (noEviction), as the fenced calls are: there an evicted fence key
 // would read as 0, below fences already granted.
 func (s *Store) Fence(name string) (int64, error) {
-	if err := kv.CheckKey(name); err != nil {
+	if err := contract.CheckKey(name); err != nil {
 		return 0, err
 	}
 	if err := s.noEviction(); err != nil {

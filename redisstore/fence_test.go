@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/backend"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/internal/redistest"
-	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/lockwait"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
@@ -52,7 +52,7 @@ func TestFenceKeysExpireAndFencesGoOnAfterAFlush(t *testing.T) {
 	assert.Zero(t, f, "FLUSHDB removed the fence key")
 	out, f2, err := backend.SetNXFenced(s, "lock", []byte("b"), time.Minute)
 	require.NoError(t, err)
-	require.Equal(t, kv.Inserted, out)
+	require.Equal(t, contract.Inserted, out)
 	assert.Greater(t, f2, f1, "the server's clock carries fences on")
 	ok, err := backend.SetFenced(s, "data", []byte("x"), 0, "lock", f1)
 	require.NoError(t, err)
@@ -66,12 +66,12 @@ func TestClusterRefusesFencesAcrossSlots(t *testing.T) {
 	_, f, err := backend.SetNXFenced(s, "{t}:lock", []byte("a"), time.Minute)
 	require.NoError(t, err)
 	_, err = backend.SetFenced(s, "elsewhere", []byte("x"), 0, "{t}:lock", f)
-	assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+	assert.ErrorIs(t, err, contract.ErrInvalidArgument)
 	assert.Contains(t, err.Error(), "hash tag")
 	_, err = backend.DelFenced(s, "elsewhere", "{t}:lock", f)
-	assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+	assert.ErrorIs(t, err, contract.ErrInvalidArgument)
 	_, _, err = backend.SetNXFenced(s, "a}b", []byte("a"), time.Minute)
-	assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+	assert.ErrorIs(t, err, contract.ErrInvalidArgument)
 	found, _ := s.Exists("a}b")
 	assert.False(t, found, "refused before anything changed")
 	ok, err := backend.SetFenced(s, "{t}:data", []byte("x"), 0, "{t}:lock", f)
@@ -88,16 +88,16 @@ func TestClusterRefusesStepsAcrossSlots(t *testing.T) {
 	_, err := s.SetNX("{u}:lock", []byte("a"), time.Minute)
 	require.NoError(t, err)
 	_, err = backend.SetGuarded(s, "elsewhere", []byte("x"), 0, "{u}:lock", []byte("a"))
-	assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+	assert.ErrorIs(t, err, contract.ErrInvalidArgument)
 	_, err = backend.SetGuardedRelease(s, "elsewhere", []byte("x"), 0, "{u}:lock", []byte("a"))
-	assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+	assert.ErrorIs(t, err, contract.ErrInvalidArgument)
 	held, err := s.Exists("{u}:lock")
 	require.NoError(t, err)
 	assert.True(t, held, "refused before anything changed")
 	_, _, _, err = s.SetNXGetInLine("{v}:lock", []byte("b"), time.Minute, "w1", time.Second, "elsewhere", make([]byte, 8))
-	assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+	assert.ErrorIs(t, err, contract.ErrInvalidArgument)
 	_, _, _, _, err = s.SetNXGetFencedInLine("{v}:lock", []byte("b"), time.Minute, "w1", time.Second, "elsewhere", make([]byte, 8))
-	assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+	assert.ErrorIs(t, err, contract.ErrInvalidArgument)
 	held, err = s.Exists("{v}:lock")
 	require.NoError(t, err)
 	assert.False(t, held, "nothing granted")
@@ -121,7 +121,7 @@ func TestFencedAcquireWithoutActionReadsNoKey(t *testing.T) {
 			err = backend.Run(s, &st)
 		}
 		require.NoError(t, err)
-		assert.Equal(t, kv.Inserted, st.Outcome)
+		assert.Equal(t, contract.Inserted, st.Outcome)
 		assert.False(t, st.Found, "in line %v: nothing read", inLine)
 		assert.Zero(t, st.N, "in line %v: nothing read", inLine)
 		_, err = s.Del("orders:lock")

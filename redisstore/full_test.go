@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/backend"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/internal/redistest"
-	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/lockwait"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
@@ -141,7 +141,7 @@ func TestAFullServerReleasesLocksAndHandsThemOn(t *testing.T) {
 		}},
 		{"SetGuardedRelease", nil, exclusive, func(t *testing.T, key, data string, _ int64) {
 			ok, err := backend.SetGuardedRelease(s, data, []byte("new"), ttl, key, holder)
-			require.ErrorIs(t, err, kv.ErrNoMemory, "the write is refused")
+			require.ErrorIs(t, err, contract.ErrNoMemory, "the write is refused")
 			assert.False(t, ok)
 			refusedThenReleased(t, s, a, key, holder)
 		}},
@@ -153,7 +153,7 @@ func TestAFullServerReleasesLocksAndHandsThemOn(t *testing.T) {
 		}},
 		{"SetFencedRelease", fencedHold, exclusive, func(t *testing.T, key, data string, fence int64) {
 			ok, err := backend.SetFencedRelease(s, data, []byte("new"), ttl, key, fence, holder)
-			require.ErrorIs(t, err, kv.ErrNoMemory, "the write is refused")
+			require.ErrorIs(t, err, contract.ErrNoMemory, "the write is refused")
 			assert.False(t, ok)
 			refusedThenReleased(t, s, a, key, holder)
 		}},
@@ -164,16 +164,16 @@ func TestAFullServerReleasesLocksAndHandsThemOn(t *testing.T) {
 			assert.Zero(t, a.Exists(ctx, s.redisKey(data)).Val(), "removed")
 		}},
 		{"LockReleaseExclusive", func(t *testing.T, s *Store, key string) int64 {
-			return granted(t, s, key, string(holder), kv.LockExclusive, ttl)
-		}, lockWaiter(kv.LockExclusive), func(t *testing.T, key, _ string, _ int64) {
+			return granted(t, s, key, string(holder), contract.LockExclusive, ttl)
+		}, lockWaiter(contract.LockExclusive), func(t *testing.T, key, _ string, _ int64) {
 			ok, err := s.LockRelease(key, holder)
 			require.NoError(t, err)
 			assert.True(t, ok)
 		}},
 		{"LockReleaseReaders", func(t *testing.T, s *Store, key string) int64 {
-			granted(t, s, key, "reader1", kv.LockShared, ttl)
-			return granted(t, s, key, string(holder), kv.LockShared, ttl)
-		}, lockWaiter(kv.LockExclusive), func(t *testing.T, key, _ string, _ int64) {
+			granted(t, s, key, "reader1", contract.LockShared, ttl)
+			return granted(t, s, key, string(holder), contract.LockShared, ttl)
+		}, lockWaiter(contract.LockExclusive), func(t *testing.T, key, _ string, _ int64) {
 			for _, tok := range []string{"reader1", string(holder)} {
 				ok, err := s.LockRelease(key, []byte(tok))
 				require.NoError(t, err)
@@ -191,7 +191,7 @@ func TestAFullServerReleasesLocksAndHandsThemOn(t *testing.T) {
 			} else {
 				out, err := s.SetNX(key, holder, ttl)
 				require.NoError(t, err)
-				require.Equal(t, kv.Inserted, out)
+				require.Equal(t, contract.Inserted, out)
 			}
 			done := make(chan error, 1)
 			var acquired bool
@@ -225,12 +225,12 @@ func fencedHold(t *testing.T, s *Store, key string) int64 {
 	t.Helper()
 	out, _, _, fence, err := backend.SetNXGetFenced(s, key, []byte("holder"), time.Minute, "unread", nil)
 	require.NoError(t, err)
-	require.Equal(t, kv.Inserted, out)
+	require.Equal(t, contract.Inserted, out)
 	return fence
 }
 
 // lockWaiter is a read/write lock's waiter in mode.
-func lockWaiter(mode kv.LockMode) func(s *Store, key string) (bool, error) {
+func lockWaiter(mode contract.LockMode) func(s *Store, key string) (bool, error) {
 	return func(s *Store, key string) (bool, error) {
 		res, _, err := (&lockwait.Locker{Store: s}).AcquireLock(s, key, []byte(fmt.Sprintf("next-%d", mode)), mode, time.Minute, 5*hangCatch)
 		return res.Acquired, err
@@ -239,7 +239,7 @@ func lockWaiter(mode kv.LockMode) func(s *Store, key string) (bool, error) {
 
 // A waiter that leaves the line on a full server hands on a lock that was
 // handed to it, to the next in line; a new waiter is refused there
-// (kv.ErrNoMemory: its place would take memory), having changed nothing.
+// (contract.ErrNoMemory: its place would take memory), having changed nothing.
 func TestAFullServerKeepsTheLineMoving(t *testing.T) {
 	srv, s, key := heldLock(t, "fullleave")
 	a := admin(t, srv.Addr)
@@ -247,7 +247,7 @@ func TestAFullServerKeepsTheLineMoving(t *testing.T) {
 	// the hand-off below, however slow the host; every wait is a hang catch.
 	out, err := s.SetNXInLine(key, []byte("first"), time.Minute, "firstid", time.Minute)
 	require.NoError(t, err)
-	require.Equal(t, kv.Exists, out, "in line")
+	require.Equal(t, contract.Exists, out, "in line")
 	done := make(chan error, 1)
 	var acquired bool
 	go func() {
@@ -262,7 +262,7 @@ func TestAFullServerKeepsTheLineMoving(t *testing.T) {
 	fill(t, a)
 
 	_, err = s.SetNXInLine(key, []byte("late"), time.Minute, "lateid", 10*time.Second)
-	require.ErrorIs(t, err, kv.ErrNoMemory, "no place for a new waiter")
+	require.ErrorIs(t, err, contract.ErrNoMemory, "no place for a new waiter")
 	assert.Equal(t, 2, lineLength(t, s, key), "nothing changed")
 
 	ok, err := s.DelIfEq(key, []byte("holder"))
@@ -282,7 +282,7 @@ func TestAFullServerKeepsTheLineMoving(t *testing.T) {
 }
 
 // A guarded write that releases nothing, refused by a full server, is the
-// server's refusal (kv.ErrNoMemory), with the guard still held; so is a
+// server's refusal (contract.ErrNoMemory), with the guard still held; so is a
 // fenced write whose lock is no longer held (nothing to release).
 func TestAFullServerRefusesAWriteThatReleasesNothing(t *testing.T) {
 	srv, s, key := heldLock(t, "fullguard")
@@ -297,10 +297,10 @@ func TestAFullServerRefusesAWriteThatReleasesNothing(t *testing.T) {
 	fill(t, admin(t, srv.Addr))
 
 	ok, err = backend.SetGuarded(s, data, []byte("new"), time.Minute, key, []byte("holder"))
-	require.ErrorIs(t, err, kv.ErrNoMemory)
+	require.ErrorIs(t, err, contract.ErrNoMemory)
 	assert.False(t, ok)
 	ok, err = backend.SetFencedRelease(s, data, []byte("new"), time.Minute, fenced, fence, []byte("gone"))
-	require.ErrorIs(t, err, kv.ErrNoMemory)
+	require.ErrorIs(t, err, contract.ErrNoMemory)
 	assert.NotContains(t, err.Error(), "released", "there was no lock to release")
 	assert.False(t, ok)
 	v, _, err := get(t, s, key)
@@ -321,14 +321,14 @@ func TestAFullServerGrantsNoNewLock(t *testing.T) {
 	fill(t, admin(t, srv.Addr))
 	free := sessionkeys.LockKey("fullnew")
 	_, err := s.SetNX(free, []byte("a"), time.Minute)
-	assert.ErrorIs(t, err, kv.ErrNoMemory, "set_nx")
+	assert.ErrorIs(t, err, contract.ErrNoMemory, "set_nx")
 	_, err = s.SetNXInLine(free, []byte("b"), time.Minute, "newid", 10*time.Second)
-	assert.ErrorIs(t, err, kv.ErrNoMemory, "an attempt through the line")
-	for _, mode := range []kv.LockMode{kv.LockExclusive, kv.LockShared} {
+	assert.ErrorIs(t, err, contract.ErrNoMemory, "an attempt through the line")
+	for _, mode := range []contract.LockMode{contract.LockExclusive, contract.LockShared} {
 		_, _, err = s.LockAttempt(free, []byte("c"), mode, time.Minute, 0)
-		assert.ErrorIs(t, err, kv.ErrNoMemory, "lock_acquire, mode %v", mode)
+		assert.ErrorIs(t, err, contract.ErrNoMemory, "lock_acquire, mode %v", mode)
 		_, _, err = (&lockwait.Locker{Store: s}).AcquireLock(s, free, []byte("d"), mode, time.Minute, time.Second)
-		assert.ErrorIs(t, err, kv.ErrNoMemory, "lock_acquire in line, mode %v", mode)
+		assert.ErrorIs(t, err, contract.ErrNoMemory, "lock_acquire in line, mode %v", mode)
 	}
 	v, found, err := get(t, s, free)
 	require.NoError(t, err)

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // Waiters line up for a lock, across every process sharing the server, so
@@ -54,7 +54,7 @@ func queueKeys(rk string) (queue, leasePrefix string, ok bool) {
 // lock, which takes about what its place held. A full server then still
 // frees, hands over and keeps the line, while it refuses what would grow,
 // having changed nothing: a new waiter's place (the attempt fails with
-// kv.ErrNoMemory) and a guarded write's value (see stepScript; the
+// contract.ErrNoMemory) and a guarded write's value (see stepScript; the
 // guard stays held, and its holder's release then runs).
 
 // liveHeadLua is the first waiter in line whose lease is live (or is
@@ -225,7 +225,7 @@ func (s *Store) InLine(key string) bool {
 
 // SetNXInLine is one attempt of waiter id at lock key: SetNX, only in its
 // turn, else a place in line with a lease of lease.
-func (s *Store) SetNXInLine(key string, value []byte, ttl time.Duration, id string, lease time.Duration) (kv.SetNXOutcome, error) {
+func (s *Store) SetNXInLine(key string, value []byte, ttl time.Duration, id string, lease time.Duration) (contract.SetNXOutcome, error) {
 	out, _, _, err := s.lineAttempt(key, value, ttl, id, lease, "", nil)
 	return out, err
 }
@@ -233,12 +233,12 @@ func (s *Store) SetNXInLine(key string, value []byte, ttl time.Duration, id stri
 // SetNXGetInLine is SetNXInLine that reads dataKey when it takes the lock,
 // as SetNXGet does.
 func (s *Store) SetNXGetInLine(key string, value []byte, ttl time.Duration, id string, lease time.Duration,
-	dataKey string, dst []byte) (kv.SetNXOutcome, int, bool, error) {
+	dataKey string, dst []byte) (contract.SetNXOutcome, int, bool, error) {
 	return s.lineAttempt(key, value, ttl, id, lease, dataKey, dst)
 }
 
 func (s *Store) lineAttempt(key string, value []byte, ttl time.Duration, id string, lease time.Duration,
-	dataKey string, dst []byte) (kv.SetNXOutcome, int, bool, error) {
+	dataKey string, dst []byte) (contract.SetNXOutcome, int, bool, error) {
 	if err := s.noEviction(); err != nil {
 		return 0, 0, false, err
 	}
@@ -313,19 +313,19 @@ func releaseLine(rk string) (keys []string, argv []any) {
 // lockReply is what a lock attempt's script answered (0: held, 1: taken,
 // and with read, the data's value: taken and read), counted as SetNX
 // counts its outcomes.
-func (s *Store) lockReply(r reply, err error, read bool) (kv.SetNXOutcome, int, bool, error) {
+func (s *Store) lockReply(r reply, err error, read bool) (contract.SetNXOutcome, int, bool, error) {
 	switch {
 	case err != nil:
 		return 0, 0, false, err
 	case r.kind == ':' && r.n == 0:
 		s.setNXLosses.Add(1)
-		return kv.Exists, 0, false, nil
+		return contract.Exists, 0, false, nil
 	case r.kind == ':' && r.n == 1:
 		s.setNXWins.Add(1)
-		return kv.Inserted, 0, false, nil
+		return contract.Inserted, 0, false, nil
 	case r.kind == '$' && !r.null && read:
 		s.setNXWins.Add(1)
-		return kv.Inserted, len(r.b), true, nil
+		return contract.Inserted, len(r.b), true, nil
 	}
 	return 0, 0, false, errProtocol
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/backend"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/internal/redistest"
-	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/lockwait"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
@@ -60,7 +60,7 @@ func TestTheLockPassesInArrivalOrderAcrossProcesses(t *testing.T) {
 	key := sessionkeys.LockKey("order")
 	out, err := stores[0].SetNX(key, []byte("holder"), time.Minute)
 	require.NoError(t, err)
-	require.Equal(t, kv.Inserted, out)
+	require.Equal(t, contract.Inserted, out)
 
 	var mu sync.Mutex
 	var got []int
@@ -127,7 +127,7 @@ func TestADeadWaiterHoldsUpTheLineOnlyForItsLease(t *testing.T) {
 	leased := time.Now() // before the lease starts
 	out, err := s.SetNXInLine(key, []byte("dead"), time.Minute, "deadwaiter", lease)
 	require.NoError(t, err)
-	require.Equal(t, kv.Exists, out, "in line")
+	require.Equal(t, contract.Exists, out, "in line")
 	done := make(chan time.Duration)
 	go func() {
 		l := &lockwait.Locker{Store: s}
@@ -172,7 +172,7 @@ func heldLock(t *testing.T, name string) (*redistest.Server, *Store, string) {
 	key := sessionkeys.LockKey(name)
 	out, err := s.SetNX(key, []byte("holder"), time.Minute)
 	require.NoError(t, err)
-	require.Equal(t, kv.Inserted, out)
+	require.Equal(t, contract.Inserted, out)
 	return srv, s, key
 }
 
@@ -208,13 +208,13 @@ func TestAReleaseHandsTheLockToTheHead(t *testing.T) {
 			require.NoError(t, s.Set(sessionkeys.DataKey("handon"), []byte("data"), time.Minute))
 			out, err := s.SetNX(key, []byte("holder"), time.Minute)
 			require.NoError(t, err)
-			require.Equal(t, kv.Inserted, out)
+			require.Equal(t, contract.Inserted, out)
 			out, err = s.SetNXInLine(key, []byte("head"), time.Minute, "headid", lease)
 			require.NoError(t, err)
-			require.Equal(t, kv.Exists, out, "in line")
+			require.Equal(t, contract.Exists, out, "in line")
 			out, err = s.SetNXInLine(key, []byte("second"), time.Minute, "secondid", lease)
 			require.NoError(t, err)
-			require.Equal(t, kv.Exists, out, "in line")
+			require.Equal(t, contract.Exists, out, "in line")
 
 			released, err := release.do(key)
 			require.NoError(t, err)
@@ -239,7 +239,7 @@ func TestAReleaseHandsTheLockToTheHead(t *testing.T) {
 			out, n, found, err := s.SetNXGetInLine(key, []byte("head"), time.Minute, "headid", lease,
 				sessionkeys.DataKey("handon"), dst)
 			require.NoError(t, err)
-			require.Equal(t, kv.Inserted, out, "the head claims the lock handed to it")
+			require.Equal(t, contract.Inserted, out, "the head claims the lock handed to it")
 			assert.True(t, found)
 			assert.Equal(t, "data", string(dst[:n]))
 			ttl, _, err = s.PTTL(key)
@@ -266,7 +266,7 @@ func TestAWaiterLeavingHandsOnALockHandedToIt(t *testing.T) {
 	for _, w := range []string{"a", "b"} {
 		out, err := s.SetNXInLine(key, []byte("tok"+w), time.Minute, w, time.Minute)
 		require.NoError(t, err)
-		require.Equal(t, kv.Exists, out)
+		require.Equal(t, contract.Exists, out)
 	}
 	released, err := s.DelIfEq(key, []byte("holder"))
 	require.NoError(t, err)
@@ -384,7 +384,7 @@ func TestAWaiterInLineWaitsOnASubscriberConnection(t *testing.T) {
 
 	out, err := s.SetNXInLine(key, []byte("w"), time.Minute, "w", time.Minute)
 	require.NoError(t, err)
-	require.Equal(t, kv.Exists, out)
+	require.Equal(t, contract.Exists, out)
 	woke := make(chan bool, 1)
 	waitTurn(t, s, key, "w", woke)
 	require.Eventually(t, func() bool { return numSub(ch) == 1 }, hangCatch, time.Millisecond)
@@ -458,11 +458,11 @@ func TestAFencedWaiterHandedTheLockMintsItsFenceAtTheClaim(t *testing.T) {
 	key, data := sessionkeys.LockKey("fencedhandoff"), sessionkeys.DataKey("fencedhandoff")
 	out, _, _, first, err := backend.SetNXGetFenced(s, key, []byte("holder"), time.Minute, data, nil)
 	require.NoError(t, err)
-	require.Equal(t, kv.Inserted, out)
+	require.Equal(t, contract.Inserted, out)
 	// A lease of 30 s: the claim below comes within it, however slow the host.
 	out, _, _, _, err = s.SetNXGetFencedInLine(key, []byte("next"), time.Minute, "nextid", 30*time.Second, data, nil)
 	require.NoError(t, err)
-	require.Equal(t, kv.Exists, out, "in line")
+	require.Equal(t, contract.Exists, out, "in line")
 
 	written, err := backend.SetFencedRelease(s, data, []byte("v"), time.Minute, key, first, []byte("holder"))
 	require.NoError(t, err)
@@ -477,7 +477,7 @@ func TestAFencedWaiterHandedTheLockMintsItsFenceAtTheClaim(t *testing.T) {
 	dst := make([]byte, 16)
 	out, n, found, second, err := s.SetNXGetFencedInLine(key, []byte("next"), time.Minute, "nextid", 30*time.Second, data, dst)
 	require.NoError(t, err)
-	require.Equal(t, kv.Inserted, out, "claimed")
+	require.Equal(t, contract.Inserted, out, "claimed")
 	assert.True(t, found)
 	assert.Equal(t, "v", string(dst[:n]))
 	assert.Greater(t, second, first, "the claim minted a fence above the last grant's")
@@ -498,7 +498,7 @@ func TestARefusedAttemptThatWillNotWaitTakesNoPlaceInLine(t *testing.T) {
 	}{
 		{"Acquire", func() (lockwait.Result, error) { return l.Acquire(key, []byte("w"), time.Minute, 0) }},
 		{"AcquireLock", func() (lockwait.Result, error) {
-			res, _, err := l.AcquireLock(s, key, []byte("r"), kv.LockShared, time.Minute, 0)
+			res, _, err := l.AcquireLock(s, key, []byte("r"), contract.LockShared, time.Minute, 0)
 			return res, err
 		}},
 	} {
@@ -542,7 +542,7 @@ func TestAHandOverWakesOnlyTheHead(t *testing.T) {
 	for _, id := range []string{"a", "b"} {
 		out, err := s.SetNXInLine(key, []byte(id), time.Minute, id, time.Minute) // places kept, however slow the host
 		require.NoError(t, err)
-		require.Equal(t, kv.Exists, out, "in line")
+		require.Equal(t, contract.Exists, out, "in line")
 		waitTurn(t, s, key, id, woke[id])
 		require.Eventually(t, func() bool { return numSub(headChannel(ch, id)) == 1 }, hangCatch, time.Millisecond)
 	}

@@ -4,22 +4,23 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
-// Read/write locks on Redis (the lock_* members; the rules are kv's
-// Decide* functions in kv/readers.go, kept here by one script per member).
+// Read/write locks on Redis (the lock_* members; the rules are the
+// Decide* functions in contract/rwlock.go, kept here by one script per member).
 //
 // A name's value stays a string, so that SET NX, GET, the release script
 // and expire_if_eq treat it as on the other stores. Held exclusively, it
 // is the holder's token, set with PX ttl exactly as SetNX sets it. Held for
-// reading, it is a reader record in kv's encoding (kv.ParseReaderRecord
-// reads it): the magic, the claim's deadline, then each hold's token length,
-// token and deadline, integers as 8 bytes little endian. The deadlines are
-// the store's clock, which on Redis is the server's: milliseconds of
-// TIME (a Lua number is a double and holds them exactly, where kv's int64
-// nanoseconds would not fit). The key's expiry is the record's expireAt
-// (the latest deadline, none if a hold has none), set with the record.
+// reading, it is a reader record in contract's encoding
+// (contract.ParseReaderRecord reads it): the magic, the claim's deadline,
+// then each hold's token length, token and deadline, integers as 8 bytes
+// little endian. The deadlines are the store's clock, which on Redis is the
+// server's: milliseconds of TIME (a Lua number is a double and holds them
+// exactly, where memstore's int64 nanoseconds would not fit). The key's
+// expiry is the record's expireAt (the latest deadline, none if a hold has
+// none), set with the record.
 //
 // A grant mints its fence in its script with mint_fence (fence.go), in
 // the fence key SetNXFenced uses: a name's grants of every mode and of
@@ -37,12 +38,13 @@ import (
 // that the writer wakes wherever it waits.
 
 // MaxReadHolds is the most read holds one name keeps on Redis, fewer
-// than kv.MaxReadHolds: every script on a read-held name decodes and
+// than contract.MaxReadHolds: every script on a read-held name decodes and
 // re-encodes its whole record, server time that grows with every hold, and
 // a script blocks the whole server while it runs (docs/measurements.md).
-// A shared attempt on a name that has them all fails with kv.ErrNoMemory,
-// as kv's does at its limit; a record with more (written by kv, or by an
-// older library) is read and released, and refuses new holds.
+// A shared attempt on a name that has them all fails with contract.ErrNoMemory,
+// as contract.DecideAcquire does at its limit; a record with more
+// (written by memstore or shm, or by an older library) is read and
+// released, and refuses new holds.
 const MaxReadHolds = 1000
 
 // rwLua is the record's codec and the steps the scripts share. now is the
@@ -154,7 +156,7 @@ local function deadline(ms, now)
 end
 `
 
-// lockAttemptScript is one attempt of lock_acquire (kv.DecideAcquire):
+// lockAttemptScript is one attempt of lock_acquire (contract.DecideAcquire):
 // KEYS name, its fence key (and its line; in line, the caller's lease);
 // ARGV token, mode (0 exclusive, 1 shared), TTL ms ('0': none), claim ms
 // ('0': none), fence keep ms ('0': for ever), MaxReadHolds, the release
@@ -266,7 +268,7 @@ end
 if first == 0 then return -1 end
 return math.max(first - now, 1)`)
 
-// lockReleaseScript is lock_release (kv.DecideRelease): KEYS name (and its
+// lockReleaseScript is lock_release (contract.DecideRelease): KEYS name (and its
 // line); ARGV token, the release channel (and the line's lease prefix).
 // 1 if token held the name, else 0. A release that frees the name, or
 // leaves a writer's claim alone in it, names the first live waiter in its
@@ -302,7 +304,7 @@ else
 end
 return 1`)
 
-// lockRefreshScript is lock_refresh (kv.DecideRefresh): KEYS name; ARGV
+// lockRefreshScript is lock_refresh (contract.DecideRefresh): KEYS name; ARGV
 // token, TTL ms ('0': none). 1 if token held the name, else 0. A record
 // keeps its size (lapsed holds go), and is stored after a DEL of the old
 // one, as lockReleaseScript stores it: a full server refreshes too.
@@ -323,7 +325,7 @@ redis.call('del', KEYS[1])
 store_record(KEYS[1], r, now)
 return 1`)
 
-// lockInfoScript is lock_info (kv.LockHolders): KEYS name. 0 when free,
+// lockInfoScript is lock_info (contract.LockHolders): KEYS name. 0 when free,
 // -1 when held exclusively, else the number of live read holds.
 var lockInfoScript = newScript(rwLua + `
 local v = redis.call('get', KEYS[1])
@@ -332,29 +334,29 @@ local r = parse(v, now_ms())
 if not r then return -1 end
 return #r.dls`)
 
-// LockAttempt is one attempt of lock_acquire, one script: kv.DecideAcquire
+// LockAttempt is one attempt of lock_acquire, one script: contract.DecideAcquire
 // on the server's clock, the grant's fence minted and the waking published
 // in the same script.
-func (s *Store) LockAttempt(key string, token []byte, mode kv.LockMode, ttl, claim time.Duration) (kv.SetNXOutcome, int64, error) {
+func (s *Store) LockAttempt(key string, token []byte, mode contract.LockMode, ttl, claim time.Duration) (contract.SetNXOutcome, int64, error) {
 	return s.lockAttempt(key, token, mode, ttl, claim, nil)
 }
 
 // LockAttemptInLine is LockAttempt for waiter id in key's line, decided
 // only in its turn (see lockAttemptScript); a key with no line (queueKeys)
 // makes the plain attempt.
-func (s *Store) LockAttemptInLine(key string, token []byte, mode kv.LockMode, ttl, claim time.Duration, id string, lease time.Duration) (kv.SetNXOutcome, int64, error) {
+func (s *Store) LockAttemptInLine(key string, token []byte, mode contract.LockMode, ttl, claim time.Duration, id string, lease time.Duration) (contract.SetNXOutcome, int64, error) {
 	return s.lockAttempt(key, token, mode, ttl, claim, &inLine{id, lease})
 }
 
 // WaitLockTurn is WaitTurn for a read/write lock's waiter in mode: true
 // when a release or grant names it, or at once when its attempt would be
 // decided for it (lockTurnScript).
-func (s *Store) WaitLockTurn(key, id string, mode kv.LockMode, timeout time.Duration) (bool, error) {
+func (s *Store) WaitLockTurn(key, id string, mode contract.LockMode, timeout time.Duration) (bool, error) {
 	return s.waitInLine(key, id, timeout, lockTurnScript, int64(mode))
 }
 
-func (s *Store) lockAttempt(key string, token []byte, mode kv.LockMode, ttl, claim time.Duration, w *inLine) (kv.SetNXOutcome, int64, error) {
-	if err := kv.CheckLockAttempt(key, token, mode, ttl, claim); err != nil {
+func (s *Store) lockAttempt(key string, token []byte, mode contract.LockMode, ttl, claim time.Duration, w *inLine) (contract.SetNXOutcome, int64, error) {
+	if err := contract.CheckLockAttempt(key, token, mode, ttl, claim); err != nil {
 		return 0, 0, err
 	}
 	rk, fk, err := s.fenceKeys(key)
@@ -382,24 +384,24 @@ func (s *Store) lockAttempt(key string, token []byte, mode kv.LockMode, ttl, cla
 	case err != nil:
 		return 0, 0, err
 	case n == -1:
-		return 0, 0, fmt.Errorf("%w: this token already holds the name for reading", kv.ErrInvalidArgument)
+		return 0, 0, fmt.Errorf("%w: this token already holds the name for reading", contract.ErrInvalidArgument)
 	case n == -2:
-		return 0, 0, fmt.Errorf("%w: the name has %d read holds, the most one name keeps on Redis", kv.ErrNoMemory, MaxReadHolds)
+		return 0, 0, fmt.Errorf("%w: the name has %d read holds, the most one name keeps on Redis", contract.ErrNoMemory, MaxReadHolds)
 	case n == 0:
 		s.setNXLosses.Add(1)
-		return kv.Exists, 0, nil
+		return contract.Exists, 0, nil
 	case n > 0:
 		s.setNXWins.Add(1)
-		return kv.Inserted, n, nil
+		return contract.Inserted, n, nil
 	}
 	return 0, 0, errProtocol
 }
 
-// LockRelease removes token's hold of key (kv.DecideRelease), one script
+// LockRelease removes token's hold of key (contract.DecideRelease), one script
 // that publishes the wake its decision asks for. Any token may be asked
 // about, as with del_if_eq: one that no hold can have holds nothing.
 func (s *Store) LockRelease(key string, token []byte) (bool, error) {
-	if err := kv.CheckKey(key); err != nil {
+	if err := contract.CheckKey(key); err != nil {
 		return false, err
 	}
 	if err := s.noEviction(); err != nil {
@@ -412,12 +414,12 @@ func (s *Store) LockRelease(key string, token []byte) (bool, error) {
 }
 
 // LockRefresh gives token's hold of key a deadline ttl from now on the
-// server's clock (0: none), kv.DecideRefresh in one script.
+// server's clock (0: none), contract.DecideRefresh in one script.
 func (s *Store) LockRefresh(key string, token []byte, ttl time.Duration) (bool, error) {
-	if err := kv.CheckKey(key); err != nil {
+	if err := contract.CheckKey(key); err != nil {
 		return false, err
 	}
-	if err := kv.CheckTTL(ttl); err != nil {
+	if err := contract.CheckTTL(ttl); err != nil {
 		return false, err
 	}
 	if err := s.noEviction(); err != nil {
@@ -428,25 +430,25 @@ func (s *Store) LockRefresh(key string, token []byte, ttl time.Duration) (bool, 
 	return n == 1, err
 }
 
-// LockInfo is kv.LockHolders of key, read by one script on the server's
+// LockInfo is contract.LockHolders of key, read by one script on the server's
 // clock. Refused on a server that may evict (noEviction), as the lock
 // calls are: there an evicted lock would read as free while its holder
 // still works under it.
-func (s *Store) LockInfo(key string) (kv.LockMode, int, error) {
-	if err := kv.CheckKey(key); err != nil {
-		return kv.LockExclusive, 0, err
+func (s *Store) LockInfo(key string) (contract.LockMode, int, error) {
+	if err := contract.CheckKey(key); err != nil {
+		return contract.LockExclusive, 0, err
 	}
 	if err := s.noEviction(); err != nil {
-		return kv.LockExclusive, 0, err
+		return contract.LockExclusive, 0, err
 	}
 	n, err := s.run(lockInfoScript, []string{s.redisKey(key)})
 	switch {
 	case err != nil:
-		return kv.LockExclusive, 0, err
+		return contract.LockExclusive, 0, err
 	case n < 0:
-		return kv.LockExclusive, 1, nil
+		return contract.LockExclusive, 1, nil
 	case n == 0:
-		return kv.LockExclusive, 0, nil
+		return contract.LockExclusive, 0, nil
 	}
-	return kv.LockShared, int(n), nil
+	return contract.LockShared, int(n), nil
 }

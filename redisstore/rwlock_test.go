@@ -16,37 +16,37 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/backend"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/internal/redistest"
-	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/lockwait"
 )
 
 const (
-	excl   = kv.LockExclusive
-	shared = kv.LockShared
+	excl   = contract.LockExclusive
+	shared = contract.LockShared
 )
 
 // granted attempts key for tok and requires the grant; it returns the
 // grant's fence.
-func granted(t *testing.T, s *Store, key, tok string, mode kv.LockMode, ttl time.Duration) int64 {
+func granted(t *testing.T, s *Store, key, tok string, mode contract.LockMode, ttl time.Duration) int64 {
 	t.Helper()
 	out, f, err := s.LockAttempt(key, []byte(tok), mode, ttl, 0)
 	require.NoError(t, err, tok)
-	require.Equal(t, kv.Inserted, out, tok)
+	require.Equal(t, contract.Inserted, out, tok)
 	require.Positive(t, f, tok)
 	return f
 }
 
 // refused attempts key for tok (with claim) and requires the refusal.
-func refusedRW(t *testing.T, s *Store, key, tok string, mode kv.LockMode, claim time.Duration) {
+func refusedRW(t *testing.T, s *Store, key, tok string, mode contract.LockMode, claim time.Duration) {
 	t.Helper()
 	out, f, err := s.LockAttempt(key, []byte(tok), mode, time.Minute, claim)
 	require.NoError(t, err, tok)
-	require.Equal(t, kv.Exists, out, tok)
+	require.Equal(t, contract.Exists, out, tok)
 	require.Zero(t, f, tok)
 }
 
-func holders(t *testing.T, s *Store, key string) (kv.LockMode, int) {
+func holders(t *testing.T, s *Store, key string) (contract.LockMode, int) {
 	t.Helper()
 	m, n, err := s.LockInfo(key)
 	require.NoError(t, err)
@@ -60,13 +60,13 @@ func released(t *testing.T, s *Store, key, tok string) bool {
 	return ok
 }
 
-// record is the reader record key holds, decoded by kv.
-func record(t *testing.T, s *Store, key string) kv.ReaderRecord {
+// record is the reader record key holds, decoded by memstore.
+func record(t *testing.T, s *Store, key string) contract.ReaderRecord {
 	t.Helper()
 	r, err := s.do(nil, "get", s.redisKey(key))
 	require.NoError(t, err)
 	require.False(t, r.null, "%s holds nothing", key)
-	rec, err := kv.ParseReaderRecord(r.b)
+	rec, err := contract.ParseReaderRecord(r.b)
 	require.NoError(t, err, "kv decodes the script's record")
 	return rec
 }
@@ -86,7 +86,7 @@ func serverMs(t *testing.T, s *Store) int64 {
 	return tm.UnixMilli()
 }
 
-// rwRules walks name through kv/readers_test.go's cases: readers share, a
+// rwRules walks name through memstore/readers_test.go's cases: readers share, a
 // refused writer claims and its claim refuses new readers, the last
 // reader's release leaves the claim alone (free), the writer takes it as
 // set_nx leaves it, and a token that holds nothing is a miss.
@@ -163,7 +163,7 @@ func rwRules(t *testing.T, s *Store, name string) {
 	// set_nx's lock is an exclusive hold; del_if_eq releases a lock_acquire's.
 	out, err := s.SetNX(name, []byte("plain"), time.Minute)
 	require.NoError(t, err)
-	require.Equal(t, kv.Inserted, out)
+	require.Equal(t, contract.Inserted, out)
 	refusedRW(t, s, name, "r5", shared, 0)
 	_, n = holders(t, s, name)
 	assert.Equal(t, 1, n)
@@ -202,15 +202,15 @@ func TestLapsedHoldsAndClaimsCountAsAbsent(t *testing.T) {
 	out, _, err := s.LockAttempt(name, []byte("r"), shared, time.Minute, 0)
 	require.NoError(t, err)
 	if time.Since(claimed) < claim {
-		require.Equal(t, kv.Exists, out, "refused by the claim")
+		require.Equal(t, contract.Exists, out, "refused by the claim")
 	}
 	require.Eventually(t, func() bool {
-		if out == kv.Inserted {
+		if out == contract.Inserted {
 			return true
 		}
 		out, _, err = s.LockAttempt(name, []byte("r"), shared, time.Minute, 0)
 		require.NoError(t, err)
-		return out == kv.Inserted
+		return out == contract.Inserted
 	}, hangCatch, 5*time.Millisecond)
 	assert.True(t, released(t, s, name, "long"))
 	assert.True(t, released(t, s, name, "r"))
@@ -252,32 +252,33 @@ func TestLapsedHoldsAndClaimsCountAsAbsent(t *testing.T) {
 	assert.False(t, released(t, s, name, "w"))
 }
 
-// The scripts read kv's encoding as kv writes it, and refuse what kv refuses.
+// The scripts read contract's encoding as it writes it, and refuse what it
+// refuses.
 func TestSharedAttemptRefusals(t *testing.T) {
 	srv := redistest.Start(t)
 	s := open(t, "redis://"+srv.Addr)
 	name := "rw:refusals"
 	granted(t, s, name, "t", shared, time.Minute)
 	_, _, err := s.LockAttempt(name, []byte("t"), shared, time.Minute, 0)
-	assert.ErrorIs(t, err, kv.ErrInvalidArgument, "a token holds a name for reading once")
+	assert.ErrorIs(t, err, contract.ErrInvalidArgument, "a token holds a name for reading once")
 	for _, bad := range [][]byte{nil, make([]byte, 256)} {
 		_, _, err = s.LockAttempt(name, bad, shared, time.Minute, 0)
-		assert.ErrorIs(t, err, kv.ErrInvalidArgument, "token of %d bytes", len(bad))
+		assert.ErrorIs(t, err, contract.ErrInvalidArgument, "token of %d bytes", len(bad))
 	}
-	_, _, err = s.LockAttempt(name, []byte("u"), kv.LockMode(2), time.Minute, 0)
-	assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+	_, _, err = s.LockAttempt(name, []byte("u"), contract.LockMode(2), time.Minute, 0)
+	assert.ErrorIs(t, err, contract.ErrInvalidArgument)
 	_, _, err = s.LockAttempt(name, []byte("u"), shared, -time.Second, 0)
-	assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+	assert.ErrorIs(t, err, contract.ErrInvalidArgument)
 	_, _, err = s.LockAttempt("", []byte("u"), shared, time.Minute, 0)
-	assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+	assert.ErrorIs(t, err, contract.ErrInvalidArgument)
 	_, n := holders(t, s, name)
 	assert.Equal(t, 1, n, "the refused calls changed nothing")
 
-	// A record kv wrote (deadlines 0: no expiry) is read and extended, up
-	// to Redis's limit.
-	full := kv.ReaderRecord{}
+	// A record contract encoded (deadlines 0: no expiry) is read and
+	// extended, up to Redis's limit.
+	full := contract.ReaderRecord{}
 	for i := range MaxReadHolds {
-		full.Holds = append(full.Holds, kv.ReadHold{Token: []byte("h" + strconv.Itoa(i))})
+		full.Holds = append(full.Holds, contract.ReadHold{Token: []byte("h" + strconv.Itoa(i))})
 	}
 	v := full.AppendTo(nil)
 	require.NoError(t, s.Set(name, v, 0))
@@ -285,7 +286,7 @@ func TestSharedAttemptRefusals(t *testing.T) {
 	assert.Equal(t, shared, m)
 	assert.Equal(t, MaxReadHolds, n)
 	_, _, err = s.LockAttempt(name, []byte("one more"), shared, time.Minute, 0)
-	assert.ErrorIs(t, err, kv.ErrNoMemory)
+	assert.ErrorIs(t, err, contract.ErrNoMemory)
 	assert.Contains(t, err.Error(), "1000 read holds")
 	r, _ := s.do(nil, "get", name)
 	assert.Equal(t, v, r.b, "refused: unchanged")
@@ -298,7 +299,7 @@ func TestSharedAttemptRefusals(t *testing.T) {
 	assert.Equal(t, int64(-1), pttl(t, s, name), "kv's holds have no deadline")
 
 	// A value that begins like a record but does not decode is held.
-	bad := append(kv.ReaderRecord{}.AppendTo(nil), 5, 'a')
+	bad := append(contract.ReaderRecord{}.AppendTo(nil), 5, 'a')
 	require.NoError(t, s.Set(name, bad, 0))
 	refusedRW(t, s, name, "r", shared, 0)
 	refusedRW(t, s, name, "w", excl, time.Second)
@@ -326,7 +327,7 @@ func TestFencesIncreaseAcrossModes(t *testing.T) {
 	assert.True(t, released(t, s, name, "r2"))
 	out, f, err := backend.SetNXFenced(s, name, []byte("n"), time.Minute)
 	require.NoError(t, err)
-	require.Equal(t, kv.Inserted, out)
+	require.Equal(t, contract.Inserted, out)
 	fences = append(fences, f)
 	refusedRW(t, s, name, "r3", shared, 0)
 	assert.True(t, released(t, s, name, "n"))
@@ -358,10 +359,10 @@ func TestClusterReadWriteLocks(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, ok, "a read grant's fence guards a write in its slot")
 	_, err = backend.SetFenced(s, "elsewhere", []byte("x"), 0, "{rw}:lock", f)
-	assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+	assert.ErrorIs(t, err, contract.ErrInvalidArgument)
 
 	_, _, err = s.LockAttempt("a}b", []byte("r"), shared, time.Minute, 0)
-	assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+	assert.ErrorIs(t, err, contract.ErrInvalidArgument)
 	assert.Contains(t, err.Error(), "hash tag")
 	found, _ := s.Exists("a}b")
 	assert.False(t, found, "refused before anything changed")
@@ -482,10 +483,10 @@ func TestWaitingReadersAreWokenInTurn(t *testing.T) {
 
 // acquireRW is a test's lock_acquire loop: attempts (a writer claiming),
 // and Wait between them, until granted; it fails the test past budget.
-func acquireRW(t *testing.T, s *Store, key, tok string, mode kv.LockMode, budget time.Duration) (int64, bool) {
+func acquireRW(t *testing.T, s *Store, key, tok string, mode contract.LockMode, budget time.Duration) (int64, bool) {
 	var claim time.Duration
 	if mode == excl {
-		claim = kv.WriterClaim
+		claim = contract.WriterClaim
 	}
 	deadline := time.Now().Add(budget)
 	for time.Now().Before(deadline) {
@@ -493,7 +494,7 @@ func acquireRW(t *testing.T, s *Store, key, tok string, mode kv.LockMode, budget
 		if !assert.NoError(t, err) {
 			return 0, false
 		}
-		if out == kv.Inserted {
+		if out == contract.Inserted {
 			return f, true
 		}
 		if _, err := s.Wait(key, 20*time.Millisecond); !assert.NoError(t, err) {
@@ -608,7 +609,7 @@ func TestAWaitingWriterIsNotStarvedByReaders(t *testing.T) {
 	wg.Wait()
 }
 
-// The scripts and kv's Decide* functions, given the same calls, answer the
+// The scripts and contract's Decide* functions, given the same calls, answer the
 // same and leave the same holds in the same order (random calls; no hold
 // lapses: every TTL 0, a claim that outlives the test).
 func TestTheScriptsDecideAsKvDoes(t *testing.T) {
@@ -616,13 +617,13 @@ func TestTheScriptsDecideAsKvDoes(t *testing.T) {
 	s := open(t, "redis://"+srv.Addr)
 	name := "rw:differential"
 	const now, claimUntil = 1, 1 << 40
-	var v []byte // kv's model of the name
+	var v []byte // contract's model of the name
 	live := false
-	apply := func(d kv.LockDecision) {
+	apply := func(d contract.LockDecision) {
 		switch d.Write {
-		case kv.LockStore:
+		case contract.LockStore:
 			v, live = append([]byte(nil), d.Value...), true
-		case kv.LockRemove:
+		case contract.LockRemove:
 			v, live = nil, false
 		}
 	}
@@ -642,26 +643,26 @@ func TestTheScriptsDecideAsKvDoes(t *testing.T) {
 					claim, until = time.Hour, claimUntil
 				}
 			}
-			d, kerr := kv.DecideAcquire(v, live, mode, tok, 0, until, now)
+			d, kerr := contract.DecideAcquire(v, live, mode, tok, 0, until, now)
 			out, f, err := s.LockAttempt(name, tok, mode, 0, claim)
 			what += fmt.Sprintf(" attempt mode %d claim %v", mode, claim)
 			if kerr != nil {
 				require.Error(t, err, what)
-				assert.Equal(t, errors.Is(kerr, kv.ErrInvalidArgument), errors.Is(err, kv.ErrInvalidArgument), what)
+				assert.Equal(t, errors.Is(kerr, contract.ErrInvalidArgument), errors.Is(err, contract.ErrInvalidArgument), what)
 				continue
 			}
 			require.NoError(t, err, what)
-			assert.Equal(t, d.Granted, out == kv.Inserted, what)
+			assert.Equal(t, d.Granted, out == contract.Inserted, what)
 			assert.Equal(t, d.Granted, f > 0, what)
 			apply(d)
 		case 2:
-			d := kv.DecideRelease(v, live, tok, now)
+			d := contract.DecideRelease(v, live, tok, now)
 			ok, err := s.LockRelease(name, tok)
 			require.NoError(t, err)
 			assert.Equal(t, d.Granted, ok, what+" release")
 			apply(d)
 		case 3:
-			d := kv.DecideRefresh(v, live, tok, 0, now)
+			d := contract.DecideRefresh(v, live, tok, 0, now)
 			ok, err := s.LockRefresh(name, tok, 0)
 			require.NoError(t, err)
 			assert.Equal(t, d.Granted, ok, what+" refresh")
@@ -673,8 +674,8 @@ func TestTheScriptsDecideAsKvDoes(t *testing.T) {
 		if !live {
 			continue
 		}
-		want, werr := kv.ParseReaderRecord(v)
-		got, gerr := kv.ParseReaderRecord(r.b)
+		want, werr := contract.ParseReaderRecord(v)
+		got, gerr := contract.ParseReaderRecord(r.b)
 		require.Equal(t, werr == nil, gerr == nil, what)
 		if werr != nil {
 			assert.Equal(t, v, r.b, what)
@@ -682,7 +683,7 @@ func TestTheScriptsDecideAsKvDoes(t *testing.T) {
 			assert.Equal(t, want.Holds, got.Holds, what)
 			assert.Equal(t, want.Claim != 0, got.Claim != 0, what)
 		}
-		wm, wn := kv.LockHolders(v, live, now)
+		wm, wn := contract.LockHolders(v, live, now)
 		gm, gn := holders(t, s, name)
 		assert.Equal(t, wm, gm, what)
 		assert.Equal(t, wn, gn, what)
@@ -713,10 +714,10 @@ func TestReadWriteWaitersGetTheNameInArrivalOrder(t *testing.T) {
 	srv := redistest.Start(t)
 	for _, tc := range []struct {
 		name  string
-		modes []kv.LockMode
+		modes []contract.LockMode
 	}{
-		{"writers", []kv.LockMode{excl, excl, excl, excl, excl, excl}},
-		{"mixed", []kv.LockMode{shared, excl, shared, shared, excl, shared}},
+		{"writers", []contract.LockMode{excl, excl, excl, excl, excl, excl}},
+		{"mixed", []contract.LockMode{shared, excl, shared, shared, excl, shared}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			holder := open(t, "redis://"+srv.Addr)
@@ -793,7 +794,7 @@ func TestAWriterInLineRenewsItsClaimWhileItWaits(t *testing.T) {
 	}
 	out, _, err := a.LockAttempt(name, []byte("r2"), shared, time.Minute, 0)
 	require.NoError(t, err)
-	assert.Equal(t, kv.Exists, out, "a reader outside the line is refused by the standing claim")
+	assert.Equal(t, contract.Exists, out, "a reader outside the line is refused by the standing claim")
 	assert.True(t, released(t, a, name, "r1"))
 	select {
 	case got := <-done:
@@ -814,15 +815,15 @@ func TestAHeadRefusedWithAnErrorWakesTheNextWaiter(t *testing.T) {
 	s := open(t, "redis://"+srv.Addr)
 	require.NotNil(t, s.direct, "a standalone server: each waiter has its subscriber connection")
 	const lease = 10 * time.Minute // the waiters keep their places, however slow the host
-	inLine := func(name, tok, id string, mode kv.LockMode) {
+	inLine := func(name, tok, id string, mode contract.LockMode) {
 		t.Helper()
 		out, _, err := s.LockAttemptInLine(name, []byte(tok), mode, time.Minute, 0, id, lease)
 		require.NoError(t, err, id)
-		require.Equal(t, kv.Exists, out, "%s in line", id)
+		require.Equal(t, contract.Exists, out, "%s in line", id)
 	}
-	full := kv.ReaderRecord{}
+	full := contract.ReaderRecord{}
 	for i := range MaxReadHolds {
-		full.Holds = append(full.Holds, kv.ReadHold{Token: []byte("h" + strconv.Itoa(i))})
+		full.Holds = append(full.Holds, contract.ReadHold{Token: []byte("h" + strconv.Itoa(i))})
 	}
 	for _, tc := range []struct {
 		name  string
@@ -835,14 +836,14 @@ func TestAHeadRefusedWithAnErrorWakesTheNextWaiter(t *testing.T) {
 			inLine(name, "t", "head", shared)
 			inLine(name, "z", "next", excl)
 			require.NoError(t, s.LeaveLine(name, "writer"))
-		}, kv.ErrInvalidArgument},
+		}, contract.ErrInvalidArgument},
 		{"the name has the most read holds", func(name string) {
 			granted(t, s, name, "w", excl, time.Minute)
 			inLine(name, "t", "head", shared)
 			inLine(name, "z", "next", excl)
 			assert.True(t, released(t, s, name, "w"))
 			require.NoError(t, s.Set(name, full.AppendTo(nil), 0))
-		}, kv.ErrNoMemory},
+		}, contract.ErrNoMemory},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			name := "rw:giveup:" + tc.name

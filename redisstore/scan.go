@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ephpm/ephpm/backend"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 var _ backend.Scanner = (*Store)(nil)
@@ -118,7 +118,7 @@ func (s *Store) Scan(prefix string, cursor uint64, count int, locksOnly bool) (b
 		if err != nil && !isWrongType(err) {
 			return backend.ScanPage{}, fmt.Errorf("GETRANGE of %s: %w", k, classify(err))
 		}
-		reader := err == nil && kv.IsReaderRecord([]byte(h))
+		reader := err == nil && contract.IsReaderRecord([]byte(h))
 		if reader {
 			// lock_info's count: the live holds on the server's clock,
 			// read in one step (-1: the key holds no reader record
@@ -157,7 +157,7 @@ func (s *Store) Scan(prefix string, cursor uint64, count int, locksOnly bool) (b
 // cursor 0.
 var ErrMastersChanged = fmt.Errorf("%w: the Redis Cluster's masters are not those this walk of its keys began with "+
 	"(a failover, a master added or removed), or the cursor is none a walk gave: the walk would skip a master's keys; "+
-	"start it again from cursor 0", kv.ErrNothingDone)
+	"start it again from cursor 0", contract.ErrNothingDone)
 
 // scanNode is the server a walk's cursor is on, with that server's SCAN
 // cursor, its place among the masters, how many there are and the hash
@@ -165,13 +165,13 @@ var ErrMastersChanged = fmt.Errorf("%w: the Redis Cluster's masters are not thos
 // server of a standalone or Sentinel deployment (hash 0), or a Cluster's
 // masters in turn. A Cluster cursor (but 0, where a walk begins) whose
 // hash is not that of the masters now is ErrMastersChanged; one whose
-// place is beyond the masters now is kv.ErrInvalidArgument, as a cursor
+// place is beyond the masters now is contract.ErrInvalidArgument, as a cursor
 // no walk gave (a walk that was at the last master of a set that lost
 // one is refused so too: it is not left to skip in silence either).
 func (s *Store) scanNode(cursor uint64) (node *redis.Client, nodeCursor uint64, at, nodes int, set uint64, err error) {
 	if c, ok := s.c.(*redis.Client); ok {
 		if cursor >= 1<<56 {
-			return nil, 0, 0, 0, 0, fmt.Errorf("%w: invalid cursor %d", kv.ErrInvalidArgument, cursor)
+			return nil, 0, 0, 0, 0, fmt.Errorf("%w: invalid cursor %d", contract.ErrInvalidArgument, cursor)
 		}
 		return c, cursor, 0, 1, 0, nil
 	}
@@ -198,7 +198,7 @@ func (s *Store) scanNode(cursor uint64) (node *redis.Client, nodeCursor uint64, 
 	set = mastersHash(addrs) << 40
 	at = int(cursor >> 56)
 	if at >= len(masters) {
-		return nil, 0, 0, 0, 0, fmt.Errorf("%w: invalid cursor %d (%d masters)", kv.ErrInvalidArgument, cursor, len(masters))
+		return nil, 0, 0, 0, 0, fmt.Errorf("%w: invalid cursor %d (%d masters)", contract.ErrInvalidArgument, cursor, len(masters))
 	}
 	if cursor != 0 && cursor&(0xffff<<40) != set {
 		return nil, 0, 0, 0, 0, fmt.Errorf("%w (now %d: %s)", ErrMastersChanged, len(addrs), strings.Join(addrs, ", "))

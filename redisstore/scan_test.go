@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/backend"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/internal/redistest"
-	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
 
@@ -80,13 +80,13 @@ func TestScanCountsReadHoldsAsLockInfoDoes(t *testing.T) {
 	srv := redistest.Start(t, "user limited on >pw ~* &* +@all -evalsha -eval")
 	s := open(t, "redis://"+srv.Addr+"/0")
 	for _, tok := range []string{"r1", "r2", "r3"} {
-		out, _, err := s.LockAttempt("lock:rw", []byte(tok), kv.LockShared, time.Minute, 0)
+		out, _, err := s.LockAttempt("lock:rw", []byte(tok), contract.LockShared, time.Minute, 0)
 		require.NoError(t, err)
-		require.Equal(t, kv.Inserted, out)
+		require.Equal(t, contract.Inserted, out)
 	}
-	out, _, err := s.LockAttempt("lock:short", []byte("r"), kv.LockShared, 50*time.Millisecond, 0)
+	out, _, err := s.LockAttempt("lock:short", []byte("r"), contract.LockShared, 50*time.Millisecond, 0)
 	require.NoError(t, err)
-	require.Equal(t, kv.Inserted, out)
+	require.Equal(t, contract.Inserted, out)
 	_, err = s.SetNX(sessionkeys.LockKey("sid"), []byte("tok"), time.Minute)
 	require.NoError(t, err)
 	time.Sleep(100 * time.Millisecond) // lock:short's one hold lapses; its record may stay
@@ -164,8 +164,8 @@ func TestClusterScanFailsWhenTheMastersChangeMidWalk(t *testing.T) {
 
 	_, err = s.Scan("", p.Next, 1, false)
 	require.ErrorIs(t, err, ErrMastersChanged)
-	require.ErrorIs(t, err, kv.ErrNothingDone)
-	assert.False(t, errors.Is(err, kv.ErrInvalidArgument), "not E_INVALID (a ValueError in PHP): %v", err)
+	require.ErrorIs(t, err, contract.ErrNothingDone)
+	assert.False(t, errors.Is(err, contract.ErrInvalidArgument), "not E_INVALID (a ValueError in PHP): %v", err)
 	assert.Contains(t, err.Error(), proxy.Addr, "it names the masters now")
 
 	seen, err := walkAll(s, false)

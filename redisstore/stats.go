@@ -7,19 +7,19 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // Stats combines the server's figures (INFO; in a Cluster, of the node
 // that answers) with this process's lock outcomes.
-func (s *Store) Stats() (kv.Stats, error) {
+func (s *Store) Stats() (contract.Stats, error) {
 	info, err := s.c.Info(ctx, "server", "memory", "stats").Result()
 	if err != nil {
-		return kv.Stats{}, classify(err)
+		return contract.Stats{}, classify(err)
 	}
 	keys, err := s.c.DBSize(ctx).Result()
 	if err != nil {
-		return kv.Stats{}, classify(err)
+		return contract.Stats{}, classify(err)
 	}
 	field := map[string]string{}
 	for _, line := range strings.Split(info, "\n") {
@@ -28,7 +28,7 @@ func (s *Store) Stats() (kv.Stats, error) {
 		}
 	}
 	num := func(k string) int64 { n, _ := strconv.ParseInt(field[k], 10, 64); return n }
-	st := kv.Stats{
+	st := contract.Stats{
 		InstanceID:        field["run_id"],
 		Keys:              keys,
 		BytesUsed:         num("used_memory"),

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
-// stepScript is a Step (kv.Step), every combination of it, in one script:
+// stepScript is a Step (contract.Step), every combination of it, in one script:
 // ARGV's first four flags choose its parts, as SET's options (NX, PX,
 // GET) choose what one SET does.
 //
@@ -95,8 +95,8 @@ return a`)
 // The flags of stepScript's ARGV[1..4].
 var (
 	acquireFlags = [3]string{"0", "1", "2"}           // none, SET NX, and mint
-	guardFlags   = [4]string{"0", "1", "2", "3"}      // kv.Guard
-	actionFlags  = [5]string{"0", "1", "2", "3", "4"} // kv.Action
+	guardFlags   = [4]string{"0", "1", "2", "3"}      // contract.Guard
+	actionFlags  = [5]string{"0", "1", "2", "3", "4"} // contract.Action
 	releaseFlags = [2]string{"0", "1"}
 )
 
@@ -105,20 +105,20 @@ var (
 // data and lock: see redisKey) or given one hash tag; a step whose key is
 // in another slot than its lock, or that mints or checks a fence its
 // lock's fence key cannot share the lock's slot for, is refused having
-// sent nothing (kv.ErrInvalidArgument, saying so: oneSlot). A step on a
+// sent nothing (contract.ErrInvalidArgument, saying so: oneSlot). A step on a
 // lock fails, sending nothing, while a master may evict keys
 // (noEviction).
-func (s *Store) Step(st *kv.Step) error {
+func (s *Store) Step(st *contract.Step) error {
 	st.Reset()
-	if err := kv.CheckStep(st); err != nil {
+	if err := contract.CheckStep(st); err != nil {
 		return err
 	}
 	useLock := st.UsesLock()
-	if !useLock && st.Action == kv.ActionNone {
+	if !useLock && st.Action == contract.ActionNone {
 		st.Held = true
 		return nil
 	}
-	fenced := st.Fenced || st.Guard == kv.GuardFence || st.Guard == kv.GuardFenceHolder
+	fenced := st.Fenced || st.Guard == contract.GuardFence || st.Guard == contract.GuardFenceHolder
 	var lk, fk, rk string
 	if useLock {
 		lk = s.redisKey(st.Lock)
@@ -130,7 +130,7 @@ func (s *Store) Step(st *kv.Step) error {
 			}
 		}
 	}
-	if st.Action != kv.ActionNone {
+	if st.Action != contract.ActionNone {
 		rk = s.redisKey(st.Key)
 		if useLock {
 			if err := s.oneSlot(lk, rk, st.Lock, st.Key); err != nil {
@@ -146,13 +146,13 @@ func (s *Store) Step(st *kv.Step) error {
 	} else if err := s.noEviction(); err != nil {
 		return err
 	}
-	if st.Action == kv.ActionNone {
+	if st.Action == contract.ActionNone {
 		rk = lk
 	}
 	if st.Acquire || st.Release {
 		defer s.near.forget(st.Lock)
 	}
-	if st.Action == kv.ActionSet || st.Action == kv.ActionDel || st.Action == kv.ActionExpire {
+	if st.Action == contract.ActionSet || st.Action == contract.ActionDel || st.Action == contract.ActionExpire {
 		defer s.near.forget(st.Key)
 	}
 
@@ -171,7 +171,7 @@ func (s *Store) Step(st *kv.Step) error {
 		fenceArg = strconv.FormatInt(st.Fence, 10)
 	}
 	var keyCh, lockCh string
-	if st.Action == kv.ActionDel {
+	if st.Action == contract.ActionDel {
 		keyCh = releaseChannel(rk)
 	}
 	release := 0
@@ -196,7 +196,7 @@ func (s *Store) Step(st *kv.Step) error {
 // acquire as SetNX counts it and a release as DelIfEq does. A value read
 // is moved to the start of st.Dst if it fits (the reply may have been
 // read into st.Dst itself: copy moves).
-func (s *Store) stepReply(st *kv.Step, r reply, err error) error {
+func (s *Store) stepReply(st *contract.Step, r reply, err error) error {
 	if err != nil {
 		return err
 	}
@@ -224,10 +224,10 @@ func (s *Store) stepReply(st *kv.Step, r reply, err error) error {
 	st.Held = sum&1 != 0
 	if st.Acquire {
 		if st.Held {
-			st.Outcome = kv.Inserted
+			st.Outcome = contract.Inserted
 			s.setNXWins.Add(1)
 		} else {
-			st.Outcome = kv.Exists
+			st.Outcome = contract.Exists
 			s.setNXLosses.Add(1)
 		}
 		if st.Fenced {
@@ -256,7 +256,7 @@ func (s *Store) oneSlot(lk, rk, lock, key string) error {
 		return nil
 	}
 	return fmt.Errorf("%w: on a Redis Cluster a key must be in its lock's slot: key %q and lock %q are not; "+
-		"give both one hash tag, e.g. {order:42}", kv.ErrInvalidArgument, key, lock)
+		"give both one hash tag, e.g. {order:42}", contract.ErrInvalidArgument, key, lock)
 }
 
 // setPxLua is a step's SET (stepScript): set_px(k, v, px) writes v under k

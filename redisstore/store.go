@@ -23,7 +23,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 func init() {
@@ -209,7 +209,7 @@ func (s *Store) Set(key string, value []byte, ttl time.Duration) error {
 }
 
 // SetNX is SET NX PX: the check, the insert and the TTL in one command.
-func (s *Store) SetNX(key string, value []byte, ttl time.Duration) (kv.SetNXOutcome, error) {
+func (s *Store) SetNX(key string, value []byte, ttl time.Duration) (contract.SetNXOutcome, error) {
 	if err := s.noEviction(); err != nil {
 		return 0, err
 	}
@@ -226,10 +226,10 @@ func (s *Store) SetNX(key string, value []byte, ttl time.Duration) (kv.SetNXOutc
 	}
 	if r.null {
 		s.setNXLosses.Add(1)
-		return kv.Exists, nil
+		return contract.Exists, nil
 	}
 	s.setNXWins.Add(1)
-	return kv.Inserted, nil
+	return contract.Inserted, nil
 }
 
 // Exists is EXISTS.

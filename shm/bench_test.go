@@ -6,14 +6,14 @@ import (
 	"time"
 
 	"github.com/ephpm/ephpm/backend"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
 
 func benchStore(b *testing.B) *Store {
 	name := fmt.Sprintf("bench-%d", time.Now().UnixNano())
 	// The session rule the bridge opens a segment with.
-	s, err := Open(name, Options{Memory: kv.MemoryConfig{Limit: 64 << 20},
+	s, err := Open(name, Options{Memory: contract.MemoryConfig{Limit: 64 << 20},
 		SessionDataPrefix: sessionkeys.DataPrefix, SessionLockPrefix: sessionkeys.LockPrefix})
 	if err != nil {
 		b.Fatal(err)
@@ -73,7 +73,7 @@ func BenchmarkLockPair(b *testing.B) {
 // too few) and the lowest fill, as a share of the limit, once filled.
 func BenchmarkChurn90(b *testing.B) {
 	name := fmt.Sprintf("bench-%d", time.Now().UnixNano())
-	s, err := Open(name, Options{Memory: kv.MemoryConfig{Limit: 64 << 20, Policy: kv.NoEviction}})
+	s, err := Open(name, Options{Memory: contract.MemoryConfig{Limit: 64 << 20, Policy: contract.NoEviction}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -98,11 +98,11 @@ func BenchmarkReadLockPairShared(b *testing.B) { benchReadLockPair(b, true) }
 func benchReadLockPair(b *testing.B, beside bool) {
 	s := benchStore(b)
 	if beside {
-		s.LockAttempt("lock", []byte("the other reader"), kv.LockShared, 0, 0)
+		s.LockAttempt("lock", []byte("the other reader"), contract.LockShared, 0, 0)
 	}
 	tok := []byte("0123456789abcdef")
 	for b.Loop() {
-		s.LockAttempt("lock", tok, kv.LockShared, 30*time.Second, 0)
+		s.LockAttempt("lock", tok, contract.LockShared, 30*time.Second, 0)
 		s.LockRelease("lock", tok)
 	}
 }
@@ -113,7 +113,7 @@ func BenchmarkWriteLockPair(b *testing.B) {
 	s := benchStore(b)
 	tok := []byte("0123456789abcdef")
 	for b.Loop() {
-		s.LockAttempt("lock", tok, kv.LockExclusive, 30*time.Second, kv.WriterClaim)
+		s.LockAttempt("lock", tok, contract.LockExclusive, 30*time.Second, contract.WriterClaim)
 		s.LockRelease("lock", tok)
 	}
 }

@@ -7,7 +7,7 @@ package shm
 import (
 	"sync/atomic"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // entryOverhead is what each entry is charged beyond its block: its index
@@ -19,7 +19,7 @@ func chargeOf(size int64) int64 { return size + entryOverhead }
 // account adds (sign 1) or takes away (sign -1) the live entry b's charge
 // to the shard's figures: the bytes used, session data's, and those of
 // b's eviction class; kind is the kind of b's key. Caller holds the lock.
-func (sh *shard) account(b int64, kind kv.KeyKind, sign int64) {
+func (sh *shard) account(b int64, kind contract.KeyKind, sign int64) {
 	c := sign * chargeOf(sh.blockSize(b))
 	p := sh.used()
 	storeDerivedI64(p, atomic.LoadInt64(p)+c)
@@ -37,7 +37,7 @@ func (sh *shard) account(b int64, kind kv.KeyKind, sign int64) {
 // overwrite changes none: the bytes used are words other shards' writers
 // read); kind is the kind of their key. Every figure is derived, and
 // recovery recounts them. Caller holds the lock.
-func (sh *shard) reaccount(old, b int64, kind kv.KeyKind) {
+func (sh *shard) reaccount(old, b int64, kind contract.KeyKind) {
 	co, cb := chargeOf(sh.blockSize(old)), chargeOf(sh.blockSize(b))
 	clo, session := sh.classOfKind(old, kind) // the same key, of kind
 	clb, _ := sh.classOfKind(b, kind)

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
-func (s *Store) applyConfig(cfg kv.MemoryConfig, budget int64) {
+func (s *Store) applyConfig(cfg contract.MemoryConfig, budget int64) {
 	atomic.StoreInt64(s.g.i64(hSessSetting), cfg.SessionLimit)
 	atomic.StoreInt64(s.g.i64(hSessLimit), budget)
 	atomic.StoreUint32(s.g.u32(hPolicy), uint32(cfg.Policy))
@@ -24,22 +24,22 @@ func (s *Store) applyConfig(cfg kv.MemoryConfig, budget int64) {
 
 // MemoryConfig returns the segment's memory setting; the zero setting once
 // the store is closed.
-func (s *Store) MemoryConfig() kv.MemoryConfig {
+func (s *Store) MemoryConfig() contract.MemoryConfig {
 	tk, err := s.enter()
 	if err != nil {
-		return kv.MemoryConfig{}
+		return contract.MemoryConfig{}
 	}
 	defer s.leave(tk)
 	return s.memoryConfig()
 }
 
 // memoryConfig is MemoryConfig for a call in progress (it holds the ticket).
-func (s *Store) memoryConfig() kv.MemoryConfig {
+func (s *Store) memoryConfig() contract.MemoryConfig {
 	on, minSize := s.compression()
-	return kv.MemoryConfig{
+	return contract.MemoryConfig{
 		Limit:              s.g.limit,
 		SessionLimit:       atomic.LoadInt64(s.g.i64(hSessSetting)),
-		Policy:             kv.Policy(atomic.LoadUint32(s.g.u32(hPolicy))),
+		Policy:             contract.Policy(atomic.LoadUint32(s.g.u32(hPolicy))),
 		Compression:        on,
 		CompressionMinSize: minSize,
 	}
@@ -56,15 +56,15 @@ func (s *Store) compression() (on bool, minSize int) {
 // process using it: the eviction policy, compression and the session
 // budget. The memory limit is fixed when the segment is created: cfg.Limit
 // must be 0 or that limit.
-func (s *Store) SetMemoryConfig(cfg kv.MemoryConfig) error {
-	if cfg.Policy < kv.NoEviction || cfg.Policy > kv.AllKeysLRU || cfg.CompressionMinSize < 0 {
-		return fmt.Errorf("%w: memory setting %+v", kv.ErrInvalidArgument, cfg)
+func (s *Store) SetMemoryConfig(cfg contract.MemoryConfig) error {
+	if cfg.Policy < contract.NoEviction || cfg.Policy > contract.AllKeysLRU || cfg.CompressionMinSize < 0 {
+		return fmt.Errorf("%w: memory setting %+v", contract.ErrInvalidArgument, cfg)
 	}
 	if cfg.Limit != 0 && cfg.Limit != s.g.limit {
 		return fmt.Errorf("%w: segment %s has memory_limit %d, fixed when it was created, not %d; stop the "+
-			"processes using it and remove the file to resize it", kv.ErrInvalidArgument, s.g.path, s.g.limit, cfg.Limit)
+			"processes using it and remove the file to resize it", contract.ErrInvalidArgument, s.g.path, s.g.limit, cfg.Limit)
 	}
-	budget, err := s.g.sess.Budget(kv.MemoryConfig{Limit: s.g.limit, SessionLimit: cfg.SessionLimit})
+	budget, err := s.g.sess.Budget(contract.MemoryConfig{Limit: s.g.limit, SessionLimit: cfg.SessionLimit})
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/backend"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
 
@@ -35,7 +35,7 @@ const (
 // workers: eviction and lz4 on, a session budget small enough that session
 // writes evict sessions.
 var crashOptions = Options{
-	Memory:         kv.MemoryConfig{Limit: 16 << 20, SessionLimit: 256 << 10, Policy: kv.AllKeysLRU, Compression: true, CompressionMinSize: 64},
+	Memory:         contract.MemoryConfig{Limit: 16 << 20, SessionLimit: 256 << 10, Policy: contract.AllKeysLRU, Compression: true, CompressionMinSize: 64},
 	PinnedPrefixes: []string{"ctr:"}, SessionDataPrefix: sessionkeys.DataPrefix, SessionLockPrefix: sessionkeys.LockPrefix,
 }
 
@@ -164,10 +164,10 @@ func crashWorker() {
 			}
 		case 5:
 			lock := fmt.Sprintf("lock:%d", rand.IntN(8))
-			var out kv.SetNXOutcome
+			var out contract.SetNXOutcome
 			since := expiryNow()
 			timed(func() { out, err = s.SetNX(lock, token, time.Second) })
-			if err == nil && out == kv.Inserted {
+			if err == nil && out == contract.Inserted {
 				var ok bool
 				v := crashValue(rand.Uint64(), randomSize())
 				timed(func() { ok, err = backend.SetGuarded(s, "data:"+lock, v, time.Minute, lock, token) })
@@ -206,10 +206,10 @@ func crashWorker() {
 			// again (held data is never evicted), release.
 			sid := strconv.Itoa(rand.IntN(32))
 			lock, data := sessionkeys.LockKey(sid), sessionkeys.DataKey(sid)
-			var out kv.SetNXOutcome
+			var out contract.SetNXOutcome
 			since := expiryNow()
 			timed(func() { out, err = s.SetNX(lock, token, time.Second) })
-			if err != nil || out != kv.Inserted {
+			if err != nil || out != contract.Inserted {
 				break
 			}
 			var n int
@@ -242,22 +242,22 @@ func crashWorker() {
 			}
 		case 11:
 			lock := fmt.Sprintf("rw:%d", rand.IntN(crashRWLocks))
-			mode := kv.LockMode(rand.IntN(2))
+			mode := contract.LockMode(rand.IntN(2))
 			claim := time.Duration(0)
-			if mode == kv.LockExclusive {
-				claim = kv.WriterClaim
+			if mode == contract.LockExclusive {
+				claim = contract.WriterClaim
 			}
 			tok := []byte(fmt.Sprintf("%s:%d", token, rand.Uint64()))
-			var out kv.SetNXOutcome
+			var out contract.SetNXOutcome
 			since := expiryNow()
 			timed(func() { out, _, err = s.LockAttempt(lock, tok, mode, time.Second, claim) })
-			if err != nil || out != kv.Inserted {
+			if err != nil || out != contract.Inserted {
 				break
 			}
-			var m kv.LockMode
+			var m contract.LockMode
 			var n int
 			timed(func() { m, n, err = s.LockInfo(lock) })
-			if err == nil && (m != mode || n < 1 || mode == kv.LockExclusive && n != 1) && mine(since) {
+			if err == nil && (m != mode || n < 1 || mode == contract.LockExclusive && n != 1) && mine(since) {
 				bad("lock_info of %s held in mode %d: %d %d", lock, mode, m, n)
 			}
 			var ok bool
@@ -278,7 +278,7 @@ func crashWorker() {
 				}
 			}
 		}
-		if err != nil && !strings.Contains(err.Error(), kv.ErrNoMemory.Error()) {
+		if err != nil && !strings.Contains(err.Error(), contract.ErrNoMemory.Error()) {
 			bad("%v", err)
 		}
 		if took > slowest {
@@ -468,8 +468,8 @@ func TestCrashRecovery(t *testing.T) {
 		dst := make([]byte, 64<<10)
 		n, found, err := s.GetInto(fmt.Sprint("rw:", i), dst)
 		require.NoError(t, err)
-		if v := dst[:n]; found && kv.IsReaderRecord(v) {
-			_, err := kv.ParseReaderRecord(v)
+		if v := dst[:n]; found && contract.IsReaderRecord(v) {
+			_, err := contract.ParseReaderRecord(v)
 			assert.NoError(t, err, "rw:%d", i)
 		} else if found {
 			assert.Len(t, strings.Split(string(v), ":"), 3, "rw:%d holds a token: %q", i, v)

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // TestCreditsHeldByOtherShardsDoNotRefuseAWriteThatFits fills the store
@@ -18,7 +18,7 @@ import (
 // allows again: the write takes the other shards' credit back instead of
 // being refused.
 func TestCreditsHeldByOtherShardsDoNotRefuseAWriteThatFits(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 4 << 20})
+	s := openTest(t, contract.MemoryConfig{Limit: 4 << 20})
 	require.Greater(t, len(s.shards), 1)
 	v := make([]byte, 1000)
 	n := 0
@@ -48,7 +48,7 @@ func TestCreditsHeldByOtherShardsDoNotRefuseAWriteThatFits(t *testing.T) {
 // TestRecoveryReturnsADeadProcesssCredit: a shard's credit whose owner died
 // is set back to 0 by the recovery, so it is not held for ever.
 func TestRecoveryReturnsADeadProcesssCredit(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 1 << 20})
+	s := openTest(t, contract.MemoryConfig{Limit: 1 << 20})
 	require.NoError(t, s.Set("key", []byte("v"), 0))
 	sh, _, _ := s.locate("key")
 	require.Greater(t, atomic.LoadInt64(sh.credit()), int64(0), "the insert reserved a chunk")
@@ -65,7 +65,7 @@ func TestRecoveryReturnsADeadProcesssCredit(t *testing.T) {
 // write succeeds without evicting anything.
 func TestFreeBytesInPiecesAreGathered(t *testing.T) {
 	// Several shards: the one filled reaches its heap's end, not the limit.
-	s := openTest(t, kv.MemoryConfig{Limit: 4 << 20, Policy: kv.NoEviction})
+	s := openTest(t, contract.MemoryConfig{Limit: 4 << 20, Policy: contract.NoEviction})
 	require.Greater(t, len(s.shards), 1)
 	target, _, _ := s.locate("big")
 	var keys []string
@@ -96,7 +96,7 @@ func TestFreeBytesInPiecesAreGathered(t *testing.T) {
 			break
 		}
 	}
-	require.NoError(t, s.SetMemoryConfig(kv.MemoryConfig{Policy: kv.AllKeysLRU}))
+	require.NoError(t, s.SetMemoryConfig(contract.MemoryConfig{Policy: contract.AllKeysLRU}))
 	before, _ := s.Stats()
 	require.False(t, s.shardHasRoom(target, heapFull, entrySize(3, 64<<10)), "no free block holds it")
 	require.NoError(t, s.Set("big", make([]byte, 64<<10), 0))
@@ -122,7 +122,7 @@ func (s *Store) shardOf(key string) *shard { sh, _, _ := s.locate(key); return s
 // under 2 % of the writes.
 func TestChurnAtNinetyPercentKeepsCapacity(t *testing.T) {
 	const limit = 16 << 20
-	s := openTest(t, kv.MemoryConfig{Limit: limit, Policy: kv.NoEviction})
+	s := openTest(t, contract.MemoryConfig{Limit: limit, Policy: contract.NoEviction})
 	st := churn(t, s, 20000)
 	t.Logf("%+v", st)
 	assert.Less(t, st.refusedFragmented+st.refusedShardFull, st.writes/50, "too many writes refused for their shard")
@@ -173,7 +173,7 @@ func churn(t testing.TB, s *Store, rounds int) churnStats {
 			st.writes++
 		}
 		if err != nil {
-			require.ErrorIs(t, err, kv.ErrNoMemory)
+			require.ErrorIs(t, err, contract.ErrNoMemory)
 			switch {
 			case before+chargeOf(need) > limit:
 				st.refusedLimit++

@@ -22,7 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/backend"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
 
@@ -37,7 +37,7 @@ func init() {
 	workers["damageload"] = damageLoadWorker
 }
 
-var damageOptions = Options{Memory: kv.MemoryConfig{Limit: 4 << 20}}
+var damageOptions = Options{Memory: contract.MemoryConfig{Limit: 4 << 20}}
 
 // keyIn returns the first key "PREFIX<n>" that hashes to shard i of s.
 func keyIn(s *Store, prefix string, i int) string {
@@ -213,7 +213,7 @@ var damageOps = flag.Int("shm.damage.ops", 3000, "calls each FuzzDamagedSegment 
 // eviction and defragmentation run), lz4 and eviction on, the session
 // rule the bridge uses.
 var damageLoadOptions = Options{
-	Memory:            kv.MemoryConfig{Limit: 2 << 20, SessionLimit: 256 << 10, Policy: kv.AllKeysLRU, Compression: true, CompressionMinSize: 64},
+	Memory:            contract.MemoryConfig{Limit: 2 << 20, SessionLimit: 256 << 10, Policy: contract.AllKeysLRU, Compression: true, CompressionMinSize: 64},
 	PinnedPrefixes:    []string{"pin:"},
 	SessionDataPrefix: sessionkeys.DataPrefix, SessionLockPrefix: sessionkeys.LockPrefix,
 }
@@ -379,7 +379,7 @@ func damageLoadWorker() {
 		switch {
 		case errors.Is(err, ErrCorrupt):
 			kind = "corrupt"
-		case errors.Is(err, kv.ErrNoMemory):
+		case errors.Is(err, contract.ErrNoMemory):
 			kind = "nomem"
 		}
 		mu.Lock()
@@ -483,11 +483,11 @@ func damageCall(s *Store, r *rand.Rand, op int, note func(error)) {
 		_, err = backend.DelGuarded(s, key, "lock:"+key, tok)
 	case 13:
 		out, fence, err1 := backend.SetNXFenced(s, "fl:"+key, tok, time.Second)
-		if err = err1; err == nil && out == kv.Inserted {
+		if err = err1; err == nil && out == contract.Inserted {
 			_, err = s.SetFencedToken(key, value(), ttl, "fl:"+key, fence, tok)
 		}
 	case 14:
-		mode := kv.LockMode(r.IntN(2))
+		mode := contract.LockMode(r.IntN(2))
 		_, _, err = s.LockAttempt("rw:"+key, tok, mode, time.Second, 0)
 		if err == nil {
 			_, _, err = s.LockInfo("rw:" + key)

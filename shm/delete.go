@@ -76,7 +76,7 @@ func (s *Store) DelIfEq(key string, token []byte) (removed bool, err error) {
 
 // Flush removes every entry, one shard at a time, and wakes every waiter.
 // Refused at a shard after the first, it has emptied those before: its
-// error is then no kv.ErrNothingDone (backend.AfterDone).
+// error is then no contract.ErrNothingDone (backend.AfterDone).
 func (s *Store) Flush() error {
 	tk, err := s.enter()
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/pierrec/lz4/v4"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // A live block holds one entry after its header word:
@@ -23,8 +23,8 @@ import (
 //	[32:...) the key, padding to 8 bytes, the stored value
 //
 // The stored value is the value, or with flagCompressed its length as 4
-// little-endian bytes followed by its lz4 block (as kv stores it). An entry
-// is written while its block is in flight, before any index slot refers to
+// little-endian bytes followed by its lz4 block (as memstore stores it). An
+// entry is written while its block is in flight, before any index slot refers to
 // it, and never changes afterwards except expireAt, access and flagRead.
 //
 // A session's lock granted to the session handler (SetNXGet,
@@ -100,14 +100,14 @@ func (sh *shard) writeEntry(b int64, key string, stored []byte, flags uint32, ex
 }
 
 // logicalLen is the length of the entry's value as callers see it: a
-// compressed value's length word, which no value kv stores exceeds.
+// compressed value's length word, which no value memstore stores exceeds.
 func (sh *shard) logicalLen(b int64) int {
 	meta := sh.entryMeta(b)
 	if meta&flagCompressed == 0 {
 		return int(meta & metaLenMask)
 	}
 	stored := sh.entryStored(b)
-	if len(stored) < 4 || binary.LittleEndian.Uint32(stored) > kv.MaxValueLen {
+	if len(stored) < 4 || binary.LittleEndian.Uint32(stored) > contract.MaxValueLen {
 		panic(corruption{sh, "a compressed value has no length word, or a length no value has", b})
 	}
 	return int(binary.LittleEndian.Uint32(stored))

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // Eviction. A write that does not fit makes room with no lock held, then
@@ -64,7 +64,7 @@ func (s *Store) makeRoom(sh *shard, r room, w *write) (bool, error) {
 // makeShardRoom is makeRoom for a write refused for room in sh itself
 // (heapFull, indexFull): it defragments, then sweeps and evicts in sh
 // only. Caller holds sh's lock, in inShard.
-func (s *Store) makeShardRoom(sh *shard, r room, w *write, size int64, policy kv.Policy, order []class) bool {
+func (s *Store) makeShardRoom(sh *shard, r room, w *write, size int64, policy contract.Policy, order []class) bool {
 	if s.shardHasRoom(sh, r, size) {
 		return true
 	}
@@ -75,7 +75,7 @@ func (s *Store) makeShardRoom(sh *shard, r room, w *write, size int64, policy kv
 	fitsIfEvicted := func() bool {
 		var evictable int64
 		for _, c := range order {
-			evictable += atomic.LoadInt64(sh.i64(classField(c, policy == kv.VolatileLRU)))
+			evictable += atomic.LoadInt64(sh.i64(classField(c, policy == contract.VolatileLRU)))
 		}
 		own, _ := s.protected(w, policy, order)
 		evictable -= own
@@ -84,17 +84,17 @@ func (s *Store) makeShardRoom(sh *shard, r room, w *write, size int64, policy kv
 		}
 		return evictable+(s.g.heapSize-atomic.LoadInt64(sh.i64(sHeapUsed))) >= size
 	}
-	if policy == kv.NoEviction || !fitsIfEvicted() {
+	if policy == contract.NoEviction || !fitsIfEvicted() {
 		s.sweepShard(sh)
 		if s.shardHasRoom(sh, r, size) {
 			return true
 		}
-		if policy == kv.NoEviction || !fitsIfEvicted() {
+		if policy == contract.NoEviction || !fitsIfEvicted() {
 			return false
 		}
 	}
 	for _, c := range order {
-		for atomic.LoadInt64(sh.i64(classField(c, policy == kv.VolatileLRU))) > 0 && !s.shardHasRoom(sh, r, size) {
+		for atomic.LoadInt64(sh.i64(classField(c, policy == contract.VolatileLRU))) > 0 && !s.shardHasRoom(sh, r, size) {
 			if !s.evictOne(sh, policy, c, w.key) {
 				break
 			}
@@ -110,7 +110,7 @@ func (s *Store) makeShardRoom(sh *shard, r room, w *write, size int64, policy kv
 // session data would not make fit, evicts nothing (expired entries go).
 // sh found broken or corrupt is the error, marked broken (inShard) before
 // its lock is released; so is a lock refused for another cause.
-func (s *Store) makeShareRoom(sh *shard, w *write, size int64, policy kv.Policy) (bool, error) {
+func (s *Store) makeShareRoom(sh *shard, w *write, size int64, policy contract.Policy) (bool, error) {
 	share := s.sessionShare(s.sessionLimit())
 	var fit bool
 	err := s.inShard(sh, func() {
@@ -122,19 +122,19 @@ func (s *Store) makeShareRoom(sh *shard, w *write, size int64, policy kv.Policy)
 		fitsIfEvicted := func() bool {
 			var evictable int64
 			for _, c := range order {
-				evictable += atomic.LoadInt64(sh.i64(classField(c, policy == kv.VolatileLRU)))
+				evictable += atomic.LoadInt64(sh.i64(classField(c, policy == contract.VolatileLRU)))
 			}
 			own, _ := s.protected(w, policy, order)
 			return evictable-own >= deficit()
 		}
-		if policy == kv.NoEviction || !fitsIfEvicted() {
+		if policy == contract.NoEviction || !fitsIfEvicted() {
 			s.sweepShard(sh)
-			if fit = deficit() <= 0; fit || policy == kv.NoEviction || !fitsIfEvicted() {
+			if fit = deficit() <= 0; fit || policy == contract.NoEviction || !fitsIfEvicted() {
 				return
 			}
 		}
 		for _, c := range order {
-			for deficit() > 0 && atomic.LoadInt64(sh.i64(classField(c, policy == kv.VolatileLRU))) > 0 {
+			for deficit() > 0 && atomic.LoadInt64(sh.i64(classField(c, policy == contract.VolatileLRU))) > 0 {
 				if !s.evictOne(sh, policy, c, w.key) {
 					break
 				}
@@ -159,7 +159,7 @@ func (s *Store) makeShareRoom(sh *shard, w *write, size int64, policy kv.Policy)
 // shard found broken is left out; w's own shard found broken, or a lock
 // refused for another cause (leftOut: the segment's file found removed),
 // ends it with that error, evicting no more.
-func (s *Store) evictUntil(policy kv.Policy, w *write, order []class, deficit func() int64) (bool, error) {
+func (s *Store) evictUntil(policy contract.Policy, w *write, order []class, deficit func() int64) (bool, error) {
 	if deficit() <= 0 {
 		return true, nil
 	}
@@ -184,7 +184,7 @@ func (s *Store) evictUntil(policy kv.Policy, w *write, order []class, deficit fu
 		}
 		return n
 	}
-	if policy == kv.NoEviction || evictable() < deficit() {
+	if policy == contract.NoEviction || evictable() < deficit() {
 		// Only expired entries can go: reclaim them all.
 		if err := s.sweepAll(); err != nil {
 			return false, err
@@ -192,7 +192,7 @@ func (s *Store) evictUntil(policy kv.Policy, w *write, order []class, deficit fu
 		if deficit() <= 0 {
 			return true, nil
 		}
-		if policy == kv.NoEviction || evictable() < deficit() {
+		if policy == contract.NoEviction || evictable() < deficit() {
 			return false, nil
 		}
 	}
@@ -255,7 +255,7 @@ func (s *Store) sweepAll() error {
 // policy could evict it as one of the classes in order (else 0 and
 // classKept): it is never evicted to make room for its own new value.
 // Caller holds the lock of w's key's shard, in inShard.
-func (s *Store) protected(w *write, policy kv.Policy, order []class) (int64, class) {
+func (s *Store) protected(w *write, policy contract.Policy, order []class) (int64, class) {
 	sh, _, tag := s.locate(w.key)
 	pos, b, _ := sh.lookup(tag, w.key)
 	if pos < 0 {
@@ -272,27 +272,27 @@ func (s *Store) protected(w *write, policy kv.Policy, order []class) (int64, cla
 // evictableTotal sums the evictable bytes of class c of every shard not
 // broken: a broken shard's are never evicted (mostEvictable leaves it out),
 // and its counts may be the damage that broke it.
-func (s *Store) evictableTotal(policy kv.Policy, c class) int64 {
+func (s *Store) evictableTotal(policy contract.Policy, c class) int64 {
 	var n int64
 	for i := range s.shards {
 		if s.shards[i].isBroken() {
 			continue
 		}
-		n += atomic.LoadInt64(s.shards[i].i64(classField(c, policy == kv.VolatileLRU)))
+		n += atomic.LoadInt64(s.shards[i].i64(classField(c, policy == contract.VolatileLRU)))
 	}
 	return n
 }
 
 // mostEvictable is the shard not broken with the most evictable bytes of
 // class c, counting skip bytes fewer in shard own, or nil.
-func (s *Store) mostEvictable(policy kv.Policy, c class, own *shard, skip int64) *shard {
+func (s *Store) mostEvictable(policy contract.Policy, c class, own *shard, skip int64) *shard {
 	var best *shard
 	var most int64
 	for i := range s.shards {
 		if s.shards[i].isBroken() {
 			continue
 		}
-		n := atomic.LoadInt64(s.shards[i].i64(classField(c, policy == kv.VolatileLRU)))
+		n := atomic.LoadInt64(s.shards[i].i64(classField(c, policy == contract.VolatileLRU)))
 		if &s.shards[i] == own {
 			n -= skip
 		}
@@ -323,18 +323,18 @@ func (s *Store) shardHasRoom(sh *shard, r room, size int64) bool {
 
 // eligible reports whether policy may evict the live entry b as one of
 // class c, b not being protect's. Caller holds the lock.
-func eligible(sh *shard, b int64, policy kv.Policy, c class, protect string) bool {
+func eligible(sh *shard, b int64, policy contract.Policy, c class, protect string) bool {
 	if cl, _ := sh.classOf(b); cl != c {
 		return false
 	}
-	return (policy != kv.VolatileLRU || sh.entryExpireAt(b) != 0) && (protect == "" || sh.entryKey(b) != protect)
+	return (policy != contract.VolatileLRU || sh.entryExpireAt(b) != 0) && (protect == "" || sh.entryKey(b) != protect)
 }
 
 // evictOne evicts the least recently used of a sample of sh's entries that
 // policy may evict as class c (of all of them if the sample finds none)
 // and reports whether there was one; an expired entry met is reclaimed
 // instead. Caller holds the lock.
-func (s *Store) evictOne(sh *shard, policy kv.Policy, c class, protect string) bool {
+func (s *Store) evictOne(sh *shard, policy contract.Policy, c class, protect string) bool {
 	n := s.g.indexSlots
 	t := expiryNow()
 	clock := s.lruClock(t)

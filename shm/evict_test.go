@@ -8,21 +8,21 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 func TestNoEvictionFailsAndKeepsTheOldValue(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 1 << 20})
+	s := openTest(t, contract.MemoryConfig{Limit: 1 << 20})
 	value := make([]byte, 4<<10)
 	var err error
 	n := 0
 	for ; n < 1000 && err == nil; n++ {
 		err = s.Set(fmt.Sprintf("k%d", n), value, 0)
 	}
-	require.ErrorIs(t, err, kv.ErrNoMemory)
+	require.ErrorIs(t, err, contract.ErrNoMemory)
 	require.NoError(t, s.Set("small", []byte("old"), 0))
 	err = s.Set("small", make([]byte, 64<<10), 0)
-	require.ErrorIs(t, err, kv.ErrNoMemory)
+	require.ErrorIs(t, err, contract.ErrNoMemory)
 	v, found := get(t, s, "small")
 	assert.True(t, found)
 	assert.Equal(t, "old", v, "a refused write keeps the old value")
@@ -33,11 +33,11 @@ func TestNoEvictionFailsAndKeepsTheOldValue(t *testing.T) {
 }
 
 func TestLRUEvictsButNeverLocksOrPinned(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 1 << 20, Policy: kv.AllKeysLRU}, "pin:")
+	s := openTest(t, contract.MemoryConfig{Limit: 1 << 20, Policy: contract.AllKeysLRU}, "pin:")
 	for i := 0; i < 20; i++ {
 		out, err := s.SetNX(fmt.Sprintf("lock%d", i), []byte("tok"), 0)
 		require.NoError(t, err)
-		require.Equal(t, kv.Inserted, out)
+		require.Equal(t, contract.Inserted, out)
 		require.NoError(t, s.Set(fmt.Sprintf("pin:%d", i), []byte("p"), 0))
 	}
 	value := make([]byte, 4<<10)
@@ -58,7 +58,7 @@ func TestLRUEvictsButNeverLocksOrPinned(t *testing.T) {
 }
 
 func TestVolatileLRUEvictsOnlyEntriesWithATTL(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 1 << 20, Policy: kv.VolatileLRU})
+	s := openTest(t, contract.MemoryConfig{Limit: 1 << 20, Policy: contract.VolatileLRU})
 	value := make([]byte, 4<<10)
 	for i := 0; i < 100; i++ {
 		require.NoError(t, s.Set(fmt.Sprintf("keep%d", i), value, 0))
@@ -73,18 +73,18 @@ func TestVolatileLRUEvictsOnlyEntriesWithATTL(t *testing.T) {
 }
 
 func TestAWriteEvictionCannotFitFailsAtOnceAndEvictsNothing(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 1 << 20, Policy: kv.AllKeysLRU}, "pin:")
+	s := openTest(t, contract.MemoryConfig{Limit: 1 << 20, Policy: contract.AllKeysLRU}, "pin:")
 	value := make([]byte, 4<<10)
 	var err error
 	for i := 0; err == nil; i++ {
 		err = s.Set(fmt.Sprintf("pin:%d", i), value, 0)
 	}
-	require.ErrorIs(t, err, kv.ErrNoMemory)
+	require.ErrorIs(t, err, contract.ErrNoMemory)
 	require.NoError(t, s.Set("cold", []byte("c"), 0))
 	before, _ := s.Stats()
 	// Evicting "cold" (all there is to evict) cannot make room for 4 KiB.
 	err = s.Set("big", value, 0)
-	require.ErrorIs(t, err, kv.ErrNoMemory)
+	require.ErrorIs(t, err, contract.ErrNoMemory)
 	after, _ := s.Stats()
 	assert.Equal(t, before.Evictions, after.Evictions, "nothing evicted")
 	_, found := get(t, s, "cold")

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
 
@@ -21,14 +21,14 @@ import (
 
 // openEvicting opens a fresh segment name with a 4 MiB limit (4 shards), a
 // 1 MiB session budget and policy, closed and removed when t ends.
-func openEvicting(t *testing.T, name string, policy kv.Policy) *Store {
+func openEvicting(t *testing.T, name string, policy contract.Policy) *Store {
 	t.Helper()
 	removeSegment(name)
-	s, err := Open(name, Options{Memory: kv.MemoryConfig{Limit: 4 << 20, SessionLimit: 1 << 20, Policy: policy},
+	s, err := Open(name, Options{Memory: contract.MemoryConfig{Limit: 4 << 20, SessionLimit: 1 << 20, Policy: policy},
 		SessionDataPrefix: sessionkeys.DataPrefix, SessionLockPrefix: sessionkeys.LockPrefix})
 	require.NoError(t, err)
 	require.Greater(t, len(s.shards), 1)
-	require.Equal(t, kv.KindSession, s.g.kindOf(sessionkeys.DataKey("x")))
+	require.Equal(t, contract.KindSession, s.g.kindOf(sessionkeys.DataKey("x")))
 	t.Cleanup(func() {
 		s.Close()
 		removeSegment(name)
@@ -91,7 +91,7 @@ func TestAWriteThatEvictsStopsWhenTheFileIsRemoved(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			name := testName(t)
-			s := openEvicting(t, name, kv.AllKeysLRU)
+			s := openEvicting(t, name, contract.AllKeysLRU)
 			for i := 0; i < 1000; i++ {
 				require.NoError(t, s.Set(fmt.Sprint("k", i), make([]byte, 2000), 0))
 			}
@@ -126,7 +126,7 @@ func TestMakingRoomMarksACorruptShardBrokenBeforeReleasingIt(t *testing.T) {
 		{"over the limit", overLimit, "big"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := openEvicting(t, testName(t), kv.AllKeysLRU)
+			s := openEvicting(t, testName(t), contract.AllKeysLRU)
 			sh, _, tag := s.locate(tc.key)
 			// w's key's home slot, a look-up's first: damaged to point past
 			// the heap.
@@ -169,7 +169,7 @@ func breakShard(s *Store, i int) *shard {
 // another shard for the memory limit. Before, its count stayed in the sum
 // every shard's reservation is checked against.
 func TestABrokenShardsChargeRefusesNoWriteElsewhere(t *testing.T) {
-	s := openEvicting(t, testName(t), kv.NoEviction)
+	s := openEvicting(t, testName(t), contract.NoEviction)
 	atomic.StoreInt64(breakShard(s, 0).used(), 1<<40)
 	require.NoError(t, s.Set(keyIn(s, "other:", 1), make([]byte, 100), 0), "a write to healthy shard 1")
 }
@@ -179,7 +179,7 @@ func TestABrokenShardsChargeRefusesNoWriteElsewhere(t *testing.T) {
 // another shard for the session budget. Before, its count stayed in the
 // budget's sum.
 func TestABrokenShardsSessionBytesRefuseNoSessionElsewhere(t *testing.T) {
-	s := openEvicting(t, testName(t), kv.NoEviction)
+	s := openEvicting(t, testName(t), contract.NoEviction)
 	atomic.StoreInt64(breakShard(s, 0).sessUsed(), 1<<40)
 	var key string
 	for i := 0; ; i++ {
@@ -198,7 +198,7 @@ func TestABrokenShardsSessionBytesRefuseNoSessionElsewhere(t *testing.T) {
 // (the shard is left out), made the write evict every healthy shard's
 // entries in vain.
 func TestEvictionCountsNoBrokenShardsBytes(t *testing.T) {
-	s := openEvicting(t, testName(t), kv.AllKeysLRU)
+	s := openEvicting(t, testName(t), contract.AllKeysLRU)
 	var keys []string
 	for i := 0; i < 200; i++ {
 		if k := fmt.Sprint("k", i); func() bool { sh, _, _ := s.locate(k); return sh.i != 0 }() {

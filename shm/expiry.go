@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // live returns key's slot and block if it holds an entry that has not
@@ -81,10 +81,10 @@ func (s *Store) ExpireIfEq(key string, token []byte, ttl time.Duration) (bool, e
 }
 
 func (s *Store) expireIf(key string, token []byte, ttl time.Duration) (set bool, err error) {
-	if err := kv.CheckKey(key); err != nil {
+	if err := contract.CheckKey(key); err != nil {
 		return false, err
 	}
-	if err := kv.CheckTTL(ttl); err != nil {
+	if err := contract.CheckTTL(ttl); err != nil {
 		return false, err
 	}
 	sh, h, tag, tk, err := s.lockKey(key)

@@ -48,7 +48,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 const (
@@ -211,7 +211,7 @@ func (s *Store) fences() (*fenceTable, error) {
 		// Every caller asks for the table before it changes anything: a
 		// file that cannot be made (ENOSPC, EACCES) or is refused leaves
 		// the call undone, not its outcome unknown.
-		return nil, fmt.Errorf("%w: %w", kv.ErrNothingDone, err)
+		return nil, fmt.Errorf("%w: %w", contract.ErrNothingDone, err)
 	}
 	s.fenceTab.Store(ft)
 	return ft, nil
@@ -219,7 +219,7 @@ func (s *Store) fences() (*fenceTable, error) {
 
 // Fence returns the latest fence granted for name: 0 if none was.
 func (s *Store) Fence(name string) (int64, error) {
-	if err := kv.CheckKey(name); err != nil {
+	if err := contract.CheckKey(name); err != nil {
 		return 0, err
 	}
 	ft, err := s.fences()

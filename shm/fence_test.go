@@ -16,14 +16,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ephpm/ephpm/backend"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 func grantFenced(t *testing.T, s *Store, name string) int64 {
 	t.Helper()
 	out, f, err := backend.SetNXFenced(s, name, []byte("tok"), 0)
 	require.NoError(t, err)
-	require.Equal(t, kv.Inserted, out, name)
+	require.Equal(t, contract.Inserted, out, name)
 	return f
 }
 
@@ -60,7 +60,7 @@ func TestFencesOutliveFlushAndTheSegment(t *testing.T) {
 }
 
 func TestAFullBucketForgetsItsOldestGrant(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{})
+	s := openTest(t, contract.MemoryConfig{})
 	names := bucketNames(s, fenceWays+2)
 	fences := map[string]int64{}
 	for _, n := range names {
@@ -88,27 +88,27 @@ func TestAFullBucketForgetsItsOldestGrant(t *testing.T) {
 }
 
 func TestAFenceFileOfAnotherSizeIsRefused(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{})
+	s := openTest(t, contract.MemoryConfig{})
 	path := fencesPath(s.Path())
 	require.NoError(t, os.WriteFile(path, make([]byte, fenceFileSize+8), 0o600))
 	defer os.Remove(path)
 	_, _, err := backend.SetNXFenced(s, "lock", nil, 0)
 	assert.ErrorIs(t, err, ErrIncompatible)
-	assert.ErrorIs(t, err, kv.ErrNothingDone, "the message says nothing was granted")
+	assert.ErrorIs(t, err, contract.ErrNothingDone, "the message says nothing was granted")
 	found, _ := s.Exists("lock")
 	assert.False(t, found, "refused before anything changed")
 }
 
 // refusedUndone asserts that a fenced call failed for the fence file it
-// could not have, with kv.ErrNothingDone (the message says nothing was
+// could not have, with contract.ErrNothingDone (the message says nothing was
 // written or granted, not that the outcome is unknown) and none of the
 // errors that blame the caller.
 func refusedUndone(t *testing.T, err error, cause error, what string) {
 	t.Helper()
 	require.ErrorIs(t, err, cause, what)
-	assert.ErrorIs(t, err, kv.ErrNothingDone, what)
+	assert.ErrorIs(t, err, contract.ErrNothingDone, what)
 	assert.True(t, strings.HasPrefix(err.Error(), "nothing was written or granted: "), "%s: %v", what, err)
-	assert.NotErrorIs(t, err, kv.ErrInvalidArgument, what)
+	assert.NotErrorIs(t, err, contract.ErrInvalidArgument, what)
 }
 
 // refusedFencedCalls makes every call that needs the fence file fail with
@@ -117,7 +117,7 @@ func refusedFencedCalls(t *testing.T, s *Store, cause error) {
 	t.Helper()
 	_, _, err := backend.SetNXFenced(s, "lock", []byte("A"), time.Minute)
 	refusedUndone(t, err, cause, "SetNXFenced")
-	_, _, err = s.LockAttempt("lock", []byte("A"), kv.LockShared, time.Minute, 0)
+	_, _, err = s.LockAttempt("lock", []byte("A"), contract.LockShared, time.Minute, 0)
 	refusedUndone(t, err, cause, "LockAttempt")
 	_, err = s.Fence("lock")
 	refusedUndone(t, err, cause, "Fence")
@@ -142,7 +142,7 @@ func TestAFenceFileWithNoRoomRefusesAndSaysNothingWasDone(t *testing.T) {
 		t.Skipf("mount tmpfs: %v", err)
 	}
 	defer syscall.Unmount(dir, syscall.MNT_DETACH)
-	s, err := Open("nofence", Options{Dir: dir, Memory: kv.MemoryConfig{Limit: MinMemoryLimit}})
+	s, err := Open("nofence", Options{Dir: dir, Memory: contract.MemoryConfig{Limit: MinMemoryLimit}})
 	require.NoError(t, err, "the segment fits")
 	defer s.Close()
 	refusedFencedCalls(t, s, unix.ENOSPC)
@@ -153,7 +153,7 @@ func TestAFenceFileWithNoAccessRefusesAndSaysNothingWasDone(t *testing.T) {
 	if os.Geteuid() == 0 {
 		t.Skip("root opens a file of mode 0400 for writing")
 	}
-	s := openTest(t, kv.MemoryConfig{})
+	s := openTest(t, contract.MemoryConfig{})
 	path := fencesPath(s.Path())
 	require.NoError(t, os.WriteFile(path, nil, 0o400))
 	defer os.Remove(path)
@@ -197,7 +197,7 @@ func fenceCrashWorker() {
 			fmt.Println("bad grant:", err)
 			continue
 		}
-		if out != kv.Inserted {
+		if out != contract.Inserted {
 			continue
 		}
 		n, found, err := s.GetInto("last:"+lock, dst)
@@ -235,7 +235,7 @@ func TestFencesSurviveKilledProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
-	s := openTest(t, kv.MemoryConfig{})
+	s := openTest(t, contract.MemoryConfig{})
 	locks := bucketNames(s, fenceWays+3) // more than a bucket holds: ways change hands as processes die
 	var mu sync.Mutex
 	var bads []string

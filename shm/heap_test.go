@@ -7,14 +7,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // TestARewriteOfTheSameSizeTakesTheSpare: a value rewritten at the same
 // size alternates between two blocks, the old one waiting as the shard's
 // spare, and a lock taken again takes the block its release left.
 func TestARewriteOfTheSameSizeTakesTheSpare(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 1 << 20})
+	s := openTest(t, contract.MemoryConfig{Limit: 1 << 20})
 	blockOf := func(key string) int64 {
 		sh, _, tag := s.locate(key)
 		_, b, _ := sh.lookup(tag, key)
@@ -36,7 +36,7 @@ func TestARewriteOfTheSameSizeTakesTheSpare(t *testing.T) {
 	token := []byte("0123456789abcdef0123456789abcdef")
 	won, err := s.SetNX("lock", token, 0)
 	require.NoError(t, err)
-	require.Equal(t, kv.Inserted, won)
+	require.Equal(t, contract.Inserted, won)
 	held := blockOf("lock")
 	ok, err := s.DelIfEq("lock", token)
 	require.NoError(t, err)
@@ -45,7 +45,7 @@ func TestARewriteOfTheSameSizeTakesTheSpare(t *testing.T) {
 	assert.Equal(t, link(held), atomic.LoadUint32(lsh.spare()))
 	won, err = s.SetNX("lock", token, 0)
 	require.NoError(t, err)
-	require.Equal(t, kv.Inserted, won)
+	require.Equal(t, contract.Inserted, won)
 	assert.Equal(t, held, blockOf("lock"), "the lock took the block its release left")
 	require.NoError(t, s.Check())
 }
@@ -54,7 +54,7 @@ func TestARewriteOfTheSameSizeTakesTheSpare(t *testing.T) {
 // free block holds frees the spare, which merges with its free neighbour
 // into the block it needs; no byte is kept from a write by the spare.
 func TestTheSparesBytesServeAnAllocationThatNeedsThem(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 1 << 20})
+	s := openTest(t, contract.MemoryConfig{Limit: 1 << 20})
 	sh := &s.shards[0]
 	require.NoError(t, s.lock(sh))
 	defer s.unlock(sh)
@@ -82,7 +82,7 @@ func TestTheSparesBytesServeAnAllocationThatNeedsThem(t *testing.T) {
 func TestRecoveryFreesTheSpare(t *testing.T) {
 	for _, step := range []string{"marked, not named", "named"} {
 		t.Run(step, func(t *testing.T) {
-			s := openTest(t, kv.MemoryConfig{Limit: 1 << 20})
+			s := openTest(t, contract.MemoryConfig{Limit: 1 << 20})
 			require.NoError(t, s.Set("key", []byte("v"), 0))
 			sh, _, _ := s.locate("key")
 			require.NoError(t, s.lock(sh))

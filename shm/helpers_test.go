@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]`)
@@ -29,7 +29,7 @@ func testName(t *testing.T) string {
 
 // openTest opens a fresh segment for t with cfg, closed and removed when
 // t ends, after its integrity is checked.
-func openTest(t *testing.T, cfg kv.MemoryConfig, pinned ...string) *Store {
+func openTest(t *testing.T, cfg contract.MemoryConfig, pinned ...string) *Store {
 	t.Helper()
 	return openWith(t, Options{Memory: cfg, PinnedPrefixes: pinned})
 }
@@ -150,8 +150,8 @@ func sleepOnStoreClock(d time.Duration) {
 // process is dead (entry.go).
 type sessionGrants struct{ *Store }
 
-func (g sessionGrants) SetNX(key string, value []byte, ttl time.Duration) (kv.SetNXOutcome, error) {
-	st := kv.Step{Lock: key, Token: value, LockTTL: ttl, Acquire: true, Bound: true}
+func (g sessionGrants) SetNX(key string, value []byte, ttl time.Duration) (contract.SetNXOutcome, error) {
+	st := contract.Step{Lock: key, Token: value, LockTTL: ttl, Acquire: true, Bound: true}
 	err := g.Step(&st)
 	return st.Outcome, err
 }
@@ -159,7 +159,7 @@ func (g sessionGrants) SetNX(key string, value []byte, ttl time.Duration) (kv.Se
 // SetFencedToken is backend.SetFencedRelease without the release: the
 // fenced write of token's holder.
 func (s *Store) SetFencedToken(key string, value []byte, ttl time.Duration, lock string, fence int64, token []byte) (bool, error) {
-	st := kv.Step{Lock: lock, Token: token, Guard: kv.GuardFenceHolder, Fence: fence, Action: kv.ActionSet, Key: key, Value: value, TTL: ttl}
+	st := contract.Step{Lock: lock, Token: token, Guard: contract.GuardFenceHolder, Fence: fence, Action: contract.ActionSet, Key: key, Value: value, TTL: ttl}
 	err := s.Step(&st)
 	return st.Held, err
 }

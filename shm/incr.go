@@ -6,17 +6,17 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // IncrBy adds delta to the decimal integer under key and returns the sum,
 // atomically; a missing key is created holding delta with ttlOnCreate, an
 // existing entry keeps its TTL.
 func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int64, error) {
-	if err := kv.CheckKey(key); err != nil {
+	if err := contract.CheckKey(key); err != nil {
 		return 0, err
 	}
-	if err := kv.CheckTTL(ttlOnCreate); err != nil {
+	if err := contract.CheckTTL(ttlOnCreate); err != nil {
 		return 0, err
 	}
 	tk, err := s.enter()
@@ -43,7 +43,7 @@ func (s *Store) IncrBy(key string, delta int64, ttlOnCreate time.Duration) (int6
 		if old != noBlock {
 			v := make([]byte, sh.logicalLen(old))
 			sh.readInto(old, v)
-			sum, err := kv.AddToCounter(v, delta)
+			sum, err := contract.AddToCounter(v, delta)
 			if err != nil {
 				return fits, err
 			}

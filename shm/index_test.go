@@ -10,13 +10,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 func TestIndexChurnKeepsEveryLiveKey(t *testing.T) {
 	// One shard of 8192 slots: churning distinct keys fills it with
 	// tombstones, which compaction must clear without losing a key.
-	s := openTest(t, kv.MemoryConfig{Limit: MinMemoryLimit})
+	s := openTest(t, contract.MemoryConfig{Limit: MinMemoryLimit})
 	require.Equal(t, 1, s.g.shards)
 	const live = 2000
 	for i := 0; i < 40000; i++ {
@@ -83,7 +83,7 @@ func wrappedPast(sh *shard, t int) bool {
 // and leaves a tombstone only where an entry past the wrap needs it: under
 // churn that fills the index, with runs made to wrap every round.
 func TestCompactionMovesEntriesOnlyDownAndKeepsEveryOne(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: MinMemoryLimit})
+	s := openTest(t, contract.MemoryConfig{Limit: MinMemoryLimit})
 	require.Equal(t, 1, s.g.shards)
 	sh := &s.shards[0]
 	n := s.g.indexSlots
@@ -154,7 +154,7 @@ func TestCompactionMovesEntriesOnlyDownAndKeepsEveryOne(t *testing.T) {
 // index recovery repairs, with every entry there: through the wrap, where
 // a shift now ends in a tombstone.
 func TestCompactionCutShortAnywhereIsRecovered(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: MinMemoryLimit})
+	s := openTest(t, contract.MemoryConfig{Limit: MinMemoryLimit})
 	sh := &s.shards[0]
 	n := s.g.indexSlots
 	var keys []string

@@ -14,7 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ephpm/ephpm/backend"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // anchorProcess starts a process to anchor segments to, and returns its
@@ -33,7 +33,7 @@ func TestAnAnchoredSegmentLivesWhileItsAnchorOrAProcessDoes(t *testing.T) {
 	dir := t.TempDir()
 	master, masterDies := anchorProcess(t)
 	other, _ := anchorProcess(t)
-	opts := Options{Dir: dir, Memory: kv.MemoryConfig{Limit: small}, Anchor: master}
+	opts := Options{Dir: dir, Memory: contract.MemoryConfig{Limit: small}, Anchor: master}
 	path := Path(dir, "pool")
 
 	a, err := Open("pool", opts)
@@ -41,7 +41,7 @@ func TestAnAnchoredSegmentLivesWhileItsAnchorOrAProcessDoes(t *testing.T) {
 	require.NoError(t, a.Set("k", []byte("v"), 0))
 	b, err := Open("pool", opts) // another worker of the same master
 	require.NoError(t, err)
-	_, err = Open("pool", Options{Dir: dir, Memory: kv.MemoryConfig{Limit: small}, Anchor: other})
+	_, err = Open("pool", Options{Dir: dir, Memory: contract.MemoryConfig{Limit: small}, Anchor: other})
 	assert.ErrorContains(t, err, "two servers would share it", "another live server is refused")
 	c, err := Open("pool", Options{Dir: dir}) // a CLI script naming it
 	require.NoError(t, err)
@@ -63,7 +63,7 @@ func TestAnAnchoredSegmentLivesWhileItsAnchorOrAProcessDoes(t *testing.T) {
 	masterDies()
 	sweep(dir)
 	require.True(t, exists(path), "a process is attached")
-	d, err := Open("pool", Options{Dir: dir, Memory: kv.MemoryConfig{Limit: small}, Anchor: other})
+	d, err := Open("pool", Options{Dir: dir, Memory: contract.MemoryConfig{Limit: small}, Anchor: other})
 	require.NoError(t, err, "a dead anchor is replaced")
 	require.NoError(t, d.Close())
 	require.NoError(t, a.Close())
@@ -74,12 +74,12 @@ func TestAnAnchoredSegmentLivesWhileItsAnchorOrAProcessDoes(t *testing.T) {
 func TestTheNextOpenRemovesAStaleSegment(t *testing.T) {
 	dir := t.TempDir()
 	master, masterDies := anchorProcess(t)
-	s, err := Open("stale", Options{Dir: dir, Memory: kv.MemoryConfig{Limit: small}, Anchor: master})
+	s, err := Open("stale", Options{Dir: dir, Memory: contract.MemoryConfig{Limit: small}, Anchor: master})
 	require.NoError(t, err)
 	out, oldFence, err := backend.SetNXFenced(s, "lock", []byte("t"), time.Minute)
 	require.NoError(t, err)
-	require.Equal(t, kv.Inserted, out)
-	named, err := Open("named", Options{Dir: dir, Memory: kv.MemoryConfig{Limit: small}})
+	require.Equal(t, contract.Inserted, out)
+	named, err := Open("named", Options{Dir: dir, Memory: contract.MemoryConfig{Limit: small}})
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 	require.NoError(t, named.Close())
@@ -88,7 +88,7 @@ func TestTheNextOpenRemovesAStaleSegment(t *testing.T) {
 	// A file the sweep must leave: a flock held by a process it cannot see
 	// in the table (as a process between open and attach holds one).
 	holder, holderDies := anchorProcess(t)
-	held, err := Open("held", Options{Dir: dir, Memory: kv.MemoryConfig{Limit: small}, Anchor: holder})
+	held, err := Open("held", Options{Dir: dir, Memory: contract.MemoryConfig{Limit: small}, Anchor: holder})
 	require.NoError(t, err)
 	fd, err := unix.Open(Path(dir, "held"), unix.O_RDONLY, 0)
 	require.NoError(t, err)
@@ -100,12 +100,12 @@ func TestTheNextOpenRemovesAStaleSegment(t *testing.T) {
 	// A file a creator killed early left: no magic, nobody holds it.
 	require.NoError(t, os.WriteFile(Path(dir, "half"), make([]byte, 4096), 0o600))
 
-	other, err := Open("other", Options{Dir: dir, Memory: kv.MemoryConfig{Limit: small}})
+	other, err := Open("other", Options{Dir: dir, Memory: contract.MemoryConfig{Limit: small}})
 	require.NoError(t, err)
 	defer other.Close()
 	assert.False(t, exists(Path(dir, "stale")), "anchor dead, nobody attached: removed")
 	assert.False(t, exists(fencesPath(Path(dir, "stale"))), "its fence file with it")
-	again, err := Open("stale", Options{Dir: dir, Memory: kv.MemoryConfig{Limit: small}})
+	again, err := Open("stale", Options{Dir: dir, Memory: contract.MemoryConfig{Limit: small}})
 	require.NoError(t, err)
 	defer again.Close()
 	_, newFence, err := backend.SetNXFenced(again, "lock", []byte("t"), time.Minute)
@@ -119,7 +119,7 @@ func TestTheNextOpenRemovesAStaleSegment(t *testing.T) {
 func TestAnUnusedDefaultSegmentOfAnotherLayoutIsMadeAnew(t *testing.T) {
 	dir := t.TempDir()
 	path := Path(dir, "old")
-	s, err := Open("old", Options{Dir: dir, Memory: kv.MemoryConfig{Limit: small}, Anchor: os.Getpid()})
+	s, err := Open("old", Options{Dir: dir, Memory: contract.MemoryConfig{Limit: small}, Anchor: os.Getpid()})
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
@@ -130,7 +130,7 @@ func TestAnUnusedDefaultSegmentOfAnotherLayoutIsMadeAnew(t *testing.T) {
 
 	_, err = Open("old", Options{Dir: dir})
 	assert.ErrorIs(t, err, ErrIncompatible, "named without an anchor: never changed")
-	s, err = Open("old", Options{Dir: dir, Memory: kv.MemoryConfig{Limit: small}, Anchor: os.Getpid()})
+	s, err = Open("old", Options{Dir: dir, Memory: contract.MemoryConfig{Limit: small}, Anchor: os.Getpid()})
 	require.NoError(t, err, "the pool's default segment, unused: made anew")
 	defer s.Close()
 	require.NoError(t, s.Check())
@@ -156,13 +156,13 @@ func TestAFullTmpfsIsAnErrorAtOpen(t *testing.T) {
 		t.Skipf("mount tmpfs: %v", err)
 	}
 	defer syscall.Unmount(dir, syscall.MNT_DETACH)
-	_, err := Open("big", Options{Dir: dir, Memory: kv.MemoryConfig{Limit: 4 << 20}})
+	_, err := Open("big", Options{Dir: dir, Memory: contract.MemoryConfig{Limit: 4 << 20}})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, unix.ENOSPC)
 	assert.ErrorContains(t, err, "/dev/shm")
-	assert.NotErrorIs(t, err, kv.ErrInvalidArgument, "not the caller's fault: the outcome is unavailable")
+	assert.NotErrorIs(t, err, contract.ErrInvalidArgument, "not the caller's fault: the outcome is unavailable")
 	assert.False(t, exists(Path(dir, "big")), "no file is left behind")
-	s, err := Open("fits", Options{Dir: dir, Memory: kv.MemoryConfig{Limit: MinMemoryLimit}})
+	s, err := Open("fits", Options{Dir: dir, Memory: contract.MemoryConfig{Limit: MinMemoryLimit}})
 	require.NoError(t, err, "a segment that fits opens")
 	require.NoError(t, s.Set("k", make([]byte, 1000), 0))
 	require.NoError(t, s.Close())
@@ -184,7 +184,7 @@ func TestRacingCreatorsAllOpen(t *testing.T) {
 			go func() {
 				defer done.Done()
 				start.Wait()
-				s, err := Open(name, Options{Dir: dir, Memory: kv.MemoryConfig{Limit: small}})
+				s, err := Open(name, Options{Dir: dir, Memory: contract.MemoryConfig{Limit: small}})
 				if err == nil {
 					t.Cleanup(func() { s.Close() })
 				}

@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // ErrIncompatible is wrapped by the error for a file that is not a segment
@@ -134,7 +134,7 @@ func openSegmentOnce(path string, limit int64, anchor uint64, existing bool, own
 			g.unmap()
 			return nil, fmt.Errorf("%w: segment %s was created with memory_limit %d, not %d: its size is fixed "+
 				"(set memory_limit to %d, or stop the processes using it and remove the file to resize it)",
-				kv.ErrInvalidArgument, path, g.limit, limit, g.limit)
+				contract.ErrInvalidArgument, path, g.limit, limit, g.limit)
 		}
 		if err := g.adopt(anchor); err != nil {
 			g.unmap()
@@ -315,7 +315,7 @@ func initSegment(fd int, path string, limit int64, anchor uint64, init func(g *s
 		limit = DefaultMemoryLimit
 	}
 	if limit < MinMemoryLimit {
-		return nil, fmt.Errorf("%w: memory_limit %d is below the shared-memory store's minimum %d", kv.ErrInvalidArgument, limit, MinMemoryLimit)
+		return nil, fmt.Errorf("%w: memory_limit %d is below the shared-memory store's minimum %d", contract.ErrInvalidArgument, limit, MinMemoryLimit)
 	}
 	l := planLayout(limit)
 	if err := unix.Ftruncate(fd, 0); err != nil { // a half-made segment starts over

@@ -12,11 +12,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 func TestTwoStoresOnOneSegmentShareEverything(t *testing.T) {
-	a := openTest(t, kv.MemoryConfig{Limit: 1 << 20})
+	a := openTest(t, contract.MemoryConfig{Limit: 1 << 20})
 	b, err := Open(testName(t), Options{})
 	require.NoError(t, err)
 	defer b.Close()
@@ -27,9 +27,9 @@ func TestTwoStoresOnOneSegmentShareEverything(t *testing.T) {
 	require.True(t, found)
 	assert.Equal(t, "from a", string(dst[:n]))
 	out, _ := b.SetNX("lock", []byte("b"), time.Minute)
-	assert.Equal(t, kv.Inserted, out)
+	assert.Equal(t, contract.Inserted, out)
 	out, _ = a.SetNX("lock", []byte("a"), time.Minute)
-	assert.Equal(t, kv.Exists, out, "b's lock holds for a")
+	assert.Equal(t, contract.Exists, out, "b's lock holds for a")
 	st, err := a.Stats()
 	require.NoError(t, err)
 	assert.Equal(t, "shm", a.Name())
@@ -41,7 +41,7 @@ func TestTwoStoresOnOneSegmentShareEverything(t *testing.T) {
 }
 
 func TestASecondProcessSeesWrites(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 1 << 20})
+	s := openTest(t, contract.MemoryConfig{Limit: 1 << 20})
 	require.NoError(t, s.Set("parent", []byte("p"), 0))
 	w := startWorker(t, "echo", []string{"SHM_NAME=" + testName(t)})
 	w.expect(t, "got p")
@@ -88,7 +88,7 @@ func setNXWorker() {
 		switch {
 		case err != nil:
 			fmt.Println("error", err)
-		case out == kv.Inserted:
+		case out == contract.Inserted:
 			fmt.Println("win")
 		default:
 			fmt.Println("lose")
@@ -98,7 +98,7 @@ func setNXWorker() {
 
 func TestSetNXAcrossProcessesHasExactlyOneWinner(t *testing.T) {
 	const procs, rounds = 20, 50
-	s := openTest(t, kv.MemoryConfig{Limit: 1 << 20})
+	s := openTest(t, contract.MemoryConfig{Limit: 1 << 20})
 	// A pipe per round: closing its write end is the barrier's release.
 	reads, writes := make([]*os.File, rounds), make([]*os.File, rounds)
 	for i := range reads {
@@ -162,7 +162,7 @@ func init() {
 // every maxWaitSleep leaves it as it was. How soon the woken process runs
 // is the host's scheduler's (bench/shmhandoff measures the hand-off).
 func TestAReleaseWakesAWaiterInAnotherProcess(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 1 << 20})
+	s := openTest(t, contract.MemoryConfig{Limit: 1 << 20})
 	w := startWorkerIn(t, "wait", []string{"SHM_NAME=" + testName(t)})
 	sh, _, _ := s.locate("lock")
 	for round := 0; round < 3; round++ {

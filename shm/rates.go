@@ -7,11 +7,12 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
-// The status page's figures beyond the counters: the rate ring (kv.RateRing)
-// in the header's unused space, and each shard's use of its heap.
+// The status page's figures beyond the counters: the rate ring
+// (contract.RateRing) in the header's unused space, and each shard's use of
+// its heap.
 //
 // The ring lies at hRates, past the session rule, in space a layout-8
 // segment leaves zero: a library without the ring leaves it alone, so it
@@ -19,7 +20,7 @@ import (
 // tick). Every process attached to the segment ticks it each rateTick,
 // by a timer (no goroutine of its own), and Stats ticks before it reads.
 const (
-	hRates   = hSessLock + maxSessPrefix + 8 // [kv.RateWords]uint64
+	hRates   = hSessLock + maxSessPrefix + 8 // [contract.RateWords]uint64
 	rateTick = time.Second
 	// largestFreeWalk bounds the walk of the largest blocks' free list
 	// that finds the largest: a longer list gives the largest of its first.
@@ -27,16 +28,16 @@ const (
 )
 
 // The ring fits the header.
-var _ [headerSize - (hRates + kv.RateWords*8)]struct{}
+var _ [headerSize - (hRates + contract.RateWords*8)]struct{}
 
-func (s *Store) rateRing() kv.RateRing {
-	return kv.NewRateRing(unsafe.Slice((*uint64)(s.g.ptr(hRates)), kv.RateWords))
+func (s *Store) rateRing() contract.RateRing {
+	return contract.NewRateRing(unsafe.Slice((*uint64)(s.g.ptr(hRates)), contract.RateWords))
 }
 
 // rateTotals sums the shards' counters with a load each, no lock: the
 // ring is a view over minutes, and a count that lands a moment later lands
 // in the next interval.
-func (s *Store) rateTotals() kv.RateCounts {
+func (s *Store) rateTotals() contract.RateCounts {
 	var f [7]uint64
 	for i := range s.shards {
 		sh := &s.shards[i]
@@ -44,7 +45,7 @@ func (s *Store) rateTotals() kv.RateCounts {
 			f[k] += atomic.LoadUint64(sh.u64(sCounters + int64(c)*8))
 		}
 	}
-	return kv.RateCounts{Hits: f[0], Misses: f[1], Sets: f[2], SetNXWins: f[3], SetNXLosses: f[4], Evictions: f[5], Expirations: f[6]}
+	return contract.RateCounts{Hits: f[0], Misses: f[1], Sets: f[2], SetNXWins: f[3], SetNXLosses: f[4], Evictions: f[5], Expirations: f[6]}
 }
 
 // armRates arms this process's next tick of the ring: Open, then each
@@ -68,14 +69,14 @@ func (s *Store) tickRates() {
 
 // statsMore adds to st the rates, the shards and the facts. Caller has
 // entered.
-func (s *Store) statsMore(st *kv.Stats) {
+func (s *Store) statsMore(st *contract.Stats) {
 	now := expiryNow()
 	r := s.rateRing()
 	r.Tick(now, s.rateTotals)
-	st.RateInterval, st.Rates = kv.RateInterval, r.Read(now)
+	st.RateInterval, st.Rates = contract.RateInterval, r.Read(now)
 	st.Facts = fmt.Sprintf("segment %s: %d shards of %d bytes of heap and %d index slots, layout %d, %d processes attached",
 		s.g.path, s.g.shards, s.g.heapSize, s.g.indexSlots, layoutVersion, s.g.attached())
-	st.Shards = make([]kv.ShardStats, len(s.shards))
+	st.Shards = make([]contract.ShardStats, len(s.shards))
 	for i := range s.shards {
 		sh := &s.shards[i]
 		ss := &st.Shards[i]

@@ -7,18 +7,18 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // The rate ring lives in the segment: every process's counts land in it,
 // and any process reads the same ring.
 func TestTheRateRingIsTheSegments(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{})
+	s := openTest(t, contract.MemoryConfig{})
 	other, err := Open(testName(t), Options{Existing: true})
 	require.NoError(t, err)
 	defer other.Close()
 
-	iv := int64(kv.RateInterval)
+	iv := int64(contract.RateInterval)
 	now := (expiryNow()/iv + 1) * iv // an interval of its own, ahead
 	s.rateRing().Tick(now, s.rateTotals)
 	require.NoError(t, s.Set("a", []byte("v"), 0))
@@ -29,11 +29,11 @@ func TestTheRateRingIsTheSegments(t *testing.T) {
 	other.rateRing().Tick(now+iv, other.rateTotals)
 	got := s.rateRing().Read(now + iv)
 	require.NotEmpty(t, got)
-	assert.Equal(t, kv.RateCounts{Hits: 1, Misses: 1, Sets: 1}, got[0])
+	assert.Equal(t, contract.RateCounts{Hits: 1, Misses: 1, Sets: 1}, got[0])
 }
 
 func TestStatsSayEachShardsHeap(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 4 << 20})
+	s := openTest(t, contract.MemoryConfig{Limit: 4 << 20})
 	for i := 0; i < 100; i++ {
 		require.NoError(t, s.Set(string(rune('a'+i%26))+strings.Repeat("k", i), make([]byte, 1000), 0))
 	}
@@ -52,5 +52,5 @@ func TestStatsSayEachShardsHeap(t *testing.T) {
 	assert.Equal(t, st.Keys, keys)
 	assert.Equal(t, st.BytesUsed, used)
 	assert.Contains(t, st.Facts, s.Path())
-	assert.Equal(t, kv.RateInterval, st.RateInterval)
+	assert.Equal(t, contract.RateInterval, st.RateInterval)
 }

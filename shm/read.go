@@ -3,7 +3,7 @@ package shm
 import (
 	"sync/atomic"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // Reads with no lock. Each shard counts the releases of its lock (sSeq,
@@ -65,7 +65,7 @@ func (s *Store) readUnlocked(sh *shard, tag uint32, key string, dst []byte) (n i
 		return 0, false, true
 	}
 	meta := sh.entryMeta(b)
-	if meta&flagCompressed != 0 || meta&flagRead == 0 && s.g.kindOf(key) == kv.KindSession {
+	if meta&flagCompressed != 0 || meta&flagRead == 0 && s.g.kindOf(key) == contract.KindSession {
 		return 0, false, false
 	}
 	if o := sh.entryHolder(b); o != 0 && o != s.tag {
@@ -144,7 +144,7 @@ func (s *Store) GetInto(key string, dst []byte) (n int, found bool, err error) {
 	if p := sh.entryAccess(b); atomic.LoadUint32(p) != s.lruClock(t) {
 		storeDerived32(p, s.lruClock(t))
 	}
-	if sh.entryMeta(b)&flagRead == 0 && s.g.kindOf(key) == kv.KindSession {
+	if sh.entryMeta(b)&flagRead == 0 && s.g.kindOf(key) == contract.KindSession {
 		sh.markRead(b) // a returning user's session
 	}
 	sh.countRead(cHits)

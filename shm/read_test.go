@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // readLengths are the lengths of the values TestAnUnlockedReadIsNeverTorn
@@ -52,7 +52,7 @@ func checkFilled(v []byte) error {
 // never a mix; and the reads did go without the lock, which the hit counter
 // and the change count show.
 func TestAnUnlockedReadIsNeverTorn(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 8 << 20, Policy: kv.AllKeysLRU})
+	s := openTest(t, contract.MemoryConfig{Limit: 8 << 20, Policy: contract.AllKeysLRU})
 	const key = "torn:key"
 	require.NoError(t, s.Set(key, fillValue(0), 0))
 	sh, _, _ := s.locate(key)
@@ -150,7 +150,7 @@ func (s *Store) hitsOf(sh *shard) uint64 { return atomic.LoadUint64(sh.u64(sCoun
 // holder may be changing the shard) a get does not read with no lock: it
 // waits for the lock and reads what the holder left.
 func TestAReadUnderAChangeWaitsForTheLock(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 1 << 20})
+	s := openTest(t, contract.MemoryConfig{Limit: 1 << 20})
 	require.NoError(t, s.Set("key", []byte("old"), 0))
 	sh, _, _ := s.locate("key")
 	require.NoError(t, s.lock(sh))
@@ -175,7 +175,7 @@ func TestAReadUnderAChangeWaitsForTheLock(t *testing.T) {
 // TestABrokenShardAnswersNoRead: a shard marked broken (recovery found it
 // corrupt) fails its gets as its other calls, with no lock taken or not.
 func TestABrokenShardAnswersNoRead(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 1 << 20})
+	s := openTest(t, contract.MemoryConfig{Limit: 1 << 20})
 	require.NoError(t, s.Set("key", []byte("value"), 0))
 	_, found := get(t, s, "key")
 	require.True(t, found)
@@ -193,14 +193,14 @@ func TestABrokenShardAnswersNoRead(t *testing.T) {
 // reads with no lock where it can (readUnlocked); it must not answer the
 // dead holder's token as held until some locked call removes the entry.
 func TestAGetAppliesTheDeadHolderRule(t *testing.T) {
-	a := openTest(t, kv.MemoryConfig{Limit: 1 << 20})
+	a := openTest(t, contract.MemoryConfig{Limit: 1 << 20})
 	b, err := Open(testName(t), Options{})
 	require.NoError(t, err)
 	defer b.Close()
 	const lock = "sess:lock"
 	out, err := sessionGrants{b}.SetNX(lock, []byte("token"), time.Minute)
 	require.NoError(t, err)
-	require.Equal(t, kv.Inserted, out)
+	require.Equal(t, contract.Inserted, out)
 	v, found := get(t, a, lock)
 	require.True(t, found, "held by a live process")
 	require.Equal(t, "token", v)

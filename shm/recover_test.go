@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // TestRecoveryReadsEachStepOfAWrite stops a dead owner's replacement of
@@ -19,7 +19,7 @@ func TestRecoveryReadsEachStepOfAWrite(t *testing.T) {
 	steps := []string{"allocated", "written", "old in flight", "published", "new live", "old freed"}
 	for stop := range steps {
 		t.Run(steps[stop], func(t *testing.T) {
-			s := openTest(t, kv.MemoryConfig{Limit: 1 << 20})
+			s := openTest(t, contract.MemoryConfig{Limit: 1 << 20})
 			require.NoError(t, s.Set("key", []byte("old value"), 0))
 			sh, h, tag := s.locate("key")
 			dead := deadTag(t, s)
@@ -57,7 +57,7 @@ func TestRecoveryReadsEachStepOfAWrite(t *testing.T) {
 func TestRecoveryReadsAnInterruptedRemoval(t *testing.T) {
 	for stop, step := range []string{"in flight", "tombstone"} {
 		t.Run(step, func(t *testing.T) {
-			s := openTest(t, kv.MemoryConfig{Limit: 1 << 20})
+			s := openTest(t, contract.MemoryConfig{Limit: 1 << 20})
 			require.NoError(t, s.Set("key", []byte("v"), 0))
 			sh, _, tag := s.locate("key")
 			atomic.StoreUint32(sh.u32(sLock), deadTag(t, s))

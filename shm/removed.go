@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ephpm/ephpm/backend"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 var _ backend.Revalidator = (*Store)(nil)
@@ -60,7 +60,7 @@ var checkInterval = 100 * time.Millisecond
 // removed, or replaced, while the Store was open is (errors.Is).
 var ErrSegmentRemoved = errors.New("shm: the segment file was removed")
 
-// removedError is that error, and kv.ErrNothingDone: its message starts
+// removedError is that error, and contract.ErrNothingDone: its message starts
 // with that error's text, as the extension looks for it, and then the file,
 // and fits last_error's 512 bytes whole (at most 488 with a 64-character
 // name).
@@ -68,7 +68,7 @@ type removedError string
 
 func (e removedError) Error() string { return string(e) }
 func (e removedError) Is(target error) bool {
-	return target == ErrSegmentRemoved || target == kv.ErrNothingDone
+	return target == ErrSegmentRemoved || target == contract.ErrNothingDone
 }
 
 // check states (Store.check). checkGone is final: it is stored (after
@@ -188,7 +188,7 @@ func (s *Store) checkFile() error {
 		"(systemd-logind's RemoveIPC=yes removes a user's /dev/shm files when their last login session ends); "+
 		"its name now leads to another segment, so this process refuses every call rather than split the store. "+
 		"Fix: RemoveIPC=no in /etc/systemd/logind.conf (or run PHP as a system user), then restart the processes using it",
-		kv.ErrNothingDone, s.g.path, what, os.Getpid())))
+		contract.ErrNothingDone, s.g.path, what, os.Getpid())))
 }
 
 // refuseAll records err as the error every call returns from now on, unless

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/backend"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // openRemovable opens segment name for a test that removes its file under
@@ -26,7 +26,7 @@ func openRemovable(t *testing.T, name string) *Store {
 	path := Path("", name)
 	os.Remove(path)
 	os.Remove(fencesPath(path))
-	s, err := Open(name, Options{Memory: kv.MemoryConfig{Limit: 1 << 20}})
+	s, err := Open(name, Options{Memory: contract.MemoryConfig{Limit: 1 << 20}})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		s.Close()
@@ -51,8 +51,8 @@ func requireRemoved(t *testing.T, err error, path, what string) {
 	t.Helper()
 	require.Error(t, err, what)
 	require.ErrorIs(t, err, ErrSegmentRemoved, what)
-	require.ErrorIs(t, err, kv.ErrNothingDone, what)
-	require.True(t, strings.HasPrefix(err.Error(), kv.ErrNothingDone.Error()+": "), "%s: %v", what, err)
+	require.ErrorIs(t, err, contract.ErrNothingDone, what)
+	require.True(t, strings.HasPrefix(err.Error(), contract.ErrNothingDone.Error()+": "), "%s: %v", what, err)
 	for _, s := range []string{path, "RemoveIPC=yes", "RemoveIPC=no", "logind.conf", "restart"} {
 		require.Contains(t, err.Error(), s, what)
 	}
@@ -72,7 +72,7 @@ func TestARemovedSegmentGrantsNoSecondHolder(t *testing.T) {
 	a := openRemovable(t, name)
 	out, err := a.SetNX("lock", []byte("a"), time.Minute)
 	require.NoError(t, err)
-	require.Equal(t, kv.Inserted, out)
+	require.Equal(t, contract.Inserted, out)
 	require.NoError(t, a.Set("k", []byte("v"), 0))
 
 	require.NoError(t, os.Remove(path)) // what logind does
@@ -80,7 +80,7 @@ func TestARemovedSegmentGrantsNoSecondHolder(t *testing.T) {
 	for _, lock := range []string{"lock", "lock2"} {
 		out, err = b.SetNX(lock, []byte("b"), time.Minute)
 		require.NoError(t, err)
-		require.Equal(t, kv.Inserted, out, "the new segment grants %s", lock)
+		require.Equal(t, contract.Inserted, out, "the new segment grants %s", lock)
 	}
 
 	waitCheckDue(t, a)
@@ -90,7 +90,7 @@ func TestARemovedSegmentGrantsNoSecondHolder(t *testing.T) {
 	requireRemoved(t, err, path, "the refresh of the lock A held")
 	_, err = backend.SetGuarded(a, "k", []byte("w"), 0, "lock", []byte("a"))
 	requireRemoved(t, err, path, "a write guarded by the lock A held")
-	_, _, err = a.LockAttempt("rw", []byte("a"), kv.LockShared, time.Minute, 0)
+	_, _, err = a.LockAttempt("rw", []byte("a"), contract.LockShared, time.Minute, 0)
 	requireRemoved(t, err, path, "a read lock")
 	_, _, err = a.GetInto("k", make([]byte, 8))
 	requireRemoved(t, err, path, "a get")
@@ -192,7 +192,7 @@ func TestAGoneFoundByRevalidateIsNotUndoneByACheckInFlight(t *testing.T) {
 // TestAFlushRefusedAfterItsFirstShardSaysItDidSomething: Flush empties
 // one shard at a time; refused at a later shard (the file found removed
 // meanwhile), it has emptied the first ones, so its error must not say
-// that nothing was written (kv.ErrNothingDone), though it is still
+// that nothing was written (contract.ErrNothingDone), though it is still
 // ErrSegmentRemoved. Refused at its first shard it did nothing, and says
 // so. The test holds shard 1's lock until Flush waits for it (the lock
 // word's contended bit), then removes the file and revalidates: Flush,
@@ -202,7 +202,7 @@ func TestAFlushRefusedAfterItsFirstShardSaysItDidSomething(t *testing.T) {
 	path := Path("", name)
 	os.Remove(path)
 	os.Remove(fencesPath(path))
-	s, err := Open(name, Options{Memory: kv.MemoryConfig{Limit: 4 << 20}})
+	s, err := Open(name, Options{Memory: contract.MemoryConfig{Limit: 4 << 20}})
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close(); os.Remove(path); os.Remove(fencesPath(path)) })
 	require.GreaterOrEqual(t, len(s.shards), 3)
@@ -223,8 +223,8 @@ func TestAFlushRefusedAfterItsFirstShardSaysItDidSomething(t *testing.T) {
 		t.Fatal("Flush did not return")
 	}
 	require.ErrorIs(t, err, ErrSegmentRemoved)
-	require.False(t, errors.Is(err, kv.ErrNothingDone), "%v", err)
-	require.False(t, strings.HasPrefix(err.Error(), kv.ErrNothingDone.Error()), "%v", err)
+	require.False(t, errors.Is(err, contract.ErrNothingDone), "%v", err)
+	require.False(t, strings.HasPrefix(err.Error(), contract.ErrNothingDone.Error()), "%v", err)
 	require.Contains(t, err.Error(), path)
 
 	// Refused at its first shard: nothing done, and said.

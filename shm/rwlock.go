@@ -1,10 +1,10 @@
 package shm
 
 // Read/write locks: the lock_* members of include/ephpm_kv.h, with the
-// rules of kv/readers.go. Every call is one step under the lock word of the
-// name's shard: the name's entry is read, kv decides on it, and the entry is
-// stored or removed as the decision says with put or removeEntry, the same
-// steps every write here takes, so that a process killed at any
+// rules of contract/rwlock.go. Every call is one step under the lock word of the
+// name's shard: the name's entry is read, contract decides on it, and the
+// entry is stored or removed as the decision says with put or removeEntry,
+// the same steps every write here takes, so that a process killed at any
 // instruction leaves the entry as it was or as the decision made it (a
 // single index store commits a put; recovery finishes whichever side of it
 // the kill fell). A grant's fence is minted into the fence file under the
@@ -21,7 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // deadlineAt is when something with ttl lapses if set at t: 0 (never) for
@@ -33,64 +33,64 @@ func deadlineAt(t int64, ttl time.Duration) int64 {
 	return t + int64(ttl)
 }
 
-// LockAttempt is one attempt of lock_acquire: kv.DecideAcquire applied to
+// LockAttempt is one attempt of lock_acquire: contract.DecideAcquire applied to
 // key's entry in one step under its shard's lock, the grant's fence minted
 // in that step (the sequence SetNXFenced mints from), then the waiters the
 // decision names woken. claim is how long a refused exclusive attempt's
 // claim refuses new readers (0: it leaves none). fence is 0 unless out is
-// kv.Inserted.
-func (s *Store) LockAttempt(key string, token []byte, mode kv.LockMode, ttl, claim time.Duration) (kv.SetNXOutcome, int64, error) {
-	if err := kv.CheckLockAttempt(key, token, mode, ttl, claim); err != nil {
+// contract.Inserted.
+func (s *Store) LockAttempt(key string, token []byte, mode contract.LockMode, ttl, claim time.Duration) (contract.SetNXOutcome, int64, error) {
+	if err := contract.CheckLockAttempt(key, token, mode, ttl, claim); err != nil {
 		return 0, 0, err
 	}
 	ft, err := s.fences()
 	if err != nil {
 		return 0, 0, err
 	}
-	d, fence, err := s.lockStep(key, ft, func(old []byte, live bool, t int64) (kv.LockDecision, error) {
+	d, fence, err := s.lockStep(key, ft, func(old []byte, live bool, t int64) (contract.LockDecision, error) {
 		var claimUntil int64
-		if mode == kv.LockExclusive && claim > 0 {
+		if mode == contract.LockExclusive && claim > 0 {
 			claimUntil = t + int64(claim)
 		}
-		return kv.DecideAcquire(old, live, mode, token, deadlineAt(t, ttl), claimUntil, t)
+		return contract.DecideAcquire(old, live, mode, token, deadlineAt(t, ttl), claimUntil, t)
 	})
 	switch {
 	case err != nil:
 		return 0, 0, err
 	case d.Granted:
-		return kv.Inserted, fence, nil
+		return contract.Inserted, fence, nil
 	}
-	return kv.Exists, 0, nil
+	return contract.Exists, 0, nil
 }
 
-// LockRelease removes token's hold of key (kv.DecideRelease) and reports
+// LockRelease removes token's hold of key (contract.DecideRelease) and reports
 // whether token held it. Any value set_nx may have stored is a token here.
 func (s *Store) LockRelease(key string, token []byte) (bool, error) {
-	if err := kv.CheckWrite(key, token, 0); err != nil {
+	if err := contract.CheckWrite(key, token, 0); err != nil {
 		return false, err
 	}
-	d, _, err := s.lockStep(key, nil, func(old []byte, live bool, t int64) (kv.LockDecision, error) {
-		return kv.DecideRelease(old, live, token, t), nil
+	d, _, err := s.lockStep(key, nil, func(old []byte, live bool, t int64) (contract.LockDecision, error) {
+		return contract.DecideRelease(old, live, token, t), nil
 	})
 	return d.Granted, err
 }
 
 // LockRefresh makes token's hold of key lapse ttl from now (0: never)
-// (kv.DecideRefresh) and reports whether token held it.
+// (contract.DecideRefresh) and reports whether token held it.
 func (s *Store) LockRefresh(key string, token []byte, ttl time.Duration) (bool, error) {
-	if err := kv.CheckWrite(key, token, ttl); err != nil {
+	if err := contract.CheckWrite(key, token, ttl); err != nil {
 		return false, err
 	}
-	d, _, err := s.lockStep(key, nil, func(old []byte, live bool, t int64) (kv.LockDecision, error) {
-		return kv.DecideRefresh(old, live, token, deadlineAt(t, ttl), t), nil
+	d, _, err := s.lockStep(key, nil, func(old []byte, live bool, t int64) (contract.LockDecision, error) {
+		return contract.DecideRefresh(old, live, token, deadlineAt(t, ttl), t), nil
 	})
 	return d.Granted, err
 }
 
-// LockInfo is kv.LockHolders of key's live entry: holders 0 when key is
+// LockInfo is contract.LockHolders of key's live entry: holders 0 when key is
 // free.
-func (s *Store) LockInfo(key string) (mode kv.LockMode, holders int, err error) {
-	if err := kv.CheckKey(key); err != nil {
+func (s *Store) LockInfo(key string) (mode contract.LockMode, holders int, err error) {
+	if err := contract.CheckKey(key); err != nil {
 		return 0, 0, err
 	}
 	sh, h, tag, tk, err := s.lockKey(key)
@@ -98,34 +98,34 @@ func (s *Store) LockInfo(key string) (mode kv.LockMode, holders int, err error) 
 		return 0, 0, err
 	}
 	defer s.unlockKeyCatching(sh, tk, &err)
-	// The expiry clock, as every TTL of the segment (and kv's lock steps).
+	// The expiry clock, as every TTL of the segment (and memstore's lock steps).
 	t := expiryNow()
 	_, b := s.live(sh, h, tag, key, &t)
 	if b == noBlock {
-		mode, n := kv.LockHolders(nil, false, t)
+		mode, n := contract.LockHolders(nil, false, t)
 		return mode, n, nil
 	}
-	mode, n := kv.LockHolders(sh.valueView(b), true, t)
+	mode, n := contract.LockHolders(sh.valueView(b), true, t)
 	return mode, n, nil
 }
 
 // lockStep applies decide's decision on key's entry in one step under the
 // shard's lock and returns it. ft is an attempt's (nil for the other
 // steps): a grant mints its fence there, and the attempt counts in the
-// stats as a set_nx win or loss, as kv's do. A
+// stats as a set_nx win or loss, as memstore's do. A
 // store that does not fit makes room with no lock held (makeRoom) and
 // decides again on what the entry is then; if it cannot, the call fails
-// with kv.ErrNoMemory and nothing changed.
-func (s *Store) lockStep(key string, ft *fenceTable, decide func(old []byte, live bool, t int64) (kv.LockDecision, error)) (kv.LockDecision, int64, error) {
+// with contract.ErrNoMemory and nothing changed.
+func (s *Store) lockStep(key string, ft *fenceTable, decide func(old []byte, live bool, t int64) (contract.LockDecision, error)) (contract.LockDecision, int64, error) {
 	tk, err := s.enter()
 	if err != nil {
-		return kv.LockDecision{}, 0, err
+		return contract.LockDecision{}, 0, err
 	}
 	defer s.leave(tk)
 	on, minSize := s.compression()
 	sh, h, tag := s.locate(key)
 	var w write
-	var d kv.LockDecision
+	var d contract.LockDecision
 	var fence int64
 	err = s.writeLoop(sh, sh, &w, func() (room, error) {
 		// The expiry clock: the record's deadlines and the entry's TTL are
@@ -144,17 +144,17 @@ func (s *Store) lockStep(key string, ft *fenceTable, decide func(old []byte, liv
 		}
 		r := fits
 		switch d.Write {
-		case kv.LockStore:
+		case contract.LockStore:
 			stored, cflag := storedForm(d.Value, on, minSize)
 			w = write{key: key, kind: s.g.kindOf(key), h: h, tag: tag, stored: stored, flags: flagPinned | cflag, expireAt: d.ExpireAt}
 			r = s.put(sh, &w, pos, b, ins, room)
-		case kv.LockRemove:
+		case contract.LockRemove:
 			s.removeEntry(sh, pos, b, h) // wakes the oldest waiter
 		}
 		if r != fits {
 			return r, nil
 		}
-		if gone && d.Write != kv.LockKeep {
+		if gone && d.Write != contract.LockKeep {
 			sh.count(cExpirations)
 		}
 		switch {
@@ -166,19 +166,19 @@ func (s *Store) lockStep(key string, ft *fenceTable, decide func(old []byte, liv
 		}
 		if atomic.LoadUint32(sh.u32(sWaiters)) != 0 {
 			switch {
-			case d.Wake == kv.WakeAll:
+			case d.Wake == contract.WakeAll:
 				s.wakeAll(sh, h, false)
-			case d.Wake == kv.WakeOne && d.Write != kv.LockRemove:
+			case d.Wake == contract.WakeOne && d.Write != contract.LockRemove:
 				s.wakeOne(sh, h)
 			}
 		}
-		if d.Write != kv.LockKeep {
+		if d.Write != contract.LockKeep {
 			s.sweepSome(sh, sweepPerWrite, &t)
 		}
 		return fits, nil
 	})
 	if err != nil {
-		return kv.LockDecision{}, 0, err
+		return contract.LockDecision{}, 0, err
 	}
 	// d.Value may view the mapping (a decision that keeps the old record
 	// returns it), valid only under the shard lock, which is gone now.

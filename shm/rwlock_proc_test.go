@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/lockwait"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
@@ -24,25 +24,25 @@ import (
 // lockAttempts makes LockAttempt in mode lockwait.Locker's fenced attempt,
 // so that the tests wait between attempts with the session handler's own
 // loop (backoff, Wait): an exclusive attempt leaves a claim of
-// kv.WriterClaim.
+// contract.WriterClaim.
 type lockAttempts struct {
 	s    *Store
-	mode kv.LockMode
+	mode contract.LockMode
 }
 
 // Step is the fenced acquire's Step (backend.SetNXFenced) as LockAttempt.
-func (a lockAttempts) Step(st *kv.Step) error {
+func (a lockAttempts) Step(st *contract.Step) error {
 	claim := time.Duration(0)
-	if a.mode == kv.LockExclusive {
-		claim = kv.WriterClaim
+	if a.mode == contract.LockExclusive {
+		claim = contract.WriterClaim
 	}
 	out, fence, err := a.s.LockAttempt(st.Lock, st.Token, a.mode, st.LockTTL, claim)
-	st.Outcome, st.Fence, st.Held = out, fence, out == kv.Inserted
+	st.Outcome, st.Fence, st.Held = out, fence, out == contract.Inserted
 	return err
 }
 
 // acquireLock takes key in mode with a fresh token, waiting at most budget.
-func acquireLock(s *Store, key string, mode kv.LockMode, ttl, budget time.Duration) (token []byte, fence int64, err error) {
+func acquireLock(s *Store, key string, mode contract.LockMode, ttl, budget time.Duration) (token []byte, fence int64, err error) {
 	tok, err := sessionkeys.NewToken()
 	if err != nil {
 		return nil, 0, err
@@ -75,11 +75,11 @@ func init() {
 			switch f[0] {
 			case "try":
 				mode, _ := strconv.Atoi(f[1])
-				out, fence, err := s.LockAttempt("rw", []byte(f[2]), kv.LockMode(mode), ms(3), ms(4))
+				out, fence, err := s.LockAttempt("rw", []byte(f[2]), contract.LockMode(mode), ms(3), ms(4))
 				switch {
 				case err != nil:
 					fmt.Println("error", err)
-				case out == kv.Inserted:
+				case out == contract.Inserted:
 					fmt.Println("granted", fence)
 				default:
 					fmt.Println("refused")
@@ -133,14 +133,14 @@ func (w rwWorker) woke(t *testing.T) (bool, time.Duration) {
 // true is the wake. The latency from the release to the answer is logged
 // (timing is the benchmarks' and measurements.md's, not asserted).
 func TestTheLastReaderWakesAWaitingWriter(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 1 << 20})
+	s := openTest(t, contract.MemoryConfig{Limit: 1 << 20})
 	sh, _, _ := s.locate("rw")
 	w := startRW(t)
 	var latencies []time.Duration
 	for round := 0; round < 3; round++ {
 		r1, r2 := fmt.Sprint("r1-", round), fmt.Sprint("r2-", round)
 		for _, r := range []string{r1, r2} {
-			ok, _ := attempt(t, s, "rw", r, kv.LockShared, time.Hour, 0)
+			ok, _ := attempt(t, s, "rw", r, contract.LockShared, time.Hour, 0)
 			require.True(t, ok)
 		}
 		w.send("try 0 writer 600000 1200000")
@@ -165,7 +165,7 @@ func TestTheLastReaderWakesAWaitingWriter(t *testing.T) {
 
 		w.send("try 0 writer 600000 1200000")
 		w.expect(t, "granted ")
-		ok, _ := attempt(t, s, "rw", "late-reader", kv.LockShared, time.Minute, 0)
+		ok, _ := attempt(t, s, "rw", "late-reader", contract.LockShared, time.Minute, 0)
 		assert.False(t, ok, "the writer holds it")
 		w.send("release writer")
 		w.expect(t, "released true")
@@ -176,9 +176,9 @@ func TestTheLastReaderWakesAWaitingWriter(t *testing.T) {
 // A run of readers waiting behind a writer enter in turn: the writer's
 // release wakes the oldest, whose grant wakes the next.
 func TestASharedGrantWakesTheNextReader(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 1 << 20})
+	s := openTest(t, contract.MemoryConfig{Limit: 1 << 20})
 	sh, _, _ := s.locate("rw")
-	ok, _ := attempt(t, s, "rw", "writer", kv.LockExclusive, time.Hour, 0)
+	ok, _ := attempt(t, s, "rw", "writer", contract.LockExclusive, time.Hour, 0)
 	require.True(t, ok)
 	readers := []rwWorker{startRW(t), startRW(t)}
 	for i, r := range readers {
@@ -201,7 +201,7 @@ func TestASharedGrantWakesTheNextReader(t *testing.T) {
 	readers[1].send("try 1 reader1 3600000 0")
 	readers[1].expect(t, "granted ")
 	mode, n := info(t, s, "rw")
-	assert.Equal(t, kv.LockShared, mode)
+	assert.Equal(t, contract.LockShared, mode)
 	assert.Equal(t, 2, n)
 }
 
@@ -214,7 +214,7 @@ func TestASharedGrantWakesTheNextReader(t *testing.T) {
 // the hold stands is asserted while it cannot have lapsed: a host slower
 // than the TTL between the grant and the look is not asserted on.
 func TestADeadProcessHoldsOnlyUntilItsDeadline(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 1 << 20})
+	s := openTest(t, contract.MemoryConfig{Limit: 1 << 20})
 	const ttl = 2 * time.Second
 	pttl := func() time.Duration {
 		t.Helper()
@@ -233,10 +233,10 @@ func TestADeadProcessHoldsOnlyUntilItsDeadline(t *testing.T) {
 	w.cmd.Wait()
 	mode, n := info(t, s, "rw")
 	if expiryNow()-began < int64(ttl) { // read after info: the hold had not lapsed at info
-		require.Equal(t, kv.LockShared, mode)
+		require.Equal(t, contract.LockShared, mode)
 		require.Equal(t, 1, n, "the dead reader's hold stands until its TTL")
 	}
-	token, _, err := acquireLock(s, "rw", kv.LockExclusive, time.Minute, hangLimit)
+	token, _, err := acquireLock(s, "rw", contract.LockExclusive, time.Minute, hangLimit)
 	require.NoError(t, err)
 	require.NotNil(t, token, "the writer gets in")
 	t.Logf("writer in %v after the dead reader's grant (TTL %v)", time.Since(granted), ttl)
@@ -245,7 +245,7 @@ func TestADeadProcessHoldsOnlyUntilItsDeadline(t *testing.T) {
 
 	// A writer that dies waiting leaves its claim: readers are refused
 	// until it lapses, and not longer.
-	ok, _ := attempt(t, s, "rw", "reader", kv.LockShared, time.Minute, 0)
+	ok, _ := attempt(t, s, "rw", "reader", contract.LockShared, time.Minute, 0)
 	require.True(t, ok)
 	w = startRW(t)
 	claimed := expiryNow()
@@ -253,13 +253,13 @@ func TestADeadProcessHoldsOnlyUntilItsDeadline(t *testing.T) {
 	w.expect(t, "refused")
 	w.cmd.Process.Signal(syscall.SIGKILL)
 	w.cmd.Wait()
-	ok, _ = attempt(t, s, "rw", "reader2", kv.LockShared, time.Minute, 0)
+	ok, _ = attempt(t, s, "rw", "reader2", contract.LockShared, time.Minute, 0)
 	if expiryNow()-claimed < int64(ttl) { // read after the attempt: the claim had not lapsed at it
 		require.False(t, ok, "the dead writer's claim stands until it lapses")
 	} else if ok {
 		require.True(t, release(t, s, "rw", "reader2"))
 	}
-	token, _, err = acquireLock(s, "rw", kv.LockShared, time.Minute, hangLimit)
+	token, _, err = acquireLock(s, "rw", contract.LockShared, time.Minute, hangLimit)
 	require.NoError(t, err)
 	require.NotNil(t, token, "a reader gets in")
 	assert.GreaterOrEqual(t, expiryNow()-claimed, int64(ttl), "not before the claim lapsed")
@@ -281,9 +281,9 @@ func rwLoadWorker() {
 		return
 	}
 	defer s.Close()
-	mode := kv.LockShared
+	mode := contract.LockShared
 	if os.Getenv("RW_MODE") == "exclusive" {
-		mode = kv.LockExclusive
+		mode = contract.LockExclusive
 	}
 	rounds, _ := strconv.Atoi(os.Getenv("RW_ROUNDS"))
 	barrier := os.NewFile(3, "barrier")
@@ -311,14 +311,14 @@ func rwLoadWorker() {
 		lastFence = fence
 		fmt.Println("fence", fence)
 		m, n, err := s.LockInfo("rw")
-		if mode == kv.LockExclusive {
+		if mode == contract.LockExclusive {
 			if c := count("writers", 1); c != 1 {
 				bad("%d writers inside", c)
 			}
 			if r := count("readers", 0); r != 0 {
 				bad("a writer inside with %d readers", r)
 			}
-			if err != nil || m != kv.LockExclusive || n != 1 {
+			if err != nil || m != contract.LockExclusive || n != 1 {
 				bad("a writer inside sees lock_info %d %d %v", m, n, err)
 			}
 			time.Sleep(100 * time.Microsecond) // the hold's work
@@ -328,7 +328,7 @@ func rwLoadWorker() {
 			if w := count("writers", 0); w != 0 {
 				bad("a reader inside with %d writers", w)
 			}
-			if err != nil || m != kv.LockShared || n < 1 {
+			if err != nil || m != contract.LockShared || n < 1 {
 				bad("a reader inside sees lock_info %d %d %v", m, n, err)
 			}
 			time.Sleep(500 * time.Microsecond) // the hold's work
@@ -348,7 +348,7 @@ func rwLoadWorker() {
 // process's increase).
 func TestReadersAndWritersNeverOverlapAcrossProcesses(t *testing.T) {
 	const readers, writers, rounds = 4, 2, 60
-	s := openTest(t, kv.MemoryConfig{Limit: 4 << 20})
+	s := openTest(t, contract.MemoryConfig{Limit: 4 << 20})
 	r, wr, err := os.Pipe()
 	require.NoError(t, err)
 	var ws []*worker
@@ -417,7 +417,7 @@ func rwCrashWorker() {
 	dst := make([]byte, 64<<10)
 	for {
 		lock := locks[rand.IntN(len(locks))]
-		mode := kv.LockMode(rand.IntN(2))
+		mode := contract.LockMode(rand.IntN(2))
 		asked := expiryNow() // the grant, and so its hold's TTL, came after this
 		token, _, err := acquireLock(s, lock, mode, rwCrashTTL, hangLimit)
 		if err != nil || token == nil {
@@ -429,9 +429,9 @@ func rwCrashWorker() {
 		n, found, gerr := s.GetInto(lock, dst)
 		v := dst[:min(n, len(dst))]
 		held := false
-		if found && mode == kv.LockExclusive {
+		if found && mode == contract.LockExclusive {
 			held = string(v) == string(token)
-		} else if r, perr := kv.ParseReaderRecord(v); found && perr == nil {
+		} else if r, perr := contract.ParseReaderRecord(v); found && perr == nil {
 			for _, h := range r.Holds {
 				held = held || string(h.Token) == string(token)
 			}
@@ -459,7 +459,7 @@ func TestReadWriteLocksSurviveKilledProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
-	s := openTest(t, kv.MemoryConfig{Limit: 1 << 20})
+	s := openTest(t, contract.MemoryConfig{Limit: 1 << 20})
 	locks := []string{"rw:a", "rw:b"}
 	var mu sync.Mutex
 	var bads []string
@@ -486,9 +486,9 @@ func TestReadWriteLocksSurviveKilledProcesses(t *testing.T) {
 	// Every hold and claim was made before the last kill: once the longer
 	// of their lengths has passed on the store's clock, each name is free
 	// to take at the first attempt.
-	sleepOnStoreClock(max(rwCrashTTL, kv.WriterClaim))
+	sleepOnStoreClock(max(rwCrashTTL, contract.WriterClaim))
 	for _, lock := range locks {
-		token, _, err := acquireLock(s, lock, kv.LockExclusive, time.Minute, 0)
+		token, _, err := acquireLock(s, lock, contract.LockExclusive, time.Minute, 0)
 		require.NoError(t, err)
 		require.NotNil(t, token, "%s is free once the dead holders' TTL passed", lock)
 	}
@@ -521,7 +521,7 @@ func init() {
 				return
 			default:
 			}
-			token, _, err := acquireLock(s, "rw", kv.LockShared, hangLimit, hangLimit)
+			token, _, err := acquireLock(s, "rw", contract.LockShared, hangLimit, hangLimit)
 			if err != nil || token == nil {
 				fmt.Println("bad reader not granted in", hangLimit, err)
 				continue
@@ -541,7 +541,7 @@ func init() {
 // between them.
 func TestAStreamOfReadersDoesNotStarveAWriter(t *testing.T) {
 	const readers, writes = 4, 20
-	s := openTest(t, kv.MemoryConfig{Limit: 1 << 20})
+	s := openTest(t, contract.MemoryConfig{Limit: 1 << 20})
 	var ws []*worker
 	for i := 0; i < readers; i++ {
 		w := startWorkerIn(t, "rwstream", []string{"SHM_NAME=" + testName(t)})
@@ -560,12 +560,12 @@ func TestAStreamOfReadersDoesNotStarveAWriter(t *testing.T) {
 		start := time.Now()
 		// The readers read on until their input ends: a starved writer would
 		// wait out its budget (a hang catch, not a speed bound).
-		token, _, err := acquireLock(s, "rw", kv.LockExclusive, time.Minute, hangLimit)
+		token, _, err := acquireLock(s, "rw", contract.LockExclusive, time.Minute, hangLimit)
 		require.NoError(t, err)
 		require.NotNil(t, token, "write %d: the writer got in within %v", i, hangLimit)
 		waited = append(waited, time.Since(start))
 		mode, n := info(t, s, "rw")
-		require.Equal(t, kv.LockExclusive, mode)
+		require.Equal(t, contract.LockExclusive, mode)
 		require.Equal(t, 1, n)
 		require.True(t, release(t, s, "rw", string(token)))
 		require.Eventually(t, func() bool { return reads() > before+int64(readers) }, hangLimit, time.Millisecond,

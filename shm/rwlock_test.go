@@ -10,25 +10,25 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // attempt is one LockAttempt that must not fail; it returns whether it was
 // granted and the fence.
-func attempt(t *testing.T, s *Store, key, token string, mode kv.LockMode, ttl, claim time.Duration) (bool, int64) {
+func attempt(t *testing.T, s *Store, key, token string, mode contract.LockMode, ttl, claim time.Duration) (bool, int64) {
 	t.Helper()
 	out, f, err := s.LockAttempt(key, []byte(token), mode, ttl, claim)
 	require.NoError(t, err)
-	if out == kv.Inserted {
+	if out == contract.Inserted {
 		require.Positive(t, f, "a grant's fence")
 		return true, f
 	}
-	require.Equal(t, kv.Exists, out)
+	require.Equal(t, contract.Exists, out)
 	require.Zero(t, f, "a refusal's fence")
 	return false, 0
 }
 
-func info(t *testing.T, s *Store, key string) (kv.LockMode, int) {
+func info(t *testing.T, s *Store, key string) (contract.LockMode, int) {
 	t.Helper()
 	mode, n, err := s.LockInfo(key)
 	require.NoError(t, err)
@@ -45,40 +45,40 @@ func release(t *testing.T, s *Store, key, token string) bool {
 func TestReadersShareAndAWriterGetsInAfterTheLast(t *testing.T) {
 	for _, comp := range []bool{false, true} {
 		t.Run(fmt.Sprint("compression=", comp), func(t *testing.T) {
-			s := openTest(t, kv.MemoryConfig{Limit: 8 << 20, Compression: comp, CompressionMinSize: 16})
-			ok, _ := attempt(t, s, "rw", "reader-one-token", kv.LockShared, time.Minute, 0)
+			s := openTest(t, contract.MemoryConfig{Limit: 8 << 20, Compression: comp, CompressionMinSize: 16})
+			ok, _ := attempt(t, s, "rw", "reader-one-token", contract.LockShared, time.Minute, 0)
 			require.True(t, ok)
-			ok, _ = attempt(t, s, "rw", "reader-two-token", kv.LockShared, time.Minute, 0)
+			ok, _ = attempt(t, s, "rw", "reader-two-token", contract.LockShared, time.Minute, 0)
 			require.True(t, ok, "readers share")
 			mode, n := info(t, s, "rw")
-			assert.Equal(t, kv.LockShared, mode)
+			assert.Equal(t, contract.LockShared, mode)
 			assert.Equal(t, 2, n)
 
-			ok, _ = attempt(t, s, "rw", "writer", kv.LockExclusive, time.Minute, 0)
+			ok, _ = attempt(t, s, "rw", "writer", contract.LockExclusive, time.Minute, 0)
 			require.False(t, ok, "readers hold it")
-			ok, _ = attempt(t, s, "rw", "reader-three", kv.LockShared, time.Minute, 0)
+			ok, _ = attempt(t, s, "rw", "reader-three", contract.LockShared, time.Minute, 0)
 			require.True(t, ok, "no claim without claim time")
 			require.True(t, release(t, s, "rw", "reader-three"))
 
-			ok, _ = attempt(t, s, "rw", "writer", kv.LockExclusive, time.Minute, kv.WriterClaim)
+			ok, _ = attempt(t, s, "rw", "writer", contract.LockExclusive, time.Minute, contract.WriterClaim)
 			require.False(t, ok, "readers hold it")
-			ok, _ = attempt(t, s, "rw", "reader-three", kv.LockShared, time.Minute, 0)
+			ok, _ = attempt(t, s, "rw", "reader-three", contract.LockShared, time.Minute, 0)
 			require.False(t, ok, "the waiting writer's claim refuses new readers")
 
 			require.True(t, release(t, s, "rw", "reader-one-token"))
-			ok, _ = attempt(t, s, "rw", "writer", kv.LockExclusive, time.Minute, kv.WriterClaim)
+			ok, _ = attempt(t, s, "rw", "writer", contract.LockExclusive, time.Minute, contract.WriterClaim)
 			require.False(t, ok, "one reader left")
 			require.True(t, release(t, s, "rw", "reader-two-token"))
 			mode, n = info(t, s, "rw")
-			assert.Equal(t, kv.LockExclusive, mode)
+			assert.Equal(t, contract.LockExclusive, mode)
 			assert.Zero(t, n, "a claim alone holds nothing")
-			ok, _ = attempt(t, s, "rw", "reader-three", kv.LockShared, time.Minute, 0)
+			ok, _ = attempt(t, s, "rw", "reader-three", contract.LockShared, time.Minute, 0)
 			require.False(t, ok, "the claim still stands until the writer enters")
 
-			ok, _ = attempt(t, s, "rw", "writer", kv.LockExclusive, time.Minute, kv.WriterClaim)
+			ok, _ = attempt(t, s, "rw", "writer", contract.LockExclusive, time.Minute, contract.WriterClaim)
 			require.True(t, ok, "the writer enters after the last reader")
 			mode, n = info(t, s, "rw")
-			assert.Equal(t, kv.LockExclusive, mode)
+			assert.Equal(t, contract.LockExclusive, mode)
 			assert.Equal(t, 1, n)
 			// Held exclusively, the name holds the token as set_nx leaves it.
 			dst := make([]byte, 64)
@@ -86,17 +86,17 @@ func TestReadersShareAndAWriterGetsInAfterTheLast(t *testing.T) {
 			require.NoError(t, err)
 			require.True(t, found)
 			assert.Equal(t, "writer", string(dst[:got]))
-			ok, _ = attempt(t, s, "rw", "reader-three", kv.LockShared, time.Minute, 0)
+			ok, _ = attempt(t, s, "rw", "reader-three", contract.LockShared, time.Minute, 0)
 			require.False(t, ok, "a writer holds it")
-			ok, _ = attempt(t, s, "rw", "other-writer", kv.LockExclusive, time.Minute, kv.WriterClaim)
+			ok, _ = attempt(t, s, "rw", "other-writer", contract.LockExclusive, time.Minute, contract.WriterClaim)
 			require.False(t, ok, "a writer holds it")
 			out, err := s.SetNX("rw", []byte("x"), 0)
 			require.NoError(t, err)
-			assert.Equal(t, kv.Exists, out)
+			assert.Equal(t, contract.Exists, out)
 
 			require.True(t, release(t, s, "rw", "writer"))
 			mode, n = info(t, s, "rw")
-			assert.Equal(t, kv.LockExclusive, mode)
+			assert.Equal(t, contract.LockExclusive, mode)
 			assert.Zero(t, n, "free")
 			found, err = s.Exists("rw")
 			require.NoError(t, err)
@@ -106,10 +106,10 @@ func TestReadersShareAndAWriterGetsInAfterTheLast(t *testing.T) {
 }
 
 func TestLockAttemptsCountAsSetNXWinsAndLosses(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 8 << 20})
-	attempt(t, s, "rw", "a", kv.LockShared, time.Minute, 0)
-	attempt(t, s, "rw", "b", kv.LockShared, time.Minute, 0)
-	attempt(t, s, "rw", "w", kv.LockExclusive, time.Minute, kv.WriterClaim)
+	s := openTest(t, contract.MemoryConfig{Limit: 8 << 20})
+	attempt(t, s, "rw", "a", contract.LockShared, time.Minute, 0)
+	attempt(t, s, "rw", "b", contract.LockShared, time.Minute, 0)
+	attempt(t, s, "rw", "w", contract.LockExclusive, time.Minute, contract.WriterClaim)
 	release(t, s, "rw", "a")
 	st, err := s.Stats()
 	require.NoError(t, err)
@@ -119,25 +119,25 @@ func TestLockAttemptsCountAsSetNXWinsAndLosses(t *testing.T) {
 }
 
 func TestLockCallsOnOtherEntries(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 8 << 20})
+	s := openTest(t, contract.MemoryConfig{Limit: 8 << 20})
 	// set_nx's lock and lock_acquire's exclusive hold are the same entry.
 	_, err := s.SetNX("plain", []byte("tok"), time.Minute)
 	require.NoError(t, err)
 	mode, n := info(t, s, "plain")
-	assert.Equal(t, kv.LockExclusive, mode)
+	assert.Equal(t, contract.LockExclusive, mode)
 	assert.Equal(t, 1, n)
-	ok, _ := attempt(t, s, "plain", "reader", kv.LockShared, time.Minute, 0)
+	ok, _ := attempt(t, s, "plain", "reader", contract.LockShared, time.Minute, 0)
 	assert.False(t, ok)
 	assert.False(t, release(t, s, "plain", "other"), "wrong token: MISS")
 	assert.True(t, release(t, s, "plain", "tok"))
 
-	ok, _ = attempt(t, s, "x", "writer", kv.LockExclusive, time.Minute, 0)
+	ok, _ = attempt(t, s, "x", "writer", contract.LockExclusive, time.Minute, 0)
 	require.True(t, ok)
 	eq, err := s.DelIfEq("x", []byte("writer"))
 	require.NoError(t, err)
 	assert.True(t, eq, "del_if_eq releases an exclusive hold")
 
-	ok, _ = attempt(t, s, "r", "reader", kv.LockShared, time.Minute, 0)
+	ok, _ = attempt(t, s, "r", "reader", contract.LockShared, time.Minute, 0)
 	require.True(t, ok)
 	assert.False(t, release(t, s, "r", "nobody"), "wrong token: MISS")
 	ok, err = s.LockRefresh("r", []byte("nobody"), time.Minute)
@@ -157,42 +157,42 @@ func TestLockCallsOnOtherEntries(t *testing.T) {
 }
 
 func TestLapsedHoldsAndClaimsCountAsAbsent(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 8 << 20})
-	ok, _ := attempt(t, s, "rw", "short", kv.LockShared, 5*time.Millisecond, 0)
+	s := openTest(t, contract.MemoryConfig{Limit: 8 << 20})
+	ok, _ := attempt(t, s, "rw", "short", contract.LockShared, 5*time.Millisecond, 0)
 	require.True(t, ok)
-	ok, _ = attempt(t, s, "rw", "long", kv.LockShared, time.Minute, 0)
+	ok, _ = attempt(t, s, "rw", "long", contract.LockShared, time.Minute, 0)
 	require.True(t, ok)
 	sleepOnStoreClock(5 * time.Millisecond) // the short hold lapses
 	_, n := info(t, s, "rw")
 	assert.Equal(t, 1, n, "a lapsed hold is no holder")
 	assert.False(t, release(t, s, "rw", "short"), "a lapsed hold is not released")
-	ok, _ = attempt(t, s, "rw", "short", kv.LockShared, time.Minute, 0)
+	ok, _ = attempt(t, s, "rw", "short", contract.LockShared, time.Minute, 0)
 	assert.True(t, ok, "its token may read again")
 
 	// A claim lapses too: readers are let in again. The next call finds it
 	// unless the host stalled this test past it (read on the store's clock).
 	const brief = 200 * time.Millisecond
 	before := expiryNow()
-	ok, _ = attempt(t, s, "rw", "writer", kv.LockExclusive, time.Minute, brief)
+	ok, _ = attempt(t, s, "rw", "writer", contract.LockExclusive, time.Minute, brief)
 	require.False(t, ok)
-	ok, _ = attempt(t, s, "rw", "third", kv.LockShared, time.Minute, 0)
+	ok, _ = attempt(t, s, "rw", "third", contract.LockShared, time.Minute, 0)
 	if expiryNow()-before < int64(brief) {
 		require.False(t, ok, "claimed")
 	}
 	sleepOnStoreClock(brief)
-	ok, _ = attempt(t, s, "rw", "third", kv.LockShared, time.Minute, 0)
+	ok, _ = attempt(t, s, "rw", "third", contract.LockShared, time.Minute, 0)
 	assert.True(t, ok, "the claim lapsed")
 
 	// Only lapsed holds left: a writer is granted.
 	before = expiryNow()
-	ok, _ = attempt(t, s, "w", "reader", kv.LockShared, brief, 0)
+	ok, _ = attempt(t, s, "w", "reader", contract.LockShared, brief, 0)
 	require.True(t, ok)
-	ok, _ = attempt(t, s, "w", "writer", kv.LockExclusive, 0, 0)
+	ok, _ = attempt(t, s, "w", "writer", contract.LockExclusive, 0, 0)
 	if expiryNow()-before < int64(brief) {
 		require.False(t, ok)
 	}
 	sleepOnStoreClock(brief)
-	ok, _ = attempt(t, s, "w", "writer", kv.LockExclusive, 0, 0)
+	ok, _ = attempt(t, s, "w", "writer", contract.LockExclusive, 0, 0)
 	assert.True(t, ok)
 	ttl, found, err := s.PTTL("w")
 	require.NoError(t, err)
@@ -201,7 +201,7 @@ func TestLapsedHoldsAndClaimsCountAsAbsent(t *testing.T) {
 }
 
 func TestRefreshMovesOneHoldsDeadline(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 8 << 20})
+	s := openTest(t, contract.MemoryConfig{Limit: 8 << 20})
 	pttl := func(key string) time.Duration {
 		t.Helper()
 		d, found, err := s.PTTL(key)
@@ -215,9 +215,9 @@ func TestRefreshMovesOneHoldsDeadline(t *testing.T) {
 		require.NoError(t, err)
 		return ok
 	}
-	ok, _ := attempt(t, s, "rw", "a", kv.LockShared, time.Minute, 0)
+	ok, _ := attempt(t, s, "rw", "a", contract.LockShared, time.Minute, 0)
 	require.True(t, ok)
-	ok, _ = attempt(t, s, "rw", "b", kv.LockShared, 2*time.Minute, 0)
+	ok, _ = attempt(t, s, "rw", "b", contract.LockShared, 2*time.Minute, 0)
 	require.True(t, ok)
 	assert.Greater(t, pttl("rw"), time.Minute, "the record lives until its latest deadline")
 	require.True(t, refresh("rw", "a", 0))
@@ -231,7 +231,7 @@ func TestRefreshMovesOneHoldsDeadline(t *testing.T) {
 	_, n := info(t, s, "rw")
 	assert.Zero(t, n)
 
-	ok, _ = attempt(t, s, "x", "w", kv.LockExclusive, time.Minute, 0)
+	ok, _ = attempt(t, s, "x", "w", contract.LockExclusive, time.Minute, 0)
 	require.True(t, ok)
 	require.True(t, refresh("x", "w", 0))
 	assert.Equal(t, time.Duration(-1), pttl("x"))
@@ -242,10 +242,10 @@ func TestRefreshMovesOneHoldsDeadline(t *testing.T) {
 }
 
 func TestLockEntriesAreLocks(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 8 << 20, Policy: kv.AllKeysLRU})
-	ok, _ := attempt(t, s, "r", "reader", kv.LockShared, time.Minute, 0)
+	s := openTest(t, contract.MemoryConfig{Limit: 8 << 20, Policy: contract.AllKeysLRU})
+	ok, _ := attempt(t, s, "r", "reader", contract.LockShared, time.Minute, 0)
 	require.True(t, ok)
-	ok, _ = attempt(t, s, "x", "writer", kv.LockExclusive, time.Minute, 0)
+	ok, _ = attempt(t, s, "x", "writer", contract.LockExclusive, time.Minute, 0)
 	require.True(t, ok)
 	for _, key := range []string{"r", "x"} {
 		sh, _, tag := s.locate(key)
@@ -265,17 +265,23 @@ func TestLockEntriesAreLocks(t *testing.T) {
 }
 
 func TestBadLockCallsChangeNothing(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 8 << 20})
-	ok, _ := attempt(t, s, "rw", "reader", kv.LockShared, time.Minute, 0)
+	s := openTest(t, contract.MemoryConfig{Limit: 8 << 20})
+	ok, _ := attempt(t, s, "rw", "reader", contract.LockShared, time.Minute, 0)
 	require.True(t, ok)
 	bad := []func() error{
-		func() error { _, _, err := s.LockAttempt("rw", nil, kv.LockShared, 0, 0); return err },
-		func() error { _, _, err := s.LockAttempt("rw", make([]byte, 256), kv.LockShared, 0, 0); return err },
+		func() error { _, _, err := s.LockAttempt("rw", nil, contract.LockShared, 0, 0); return err },
+		func() error {
+			_, _, err := s.LockAttempt("rw", make([]byte, 256), contract.LockShared, 0, 0)
+			return err
+		},
 		func() error { _, _, err := s.LockAttempt("rw", []byte("t"), 2, 0, 0); return err },
-		func() error { _, _, err := s.LockAttempt("rw", []byte("t"), kv.LockShared, -1, 0); return err },
-		func() error { _, _, err := s.LockAttempt("rw", []byte("t"), kv.LockExclusive, 0, -1); return err },
-		func() error { _, _, err := s.LockAttempt("", []byte("t"), kv.LockShared, 0, 0); return err },
-		func() error { _, _, err := s.LockAttempt("rw", []byte("reader"), kv.LockShared, 0, 0); return err },
+		func() error { _, _, err := s.LockAttempt("rw", []byte("t"), contract.LockShared, -1, 0); return err },
+		func() error { _, _, err := s.LockAttempt("rw", []byte("t"), contract.LockExclusive, 0, -1); return err },
+		func() error { _, _, err := s.LockAttempt("", []byte("t"), contract.LockShared, 0, 0); return err },
+		func() error {
+			_, _, err := s.LockAttempt("rw", []byte("reader"), contract.LockShared, 0, 0)
+			return err
+		},
 		func() error { _, err := s.LockRelease("", []byte("reader")); return err },
 		func() error { _, err := s.LockRefresh("rw", []byte("reader"), -1); return err },
 		func() error { _, _, err := s.LockInfo(""); return err },
@@ -283,10 +289,10 @@ func TestBadLockCallsChangeNothing(t *testing.T) {
 	fence, err := s.Fence("rw")
 	require.NoError(t, err)
 	for i, f := range bad {
-		assert.ErrorIs(t, f(), kv.ErrInvalidArgument, "call %d", i)
+		assert.ErrorIs(t, f(), contract.ErrInvalidArgument, "call %d", i)
 	}
 	mode, n := info(t, s, "rw")
-	assert.Equal(t, kv.LockShared, mode)
+	assert.Equal(t, contract.LockShared, mode)
 	assert.Equal(t, 1, n)
 	after, err := s.Fence("rw")
 	require.NoError(t, err)
@@ -295,7 +301,7 @@ func TestBadLockCallsChangeNothing(t *testing.T) {
 }
 
 func TestFencesIncreaseAcrossModesAndSetNXFenced(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 8 << 20})
+	s := openTest(t, contract.MemoryConfig{Limit: 8 << 20})
 	var last int64
 	next := func(f int64) {
 		t.Helper()
@@ -308,24 +314,24 @@ func TestFencesIncreaseAcrossModesAndSetNXFenced(t *testing.T) {
 	for round := 0; round < 20; round++ {
 		out, f, err := backend.SetNXFenced(s, "rw", []byte("setnx"), time.Minute)
 		require.NoError(t, err)
-		require.Equal(t, kv.Inserted, out)
+		require.Equal(t, contract.Inserted, out)
 		next(f)
-		ok, _ := attempt(t, s, "rw", "reader", kv.LockShared, time.Minute, 0)
+		ok, _ := attempt(t, s, "rw", "reader", contract.LockShared, time.Minute, 0)
 		require.False(t, ok)
 		require.True(t, release(t, s, "rw", "setnx"))
-		ok, f = attempt(t, s, "rw", "reader", kv.LockShared, time.Minute, 0)
+		ok, f = attempt(t, s, "rw", "reader", contract.LockShared, time.Minute, 0)
 		require.True(t, ok)
 		next(f)
-		ok, f = attempt(t, s, "rw", "reader2", kv.LockShared, time.Minute, 0)
+		ok, f = attempt(t, s, "rw", "reader2", contract.LockShared, time.Minute, 0)
 		require.True(t, ok)
 		next(f)
-		ok, _ = attempt(t, s, "rw", "writer", kv.LockExclusive, time.Minute, kv.WriterClaim)
+		ok, _ = attempt(t, s, "rw", "writer", contract.LockExclusive, time.Minute, contract.WriterClaim)
 		require.False(t, ok)
 		latest, _ := s.Fence("rw")
 		require.Equal(t, last, latest, "a refusal mints nothing")
 		require.True(t, release(t, s, "rw", "reader"))
 		require.True(t, release(t, s, "rw", "reader2"))
-		ok, f = attempt(t, s, "rw", "writer", kv.LockExclusive, time.Minute, kv.WriterClaim)
+		ok, f = attempt(t, s, "rw", "writer", contract.LockExclusive, time.Minute, contract.WriterClaim)
 		require.True(t, ok)
 		next(f)
 		// The grant's fence guards writes as SetNXFenced's does.

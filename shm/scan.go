@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ephpm/ephpm/backend"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // A walk of the entries, for tools (backend.Scanner: the ephpm command's
@@ -63,7 +63,7 @@ func (s *Store) Scan(prefix string, cursor uint64, count int, locksOnly bool) (b
 	n := s.g.indexSlots
 	shardNo, done := int(cursor>>32), int(uint32(cursor))
 	if shardNo >= len(s.shards) || done > n {
-		return page, fmt.Errorf("%w: invalid cursor %d", kv.ErrInvalidArgument, cursor)
+		return page, fmt.Errorf("%w: invalid cursor %d", contract.ErrInvalidArgument, cursor)
 	}
 	count = max(count, 1)
 	budget := scanSlotsPerPage
@@ -145,8 +145,8 @@ func (s *Store) keyInfo(sh *shard, b int64, prefix string, t int64, locksOnly bo
 		ki.TTL = time.Duration(at - t)
 	}
 	if lock {
-		if v := sh.valueView(b); kv.IsReaderRecord(v) {
-			if mode, holders := kv.LockHolders(v, true, t); mode == kv.LockShared {
+		if v := sh.valueView(b); contract.IsReaderRecord(v) {
+			if mode, holders := contract.LockHolders(v, true, t); mode == contract.LockShared {
 				ki.Readers = holders
 			}
 		}

@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/backend"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/internal/barrier"
-	"github.com/ephpm/ephpm/kv"
 )
 
 // walk runs a whole Scan walk with pages of count and returns every entry
@@ -48,7 +48,7 @@ func walk(t *testing.T, s *Store, count int, locksOnly bool) (map[string]backend
 }
 
 func TestScanReturnsEachLiveEntryWithItsSizeTTLAndKind(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 4 << 20, Compression: true, CompressionMinSize: 64})
+	s := openTest(t, contract.MemoryConfig{Limit: 4 << 20, Compression: true, CompressionMinSize: 64})
 	want := map[string]int{}
 	for i := 0; i < 3000; i++ {
 		k := "k:" + strconv.Itoa(i)
@@ -64,11 +64,11 @@ func TestScanReturnsEachLiveEntryWithItsSizeTTLAndKind(t *testing.T) {
 	require.NoError(t, s.Set("gone", []byte("x"), time.Millisecond))
 	out, err := s.SetNX("lock:a", []byte("token"), time.Hour)
 	require.NoError(t, err)
-	require.Equal(t, kv.Inserted, out)
+	require.Equal(t, contract.Inserted, out)
 	for _, tok := range []string{"r1", "r2"} {
-		out, _, err := s.LockAttempt("lock:rw", []byte(tok), kv.LockShared, time.Hour, 0)
+		out, _, err := s.LockAttempt("lock:rw", []byte(tok), contract.LockShared, time.Hour, 0)
 		require.NoError(t, err)
-		require.Equal(t, kv.Inserted, out)
+		require.Equal(t, contract.Inserted, out)
 	}
 	for deadline := time.Now().Add(hangLimit); ; {
 		if _, found, _ := s.PTTL("gone"); !found {
@@ -112,17 +112,17 @@ func TestScanReturnsEachLiveEntryWithItsSizeTTLAndKind(t *testing.T) {
 }
 
 func TestScanRefusesACursorItDidNotReturn(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: MinMemoryLimit})
+	s := openTest(t, contract.MemoryConfig{Limit: MinMemoryLimit})
 	for _, c := range []uint64{uint64(len(s.shards)) << 32, uint64(s.g.indexSlots + 1), 1 << 63} {
 		_, err := s.Scan("", c, 10, false)
-		assert.ErrorIs(t, err, kv.ErrInvalidArgument, "cursor %d", c)
+		assert.ErrorIs(t, err, contract.ErrInvalidArgument, "cursor %d", c)
 	}
 }
 
 // Writers adding and removing keys while a walk goes on (tombstones,
 // compactions of small indexes) never hide a key that stays.
 func TestScanWithWritersChurningMissesNoKeyThatStays(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: MinMemoryLimit, Policy: kv.AllKeysLRU})
+	s := openTest(t, contract.MemoryConfig{Limit: MinMemoryLimit, Policy: contract.AllKeysLRU})
 	stay := map[string]bool{}
 	for i := 0; i < 300; i++ {
 		k := "stay:" + strconv.Itoa(i)
@@ -162,7 +162,7 @@ func TestScanWithWritersChurningMissesNoKeyThatStays(t *testing.T) {
 // runs between two pages: the compaction leaves it below the cursor,
 // where it was, instead of moving it up into the slots the walk visited.
 func TestScanReturnsAnEntryPastTheWrapThroughACompaction(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 2 << 20})
+	s := openTest(t, contract.MemoryConfig{Limit: 2 << 20})
 	n := s.g.indexSlots
 	sh := &s.shards[0]
 	a, b, f, e := keyAt(s, "a", n-3), keyAt(s, "b", n-2), keyAt(s, "f", n-1), keyAt(s, "e", n-3)
@@ -203,11 +203,11 @@ func TestScanReturnsAnEntryPastTheWrapThroughACompaction(t *testing.T) {
 }
 
 func TestScanOfLocksNamesTheirHolderAndWaiters(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{})
+	s := openTest(t, contract.MemoryConfig{})
 	// A session lock the session handler's call takes records this process.
 	out, _, _, err := backend.SetNXGet(s, "session_lock:abc", []byte("tok"), time.Hour, "session:abc", nil)
 	require.NoError(t, err)
-	require.Equal(t, kv.Inserted, out)
+	require.Equal(t, contract.Inserted, out)
 	_, err = s.SetNX("lock:w", []byte("tok"), time.Hour) // outlives every hang catch below
 	require.NoError(t, err)
 	done := make(chan bool)
@@ -241,7 +241,7 @@ func TestScanSkipsADamagedShardAndGoesOn(t *testing.T) {
 			name := testName(t)
 			removeSegment(name)
 			t.Cleanup(func() { removeSegment(name) })
-			s, err := Open(name, Options{Memory: kv.MemoryConfig{Limit: 8 << 20}})
+			s, err := Open(name, Options{Memory: contract.MemoryConfig{Limit: 8 << 20}})
 			require.NoError(t, err)
 			defer s.Close()
 			require.Greater(t, len(s.shards), 1)
@@ -306,7 +306,7 @@ func TestScanOfARemovedSegmentIsAnErrorNotAnEmptyWalk(t *testing.T) {
 }
 
 func TestSetCondDecidesAndReturnsTheOldValueInOneStep(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{})
+	s := openTest(t, contract.MemoryConfig{})
 	set := func(k, v string, cond backend.SetCondition, cmp string, get bool) (bool, string, bool) {
 		t.Helper()
 		ok, old, found, err := s.SetCond(k, []byte(v), 0, cond, []byte(cmp), get)
@@ -362,14 +362,14 @@ func TestSetCondDecidesAndReturnsTheOldValueInOneStep(t *testing.T) {
 	assert.LessOrEqual(t, ttl, time.Minute+time.Second)
 	assert.GreaterOrEqual(t, ttl, time.Minute-time.Since(written)-time.Second)
 	_, _, _, err = s.SetCond("", []byte("v"), 0, backend.SetAlways, nil, false)
-	assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+	assert.ErrorIs(t, err, contract.ErrInvalidArgument)
 }
 
 // IFEQ is a compare-and-set: of many callers released together with the
 // value they read, exactly one replaces it; SET NX GET and SetNX race for
 // one lock with one winner.
 func TestSetCondRacesHaveOneWinner(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{})
+	s := openTest(t, contract.MemoryConfig{})
 	for round := 0; round < 200; round++ {
 		cur := "v" + strconv.Itoa(round)
 		require.NoError(t, s.Set("cas", []byte(cur), 0))
@@ -385,7 +385,7 @@ func TestSetCondRacesHaveOneWinner(t *testing.T) {
 			if i%2 == 0 {
 				out, err := s.SetNX(key, []byte("x"), time.Minute)
 				require.NoError(t, err)
-				return out == kv.Inserted
+				return out == contract.Inserted
 			}
 			ok, _, _, err := s.SetCond(key, []byte("y"), time.Minute, backend.SetIfAbsent, nil, true)
 			require.NoError(t, err)
@@ -400,7 +400,7 @@ func TestSetCondRacesHaveOneWinner(t *testing.T) {
 // its holder holds it and a second set_nx never wins it. A plain SET ...
 // GET is an overwrite, as Set is, and leaves a plain value.
 func TestSetCondIfEqRenewalKeepsTheLockPinnedUnderEviction(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 2 << 20, Policy: kv.AllKeysLRU})
+	s := openTest(t, contract.MemoryConfig{Limit: 2 << 20, Policy: contract.AllKeysLRU})
 	pinned := func(key string) bool {
 		sh, _, tag := s.locate(key)
 		require.NoError(t, s.lock(sh))
@@ -411,7 +411,7 @@ func TestSetCondIfEqRenewalKeepsTheLockPinnedUnderEviction(t *testing.T) {
 	}
 	out, err := s.SetNX("lock:x", []byte("t1"), time.Minute)
 	require.NoError(t, err)
-	require.Equal(t, kv.Inserted, out)
+	require.Equal(t, contract.Inserted, out)
 	stored, _, _, err := s.SetCond("lock:x", []byte("t1"), time.Minute, backend.SetIfEqual, []byte("t1"), false)
 	require.NoError(t, err)
 	require.True(t, stored)
@@ -437,7 +437,7 @@ func TestSetCondIfEqRenewalKeepsTheLockPinnedUnderEviction(t *testing.T) {
 	require.True(t, ok, "the renewed lock was evicted while its holder holds it")
 	out, err = s.SetNX("lock:x", []byte("intruder"), time.Minute)
 	require.NoError(t, err)
-	require.Equal(t, kv.Exists, out, "a second set_nx won a held lock")
+	require.Equal(t, contract.Exists, out, "a second set_nx won a held lock")
 	v, _ := get(t, s, "lock:x")
 	assert.Equal(t, "t2", v)
 }
@@ -445,10 +445,10 @@ func TestSetCondIfEqRenewalKeepsTheLockPinnedUnderEviction(t *testing.T) {
 // A session lock renewed with IFEQ keeps its recorded holder: it still
 // lapses when that process dies, and the walk of locks still names it.
 func TestSetCondIfEqRenewalKeepsASessionLocksHolder(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{})
+	s := openTest(t, contract.MemoryConfig{})
 	out, _, _, err := backend.SetNXGet(s, "session_lock:abc", []byte("tok"), time.Minute, "session:abc", nil)
 	require.NoError(t, err)
-	require.Equal(t, kv.Inserted, out)
+	require.Equal(t, contract.Inserted, out)
 	stored, _, _, err := s.SetCond("session_lock:abc", []byte("tok"), 2*time.Minute, backend.SetIfEqual, []byte("tok"), false)
 	require.NoError(t, err)
 	require.True(t, stored)
@@ -473,7 +473,7 @@ func TestExistingAttachesOnlyAndKeepsTheSegmentsSettings(t *testing.T) {
 	_, err = os.Stat(Path("", name))
 	require.ErrorIs(t, err, os.ErrNotExist, "nothing was created")
 
-	cfg := kv.MemoryConfig{Limit: 2 << 20, Policy: kv.AllKeysLRU, Compression: true, CompressionMinSize: 100, SessionLimit: 512 << 10}
+	cfg := contract.MemoryConfig{Limit: 2 << 20, Policy: contract.AllKeysLRU, Compression: true, CompressionMinSize: 100, SessionLimit: 512 << 10}
 	server, err := Open(name, Options{Memory: cfg})
 	require.NoError(t, err)
 	defer server.Close()
@@ -502,7 +502,7 @@ func TestExistingRefusesAnAnchorOrAMemorySettingAndReplacesNothing(t *testing.T)
 	name := testName(t)
 	removeSegment(name)
 	t.Cleanup(func() { removeSegment(name) })
-	srv, err := Open(name, Options{Memory: kv.MemoryConfig{Limit: 2 << 20}, Anchor: os.Getpid()})
+	srv, err := Open(name, Options{Memory: contract.MemoryConfig{Limit: 2 << 20}, Anchor: os.Getpid()})
 	require.NoError(t, err)
 	require.NoError(t, srv.Set("k", []byte("v"), 0))
 	before := srv.MemoryConfig()
@@ -511,12 +511,12 @@ func TestExistingRefusesAnAnchorOrAMemorySettingAndReplacesNothing(t *testing.T)
 
 	for _, opts := range []Options{
 		{Existing: true, Anchor: os.Getpid()},
-		{Existing: true, Memory: kv.MemoryConfig{Limit: 2 << 20}},
-		{Existing: true, Memory: kv.MemoryConfig{Policy: kv.AllKeysLRU}},
-		{Existing: true, Memory: kv.MemoryConfig{Compression: true}},
+		{Existing: true, Memory: contract.MemoryConfig{Limit: 2 << 20}},
+		{Existing: true, Memory: contract.MemoryConfig{Policy: contract.AllKeysLRU}},
+		{Existing: true, Memory: contract.MemoryConfig{Compression: true}},
 	} {
 		_, err := Open(name, opts)
-		assert.ErrorIs(t, err, kv.ErrInvalidArgument, "%+v", opts)
+		assert.ErrorIs(t, err, contract.ErrInvalidArgument, "%+v", opts)
 	}
 	_, err = Open(name, Options{Existing: true})
 	require.ErrorIs(t, err, ErrIncompatible, "another layout is refused, not made anew")
@@ -595,9 +595,9 @@ func TestOwnerNamesRootsSegmentToo(t *testing.T) {
 	assert.Contains(t, string(out), "permission denied")
 
 	_, err = Open(name, Options{Owner: UID(nobody)})
-	assert.ErrorIs(t, err, kv.ErrInvalidArgument, "a segment this process makes is its own uid's")
+	assert.ErrorIs(t, err, contract.ErrInvalidArgument, "a segment this process makes is its own uid's")
 	_, err = Open(name, Options{Existing: true, Owner: UID(-1)})
-	assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+	assert.ErrorIs(t, err, contract.ErrInvalidArgument)
 	s, err := Open(name, Options{Existing: true, Owner: UID(0)})
 	require.NoError(t, err, "root names its own segment as uid 0")
 	assert.Equal(t, PathOf("", name, 0), s.Path())
@@ -627,7 +627,7 @@ func TestOwnersAndFilesFollowPathOf(t *testing.T) {
 	assert.Equal(t, []string{dir + "/ephpm-app.33", dir + "/ephpm-app.33.fences1"}, Files(dir, "app", 33))
 	assert.Equal(t, "/dev/shm/ephpm-app.33", Files("", "app", 33)[0])
 
-	s := openTest(t, kv.MemoryConfig{})
+	s := openTest(t, contract.MemoryConfig{})
 	_, _, err = backend.SetNXFenced(s, "lock:f", []byte("t"), time.Minute) // makes the fence file
 	require.NoError(t, err)
 	for _, f := range Files("", testName(t), os.Geteuid()) {

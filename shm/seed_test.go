@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
 
@@ -52,7 +52,7 @@ func aimedSids(n, sidLen, shards, slots int) []string {
 	home := -1
 	for i := 0; len(sids) < n; i++ {
 		sid := fmt.Sprintf("%0*x", sidLen, i)
-		h := unseededHash(sid) ^ sessionSalts[kv.KindSession]
+		h := unseededHash(sid) ^ sessionSalts[contract.KindSession]
 		if h&uint64(shards-1) != 0 {
 			continue
 		}
@@ -68,7 +68,7 @@ func aimedSids(n, sidLen, shards, slots int) []string {
 	return sids
 }
 
-func openSessionsIn(t *testing.T, dir, name string, cfg kv.MemoryConfig) *Store {
+func openSessionsIn(t *testing.T, dir, name string, cfg contract.MemoryConfig) *Store {
 	t.Helper()
 	opts := sessionOptions(cfg)
 	opts.Dir = dir
@@ -89,8 +89,8 @@ func openSessionsIn(t *testing.T, dir, name string, cfg kv.MemoryConfig) *Store 
 // segments hash the same key differently (each has its own seed).
 func TestKeysAimedByTheUnseededHashSpread(t *testing.T) {
 	dir := t.TempDir()
-	a := openSessionsIn(t, dir, "a", kv.MemoryConfig{Limit: 4 << 20})
-	b := openSessionsIn(t, dir, "b", kv.MemoryConfig{Limit: 4 << 20})
+	a := openSessionsIn(t, dir, "a", contract.MemoryConfig{Limit: 4 << 20})
+	b := openSessionsIn(t, dir, "b", contract.MemoryConfig{Limit: 4 << 20})
 	shards, slots := len(a.shards), a.g.indexSlots
 	require.Equal(t, 4, shards)
 	for _, sidLen := range []int{8, 32, 60} {
@@ -138,7 +138,7 @@ func TestADamagedSeedIsRefusedNotUsed(t *testing.T) {
 	a := openRemovable(t, name)
 	out, err := a.SetNX("lock", []byte("a"), time.Minute)
 	require.NoError(t, err)
-	require.Equal(t, kv.Inserted, out)
+	require.Equal(t, contract.Inserted, out)
 
 	atomic.AddUint64(a.g.u64(hSeed+8), 1<<17) // one bit of the second word
 
@@ -155,7 +155,7 @@ func TestADamagedSeedIsRefusedNotUsed(t *testing.T) {
 	// A: refused from Revalidate on, and by every call after it.
 	err = a.Revalidate()
 	require.ErrorIs(t, err, ErrCorrupt)
-	require.False(t, errors.Is(err, kv.ErrNothingDone), "%v", err)
+	require.False(t, errors.Is(err, contract.ErrNothingDone), "%v", err)
 	_, _, err = a.GetInto("lock", make([]byte, 8))
 	require.ErrorIs(t, err, ErrCorrupt)
 	_, err = a.SetNX("other", []byte("a"), time.Minute)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // The segment is one file mapped MAP_SHARED by every process that names it.
@@ -57,7 +57,7 @@ const (
 	hHeapOff     = 72
 	hHeapSize    = 80
 	hLimit       = 88
-	hPolicy      = 96  // atomic: kv.Policy
+	hPolicy      = 96  // atomic: contract.Policy
 	hCompression = 100 // atomic: 0 none, 1 lz4
 	hMinSize     = 104 // atomic: compression minimum size
 	hReady       = 108 // readyValue once the segment is initialised; written last
@@ -158,7 +158,7 @@ type segment struct {
 	layout
 	// sess is the segment's session rule (from its header), which every
 	// process applies alike: it decides where a key hashes.
-	sess kv.SessionRule
+	sess contract.SessionRule
 	// seed is the segment's key hash seed (from its header), copied here
 	// so that a hash reads it from this process's memory.
 	seed hashSeed

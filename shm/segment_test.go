@@ -11,13 +11,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 const small = 1 << 20
 
 func openIn(dir string) (*Store, error) {
-	return Open("seg", Options{Dir: dir, Memory: kv.MemoryConfig{Limit: small}})
+	return Open("seg", Options{Dir: dir, Memory: contract.MemoryConfig{Limit: small}})
 }
 
 func TestOpenRefusesWhatIsNotOurs(t *testing.T) {
@@ -131,8 +131,8 @@ func TestTheSizeIsFixedAtCreation(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	require.NoError(t, s.Set("k", []byte("v"), 0))
-	_, err = Open("seg", Options{Dir: dir, Memory: kv.MemoryConfig{Limit: 2 * small}})
-	require.ErrorIs(t, err, kv.ErrInvalidArgument)
+	_, err = Open("seg", Options{Dir: dir, Memory: contract.MemoryConfig{Limit: 2 * small}})
+	require.ErrorIs(t, err, contract.ErrInvalidArgument)
 	assert.Contains(t, err.Error(), "memory_limit 1048576")
 	again, err := Open("seg", Options{Dir: dir}) // 0: whatever it has
 	require.NoError(t, err)
@@ -151,7 +151,7 @@ func TestBadNamesAreRefused(t *testing.T) {
 			continue // a valid file name component inside dir: ephpm-...UID
 		}
 		_, err := Open(n, Options{Dir: t.TempDir()})
-		assert.ErrorIs(t, err, kv.ErrInvalidArgument, "%q", n)
+		assert.ErrorIs(t, err, contract.ErrInvalidArgument, "%q", n)
 	}
 }
 
@@ -176,7 +176,7 @@ func TestTheSegmentSizeIsAsDocumented(t *testing.T) {
 
 	// The file is that size.
 	dir := t.TempDir()
-	s, err := Open("sized", Options{Dir: dir, Memory: kv.MemoryConfig{Limit: 16 << 20}})
+	s, err := Open("sized", Options{Dir: dir, Memory: contract.MemoryConfig{Limit: 16 << 20}})
 	require.NoError(t, err)
 	defer s.Close()
 	fi, err := os.Stat(Path(dir, "sized"))

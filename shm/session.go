@@ -5,11 +5,11 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
-// Session data in the segment, by kv's rules (kv.SessionRule, "Session
-// data in the in-process store" in docs/design.md):
+// Session data in the segment, by the session rule (contract.SessionRule,
+// "Session data in the in-process store" in docs/design.md):
 //
 //   - The rule (the data and lock prefixes) is the segment's, written in
 //     its header when it is made: where a key hashes depends on it, so
@@ -64,8 +64,8 @@ func classField(c class, ttl bool) int64 {
 }
 
 // evictClasses are the classes a write of kind may evict, in order.
-func evictClasses(kind kv.KeyKind) []class {
-	if kind == kv.KindSession {
+func evictClasses(kind contract.KeyKind) []class {
+	if kind == contract.KindSession {
 		return []class{classPlain, classNew, classReturned}
 	}
 	return []class{classPlain}
@@ -75,7 +75,7 @@ func evictClasses(kind kv.KeyKind) []class {
 // hash (the index tag): the data and the lock of one sid share the low
 // half (shard, fence bucket) and differ in the tag, so each key still has a
 // hash of its own for waiting and fencing.
-var sessionSalts = [...]uint64{kv.KindPlain: 0, kv.KindSession: 0x9e3779b9 << 32, kv.KindSessionLock: 0x7f4a7c15 << 32}
+var sessionSalts = [...]uint64{contract.KindPlain: 0, contract.KindSession: 0x9e3779b9 << 32, contract.KindSessionLock: 0x7f4a7c15 << 32}
 
 // hashOf is key's hash by the segment's session rule: a session key's is
 // its sid's, salted by its kind; any other key's is its own.
@@ -89,9 +89,9 @@ func (g *segment) hashOf(key string) uint64 {
 
 // kindOf is key's kind by the segment's session rule, told by one load
 // for most keys.
-func (g *segment) kindOf(key string) kv.KeyKind {
+func (g *segment) kindOf(key string) contract.KeyKind {
 	if len(key) == 0 || !g.sess.MayBeSession(key[0]) {
-		return kv.KindPlain
+		return contract.KindPlain
 	}
 	return g.sess.Kind(key)
 }
@@ -118,15 +118,15 @@ func (g *segment) readSessionRule(data, lock, limitName string) error {
 	l := string(unsafe.Slice((*byte)(g.ptr(hSessLock)), min(*g.u32(hSessLockLen), maxSessPrefix)))
 	if (data != "" || lock != "") && (data != d || lock != l) {
 		return fmt.Errorf("%w: segment %s was made with session prefixes %q and %q, not %q and %q: keys hash by them "+
-			"(stop the processes using it and remove the file to change them)", kv.ErrInvalidArgument, g.path, d, l, data, lock)
+			"(stop the processes using it and remove the file to change them)", contract.ErrInvalidArgument, g.path, d, l, data, lock)
 	}
-	g.sess = kv.NewSessionRule(kv.Options{SessionDataPrefix: d, SessionLockPrefix: l, SessionLimitName: limitName})
+	g.sess = contract.NewSessionRule(d, l, limitName)
 	return nil
 }
 
 func checkSessionPrefixes(data, lock string) error {
 	if len(data) > maxSessPrefix || len(lock) > maxSessPrefix {
-		return fmt.Errorf("%w: a session prefix is longer than %d bytes", kv.ErrInvalidArgument, maxSessPrefix)
+		return fmt.Errorf("%w: a session prefix is longer than %d bytes", contract.ErrInvalidArgument, maxSessPrefix)
 	}
 	return nil
 }
@@ -135,7 +135,7 @@ func (sh *shard) sessUsed() *int64 { return sh.i64(sSessUsed) }
 
 // pairBlock returns the block of the other key of the session of key, of
 // kind, in sh (noBlock if there is none). Caller holds the lock.
-func (sh *shard) pairBlock(kind kv.KeyKind, key string) int64 {
+func (sh *shard) pairBlock(kind contract.KeyKind, key string) int64 {
 	var buf [128]byte // most keys fit: no allocation
 	k := sh.g.sess.Pair(buf[:0], kind, key)
 	if k == nil {
@@ -154,15 +154,15 @@ func (sh *shard) classOf(b int64) (class, bool) {
 
 // classOfKind is classOf for an entry whose key's kind the caller has
 // already told: a write or a removal tells it once, not once per figure.
-func (sh *shard) classOfKind(b int64, kind kv.KeyKind) (class, bool) {
+func (sh *shard) classOfKind(b int64, kind contract.KeyKind) (class, bool) {
 	meta := sh.entryMeta(b)
-	session := kind == kv.KindSession
+	session := kind == contract.KindSession
 	switch {
 	case meta&flagPinned != 0:
 		return classKept, session
 	case !session:
 		return classPlain, false
-	case sh.pairBlock(kv.KindSession, sh.entryKey(b)) != noBlock:
+	case sh.pairBlock(contract.KindSession, sh.entryKey(b)) != noBlock:
 		return classKept, true // held: a request is using it
 	case meta&flagRead != 0:
 		return classReturned, true
@@ -187,11 +187,11 @@ func (sh *shard) tallyClass(b int64, cl class, c int64) {
 // (sign -1: the lock arrives, the data is held) or back into it (sign 1:
 // the lock left). Caller holds the lock, around the lock entry's insertion
 // or removal.
-func (sh *shard) holdData(kind kv.KeyKind, lockKey string, sign int64) {
-	if kind != kv.KindSessionLock {
+func (sh *shard) holdData(kind contract.KeyKind, lockKey string, sign int64) {
+	if kind != contract.KindSessionLock {
 		return
 	}
-	d := sh.pairBlock(kv.KindSessionLock, lockKey)
+	d := sh.pairBlock(contract.KindSessionLock, lockKey)
 	if d == noBlock || sh.entryPinned(d) {
 		return
 	}

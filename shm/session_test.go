@@ -12,27 +12,27 @@ import (
 
 	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/backend/backendtest"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
 
-// Session data on a segment: the rules kv has (backendtest.RunSessionBudget)
-// and what is the segment's own (its rule and budget shared by every
-// process, the tallies recovery recomputes).
+// Session data on a segment: the rules memstore has
+// (backendtest.RunSessionBudget) and what is the segment's own (its rule and
+// budget shared by every process, the tallies recovery recomputes).
 
 const (
 	dataPrefix = sessionkeys.DataPrefix
 	lockPrefix = sessionkeys.LockPrefix
 )
 
-func sessionOptions(cfg kv.MemoryConfig) Options {
+func sessionOptions(cfg contract.MemoryConfig) Options {
 	return Options{Memory: cfg, SessionDataPrefix: dataPrefix, SessionLockPrefix: lockPrefix}
 }
 
-// TestSessionBudgetRules runs kv's session rules on segments, 4 MiB of
+// TestSessionBudgetRules runs the session rules on segments, 4 MiB of
 // them over 4 shards.
 func TestSessionBudgetRules(t *testing.T) {
-	backendtest.RunSessionBudget(t, func(t *testing.T, cfg kv.MemoryConfig, limitName string) backend.Backend {
+	backendtest.RunSessionBudget(t, func(t *testing.T, cfg contract.MemoryConfig, limitName string) backend.Backend {
 		opts := sessionOptions(cfg)
 		opts.Dir, opts.SessionLimitName = t.TempDir(), limitName
 		s, err := Open("sessions", opts)
@@ -47,7 +47,7 @@ func TestSessionBudgetRules(t *testing.T) {
 	})
 }
 
-func openSessions(t *testing.T, cfg kv.MemoryConfig) *Store {
+func openSessions(t *testing.T, cfg contract.MemoryConfig) *Store {
 	t.Helper()
 	return openWith(t, sessionOptions(cfg))
 }
@@ -59,7 +59,7 @@ func has(t *testing.T, s *Store, key string) bool {
 	return ok
 }
 
-func stats(t *testing.T, s *Store) kv.Stats {
+func stats(t *testing.T, s *Store) contract.Stats {
 	t.Helper()
 	st, err := s.Stats()
 	require.NoError(t, err)
@@ -72,33 +72,33 @@ var csrf = []byte(`csrf|s:64:"0123456789abcdef0123456789abcdef0123456789abcdef01
 // applies; it must be below the limit, and a refused setting changes
 // nothing.
 func TestSessionLimitSetting(t *testing.T) {
-	s := openSessions(t, kv.MemoryConfig{Limit: 1 << 20})
+	s := openSessions(t, contract.MemoryConfig{Limit: 1 << 20})
 	assert.Equal(t, int64(512<<10), stats(t, s).SessionLimit)
 	assert.Zero(t, s.MemoryConfig().SessionLimit)
-	require.NoError(t, s.SetMemoryConfig(kv.MemoryConfig{SessionLimit: 1<<20 - 1}))
+	require.NoError(t, s.SetMemoryConfig(contract.MemoryConfig{SessionLimit: 1<<20 - 1}))
 	assert.Equal(t, int64(1<<20-1), stats(t, s).SessionLimit)
 	assert.Equal(t, int64(1<<20-1), s.MemoryConfig().SessionLimit)
-	err := s.SetMemoryConfig(kv.MemoryConfig{SessionLimit: 1 << 20})
-	require.ErrorIs(t, err, kv.ErrInvalidArgument)
+	err := s.SetMemoryConfig(contract.MemoryConfig{SessionLimit: 1 << 20})
+	require.ErrorIs(t, err, contract.ErrInvalidArgument)
 	assert.Contains(t, err.Error(), "session_memory_limit")
-	assert.ErrorIs(t, s.SetMemoryConfig(kv.MemoryConfig{SessionLimit: -1}), kv.ErrInvalidArgument)
+	assert.ErrorIs(t, s.SetMemoryConfig(contract.MemoryConfig{SessionLimit: -1}), contract.ErrInvalidArgument)
 	assert.Equal(t, int64(1<<20-1), stats(t, s).SessionLimit, "a refused setting changes nothing")
 
-	other, err := Open(testName(t), sessionOptions(kv.MemoryConfig{SessionLimit: 64 << 10}))
+	other, err := Open(testName(t), sessionOptions(contract.MemoryConfig{SessionLimit: 64 << 10}))
 	require.NoError(t, err)
 	defer other.Close()
 	assert.Equal(t, int64(64<<10), stats(t, s).SessionLimit, "another process's setting applies to the segment")
-	_, err = Open(testName(t), sessionOptions(kv.MemoryConfig{SessionLimit: 2 << 20}))
-	require.ErrorIs(t, err, kv.ErrInvalidArgument, "a budget above the segment's limit")
+	_, err = Open(testName(t), sessionOptions(contract.MemoryConfig{SessionLimit: 2 << 20}))
+	require.ErrorIs(t, err, contract.ErrInvalidArgument, "a budget above the segment's limit")
 }
 
 // The session rule is the segment's: keys hash by it, so an opener naming
 // other prefixes is refused, and one naming none takes the segment's.
 func TestTheSessionPrefixesAreTheSegments(t *testing.T) {
-	s := openSessions(t, kv.MemoryConfig{Limit: 1 << 20})
+	s := openSessions(t, contract.MemoryConfig{Limit: 1 << 20})
 	require.NoError(t, s.Set(dataPrefix+"sid", csrf, time.Hour))
 	_, err := Open(testName(t), Options{SessionDataPrefix: "other:", SessionLockPrefix: lockPrefix})
-	require.ErrorIs(t, err, kv.ErrInvalidArgument)
+	require.ErrorIs(t, err, contract.ErrInvalidArgument)
 	assert.Contains(t, err.Error(), s.Path())
 	plain, err := Open(testName(t), Options{})
 	require.NoError(t, err)
@@ -107,13 +107,13 @@ func TestTheSessionPrefixesAreTheSegments(t *testing.T) {
 	require.True(t, found, "found where the segment's rule puts it")
 	assert.Equal(t, string(csrf), v)
 	_, err = Open("x", Options{Dir: t.TempDir(), SessionDataPrefix: strings.Repeat("p", maxSessPrefix+1)})
-	require.ErrorIs(t, err, kv.ErrInvalidArgument)
+	require.ErrorIs(t, err, contract.ErrInvalidArgument)
 }
 
 // A session's data and lock hash by the sid: one shard holds both, each
 // with a hash (tag) of its own.
 func TestASessionsDataAndLockShareAShard(t *testing.T) {
-	s := openSessions(t, kv.MemoryConfig{Limit: 8 << 20})
+	s := openSessions(t, contract.MemoryConfig{Limit: 8 << 20})
 	require.Greater(t, len(s.shards), 1)
 	for i := 0; i < 100; i++ {
 		sid := fmt.Sprint(i)
@@ -127,7 +127,7 @@ func TestASessionsDataAndLockShareAShard(t *testing.T) {
 // A process killed between a session lock's insertion and the tally it
 // moves leaves tallies that recovery recomputes: the data is held after.
 func TestRecoveryRecountsTheSessionTallies(t *testing.T) {
-	s := openSessions(t, kv.MemoryConfig{Limit: 1 << 20, Policy: kv.AllKeysLRU})
+	s := openSessions(t, contract.MemoryConfig{Limit: 1 << 20, Policy: contract.AllKeysLRU})
 	require.NoError(t, s.Set(dataPrefix+"sid", csrf, time.Hour))
 	sh, _, tag := s.locate(lockPrefix + "sid")
 	atomic.StoreUint32(sh.u32(sLock), deadTag(t, s)) // it died holding the lock...

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/backend"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
 
@@ -60,9 +60,9 @@ func evenShare(s *Store) int64 {
 // share, the flood filled the shard's heap with sessions, which only
 // session writes may evict, and 4 of 205 such writes succeeded.
 func TestASessionFloodAimedAtOneShardLeavesItsLocksRoom(t *testing.T) {
-	for _, policy := range []kv.Policy{kv.AllKeysLRU, kv.NoEviction} {
+	for _, policy := range []contract.Policy{contract.AllKeysLRU, contract.NoEviction} {
 		t.Run(fmt.Sprint(policy), func(t *testing.T) {
-			s := openSessionsIn(t, t.TempDir(), "flood", kv.MemoryConfig{Limit: 4 << 20, Policy: policy})
+			s := openSessionsIn(t, t.TempDir(), "flood", contract.MemoryConfig{Limit: 4 << 20, Policy: policy})
 			data := bytes.Repeat([]byte("d"), 1000)
 			sids := sidsInShard(s, int(2*s.g.heapSize/int64(len(data))))
 			refused := 0
@@ -70,10 +70,10 @@ func TestASessionFloodAimedAtOneShardLeavesItsLocksRoom(t *testing.T) {
 				lock, tok := sessionkeys.LockKey(sid), []byte("tok-"+sid)
 				out, err := s.SetNX(lock, tok, 30*time.Second)
 				require.NoError(t, err)
-				require.Equal(t, kv.Inserted, out)
+				require.Equal(t, contract.Inserted, out)
 				ok, err := backend.SetGuarded(s, sessionkeys.DataKey(sid), data, time.Hour, lock, tok)
 				if err != nil {
-					require.ErrorIs(t, err, kv.ErrNoMemory)
+					require.ErrorIs(t, err, contract.ErrNoMemory)
 					refused++
 				} else {
 					require.True(t, ok)
@@ -92,7 +92,7 @@ func TestASessionFloodAimedAtOneShardLeavesItsLocksRoom(t *testing.T) {
 
 			var failed []string
 			for _, k := range keysInShard(s, "lock:", 200) {
-				if out, err := s.SetNX(k, []byte("0123456789abcdef0123456789abcdef"), time.Minute); err != nil || out != kv.Inserted {
+				if out, err := s.SetNX(k, []byte("0123456789abcdef0123456789abcdef"), time.Minute); err != nil || out != contract.Inserted {
 					failed = append(failed, fmt.Sprintf("%s: %v %v", k, out, err))
 				}
 			}
@@ -111,13 +111,13 @@ func TestASessionFloodAimedAtOneShardLeavesItsLocksRoom(t *testing.T) {
 // names the share, and evicts nothing for it; one within the share is
 // written.
 func TestASessionLargerThanItsShareIsRefused(t *testing.T) {
-	s := openSessionsIn(t, t.TempDir(), "share", kv.MemoryConfig{Limit: 4 << 20, Policy: kv.AllKeysLRU})
+	s := openSessionsIn(t, t.TempDir(), "share", contract.MemoryConfig{Limit: 4 << 20, Policy: contract.AllKeysLRU})
 	share := evenShare(s)
 	require.LessOrEqual(t, share, s.g.heapSize/2, "a session over the share fits a shard's heap")
 	sids := sidsInShard(s, 2)
 	require.NoError(t, s.Set(sessionkeys.DataKey(sids[0]), []byte("small"), time.Hour))
 	err := s.Set(sessionkeys.DataKey(sids[1]), make([]byte, share+1), time.Hour)
-	require.ErrorIs(t, err, kv.ErrNoMemory)
+	require.ErrorIs(t, err, contract.ErrNoMemory)
 	assert.Contains(t, err.Error(), "share")
 	assert.True(t, has(t, s, sessionkeys.DataKey(sids[0])), "the refused write evicted another session")
 	require.NoError(t, s.Set(sessionkeys.DataKey(sids[1]), make([]byte, share/2), time.Hour))

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/ephpm/ephpm/backend"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // SetCond is the conditional set of backend.CondSetter: under key's shard
@@ -25,11 +25,11 @@ import (
 // (pinned only under a pinned prefix or the session lock prefix, no
 // holder): it is a plain overwrite that also returns the old value.
 func (s *Store) SetCond(key string, value []byte, ttl time.Duration, cond backend.SetCondition, cmp []byte, get bool) (stored bool, old []byte, found bool, err error) {
-	if err := kv.CheckWrite(key, value, ttl); err != nil {
+	if err := contract.CheckWrite(key, value, ttl); err != nil {
 		return false, nil, false, err
 	}
 	if cond < backend.SetAlways || cond > backend.SetIfEqual {
-		return false, nil, false, kv.ErrInvalidArgument
+		return false, nil, false, contract.ErrInvalidArgument
 	}
 	tk, err := s.enter()
 	if err != nil {
@@ -67,7 +67,7 @@ func (s *Store) SetCond(key string, value []byte, ttl time.Duration, cond backen
 		if ttl != 0 {
 			w.expireAt = clockAt(&t) + int64(ttl)
 		}
-		if kind == kv.KindSession && live {
+		if kind == contract.KindSession && live {
 			w.flags |= sh.entryMeta(b) & flagRead // the same session, rewritten
 		}
 		if cond == backend.SetIfEqual {

@@ -36,7 +36,7 @@ const (
 	sFreeLists   = 256 // [nClasses]uint32: free-list heads (off/8 + 1; 0: empty)
 )
 
-// Counters, as kv.Stats names them; changed under the shard lock, but for
+// Counters, as contract.Stats names them; changed under the shard lock, but for
 // hits and misses, which reads with no lock count too (countRead).
 const (
 	cHits = iota

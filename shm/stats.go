@@ -7,24 +7,24 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
-// Stats fills kv.Stats as the in-process store does, taking each shard
+// Stats fills contract.Stats as the in-process store does, taking each shard
 // lock in turn. Attached reports the live processes attached.
-func (s *Store) Stats() (kv.Stats, error) {
+func (s *Store) Stats() (contract.Stats, error) {
 	tk, err := s.enter()
 	if err != nil {
-		return kv.Stats{}, err
+		return contract.Stats{}, err
 	}
 	defer s.leave(tk)
 	cfg := s.memoryConfig()
-	st := kv.Stats{InstanceID: s.g.instanceID(), MemoryLimit: cfg.Limit, SessionLimit: s.sessionLimit(),
+	st := contract.Stats{InstanceID: s.g.instanceID(), MemoryLimit: cfg.Limit, SessionLimit: s.sessionLimit(),
 		Eviction: cfg.Policy.String(), Compression: cfg.Compression}
 	for i := range s.shards {
 		sh := &s.shards[i]
 		if err := s.lock(sh); err != nil {
-			return kv.Stats{}, err
+			return contract.Stats{}, err
 		}
 		c := func(k int) uint64 { return atomic.LoadUint64(sh.u64(sCounters + int64(k)*8)) }
 		st.Keys += int64(atomic.LoadUint32(sh.u32(sEntries)))

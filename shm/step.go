@@ -3,10 +3,10 @@ package shm
 import (
 	"sync/atomic"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
-// Step applies st (kv.Step) with the shards of its lock and its key held
+// Step applies st (contract.Step) with the shards of its lock and its key held
 // (lockTwo: a session's data and lock share one shard), so that the
 // acquire or the guard, the action and the release are one step, as
 // install's writes are. An acquire's lock is put first, then the value of
@@ -16,18 +16,18 @@ import (
 // fit fails with nothing changed. A grant with st.Bound records this
 // process as the lock's holder (entry.go). A fenced step maps the fence
 // table first: a table that cannot be made fails it with nothing done.
-func (s *Store) Step(st *kv.Step) (err error) {
+func (s *Store) Step(st *contract.Step) (err error) {
 	st.Reset()
-	if err := kv.CheckStep(st); err != nil {
+	if err := contract.CheckStep(st); err != nil {
 		return err
 	}
 	useLock := st.UsesLock()
-	if !useLock && st.Action == kv.ActionNone {
+	if !useLock && st.Action == contract.ActionNone {
 		st.Held = true
 		return nil
 	}
 	var ft *fenceTable
-	if st.Fenced || st.Guard == kv.GuardFence || st.Guard == kv.GuardFenceHolder {
+	if st.Fenced || st.Guard == contract.GuardFence || st.Guard == contract.GuardFenceHolder {
 		if ft, err = s.fences(); err != nil {
 			return err
 		}
@@ -42,7 +42,7 @@ func (s *Store) Step(st *kv.Step) (err error) {
 	var sh, lsh *shard
 	var h, lh uint64
 	var tag, ltag uint32
-	if st.Action != kv.ActionNone {
+	if st.Action != contract.ActionNone {
 		sh, h, tag = s.locate(st.Key)
 	}
 	if useLock {
@@ -55,7 +55,7 @@ func (s *Store) Step(st *kv.Step) (err error) {
 	}
 	// The entries the step may write, field by field (see install).
 	var w, lw write
-	if st.Action == kv.ActionSet {
+	if st.Action == contract.ActionSet {
 		stored, cflag := storedForm(st.Value, on, minSize)
 		w.key, w.kind, w.h, w.tag, w.stored, w.flags = st.Key, s.g.kindOf(st.Key), h, tag, stored, s.pinFlag(st.Key)|cflag
 	}
@@ -94,24 +94,24 @@ func (s *Store) Step(st *kv.Step) (err error) {
 				}
 			} else {
 				lsh.count(cSetNXLosses)
-				st.Outcome = kv.Exists
+				st.Outcome = contract.Exists
 			}
 		} else {
 			switch st.Guard {
-			case kv.GuardToken:
+			case contract.GuardToken:
 				_, g := s.live(lsh, lh, ltag, st.Lock, &t)
 				held = g != noBlock && lsh.valueEquals(g, st.Token)
-			case kv.GuardFence, kv.GuardFenceHolder:
+			case contract.GuardFence, contract.GuardFenceHolder:
 				n, known := ft.current(lh)
 				held = known && n == st.Fence &&
-					!(st.Guard == kv.GuardFenceHolder && s.heldByAnother(lsh, lh, ltag, st.Lock, st.Token, &t))
+					!(st.Guard == contract.GuardFenceHolder && s.heldByAnother(lsh, lh, ltag, st.Lock, st.Token, &t))
 			}
 		}
 
 		// The action.
 		if held && r == fits {
 			switch st.Action {
-			case kv.ActionSet:
+			case contract.ActionSet:
 				room := sh.roomFor()
 				pos, old, ins := sh.lookup(tag, st.Key)
 				lapsed := old != noBlock && s.lapsed(sh, old, &t)
@@ -120,7 +120,7 @@ func (s *Store) Step(st *kv.Step) (err error) {
 					w.expireAt = clockAt(&t) + int64(st.TTL)
 				}
 				w.flags &^= flagRead
-				if w.kind == kv.KindSession && old != noBlock && !lapsed {
+				if w.kind == contract.KindSession && old != noBlock && !lapsed {
 					w.flags |= sh.entryMeta(old) & flagRead // the same session, rewritten
 				}
 				if r = s.put(sh, &w, pos, old, ins, room); r == fits {
@@ -135,10 +135,10 @@ func (s *Store) Step(st *kv.Step) (err error) {
 						s.removeEntry(lsh, pos, b, lh)
 					}
 				}
-			case kv.ActionGet:
+			case contract.ActionGet:
 				s.readLocked(sh, h, tag, st, &t)
 				st.Done = true
-			case kv.ActionDel:
+			case contract.ActionDel:
 				if pos, b, _ := sh.lookup(tag, st.Key); pos >= 0 {
 					gone := expired(sh.entryExpireAt(b), &t)
 					if gone {
@@ -147,7 +147,7 @@ func (s *Store) Step(st *kv.Step) (err error) {
 					s.removeEntry(sh, pos, b, h)
 					st.Done = !gone
 				}
-			case kv.ActionExpire:
+			case contract.ActionExpire:
 				if _, b := s.live(sh, h, tag, st.Key, &t); b != noBlock {
 					s.retime(sh, b, st.Key, st.TTL, &t)
 					st.Done = true
@@ -162,13 +162,13 @@ func (s *Store) Step(st *kv.Step) (err error) {
 					st.Fence = ft.mint(lh)
 				}
 				lsh.count(cSetNXWins)
-				st.Outcome = kv.Inserted
+				st.Outcome = contract.Inserted
 				s.sweepSome(lsh, sweepPerWrite, &t)
 			}
-			if st.Action == kv.ActionSet {
+			if st.Action == contract.ActionSet {
 				s.sweepSome(sh, sweepPerWrite, &t)
 			}
-			if st.Release && (st.Action != kv.ActionExpire || st.Done) {
+			if st.Release && (st.Action != contract.ActionExpire || st.Done) {
 				pos, b := s.live(lsh, lh, ltag, st.Lock, &t)
 				if st.Released = b != noBlock && lsh.valueEquals(b, st.Token); st.Released {
 					s.removeEntry(lsh, pos, b, lh)
@@ -197,7 +197,7 @@ func (s *Store) Step(st *kv.Step) (err error) {
 // readLocked is ActionGet of st.Key, as GetInto reads under the lock: a
 // hit stamps the entry's access and marks session data read. Caller holds
 // sh's lock.
-func (s *Store) readLocked(sh *shard, h uint64, tag uint32, st *kv.Step, t *int64) {
+func (s *Store) readLocked(sh *shard, h uint64, tag uint32, st *contract.Step, t *int64) {
 	_, b := s.live(sh, h, tag, st.Key, t)
 	if b == noBlock {
 		sh.countRead(cMisses)
@@ -206,7 +206,7 @@ func (s *Store) readLocked(sh *shard, h uint64, tag uint32, st *kv.Step, t *int6
 	if p := sh.entryAccess(b); atomic.LoadUint32(p) != s.lruClock(*t) {
 		storeDerived32(p, s.lruClock(*t))
 	}
-	if sh.entryMeta(b)&flagRead == 0 && s.g.kindOf(st.Key) == kv.KindSession {
+	if sh.entryMeta(b)&flagRead == 0 && s.g.kindOf(st.Key) == contract.KindSession {
 		sh.markRead(b) // a returning user's session
 	}
 	sh.countRead(cHits)

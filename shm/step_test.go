@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/backend"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
 
@@ -16,11 +16,11 @@ import (
 // it put first is taken away again, for a plain lock and a session's
 // (bound) lock, and the segment checks clean.
 func TestStepAcquireWhoseValueCannotFitKeepsNoLock(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 4 << 20, Policy: kv.NoEviction})
+	s := openTest(t, contract.MemoryConfig{Limit: 4 << 20, Policy: contract.NoEviction})
 	for _, keys := range [][2]string{{"lk", "data"}, {sessionkeys.LockKey("sid1"), sessionkeys.DataKey("sid1")}} {
 		st := backend.Step{Lock: keys[0], Token: []byte("tok"), LockTTL: time.Minute, Acquire: true, Fenced: true,
 			Bound: true, Action: backend.ActionSet, Key: keys[1], Value: make([]byte, 8<<20)}
-		assert.ErrorIs(t, backend.Run(s, &st), kv.ErrNoMemory)
+		assert.ErrorIs(t, backend.Run(s, &st), contract.ErrNoMemory)
 		assert.False(t, st.Held)
 		held, err := s.Exists(keys[0])
 		require.NoError(t, err)

@@ -1,5 +1,5 @@
 // Package shm is ephpm's shared-memory store: the key-value store of package
-// kv with the same contracts, kept in a named segment that every process
+// memstore with the same contracts, kept in a named segment that every process
 // mapping it shares (php-fpm workers, CLI scripts), and that survives any
 // of them being killed at any instruction.
 //
@@ -25,7 +25,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // Options configure Open.
@@ -35,12 +35,13 @@ type Options struct {
 	// Memory: Limit sizes a segment this call creates (0: DefaultMemoryLimit)
 	// and must match an existing one's if nonzero; Policy, Compression and
 	// CompressionMinSize are segment-wide and applied on every Open.
-	Memory kv.MemoryConfig
+	Memory contract.MemoryConfig
 	// PinnedPrefixes lists key prefixes whose entries this process writes
 	// pinned: never evicted.
 	PinnedPrefixes []string
-	// SessionDataPrefix, SessionLockPrefix and SessionLimitName are kv's
-	// (kv.Options): session data lives within Memory.SessionLimit, and
+	// SessionDataPrefix, SessionLockPrefix and SessionLimitName are the
+	// session rule (contract.NewSessionRule), as for the in-process store:
+	// session data lives within Memory.SessionLimit, and
 	// while its lock is there it is never evicted; session locks never
 	// are. The prefixes are the segment's, fixed when this call makes it:
 	// "" takes the segment's, others must be the same.
@@ -58,7 +59,7 @@ type Options struct {
 	// for another uid's segment (a call that needs it then fails, having
 	// done nothing). So Anchor and Memory, which say what to make and
 	// set, must be zero with it: either is refused with
-	// kv.ErrInvalidArgument.
+	// contract.ErrInvalidArgument.
 	Existing bool
 	// Owner, with Existing, is the uid whose segment NAME is
 	// (/dev/shm/ephpm-NAME.OWNER): the file must be that uid's, 0600, as
@@ -118,15 +119,15 @@ var (
 // creating it if it does not exist.
 func Open(name string, opts Options) (*Store, error) {
 	if !namePattern.MatchString(name) {
-		return nil, fmt.Errorf("%w: shared-memory segment name %q is not 1-64 of [A-Za-z0-9._-]", kv.ErrInvalidArgument, name)
+		return nil, fmt.Errorf("%w: shared-memory segment name %q is not 1-64 of [A-Za-z0-9._-]", contract.ErrInvalidArgument, name)
 	}
 	cfg := opts.Memory
-	if opts.Existing && (opts.Anchor != 0 || cfg != (kv.MemoryConfig{})) {
+	if opts.Existing && (opts.Anchor != 0 || cfg != (contract.MemoryConfig{})) {
 		return nil, fmt.Errorf("%w: Existing attaches to segment %s as it is: an anchor (%d) or a memory setting (%+v) "+
-			"would make or change it", kv.ErrInvalidArgument, name, opts.Anchor, cfg)
+			"would make or change it", contract.ErrInvalidArgument, name, opts.Anchor, cfg)
 	}
-	if cfg.Policy < kv.NoEviction || cfg.Policy > kv.AllKeysLRU || cfg.CompressionMinSize < 0 || cfg.Limit < 0 {
-		return nil, fmt.Errorf("%w: memory setting %+v", kv.ErrInvalidArgument, cfg)
+	if cfg.Policy < contract.NoEviction || cfg.Policy > contract.AllKeysLRU || cfg.CompressionMinSize < 0 || cfg.Limit < 0 {
+		return nil, fmt.Errorf("%w: memory setting %+v", contract.ErrInvalidArgument, cfg)
 	}
 	var anchor uint64
 	if opts.Anchor != 0 {
@@ -141,7 +142,7 @@ func Open(name string, opts Options) (*Store, error) {
 	if opts.Owner != nil {
 		if o := *opts.Owner; o < 0 || !opts.Existing && o != owner {
 			return nil, fmt.Errorf("%w: owner uid %d: a segment is named by the uid it belongs to (>= 0), and one this "+
-				"process makes belongs to its effective uid %d", kv.ErrInvalidArgument, o, owner)
+				"process makes belongs to its effective uid %d", contract.ErrInvalidArgument, o, owner)
 		}
 		owner = *opts.Owner
 	}
@@ -161,7 +162,7 @@ func Open(name string, opts Options) (*Store, error) {
 	}
 	var budget int64
 	if !opts.Existing {
-		if budget, err = g.sess.Budget(kv.MemoryConfig{Limit: g.limit, SessionLimit: cfg.SessionLimit}); err != nil {
+		if budget, err = g.sess.Budget(contract.MemoryConfig{Limit: g.limit, SessionLimit: cfg.SessionLimit}); err != nil {
 			g.unmap()
 			return nil, err
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 func get(t *testing.T, s *Store, key string) (string, bool) {
@@ -22,14 +22,14 @@ func get(t *testing.T, s *Store, key string) (string, bool) {
 }
 
 func TestAnEntryLargerThanAShardIsRefused(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 1 << 20})
+	s := openTest(t, contract.MemoryConfig{Limit: 1 << 20})
 	err := s.Set("huge", make([]byte, 2<<20), 0)
-	require.ErrorIs(t, err, kv.ErrNoMemory)
+	require.ErrorIs(t, err, contract.ErrNoMemory)
 	assert.Contains(t, err.Error(), "largest this segment holds")
 }
 
 func TestCompressionComparesTheDecompressedValue(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 4 << 20, Compression: true, CompressionMinSize: 64})
+	s := openTest(t, contract.MemoryConfig{Limit: 4 << 20, Compression: true, CompressionMinSize: 64})
 	v := []byte(strings.Repeat("compressible ", 1000))
 	require.NoError(t, s.Set("k", v, 0))
 	st, _ := s.Stats()
@@ -44,16 +44,16 @@ func TestCompressionComparesTheDecompressedValue(t *testing.T) {
 }
 
 func TestConfigureAppliesToEveryAttachment(t *testing.T) {
-	a := openTest(t, kv.MemoryConfig{Limit: 1 << 20})
-	b, err := Open(testName(t), Options{Memory: kv.MemoryConfig{Limit: 1 << 20}})
+	a := openTest(t, contract.MemoryConfig{Limit: 1 << 20})
+	b, err := Open(testName(t), Options{Memory: contract.MemoryConfig{Limit: 1 << 20}})
 	require.NoError(t, err)
 	defer b.Close()
-	require.NoError(t, a.SetMemoryConfig(kv.MemoryConfig{Policy: kv.AllKeysLRU, Compression: true}))
+	require.NoError(t, a.SetMemoryConfig(contract.MemoryConfig{Policy: contract.AllKeysLRU, Compression: true}))
 	st, _ := b.Stats()
 	assert.Equal(t, "allkeys-lru", st.Eviction)
 	assert.True(t, st.Compression)
-	assert.ErrorIs(t, a.SetMemoryConfig(kv.MemoryConfig{Limit: 999999999}), kv.ErrInvalidArgument)
-	assert.NoError(t, a.SetMemoryConfig(kv.MemoryConfig{Limit: 1 << 20}))
+	assert.ErrorIs(t, a.SetMemoryConfig(contract.MemoryConfig{Limit: 999999999}), contract.ErrInvalidArgument)
+	assert.NoError(t, a.SetMemoryConfig(contract.MemoryConfig{Limit: 1 << 20}))
 }
 
 // deadTag claims a process slot for a process that has exited, as a
@@ -75,7 +75,7 @@ func deadTag(t *testing.T, s *Store) uint32 {
 // evictable with a TTL) to the new one in one step: every combination of
 // size, TTL and pinning leaves them equal to a recount.
 func TestOverwritesKeepTheFiguresExact(t *testing.T) {
-	s := openTest(t, kv.MemoryConfig{Limit: 16 << 20}, "pin:")
+	s := openTest(t, contract.MemoryConfig{Limit: 16 << 20}, "pin:")
 	for i, c := range []struct {
 		key  string
 		size int
@@ -98,7 +98,7 @@ func TestCloseWaitsForCallsInProgress(t *testing.T) {
 	name := testName(t)
 	removeSegment(name)
 	t.Cleanup(func() { removeSegment(name) })
-	cfg := Options{Memory: kv.MemoryConfig{Limit: 4 << 20}}
+	cfg := Options{Memory: contract.MemoryConfig{Limit: 4 << 20}}
 	s, err := Open(name, cfg)
 	require.NoError(t, err)
 	other, err := Open(name, cfg)
@@ -106,7 +106,7 @@ func TestCloseWaitsForCallsInProgress(t *testing.T) {
 	defer other.Close()
 	out, err := other.SetNX("held", []byte("t"), time.Minute)
 	require.NoError(t, err)
-	require.Equal(t, kv.Inserted, out)
+	require.Equal(t, contract.Inserted, out)
 
 	var waiterDone atomic.Bool
 	waitErr := make(chan error, 1)

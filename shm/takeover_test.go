@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // hangLimit is how long a call waiting for a shard whose owner was killed
@@ -52,7 +52,7 @@ func TestKillToRecoveryDone(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
-	s := openTest(t, kv.MemoryConfig{Limit: 4 << 20})
+	s := openTest(t, contract.MemoryConfig{Limit: 4 << 20})
 	name := testName(t)
 	require.NoError(t, s.Set("key", []byte("value"), 0))
 	sh, _, _ := s.locate("key")

@@ -6,13 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/memstore"
 )
 
 // BenchmarkThrash tests whether the shared-memory store's extra cost from
 // PHP is the pages and cache lines its hot path touches: between two
 // operations it touches N MiB of unrelated memory, as PHP's executor does
-// between two calls, and times only the operation. The shm/kv difference
+// between two calls, and times only the operation. The shm/memstore difference
 // growing with N says the footprint costs; staying flat says it does not.
 //
 // Strides: "tlb" touches the first line of each 4 KiB page (the TLB's
@@ -98,7 +98,7 @@ func thrashOp(b *testing.B, store, op string) func() {
 	tok := []byte("0123456789abcdef")
 	var get, set, lock, unlock func()
 	if store == "kv" {
-		s := kv.New(kv.Options{})
+		s := memstore.New(memstore.Options{})
 		b.Cleanup(s.Close)
 		get, set = func() { s.GetInto("key", dst) }, func() { s.Set("key", v, 0) }
 		lock, unlock = func() { s.SetNX("lock", tok, 30*time.Second) }, func() { s.DelIfEq("lock", tok) }

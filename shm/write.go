@@ -10,13 +10,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // pinFlag returns flagPinned for a key never evicted: under a pinned prefix
 // or the session lock prefix.
 func (s *Store) pinFlag(key string) uint32 {
-	if s.g.kindOf(key) == kv.KindSessionLock {
+	if s.g.kindOf(key) == contract.KindSessionLock {
 		return flagPinned
 	}
 	for _, p := range s.pinned {
@@ -43,7 +43,7 @@ const (
 // write is one write for put.
 type write struct {
 	key      string
-	kind     kv.KeyKind
+	kind     contract.KeyKind
 	h        uint64
 	tag      uint32
 	stored   []byte
@@ -76,7 +76,7 @@ func (s *Store) put(sh *shard, w *write, pos int, old int64, ins int, room bool)
 	if old == noBlock && (!room || ins < 0) {
 		return indexFull
 	}
-	if w.kind == kv.KindSession && w.delta > 0 {
+	if w.kind == contract.KindSession && w.delta > 0 {
 		if r := s.takeBudget(sh, w.delta); r != fits {
 			return r
 		}
@@ -124,7 +124,7 @@ const (
 
 // install stores key's new value if m's condition holds and reports whether
 // it did. A write that does not fit makes room (makeRoom) with no lock held
-// and tries again; if it cannot, it fails with kv.ErrNoMemory and nothing
+// and tries again; if it cannot, it fails with contract.ErrNoMemory and nothing
 // changed. ttl counts from the moment the condition is decided. A write
 // conditioned on another key (a guard, a fence) is a Step (step.go), which
 // holds both shards.
@@ -166,7 +166,7 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 				w.expireAt = clockAt(&t) + int64(ttl)
 			}
 			w.flags &^= flagRead
-			if w.kind == kv.KindSession && old != noBlock && !oldExpired {
+			if w.kind == contract.KindSession && old != noBlock && !oldExpired {
 				w.flags |= sh.entryMeta(old) & flagRead // the same session, rewritten
 			}
 			r = s.put(sh, &w, pos, old, ins, room)
@@ -200,7 +200,7 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 // w), release them; a put that did not fit makes room for w with no lock
 // held (makeRoom: room so made may be taken by a concurrent writer first)
 // and step is taken again on what the shard holds then, up to
-// writeAttempts times, else the write fails with kv.ErrNoMemory and
+// writeAttempts times, else the write fails with contract.ErrNoMemory and
 // nothing changed. step returns what put answered (fits when it stored
 // nothing); an error it returns ends the loop.
 func (s *Store) writeLoop(sh, gsh *shard, w *write, step func() (room, error)) (err error) {
@@ -257,20 +257,20 @@ func (s *Store) noMemory(r room, w *write) error {
 	}
 	if size > s.g.heapSize {
 		return fmt.Errorf("%w: an entry of %d bytes exceeds the largest this segment holds (%d bytes, a shard's heap)",
-			kv.ErrNoMemory, size, s.g.heapSize)
+			contract.ErrNoMemory, size, s.g.heapSize)
 	}
 	// The old entry stays until the new one is in place (put), so both
 	// are in the shard's heap at once.
 	if r == heapFull && w.replaces > 0 && size+w.replaces > s.g.heapSize {
 		return fmt.Errorf("%w: an entry of %d bytes cannot replace the key's entry of %d bytes: a shard's heap (%d bytes) holds both while the new one is written (delete the key first, or keep such values under half of that)",
-			kv.ErrNoMemory, size, w.replaces, s.g.heapSize)
+			contract.ErrNoMemory, size, w.replaces, s.g.heapSize)
 	}
-	return kv.ErrNoMemory
+	return contract.ErrNoMemory
 }
 
 // Set stores value under key with a TTL (0: none), replacing any entry.
 func (s *Store) Set(key string, value []byte, ttl time.Duration) error {
-	if err := kv.CheckWrite(key, value, ttl); err != nil {
+	if err := contract.CheckWrite(key, value, ttl); err != nil {
 		return err
 	}
 	_, err := s.install(key, value, ttl, s.pinFlag(key), modeSet)
@@ -279,12 +279,12 @@ func (s *Store) Set(key string, value []byte, ttl time.Duration) error {
 
 // SetNX stores value under key only if no live entry is there, with its
 // TTL in the same step; the entry is a lock and is never evicted.
-func (s *Store) SetNX(key string, value []byte, ttl time.Duration) (kv.SetNXOutcome, error) {
+func (s *Store) SetNX(key string, value []byte, ttl time.Duration) (contract.SetNXOutcome, error) {
 	return s.setNX(key, value, ttl)
 }
 
-func (s *Store) setNX(key string, value []byte, ttl time.Duration) (kv.SetNXOutcome, error) {
-	if err := kv.CheckWrite(key, value, ttl); err != nil {
+func (s *Store) setNX(key string, value []byte, ttl time.Duration) (contract.SetNXOutcome, error) {
+	if err := contract.CheckWrite(key, value, ttl); err != nil {
 		return 0, err
 	}
 	ok, err := s.install(key, value, ttl, flagPinned, modeSetNX)
@@ -292,7 +292,7 @@ func (s *Store) setNX(key string, value []byte, ttl time.Duration) (kv.SetNXOutc
 	case err != nil:
 		return 0, err
 	case ok:
-		return kv.Inserted, nil
+		return contract.Inserted, nil
 	}
-	return kv.Exists, nil
+	return contract.Exists, nil
 }

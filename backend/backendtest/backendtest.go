@@ -46,13 +46,13 @@ const hangCatch = 2 * time.Minute
 // clock. Keys are prefixed by test name, so b may be shared with other
 // tests.
 func Run(t *testing.T, b backend.Backend, clock Clock) {
-	for _, c := range contract {
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			c.run(t, b, strings.ReplaceAll(t.Name(), "/", ":")+":", clock)
 		})
 	}
 }
 
-// contract is every group's cases, in order; scan.go and steps.go add
+// cases are every group's cases, in order; scan.go and steps.go add
 // theirs at init.
-var contract = slices.Concat(basicContract, lockContract, batchContract, fenceContract, rwlockContract)
+var cases = slices.Concat(basicContract, lockContract, batchContract, fenceContract, rwlockContract)

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/backend"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
 
@@ -105,9 +105,9 @@ var basicContract = []struct {
 	{"SetNXAndDelIfEq", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		out, err := b.SetNX(p+"l", []byte("A"), time.Minute)
 		require.NoError(t, err)
-		assert.Equal(t, kv.Inserted, out)
+		assert.Equal(t, contract.Inserted, out)
 		out, _ = b.SetNX(p+"l", []byte("B"), time.Minute)
-		assert.Equal(t, kv.Exists, out)
+		assert.Equal(t, contract.Exists, out)
 		ok, err := b.DelIfEq(p+"l", []byte("B"))
 		require.NoError(t, err)
 		assert.False(t, ok)
@@ -117,15 +117,15 @@ var basicContract = []struct {
 	{"StaleRelease", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		// A's lock expires, B takes it, A's late release must not remove it.
 		out, _ := b.SetNX(p+"lock", []byte("A"), 100*time.Millisecond)
-		require.Equal(t, kv.Inserted, out)
+		require.Equal(t, contract.Inserted, out)
 		time.Sleep(150 * time.Millisecond)
 		out, _ = b.SetNX(p+"lock", []byte("B"), time.Minute)
-		require.Equal(t, kv.Inserted, out)
+		require.Equal(t, contract.Inserted, out)
 		ok, err := b.DelIfEq(p+"lock", []byte("A"))
 		require.NoError(t, err)
 		assert.False(t, ok)
 		out, _ = b.SetNX(p+"lock", []byte("C"), time.Minute)
-		assert.Equal(t, kv.Exists, out)
+		assert.Equal(t, contract.Exists, out)
 	}},
 	{"ExpireAndExpireIfEq", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		ok, err := b.Expire(p+"none", time.Second)
@@ -155,10 +155,10 @@ var basicContract = []struct {
 		assert.Greater(t, ttl, 50*time.Second, "the TTL set on create stays")
 		require.NoError(t, b.Set(p+"s", []byte("abc"), 0))
 		_, err = b.IncrBy(p+"s", 1, 0)
-		assert.ErrorIs(t, err, kv.ErrNotInteger)
+		assert.ErrorIs(t, err, contract.ErrNotInteger)
 		require.NoError(t, b.Set(p+"m", []byte("9223372036854775807"), 0))
 		_, err = b.IncrBy(p+"m", 1, 0)
-		assert.ErrorIs(t, err, kv.ErrOverflow)
+		assert.ErrorIs(t, err, contract.ErrOverflow)
 	}},
 	{"IncrByAnswersExactSumsAbove2To53", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		// A counter's sum is exact over all of int64, with a TTL on create
@@ -185,7 +185,7 @@ var basicContract = []struct {
 			"9223372036854775808", "-9223372036854775809"} {
 			require.NoError(t, b.Set(p+"bad", []byte(bad), 0))
 			_, err := b.IncrBy(p+"bad", 1, 0)
-			assert.ErrorIs(t, err, kv.ErrNotInteger, "%q", bad)
+			assert.ErrorIs(t, err, contract.ErrNotInteger, "%q", bad)
 			dst := make([]byte, 32)
 			n, _, _ := b.GetInto(p+"bad", dst)
 			assert.Equal(t, bad, string(dst[:n]), "%q is unchanged", bad)

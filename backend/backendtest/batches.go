@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/backend"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // batchContract: GetMany and SetMany.
@@ -62,12 +62,12 @@ var batchContract = []struct {
 	{"SetManyRefusesABadBatchWhole", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		for name, keys := range map[string][]string{
 			"empty key":   {p + "r:1", "", p + "r:3"},
-			"long key":    {p + "r:1", strings.Repeat("k", kv.MaxKeyLen+1), p + "r:3"},
+			"long key":    {p + "r:1", strings.Repeat("k", contract.MaxKeyLen+1), p + "r:3"},
 			"short count": {p + "r:1", p + "r:2"},
 		} {
 			values := [][]byte{[]byte("1"), []byte("2"), []byte("3")}
 			stored, err := b.SetMany(keys, values, 0)
-			assert.ErrorIs(t, err, kv.ErrInvalidArgument, name)
+			assert.ErrorIs(t, err, contract.ErrInvalidArgument, name)
 			assert.Equal(t, 0, stored, name)
 			for _, k := range []string{p + "r:1", p + "r:2", p + "r:3"} {
 				found, _ := b.Exists(k)
@@ -75,7 +75,7 @@ var batchContract = []struct {
 			}
 		}
 		_, err := b.SetMany([]string{p + "r:1"}, [][]byte{[]byte("1")}, -time.Second)
-		assert.ErrorIs(t, err, kv.ErrInvalidArgument, "negative TTL")
+		assert.ErrorIs(t, err, contract.ErrInvalidArgument, "negative TTL")
 	}},
 }
 

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/backend"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/internal/barrier"
-	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/lockwait"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
@@ -32,13 +32,13 @@ var fenceContract = []struct {
 		assert.Zero(t, f, "never granted")
 		out, f1, err := backend.SetNXFenced(b, lock, []byte("a"), time.Minute)
 		require.NoError(t, err)
-		require.Equal(t, kv.Inserted, out)
+		require.Equal(t, contract.Inserted, out)
 		assert.Positive(t, f1)
 		f, _ = b.Fence(lock)
 		assert.Equal(t, f1, f)
 		out, f, err = backend.SetNXFenced(b, lock, []byte("b"), time.Minute)
 		require.NoError(t, err)
-		assert.Equal(t, kv.Exists, out)
+		assert.Equal(t, contract.Exists, out)
 		assert.Zero(t, f, "no grant, no fence")
 		f, _ = b.Fence(lock)
 		assert.Equal(t, f1, f, "a refused grant mints nothing")
@@ -91,7 +91,7 @@ var fenceContract = []struct {
 		ok, _ = backend.SetFenced(b, key, []byte("x"), 0, "{"+p+"res}:never", 1)
 		assert.False(t, ok, "a lock never granted")
 		_, err = backend.SetFenced(b, key, []byte("x"), 0, lock, 0)
-		assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+		assert.ErrorIs(t, err, contract.ErrInvalidArgument)
 		n, _, _ = b.GetInto(key, dst)
 		assert.Equal(t, "by b", string(dst[:n]))
 	}},
@@ -119,14 +119,14 @@ var fenceContract = []struct {
 		found, _ = b.Exists(lock)
 		assert.True(t, found, "the lock is left to its holder")
 		_, err = backend.DelFenced(b, key, lock, 0)
-		assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+		assert.ErrorIs(t, err, contract.ErrInvalidArgument)
 	}},
 	{"SetNXGetFenced", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		data, lock := sessionkeys.DataKey(p+"sid"), sessionkeys.LockKey(p+"sid")
 		dst := make([]byte, 8)
 		out, n, found, f1, err := backend.SetNXGetFenced(b, lock, []byte("tok"), time.Minute, data, dst)
 		require.NoError(t, err)
-		assert.Equal(t, kv.Inserted, out)
+		assert.Equal(t, contract.Inserted, out)
 		assert.False(t, found, "no data yet")
 		assert.Zero(t, n)
 		assert.Positive(t, f1)
@@ -139,7 +139,7 @@ var fenceContract = []struct {
 		require.NoError(t, b.Set(data, []byte("v1"), time.Minute))
 		out, n, found, f, err := backend.SetNXGetFenced(b, lock, []byte("other"), time.Minute, data, dst)
 		require.NoError(t, err)
-		assert.Equal(t, kv.Exists, out, "held")
+		assert.Equal(t, contract.Exists, out, "held")
 		assert.False(t, found, "nothing read without the lock")
 		assert.Zero(t, f, "no grant, no fence")
 		b.DelIfEq(lock, []byte("tok"))
@@ -151,7 +151,7 @@ var fenceContract = []struct {
 
 		out, n, found, f3, err := backend.SetNXGetFenced(b, lock, []byte("tok3"), 0, data, dst)
 		require.NoError(t, err)
-		assert.Equal(t, kv.Inserted, out)
+		assert.Equal(t, contract.Inserted, out)
 		assert.True(t, found)
 		assert.Equal(t, "v1", string(dst[:n]))
 		assert.Greater(t, f3, f2)
@@ -162,14 +162,14 @@ var fenceContract = []struct {
 		// A value that fills dst exactly, and one longer than dst.
 		require.NoError(t, b.Set(data, []byte("12345678"), time.Minute))
 		out, n, found, _, _ = backend.SetNXGetFenced(b, lock, []byte("tok4"), time.Minute, data, dst)
-		assert.Equal(t, kv.Inserted, out)
+		assert.Equal(t, contract.Inserted, out)
 		assert.True(t, found)
 		assert.Equal(t, "12345678", string(dst[:n]), "fits exactly")
 		b.DelIfEq(lock, []byte("tok4"))
 		require.NoError(t, b.Set(data, []byte("longer than 8"), time.Minute))
 		copy(dst, "unread..")
 		out, n, found, f5, _ := backend.SetNXGetFenced(b, lock, []byte("tok5"), time.Minute, data, dst)
-		assert.Equal(t, kv.Inserted, out)
+		assert.Equal(t, contract.Inserted, out)
 		assert.True(t, found)
 		assert.Equal(t, 13, n, "too small: the length comes back")
 		assert.Equal(t, "unread..", string(dst), "and nothing is copied")
@@ -177,7 +177,7 @@ var fenceContract = []struct {
 		b.DelIfEq(lock, []byte("tok5"))
 		require.NoError(t, b.Set(data, []byte{}, time.Minute))
 		out, n, found, _, _ = backend.SetNXGetFenced(b, lock, []byte("tok6"), time.Minute, data, dst)
-		assert.Equal(t, kv.Inserted, out)
+		assert.Equal(t, contract.Inserted, out)
 		assert.True(t, found, "an empty value is a value")
 		assert.Zero(t, n)
 	}},
@@ -214,9 +214,9 @@ var fenceContract = []struct {
 		ok, _ = backend.DelFencedRelease(b, data, lock, fb, []byte("b"))
 		assert.True(t, ok, "nothing to remove: the fence still held")
 		_, err = backend.SetFencedRelease(b, data, []byte("x"), 0, lock, 0, []byte("b"))
-		assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+		assert.ErrorIs(t, err, contract.ErrInvalidArgument)
 		_, err = backend.DelFencedRelease(b, data, lock, -1, []byte("b"))
-		assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+		assert.ErrorIs(t, err, contract.ErrInvalidArgument)
 	}},
 	{"FencedReleaseRefusesAfterAnotherGrant", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		dst := make([]byte, 16)
@@ -264,7 +264,7 @@ var fenceContract = []struct {
 			require.Eventually(t, func() bool { ok, _ := b.Exists(lock); return !ok }, hangCatch, 5*time.Millisecond)
 			out, err := b.SetNX(lock, []byte("d"), time.Minute)
 			require.NoError(t, err)
-			require.Equal(t, kv.Inserted, out)
+			require.Equal(t, contract.Inserted, out)
 			require.NoError(t, b.Set(data, []byte("by d"), time.Minute))
 			assert.False(t, release(fc, "c"), "d holds the lock")
 			stays("by d", "d")

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/backend"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/internal/barrier"
-	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/lockwait"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
@@ -65,7 +65,7 @@ var lockContract = []struct {
 		dst := make([]byte, 8)
 		out, n, found, err := backend.SetNXGet(b, lock, []byte("tok"), time.Minute, data, dst)
 		require.NoError(t, err)
-		assert.Equal(t, kv.Inserted, out)
+		assert.Equal(t, contract.Inserted, out)
 		assert.False(t, found, "no data yet")
 		assert.Equal(t, 0, n)
 		ttl, held, _ := b.PTTL(lock)
@@ -75,14 +75,14 @@ var lockContract = []struct {
 		require.NoError(t, b.Set(data, []byte("v1"), time.Minute))
 		out, _, found, err = backend.SetNXGet(b, lock, []byte("other"), time.Minute, data, dst)
 		require.NoError(t, err)
-		assert.Equal(t, kv.Exists, out, "held")
+		assert.Equal(t, contract.Exists, out, "held")
 		assert.False(t, found, "nothing read without the lock")
 		ok, _ := b.DelIfEq(lock, []byte("tok"))
 		require.True(t, ok)
 
 		out, n, found, err = backend.SetNXGet(b, lock, []byte("tok2"), 0, data, dst)
 		require.NoError(t, err)
-		assert.Equal(t, kv.Inserted, out)
+		assert.Equal(t, contract.Inserted, out)
 		assert.True(t, found)
 		assert.Equal(t, "v1", string(dst[:n]))
 		ttl, _, _ = b.PTTL(lock)
@@ -92,21 +92,21 @@ var lockContract = []struct {
 		small := []byte("xy")
 		out, n, found, err = backend.SetNXGet(b, lock, []byte("tok3"), time.Minute, data, small)
 		require.NoError(t, err)
-		assert.Equal(t, kv.Inserted, out)
+		assert.Equal(t, contract.Inserted, out)
 		assert.True(t, found)
 		assert.Equal(t, 2, n, "fits exactly")
 		require.NoError(t, b.Set(data, []byte("longer"), time.Minute))
 		b.DelIfEq(lock, []byte("tok3"))
 		copy(small, "xy")
 		out, n, found, _ = backend.SetNXGet(b, lock, []byte("tok4"), time.Minute, data, small)
-		assert.Equal(t, kv.Inserted, out)
+		assert.Equal(t, contract.Inserted, out)
 		assert.True(t, found)
 		assert.Equal(t, 6, n, "too small: the length comes back")
 		assert.Equal(t, "xy", string(small), "and nothing is copied")
 		require.NoError(t, b.Set(data, []byte{}, time.Minute))
 		b.DelIfEq(lock, []byte("tok4"))
 		out, n, found, _ = backend.SetNXGet(b, lock, []byte("tok5"), time.Minute, data, dst)
-		assert.Equal(t, kv.Inserted, out)
+		assert.Equal(t, contract.Inserted, out)
 		assert.True(t, found, "an empty value is a value")
 		assert.Equal(t, 0, n)
 	}},
@@ -118,7 +118,7 @@ var lockContract = []struct {
 			require.NoError(t, b.Set(data, []byte("v"), time.Minute))
 			wins := barrier.Race(16, func(i int) bool {
 				dst := make([]byte, 4)
-				var out kv.SetNXOutcome
+				var out contract.SetNXOutcome
 				var n int
 				var found bool
 				var err error
@@ -132,10 +132,10 @@ var lockContract = []struct {
 					t.Error(err)
 					return false
 				}
-				if out == kv.Inserted && (!found || string(dst[:n]) != "v" || fence <= 0) {
+				if out == contract.Inserted && (!found || string(dst[:n]) != "v" || fence <= 0) {
 					t.Errorf("the winner read %q (found %v), fence %d", dst[:n], found, fence)
 				}
-				return out == kv.Inserted
+				return out == contract.Inserted
 			})
 			require.Equal(t, 1, wins, "round %d", round)
 		}
@@ -256,7 +256,7 @@ var lockContract = []struct {
 			wins := barrier.Race(32, func(i int) bool {
 				out, err := b.SetNX(key, []byte(fmt.Sprint(i)), time.Minute)
 				assert.NoError(t, err)
-				return out == kv.Inserted
+				return out == contract.Inserted
 			})
 			require.Equal(t, 1, wins, "round %d", r)
 		}

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/backend"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/internal/barrier"
-	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/lockwait"
 )
 
@@ -30,32 +30,32 @@ var rwlockContract = []struct {
 		release, _ := lockCalls(t, b, lock)
 		mode, holders, err := b.LockInfo(lock)
 		require.NoError(t, err)
-		assert.Equal(t, kv.LockExclusive, mode)
+		assert.Equal(t, contract.LockExclusive, mode)
 		assert.Zero(t, holders, "free")
-		out, f1, err := b.LockAttempt(lock, []byte("r1"), kv.LockShared, time.Minute, 0)
+		out, f1, err := b.LockAttempt(lock, []byte("r1"), contract.LockShared, time.Minute, 0)
 		require.NoError(t, err)
-		require.Equal(t, kv.Inserted, out)
+		require.Equal(t, contract.Inserted, out)
 		assert.Positive(t, f1)
-		out, f2, err := b.LockAttempt(lock, []byte("r2"), kv.LockShared, time.Minute, 0)
+		out, f2, err := b.LockAttempt(lock, []byte("r2"), contract.LockShared, time.Minute, 0)
 		require.NoError(t, err)
-		require.Equal(t, kv.Inserted, out, "readers share")
+		require.Equal(t, contract.Inserted, out, "readers share")
 		assert.Greater(t, f2, f1, "every grant mints")
 		mode, holders, _ = b.LockInfo(lock)
-		assert.Equal(t, kv.LockShared, mode)
+		assert.Equal(t, contract.LockShared, mode)
 		assert.Equal(t, 2, holders)
-		out, f, err := b.LockAttempt(lock, []byte("w"), kv.LockExclusive, time.Minute, 0)
+		out, f, err := b.LockAttempt(lock, []byte("w"), contract.LockExclusive, time.Minute, 0)
 		require.NoError(t, err)
-		assert.Equal(t, kv.Exists, out, "a writer is refused while readers hold")
+		assert.Equal(t, contract.Exists, out, "a writer is refused while readers hold")
 		assert.Zero(t, f, "no grant, no fence")
-		out, _, _ = b.LockAttempt(lock, []byte("r3"), kv.LockShared, time.Minute, 0)
-		assert.Equal(t, kv.Inserted, out, "without a claim readers still enter")
+		out, _, _ = b.LockAttempt(lock, []byte("r3"), contract.LockShared, time.Minute, 0)
+		assert.Equal(t, contract.Inserted, out, "without a claim readers still enter")
 		require.True(t, release("r3"))
-		out, _, err = b.LockAttempt(lock, []byte("w"), kv.LockExclusive, time.Minute, time.Minute)
+		out, _, err = b.LockAttempt(lock, []byte("w"), contract.LockExclusive, time.Minute, time.Minute)
 		require.NoError(t, err)
-		assert.Equal(t, kv.Exists, out)
-		out, _, err = b.LockAttempt(lock, []byte("r4"), kv.LockShared, time.Minute, 0)
+		assert.Equal(t, contract.Exists, out)
+		out, _, err = b.LockAttempt(lock, []byte("r4"), contract.LockShared, time.Minute, 0)
 		require.NoError(t, err)
-		assert.Equal(t, kv.Exists, out, "the waiting writer's claim refuses new readers")
+		assert.Equal(t, contract.Exists, out, "the waiting writer's claim refuses new readers")
 		ok, err := b.LockRelease(lock, []byte("nobody"))
 		require.NoError(t, err)
 		assert.False(t, ok, "a token that holds nothing releases nothing")
@@ -63,28 +63,28 @@ var rwlockContract = []struct {
 		assert.False(t, release("r1"), "released once")
 		_, holders, _ = b.LockInfo(lock)
 		assert.Equal(t, 1, holders)
-		out, _, _ = b.LockAttempt(lock, []byte("w"), kv.LockExclusive, time.Minute, time.Minute)
-		assert.Equal(t, kv.Exists, out, "one reader left")
+		out, _, _ = b.LockAttempt(lock, []byte("w"), contract.LockExclusive, time.Minute, time.Minute)
+		assert.Equal(t, contract.Exists, out, "one reader left")
 		assert.True(t, release("r2"))
 		mode, holders, _ = b.LockInfo(lock)
-		assert.Equal(t, kv.LockExclusive, mode)
+		assert.Equal(t, contract.LockExclusive, mode)
 		assert.Zero(t, holders, "a claim alone holds nothing")
-		out, f3, err := b.LockAttempt(lock, []byte("w"), kv.LockExclusive, time.Minute, time.Minute)
+		out, f3, err := b.LockAttempt(lock, []byte("w"), contract.LockExclusive, time.Minute, time.Minute)
 		require.NoError(t, err)
-		require.Equal(t, kv.Inserted, out, "the last reader's release lets the writer in")
+		require.Equal(t, contract.Inserted, out, "the last reader's release lets the writer in")
 		assert.Greater(t, f3, f2)
 		dst := make([]byte, 8)
 		n, _, _ := b.GetInto(lock, dst)
 		assert.Equal(t, "w", string(dst[:n]), "held exclusively: the token, as set_nx leaves it")
 		mode, holders, _ = b.LockInfo(lock)
-		assert.Equal(t, kv.LockExclusive, mode)
+		assert.Equal(t, contract.LockExclusive, mode)
 		assert.Equal(t, 1, holders)
-		out, _, _ = b.LockAttempt(lock, []byte("r5"), kv.LockShared, time.Minute, 0)
-		assert.Equal(t, kv.Exists, out, "no reader while a writer holds")
-		out, _, _ = b.LockAttempt(lock, []byte("w2"), kv.LockExclusive, time.Minute, time.Minute)
-		assert.Equal(t, kv.Exists, out, "one writer")
+		out, _, _ = b.LockAttempt(lock, []byte("r5"), contract.LockShared, time.Minute, 0)
+		assert.Equal(t, contract.Exists, out, "no reader while a writer holds")
+		out, _, _ = b.LockAttempt(lock, []byte("w2"), contract.LockExclusive, time.Minute, time.Minute)
+		assert.Equal(t, contract.Exists, out, "one writer")
 		out, _ = b.SetNX(lock, []byte("x"), time.Minute)
-		assert.Equal(t, kv.Exists, out)
+		assert.Equal(t, contract.Exists, out)
 		assert.True(t, release("w"))
 		_, holders, _ = b.LockInfo(lock)
 		assert.Zero(t, holders)
@@ -92,19 +92,19 @@ var rwlockContract = []struct {
 		assert.Equal(t, f3, got, "Fence reads lock_acquire's grants")
 		out, f4, err := backend.SetNXFenced(b, lock, []byte("s"), time.Minute)
 		require.NoError(t, err)
-		require.Equal(t, kv.Inserted, out)
+		require.Equal(t, contract.Inserted, out)
 		assert.Greater(t, f4, f3, "one sequence with SetNXFenced")
-		out, _, _ = b.LockAttempt(lock, []byte("r6"), kv.LockShared, time.Minute, 0)
-		assert.Equal(t, kv.Exists, out, "set_nx's lock is an exclusive hold")
+		out, _, _ = b.LockAttempt(lock, []byte("r6"), contract.LockShared, time.Minute, 0)
+		assert.Equal(t, contract.Exists, out, "set_nx's lock is an exclusive hold")
 		assert.True(t, release("s"), "lock_release frees set_nx's lock")
-		out, f5, _ := b.LockAttempt(lock, []byte("r6"), kv.LockShared, time.Minute, 0)
-		require.Equal(t, kv.Inserted, out)
+		out, f5, _ := b.LockAttempt(lock, []byte("r6"), contract.LockShared, time.Minute, 0)
+		require.Equal(t, contract.Inserted, out)
 		assert.Greater(t, f5, f4)
 		ok, err = backend.SetFenced(b, lock+":data", []byte("v"), 0, lock, f5)
 		require.NoError(t, err)
 		assert.True(t, ok, "a read grant is the latest grant")
 		out, _ = b.SetNX(lock, []byte("x"), time.Minute)
-		assert.Equal(t, kv.Exists, out, "set_nx sees a read-held name held")
+		assert.Equal(t, contract.Exists, out, "set_nx sees a read-held name held")
 		ok, _ = b.DelIfEq(lock, []byte("r6"))
 		assert.False(t, ok, "del_if_eq sees a read-held name unequal")
 		removed, err := b.Del(lock)
@@ -116,11 +116,11 @@ var rwlockContract = []struct {
 	{"LockHoldsLapseAndRefresh", func(t *testing.T, b backend.Backend, p string, clock Clock) {
 		lock := p + "rw"
 		release, refresh := lockCalls(t, b, lock)
-		out, _, err := b.LockAttempt(lock, []byte("short"), kv.LockShared, 100*time.Millisecond, 0)
+		out, _, err := b.LockAttempt(lock, []byte("short"), contract.LockShared, 100*time.Millisecond, 0)
 		require.NoError(t, err)
-		require.Equal(t, kv.Inserted, out)
-		out, _, _ = b.LockAttempt(lock, []byte("long"), kv.LockShared, time.Minute, 0)
-		require.Equal(t, kv.Inserted, out)
+		require.Equal(t, contract.Inserted, out)
+		out, _, _ = b.LockAttempt(lock, []byte("long"), contract.LockShared, time.Minute, 0)
+		require.Equal(t, contract.Inserted, out)
 		ok, err := b.LockRefresh(lock, []byte("nobody"), time.Minute)
 		require.NoError(t, err)
 		assert.False(t, ok, "refresh by a token that holds nothing")
@@ -132,8 +132,8 @@ var rwlockContract = []struct {
 		require.Eventually(t, func() bool { _, n, _ := b.LockInfo(lock); return n == 0 }, hangCatch, 5*time.Millisecond,
 			"refreshed to lapse soon")
 		// 30 s, refreshed to a minute: no host's pace lets it lapse first.
-		out, _, _ = b.LockAttempt(lock, []byte("ex"), kv.LockExclusive, 30*time.Second, 0)
-		require.Equal(t, kv.Inserted, out, "every hold lapsed: free")
+		out, _, _ = b.LockAttempt(lock, []byte("ex"), contract.LockExclusive, 30*time.Second, 0)
+		require.Equal(t, contract.Inserted, out, "every hold lapsed: free")
 		assert.True(t, refresh("ex", time.Minute), "an exclusive hold refreshes")
 		ttl, found, _ := b.PTTL(lock)
 		require.True(t, found)
@@ -145,21 +145,21 @@ var rwlockContract = []struct {
 		// A claim lapses too: readers enter again once the writer stops.
 		// The claim refuses readers while it lives: asserted unless the host
 		// took longer than the claim to get to the next attempt.
-		out, _, _ = b.LockAttempt(lock, []byte("r"), kv.LockShared, time.Minute, 0)
-		require.Equal(t, kv.Inserted, out)
+		out, _, _ = b.LockAttempt(lock, []byte("r"), contract.LockShared, time.Minute, 0)
+		require.Equal(t, contract.Inserted, out)
 		const claim = 100 * time.Millisecond
 		claimed := clock.Now()
-		out, _, _ = b.LockAttempt(lock, []byte("w"), kv.LockExclusive, time.Minute, claim)
-		require.Equal(t, kv.Exists, out)
-		out, _, _ = b.LockAttempt(lock, []byte("r2"), kv.LockShared, time.Minute, 0)
+		out, _, _ = b.LockAttempt(lock, []byte("w"), contract.LockExclusive, time.Minute, claim)
+		require.Equal(t, contract.Exists, out)
+		out, _, _ = b.LockAttempt(lock, []byte("r2"), contract.LockShared, time.Minute, 0)
 		if time.Duration(clock.Now()-claimed) < claim-2*clock.Resolution {
-			assert.Equal(t, kv.Exists, out, "claimed")
-		} else if out == kv.Inserted {
+			assert.Equal(t, contract.Exists, out, "claimed")
+		} else if out == contract.Inserted {
 			require.True(t, release("r2"))
 		}
 		require.Eventually(t, func() bool {
-			out, _, _ := b.LockAttempt(lock, []byte("r2"), kv.LockShared, time.Minute, 0)
-			return out == kv.Inserted
+			out, _, _ := b.LockAttempt(lock, []byte("r2"), contract.LockShared, time.Minute, 0)
+			return out == contract.Inserted
 		}, hangCatch, 5*time.Millisecond, "a lapsed claim refuses nobody")
 		_, n, _ := b.LockInfo(lock)
 		assert.Equal(t, 2, n)
@@ -167,23 +167,23 @@ var rwlockContract = []struct {
 	{"LockAttemptRefusesBadArguments", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		lock := p + "rw"
 		for _, tok := range [][]byte{{}, make([]byte, 256)} {
-			_, _, err := b.LockAttempt(lock, tok, kv.LockShared, time.Minute, 0)
-			assert.ErrorIs(t, err, kv.ErrInvalidArgument, "a token of %d bytes", len(tok))
+			_, _, err := b.LockAttempt(lock, tok, contract.LockShared, time.Minute, 0)
+			assert.ErrorIs(t, err, contract.ErrInvalidArgument, "a token of %d bytes", len(tok))
 		}
-		_, _, err := b.LockAttempt(lock, []byte("t"), kv.LockMode(2), time.Minute, 0)
-		assert.ErrorIs(t, err, kv.ErrInvalidArgument, "mode 2")
-		_, _, err = b.LockAttempt(lock, []byte("t"), kv.LockShared, -time.Second, 0)
-		assert.ErrorIs(t, err, kv.ErrInvalidArgument, "a negative TTL")
-		out, _, err := b.LockAttempt(lock, []byte("t"), kv.LockShared, time.Minute, 0)
+		_, _, err := b.LockAttempt(lock, []byte("t"), contract.LockMode(2), time.Minute, 0)
+		assert.ErrorIs(t, err, contract.ErrInvalidArgument, "mode 2")
+		_, _, err = b.LockAttempt(lock, []byte("t"), contract.LockShared, -time.Second, 0)
+		assert.ErrorIs(t, err, contract.ErrInvalidArgument, "a negative TTL")
+		out, _, err := b.LockAttempt(lock, []byte("t"), contract.LockShared, time.Minute, 0)
 		require.NoError(t, err)
-		require.Equal(t, kv.Inserted, out)
-		_, _, err = b.LockAttempt(lock, []byte("t"), kv.LockShared, time.Minute, 0)
-		assert.ErrorIs(t, err, kv.ErrInvalidArgument, "a token that already reads")
+		require.Equal(t, contract.Inserted, out)
+		_, _, err = b.LockAttempt(lock, []byte("t"), contract.LockShared, time.Minute, 0)
+		assert.ErrorIs(t, err, contract.ErrInvalidArgument, "a token that already reads")
 		_, n, _ := b.LockInfo(lock)
 		assert.Equal(t, 1, n, "a refused call changes nothing")
 		f, _ := b.Fence(lock)
-		_, _, err = b.LockAttempt(lock, make([]byte, 300), kv.LockExclusive, time.Minute, 0)
-		assert.ErrorIs(t, err, kv.ErrInvalidArgument)
+		_, _, err = b.LockAttempt(lock, make([]byte, 300), contract.LockExclusive, time.Minute, 0)
+		assert.ErrorIs(t, err, contract.ErrInvalidArgument)
 		got, _ := b.Fence(lock)
 		assert.Equal(t, f, got, "a refused call mints nothing")
 	}},
@@ -200,9 +200,9 @@ var rwlockContract = []struct {
 		maxFence, lastWriter := int64(0), int64(0)
 		seen := map[int64]bool{}
 		barrier.Race(16, func(i int) bool {
-			mode := kv.LockShared
+			mode := contract.LockShared
 			if i%4 == 0 {
-				mode = kv.LockExclusive
+				mode = contract.LockExclusive
 			}
 			for r := 0; r < 15; r++ {
 				tok := []byte(fmt.Sprintf("%d:%d", i, r))
@@ -210,7 +210,7 @@ var rwlockContract = []struct {
 				if !assert.NoError(t, err) || !assert.True(t, res.Acquired) {
 					return false
 				}
-				if mode == kv.LockExclusive {
+				if mode == contract.LockExclusive {
 					assert.Equal(t, int32(1), writers.Add(1), "one writer at a time")
 					assert.Zero(t, readers.Load(), "no reader beside a writer")
 				} else {
@@ -220,7 +220,7 @@ var rwlockContract = []struct {
 				mu.Lock()
 				assert.False(t, seen[f], "fence %d granted twice", f)
 				seen[f] = true
-				if mode == kv.LockExclusive {
+				if mode == contract.LockExclusive {
 					assert.Greater(t, f, maxFence, "a writer's fence exceeds every earlier grant's")
 					lastWriter = f
 				} else {
@@ -229,7 +229,7 @@ var rwlockContract = []struct {
 				maxFence = max(maxFence, f)
 				mu.Unlock()
 				time.Sleep(time.Millisecond) // hold it a little: readers overlap
-				if mode == kv.LockExclusive {
+				if mode == contract.LockExclusive {
 					writers.Add(-1)
 				} else {
 					readers.Add(-1)
@@ -252,9 +252,9 @@ var rwlockContract = []struct {
 		var stop atomic.Bool
 		var wg sync.WaitGroup
 		for i := 0; i < 4; i++ {
-			out, _, err := b.LockAttempt(lock, []byte(fmt.Sprint("first:", i)), kv.LockShared, time.Minute, 0)
+			out, _, err := b.LockAttempt(lock, []byte(fmt.Sprint("first:", i)), contract.LockShared, time.Minute, 0)
 			require.NoError(t, err)
-			require.Equal(t, kv.Inserted, out)
+			require.Equal(t, contract.Inserted, out)
 			wg.Add(1)
 			go func(i int) {
 				defer wg.Done()
@@ -263,7 +263,7 @@ var rwlockContract = []struct {
 					time.Sleep(5 * time.Millisecond)
 					b.LockRelease(lock, prev)
 					prev = []byte(fmt.Sprint(i, ":", r))
-					res, _, err := l.AcquireLock(b, lock, prev, kv.LockShared, time.Minute, 5*hangCatch)
+					res, _, err := l.AcquireLock(b, lock, prev, contract.LockShared, time.Minute, 5*hangCatch)
 					if !assert.NoError(t, err) || !res.Acquired {
 						return
 					}
@@ -274,13 +274,13 @@ var rwlockContract = []struct {
 		time.Sleep(20 * time.Millisecond) // the readers' loop runs
 		// The readers read on until stopped: a starved writer would wait out
 		// its budget (a hang catch, not a speed bound).
-		res, _, err := l.AcquireLock(b, lock, []byte("writer"), kv.LockExclusive, time.Minute, hangCatch)
+		res, _, err := l.AcquireLock(b, lock, []byte("writer"), contract.LockExclusive, time.Minute, hangCatch)
 		stop.Store(true)
 		require.NoError(t, err)
 		assert.True(t, res.Acquired, "the writer got the lock within its wait")
 		if res.Acquired {
 			mode, n, _ := b.LockInfo(lock)
-			assert.Equal(t, kv.LockExclusive, mode)
+			assert.Equal(t, contract.LockExclusive, mode)
 			assert.Equal(t, 1, n)
 			b.LockRelease(lock, []byte("writer"))
 		}

@@ -12,12 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/backend"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // The scan member's walk (backend.Scanner), which every backend answers.
 func init() {
-	contract = append(contract, scanContract...)
+	cases = append(cases, scanContract...)
 }
 
 // walkAll walks b's entries under prefix page by page, count a page, and
@@ -88,9 +88,9 @@ var scanContract = []struct {
 	{"ScanTellsLocks", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		require.NoError(t, b.Set(p+"value", []byte("v"), 0))
 		for _, tok := range []string{"r1", "r2"} {
-			out, _, err := b.LockAttempt(p+"rw", []byte(tok), kv.LockShared, time.Minute, 0)
+			out, _, err := b.LockAttempt(p+"rw", []byte(tok), contract.LockShared, time.Minute, 0)
 			require.NoError(t, err)
-			require.Equal(t, kv.Inserted, out)
+			require.Equal(t, contract.Inserted, out)
 		}
 		_, err := b.SetNX(p+"x", []byte("tok"), time.Minute)
 		require.NoError(t, err)
@@ -133,6 +133,6 @@ var scanContract = []struct {
 	{"ScanRefusesACursorNoWalkGives", func(t *testing.T, b backend.Backend, p string, _ Clock) {
 		_, err := b.Scan(p, ^uint64(0), 10, false)
 		require.Error(t, err)
-		assert.True(t, errors.Is(err, kv.ErrInvalidArgument), "%v", err)
+		assert.True(t, errors.Is(err, contract.ErrInvalidArgument), "%v", err)
 	}},
 }

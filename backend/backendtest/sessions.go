@@ -11,16 +11,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/backend"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/internal/barrier"
-	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
 
 // SessionStore opens a fresh store for t with the session rule of package
-// session (kv.Options.SessionDataPrefix = sessionkeys.DataPrefix,
-// SessionLockPrefix = sessionkeys.LockPrefix, SessionLimitName = limitName)
+// session (contract.NewSessionRule(sessionkeys.DataPrefix,
+// sessionkeys.LockPrefix, limitName))
 // and the memory setting cfg.
-type SessionStore func(t *testing.T, cfg kv.MemoryConfig, limitName string) backend.Backend
+type SessionStore func(t *testing.T, cfg contract.MemoryConfig, limitName string) backend.Backend
 
 // RunSessionBudget runs the session budget's rules against the stores that
 // have one (the in-process store, a shared-memory segment): session data
@@ -44,7 +44,7 @@ func visit(t *testing.T, b backend.Backend, sid string, data []byte) (bool, erro
 	if err != nil {
 		return false, err
 	}
-	require.Equal(t, kv.Inserted, out)
+	require.Equal(t, contract.Inserted, out)
 	defer b.DelIfEq(lock, tok)
 	_, found, err := b.GetInto(sessionkeys.DataKey(sid), make([]byte, 1024))
 	require.NoError(t, err)
@@ -60,7 +60,7 @@ func has(t *testing.T, b backend.Backend, key string) bool {
 	return ok
 }
 
-func stats(t *testing.T, b backend.Backend) kv.Stats {
+func stats(t *testing.T, b backend.Backend) contract.Stats {
 	t.Helper()
 	st, err := b.Stats()
 	require.NoError(t, err)
@@ -78,7 +78,7 @@ var sessionBudget = []struct {
 	// A flood of sessions nobody comes back to stays within the session
 	// budget and makes no other key go.
 	{"DataStaysWithinItsBudget", func(t *testing.T, open SessionStore) {
-		b := open(t, kv.MemoryConfig{Limit: 4 << 20, Policy: kv.AllKeysLRU}, "")
+		b := open(t, contract.MemoryConfig{Limit: 4 << 20, Policy: contract.AllKeysLRU}, "")
 		require.Equal(t, int64(2<<20), stats(t, b).SessionLimit, "the default budget is half the limit")
 		v := bytes.Repeat([]byte("v"), 1000)
 		for i := 0; i < 100; i++ {
@@ -103,7 +103,7 @@ var sessionBudget = []struct {
 	// Other writes never make session data go, even under allkeys-lru: the
 	// budget is the sessions' own.
 	{"OnlySessionDataMakesSessionDataGo", func(t *testing.T, open SessionStore) {
-		b := open(t, kv.MemoryConfig{Limit: 1 << 20, Policy: kv.AllKeysLRU}, "")
+		b := open(t, contract.MemoryConfig{Limit: 1 << 20, Policy: contract.AllKeysLRU}, "")
 		for i := 0; i < 500; i++ {
 			_, err := visit(t, b, fmt.Sprintf("s%03d", i), csrf)
 			require.NoError(t, err)
@@ -121,7 +121,7 @@ var sessionBudget = []struct {
 	// The data of a session whose lock is there (a request is using it) is
 	// never evicted; once the lock is released it may be.
 	{"AHeldSessionIsNeverEvicted", func(t *testing.T, open SessionStore) {
-		b := open(t, kv.MemoryConfig{Limit: smallStore, Policy: kv.AllKeysLRU}, "")
+		b := open(t, contract.MemoryConfig{Limit: smallStore, Policy: contract.AllKeysLRU}, "")
 		tok := []byte("held-token")
 		_, err := b.SetNX(sessionkeys.LockKey("held"), tok, time.Minute)
 		require.NoError(t, err)
@@ -138,7 +138,7 @@ var sessionBudget = []struct {
 		ok, err = b.DelIfEq(sessionkeys.LockKey("held"), tok)
 		require.NoError(t, err)
 		require.True(t, ok)
-		// Evictable, not first: entries stamped in the same LRU tick (kv's
+		// Evictable, not first: entries stamped in the same LRU tick (memstore's
 		// clock moves with its sweeper, every 100 ms, later on a busy host)
 		// are sampled at random, so it goes within a few store-fulls of
 		// visits (~1000 sessions each), not by a given one.
@@ -153,7 +153,7 @@ var sessionBudget = []struct {
 	// the lock and the eviction are one step. Concurrent session writes
 	// never pass the budget together.
 	{"AHeldSessionSurvivesAConcurrentFlood", func(t *testing.T, open SessionStore) {
-		b := open(t, kv.MemoryConfig{Limit: smallStore, Policy: kv.AllKeysLRU}, "")
+		b := open(t, contract.MemoryConfig{Limit: smallStore, Policy: contract.AllKeysLRU}, "")
 		const users, flooders, rounds = 8, 8, 300
 		var lost atomic.Int32
 		barrier.Race(users+flooders, func(g int) bool {
@@ -166,7 +166,7 @@ var sessionBudget = []struct {
 				}
 				sid := fmt.Sprintf("user-%d", g)
 				lock, tok := sessionkeys.LockKey(sid), []byte(fmt.Sprintf("tok-%d-%d", g, r))
-				if out, err := b.SetNX(lock, tok, time.Minute); err != nil || out != kv.Inserted {
+				if out, err := b.SetNX(lock, tok, time.Minute); err != nil || out != contract.Inserted {
 					t.Errorf("lock %s: %v %v", sid, out, err)
 					return false
 				}
@@ -192,7 +192,7 @@ var sessionBudget = []struct {
 	// flood's) make room before any session whose user came back, so
 	// returning users keep theirs and a new user can still log in.
 	{"SessionsSeenOnceGoBeforeReturningOnes", func(t *testing.T, open SessionStore) {
-		b := open(t, kv.MemoryConfig{Limit: 1 << 20, Policy: kv.AllKeysLRU}, "")
+		b := open(t, contract.MemoryConfig{Limit: 1 << 20, Policy: contract.AllKeysLRU}, "")
 		const returning = 50
 		for i := 0; i < returning; i++ {
 			sid := fmt.Sprintf("user%02d", i)
@@ -226,7 +226,7 @@ var sessionBudget = []struct {
 	}},
 	// Once only returning users' sessions are left, they make room too.
 	{"ReturningSessionsMakeRoomOnceAlone", func(t *testing.T, open SessionStore) {
-		b := open(t, kv.MemoryConfig{Limit: smallStore, Policy: kv.AllKeysLRU}, "")
+		b := open(t, contract.MemoryConfig{Limit: smallStore, Policy: contract.AllKeysLRU}, "")
 		for i := 0; i < 3000; i++ {
 			sid := fmt.Sprintf("r%04d", i)
 			_, err := visit(t, b, sid, csrf)
@@ -242,13 +242,13 @@ var sessionBudget = []struct {
 	{"BudgetUnderNoEvictionNamesTheSetting", func(t *testing.T, open SessionStore) {
 		for _, name := range []string{"", "ephpm.session_memory_limit"} {
 			t.Run(name, func(t *testing.T) {
-				b := open(t, kv.MemoryConfig{Limit: 1 << 20, SessionLimit: 16 << 10}, name)
+				b := open(t, contract.MemoryConfig{Limit: 1 << 20, SessionLimit: 16 << 10}, name)
 				var err error
 				i := 0
 				for ; i < 10000 && err == nil; i++ {
 					_, err = visit(t, b, fmt.Sprintf("s%05d", i), csrf)
 				}
-				require.ErrorIs(t, err, kv.ErrNoMemory)
+				require.ErrorIs(t, err, contract.ErrNoMemory)
 				want := name
 				if want == "" {
 					want = "session_memory_limit"
@@ -269,19 +269,19 @@ var sessionBudget = []struct {
 	// However many sessions arrive, under every policy, a small Set and a
 	// lock never fail.
 	{"ASessionFloodNeverFailsASetOrALock", func(t *testing.T, open SessionStore) {
-		for _, policy := range []kv.Policy{kv.NoEviction, kv.VolatileLRU, kv.AllKeysLRU} {
+		for _, policy := range []contract.Policy{contract.NoEviction, contract.VolatileLRU, contract.AllKeysLRU} {
 			t.Run(policy.String(), func(t *testing.T) {
-				b := open(t, kv.MemoryConfig{Limit: smallStore, Policy: policy}, "")
+				b := open(t, contract.MemoryConfig{Limit: smallStore, Policy: policy}, "")
 				for i := 0; i < 3000; i++ {
 					_, err := visit(t, b, fmt.Sprintf("flood%05d", i), csrf)
-					if policy != kv.NoEviction {
+					if policy != contract.NoEviction {
 						require.NoError(t, err)
 					}
 					require.NoError(t, b.Set(fmt.Sprintf("small:%d", i%10), []byte("value"), 0))
 					lock := fmt.Sprintf("lock:%d", i%10)
 					out, err := b.SetNX(lock, []byte("t"), time.Minute)
 					require.NoError(t, err)
-					require.Equal(t, kv.Inserted, out)
+					require.Equal(t, contract.Inserted, out)
 					ok, err := b.DelIfEq(lock, []byte("t"))
 					require.NoError(t, err)
 					require.True(t, ok)

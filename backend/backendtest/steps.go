@@ -10,14 +10,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/backend"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
 
 // The contract of Backend.Step beyond the members that are one Step each
 // (SetNXGet, SetGuardedRelease, ... above): combinations no member has,
 // which every backend must apply in one step all the same.
-func init() { contract = append(contract, stepContract...) }
+func init() { cases = append(cases, stepContract...) }
 
 // step runs s on b and fails t on an error.
 func step(t *testing.T, b backend.Backend, s *backend.Step) {
@@ -34,7 +34,7 @@ var stepContract = []struct {
 		s := backend.Step{Lock: lock, Token: []byte("tok"), LockTTL: time.Minute, Acquire: true,
 			Action: backend.ActionSet, Key: data, Value: []byte("v1"), TTL: 30 * time.Second}
 		step(t, b, &s)
-		assert.Equal(t, kv.Inserted, s.Outcome)
+		assert.Equal(t, contract.Inserted, s.Outcome)
 		assert.True(t, s.Held)
 		assert.True(t, s.Done, "written")
 		assert.False(t, s.Released)
@@ -54,7 +54,7 @@ var stepContract = []struct {
 		// Held: nothing is written, and the outputs say so.
 		s.Token, s.Value = []byte("other"), []byte("v2")
 		step(t, b, &s)
-		assert.Equal(t, kv.Exists, s.Outcome)
+		assert.Equal(t, contract.Exists, s.Outcome)
 		assert.False(t, s.Held)
 		assert.False(t, s.Done, "the outputs are the call's, not the last call's")
 		n, _, _ = b.GetInto(data, dst)
@@ -66,7 +66,7 @@ var stepContract = []struct {
 		s = backend.Step{Lock: lock, Token: []byte("tok2"), LockTTL: time.Minute, Acquire: true, Fenced: true,
 			Action: backend.ActionSet, Key: data, Value: []byte("v3")}
 		step(t, b, &s)
-		require.Equal(t, kv.Inserted, s.Outcome)
+		require.Equal(t, contract.Inserted, s.Outcome)
 		assert.Positive(t, s.Fence)
 		latest, err := b.Fence(lock)
 		require.NoError(t, err)
@@ -83,7 +83,7 @@ var stepContract = []struct {
 		s := backend.Step{Lock: lock, Token: []byte("tok"), LockTTL: time.Minute, Acquire: true,
 			Action: backend.ActionExpire, Key: data, TTL: 0}
 		step(t, b, &s)
-		assert.Equal(t, kv.Inserted, s.Outcome)
+		assert.Equal(t, contract.Inserted, s.Outcome)
 		assert.True(t, s.Done, "the value was live")
 		ttl, _, _ := b.PTTL(data)
 		assert.Equal(t, time.Duration(-1), ttl, "no TTL now")
@@ -92,7 +92,7 @@ var stepContract = []struct {
 		s = backend.Step{Lock: lock, Token: []byte("tok"), LockTTL: time.Minute, Acquire: true,
 			Action: backend.ActionDel, Key: data}
 		step(t, b, &s)
-		assert.Equal(t, kv.Inserted, s.Outcome)
+		assert.Equal(t, contract.Inserted, s.Outcome)
 		assert.True(t, s.Done, "a live value removed")
 		found, _ := b.Exists(data)
 		assert.False(t, found)
@@ -249,7 +249,7 @@ var stepContract = []struct {
 			{Lock: lock, Acquire: true, LockTTL: -time.Second},
 		} {
 			err := backend.Run(b, &s)
-			require.ErrorIs(t, err, kv.ErrInvalidArgument, "%+v", s)
+			require.ErrorIs(t, err, contract.ErrInvalidArgument, "%+v", s)
 		}
 		found, _ := b.Exists(data)
 		assert.False(t, found, "nothing written")
@@ -270,7 +270,7 @@ var stepContract = []struct {
 					s := backend.Step{Lock: lock, Token: []byte(fmt.Sprint(i)), LockTTL: time.Minute, Acquire: true,
 						Fenced: i%2 == 1, Action: backend.ActionSet, Key: data, Value: []byte(fmt.Sprint(i))}
 					if assert.NoError(t, backend.Run(b, &s)) {
-						won[i] = s.Outcome == kv.Inserted
+						won[i] = s.Outcome == contract.Inserted
 						assert.Equal(t, s.Held, s.Done, "written exactly when taken")
 					}
 				}(i)

@@ -17,14 +17,15 @@ import (
 	"time"
 
 	"github.com/ephpm/ephpm/backend"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/lockwait"
+	"github.com/ephpm/ephpm/memstore"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
 
-type polling struct{ s *kv.Store }
+type polling struct{ s *memstore.Store }
 
-func (p polling) SetNX(k string, v []byte, ttl time.Duration) (kv.SetNXOutcome, error) {
+func (p polling) SetNX(k string, v []byte, ttl time.Duration) (contract.SetNXOutcome, error) {
 	return p.s.SetNX(k, v, ttl)
 }
 
@@ -34,12 +35,12 @@ func (w waiting) Wait(k string, d time.Duration) (bool, error) { return w.s.Wait
 
 type mode struct {
 	name  string
-	store func(*kv.Store) lockwait.Store
+	store func(*memstore.Store) lockwait.Store
 }
 
 var modes = []mode{
-	{"with wait", func(s *kv.Store) lockwait.Store { return waiting{polling{s}} }},
-	{"without wait (sleep)", func(s *kv.Store) lockwait.Store { return polling{s} }},
+	{"with wait", func(s *memstore.Store) lockwait.Store { return waiting{polling{s}} }},
+	{"without wait (sleep)", func(s *memstore.Store) lockwait.Store { return polling{s} }},
 }
 
 // requests runs n requests released together on one session. Each takes
@@ -47,7 +48,7 @@ var modes = []mode{
 // back one byte longer (guarded by the lock) and releases. It returns the
 // wall time of the run and, for every acquisition after the first, the time
 // since the previous release: the hand-off latency.
-func requests(st lockwait.Store, s *kv.Store, n int, hold time.Duration) (time.Duration, []time.Duration) {
+func requests(st lockwait.Store, s *memstore.Store, n int, hold time.Duration) (time.Duration, []time.Duration) {
 	locker := &lockwait.Locker{Store: st}
 	var released atomic.Int64 // unix ns of the last release; 0 before the first
 	var mu sync.Mutex
@@ -102,7 +103,7 @@ func main() {
 		var all, runs []time.Duration
 		kept := 0
 		for r := 0; r < *rounds; r++ {
-			s := kv.New(kv.Options{})
+			s := memstore.New(memstore.Options{})
 			run, lat := requests(m.store(s), s, *n, *hold)
 			v, _ := s.Get(sessionkeys.DataKey("bench"))
 			kept = min(kept, len(v))

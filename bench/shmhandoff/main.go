@@ -27,7 +27,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/shm"
 )
 
@@ -61,7 +61,7 @@ func child(name string, rounds int, hold, gap time.Duration) {
 				fmt.Fprintln(out, "error", err)
 				return
 			}
-			if o == kv.Inserted {
+			if o == contract.Inserted {
 				break
 			}
 			waited = true
@@ -101,7 +101,7 @@ func main() {
 		child(os.Getenv(childEnv), *rounds, *hold, *gap)
 		return
 	}
-	s, err := shm.Open(name, shm.Options{Memory: kv.MemoryConfig{Limit: shm.MinMemoryLimit}})
+	s, err := shm.Open(name, shm.Options{Memory: contract.MemoryConfig{Limit: shm.MinMemoryLimit}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -22,8 +22,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/backend"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/internal/redistest"
-	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/redisstore"
 	"github.com/ephpm/ephpm/sessionkeys"
 	"github.com/ephpm/ephpm/shm"
@@ -33,7 +33,7 @@ import (
 func segment(t *testing.T) (dir string, s *shm.Store) {
 	t.Helper()
 	dir = t.TempDir()
-	s, err := shm.Open("fpm-www", shm.Options{Dir: dir, Memory: kv.MemoryConfig{Limit: 2 << 20, Policy: kv.AllKeysLRU}})
+	s, err := shm.Open("fpm-www", shm.Options{Dir: dir, Memory: contract.MemoryConfig{Limit: 2 << 20, Policy: contract.AllKeysLRU}})
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	return dir, s
@@ -72,7 +72,7 @@ func TestCommandsOnASegment(t *testing.T) {
 	require.NoError(t, s.Set("bin", []byte{0, 1, 0xff}, 0))
 	out, _, _, err := backend.SetNXGet(s, "session_lock:abc", []byte("tok"), time.Minute, "session:abc", nil)
 	require.NoError(t, err)
-	require.Equal(t, kv.Inserted, out)
+	require.Equal(t, contract.Inserted, out)
 	_, err = s.SetNX("lock:report", []byte("t"), time.Minute)
 	require.NoError(t, err)
 
@@ -457,7 +457,7 @@ func TestCommandsOnRedis(t *testing.T) {
 	}
 	_, err = r.SetNX(sessionkeys.LockKey("sid1"), []byte("tok"), time.Minute)
 	require.NoError(t, err)
-	_, _, err = r.LockAttempt("lock:rw", []byte("reader1"), kv.LockShared, time.Minute, 0)
+	_, _, err = r.LockAttempt("lock:rw", []byte("reader1"), contract.LockShared, time.Minute, 0)
 	require.NoError(t, err)
 
 	var keys struct {

@@ -6,7 +6,7 @@ import (
 
 	"time"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 func runStats(e *env, args []string) int {
@@ -62,7 +62,7 @@ func runStats(e *env, args []string) int {
 }
 
 // statsJSON is the stats as ephpm_kv_stats() names them.
-func statsJSON(t *target, st kv.Stats) map[string]any {
+func statsJSON(t *target, st contract.Stats) map[string]any {
 	m := map[string]any{
 		"store": t.describe, "backend": t.b.Name(), "instance_id": st.InstanceID, "keys": st.Keys,
 		"bytes_used": st.BytesUsed, "memory_limit": st.MemoryLimit, "session_bytes": st.SessionBytes,
@@ -132,16 +132,16 @@ func printJSON(e *env, v any) int {
 	return 0
 }
 
-func orNoRates(r []kv.RateCounts) []kv.RateCounts {
+func orNoRates(r []contract.RateCounts) []contract.RateCounts {
 	if r == nil {
-		return []kv.RateCounts{}
+		return []contract.RateCounts{}
 	}
 	return r
 }
 
-func orNoShards(s []kv.ShardStats) []kv.ShardStats {
+func orNoShards(s []contract.ShardStats) []contract.ShardStats {
 	if s == nil {
-		return []kv.ShardStats{}
+		return []contract.ShardStats{}
 	}
 	return s
 }

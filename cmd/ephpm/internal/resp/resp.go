@@ -17,7 +17,7 @@ import (
 )
 
 // Limits, as Redis's defaults (proto-max-bulk-len is 512 MiB there; this
-// server stores no value larger than 256 MiB, kv.MaxValueLen).
+// server stores no value larger than 256 MiB, contract.MaxValueLen).
 const (
 	MaxArgs    = 1024 * 1024
 	MaxBulkLen = 256<<20 + 1024

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // del is DEL key [key ...]. A store error is one of a shard or of the
@@ -122,7 +122,7 @@ func (c *conn) parseTTL(arg []byte, unit time.Duration, name string) (time.Durat
 		c.w.Error(errNotInteger)
 		return 0, false
 	}
-	if n <= 0 || n > math.MaxInt64/int64(unit) || kv.CheckTTL(time.Duration(n)*unit) != nil {
+	if n <= 0 || n > math.MaxInt64/int64(unit) || contract.CheckTTL(time.Duration(n)*unit) != nil {
 		c.w.Error("ERR invalid expire time in '" + name + "' command")
 		return 0, false
 	}

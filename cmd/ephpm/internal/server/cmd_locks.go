@@ -5,7 +5,7 @@
 
 package server
 
-import "github.com/ephpm/ephpm/kv"
+import "github.com/ephpm/ephpm/contract"
 
 // setnx is SETNX key value: Backend.SetNX with no TTL, the step
 // ephpm_kv_setnx takes; 1 when this call inserted the entry, 0 when one
@@ -15,7 +15,7 @@ func (c *conn) setnx(key string, value []byte) {
 	if c.storeErr(err) {
 		return
 	}
-	c.w.Int(boolInt(out == kv.Inserted))
+	c.w.Int(boolInt(out == contract.Inserted))
 }
 
 // delIfEq is DELIFEQ key token: Backend.DelIfEq, the compare-and-delete ephpm_kv_del_if_eq

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // scan is SCAN cursor [MATCH pattern] [COUNT n] [TYPE type]: one page of
@@ -56,7 +56,7 @@ func (c *conn) scan(args [][]byte) {
 		}
 	}
 	page, err := c.s.cfg.Store.Scan(literalPrefix(pattern), cursor, count, false)
-	if errors.Is(err, kv.ErrInvalidArgument) {
+	if errors.Is(err, contract.ErrInvalidArgument) {
 		c.w.Error("ERR invalid cursor")
 		return
 	}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/ephpm/ephpm/backend"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // get answers key's value as a bulk string, or the null reply.
@@ -160,7 +160,7 @@ func (c *conn) set(args [][]byte) {
 		if c.storeErr(err) {
 			return
 		}
-		if out == kv.Inserted {
+		if out == contract.Inserted {
 			c.w.OK()
 		} else {
 			c.w.Null()

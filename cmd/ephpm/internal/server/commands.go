@@ -13,7 +13,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // arity is each command's number of arguments, its name included, as
@@ -141,11 +141,11 @@ func (c *conn) storeErr(err error) bool {
 		return false
 	}
 	switch {
-	case errors.Is(err, kv.ErrNotInteger):
+	case errors.Is(err, contract.ErrNotInteger):
 		c.w.Error(errNotInteger)
-	case errors.Is(err, kv.ErrOverflow):
+	case errors.Is(err, contract.ErrOverflow):
 		c.w.Error("ERR increment or decrement would overflow")
-	case errors.Is(err, kv.ErrNoMemory):
+	case errors.Is(err, contract.ErrNoMemory):
 		c.w.Error("OOM command not allowed when used memory > 'maxmemory': " + err.Error())
 	default:
 		c.w.Error("ERR " + err.Error())

@@ -18,15 +18,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/backend"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/internal/barrier"
-	"github.com/ephpm/ephpm/kv"
 	"github.com/ephpm/ephpm/shm"
 )
 
 // openStore makes a segment of its own for t.
 func openStore(t *testing.T) *shm.Store {
 	t.Helper()
-	st, err := shm.Open("resp", shm.Options{Dir: t.TempDir(), Memory: kv.MemoryConfig{Limit: 4 << 20}})
+	st, err := shm.Open("resp", shm.Options{Dir: t.TempDir(), Memory: contract.MemoryConfig{Limit: 4 << 20}})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		assert.NoError(t, st.Check())
@@ -584,7 +584,7 @@ func TestSetNXOverTheWireAndInProcessHaveOneWinner(t *testing.T) {
 				return line == ":1\r\n"
 			}
 			out, err := st.SetNX(key, []byte("here"), time.Minute)
-			return err == nil && out == kv.Inserted
+			return err == nil && out == contract.Inserted
 		})
 		require.Equal(t, 1, wins, "round %d", round)
 	}
