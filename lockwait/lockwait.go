@@ -83,70 +83,36 @@ type Result struct {
 // a wait of the current backoff step (Waiter.Wait if the store has it, else
 // a sleep) before the next attempt, until budget has passed on the wall
 // clock. It makes at least one attempt, and never waits past the budget.
+// Where the store has a Line for key, each attempt is made in that line
+// (AcquireStep).
 //
 // A store error ends the acquisition at once and is returned: an unknown
 // outcome or a full store is never mistaken for contention. Note that after
 // an error from SetNX the lock may have been granted anyway; the caller
 // should still release it with its token.
 func (l *Locker) Acquire(key string, token []byte, ttl, budget time.Duration) (Result, error) {
-	return l.acquire(key, budget, true, nil, func(line *Line, id string, lease time.Duration) (contract.SetNXOutcome, error) {
-		if line != nil {
-			return (*line).SetNXInLine(key, token, ttl, id, lease)
-		}
-		return l.Store.SetNX(key, token, ttl)
-	})
+	var s backend.Step
+	s.Lock, s.Token, s.LockTTL, s.Acquire = key, token, ttl, true
+	return l.acquireStep(nil, &s, budget)
 }
 
 // AcquireFenced is Acquire through fs's fenced SetNX (backend.SetNXFenced,
-// one Step): a lock acquired comes with the fence its grant minted. Where
-// l.Store has a FencedLine for key, it waits in that line as Acquire does.
+// one Step): a lock acquired comes with the fence its grant minted.
 func (l *Locker) AcquireFenced(fs backend.Stepper, key string, token []byte, ttl, budget time.Duration) (res Result, fence int64, err error) {
-	res, _, fence, err = l.acquireFenced(key, token, ttl, budget, func() (contract.SetNXOutcome, int, bool, int64, error) {
-		out, f, err := backend.SetNXFenced(fs, key, token, ttl)
-		return out, 0, false, f, err
-	}, "", nil)
-	return res, fence, err
-}
-
-// FencedLine is what a store with a Line offers if its attempts in line
-// can mint fences: SetNXGetInLine whose grant mints its fence (dataKey "":
-// nothing read).
-type FencedLine interface {
-	SetNXGetFencedInLine(key string, value []byte, ttl time.Duration, id string, lease time.Duration,
-		dataKey string, dst []byte) (out contract.SetNXOutcome, n int, found bool, fence int64, err error)
+	var s backend.Step
+	s.Lock, s.Token, s.LockTTL, s.Acquire, s.Fenced = key, token, ttl, true, true
+	res, err = l.AcquireStep(fs, &s, budget)
+	return res, s.Fence, err
 }
 
 // AcquireGetFenced is AcquireGet through fr's fenced SetNXGet
 // (backend.SetNXGetFenced, one Step): the attempt that takes the lock also
 // mints its fence and reads dataKey into dst.
 func (l *Locker) AcquireGetFenced(fr backend.Stepper, key string, token []byte, ttl, budget time.Duration, dataKey string, dst []byte) (Result, Read, int64, error) {
-	return l.acquireFenced(key, token, ttl, budget, func() (contract.SetNXOutcome, int, bool, int64, error) {
-		return backend.SetNXGetFenced(fr, key, token, ttl, dataKey, dst)
-	}, dataKey, dst)
-}
-
-// acquireFenced runs Acquire's loop with attempt as each fenced attempt, or
-// in line, where l.Store has a FencedLine for key, that line's attempt
-// (reading dataKey into dst).
-func (l *Locker) acquireFenced(key string, token []byte, ttl, budget time.Duration,
-	attempt func() (contract.SetNXOutcome, int, bool, int64, error), dataKey string, dst []byte) (Result, Read, int64, error) {
-	fl, lined := l.Store.(FencedLine)
-	var read Read
-	var fence int64
-	res, err := l.acquire(key, budget, lined, nil, func(line *Line, id string, lease time.Duration) (contract.SetNXOutcome, error) {
-		var out contract.SetNXOutcome
-		var n int
-		var found bool
-		var err error
-		if line != nil {
-			out, n, found, fence, err = fl.SetNXGetFencedInLine(key, token, ttl, id, lease, dataKey, dst)
-		} else {
-			out, n, found, fence, err = attempt()
-		}
-		read = Read{N: n, Found: found}
-		return out, err
-	})
-	return res, read, fence, err
+	s := getStep(key, token, ttl, dataKey, dst)
+	s.Fenced = true
+	res, err := l.AcquireStep(fr, &s, budget)
+	return res, Read{N: s.N, Found: s.Found}, s.Fence, err
 }
 
 // LockStore is what AcquireLock needs: one attempt of a read/write lock
@@ -214,12 +180,14 @@ func (l *Locker) AcquireLock(ls LockStore, key string, token []byte, mode contra
 type Line interface {
 	// InLine reports whether key's waiters can line up.
 	InLine(key string) bool
-	// SetNXInLine is SetNX for waiter id, which succeeds only in its turn
-	// (first in line, or nobody in line) and otherwise puts or keeps it in
-	// line with a lease of lease (0: refused without a place in line).
-	SetNXInLine(key string, value []byte, ttl time.Duration, id string, lease time.Duration) (contract.SetNXOutcome, error)
-	// SetNXGetInLine is SetNXInLine that reads dataKey as SetNXGet does.
-	SetNXGetInLine(key string, value []byte, ttl time.Duration, id string, lease time.Duration, dataKey string, dst []byte) (contract.SetNXOutcome, int, bool, error)
+	// StepInLine is one attempt of a Step that acquires its lock (every
+	// fence and action), for waiter id in the line of st.Lock: granted,
+	// and the whole step done, only in its turn (first in line, or nobody
+	// in line), with st's outputs those of the store's Step; otherwise
+	// answering as Step does when the lock is held, and putting or keeping
+	// id in line with a lease of lease (0: refused without a place in
+	// line).
+	StepInLine(st *contract.Step, id string, lease time.Duration) error
 	// WaitTurn blocks for at most timeout until a release hands key to
 	// waiter id (or it is free and id is first in line) and reports
 	// whether it is id's turn.
@@ -248,22 +216,17 @@ type Read struct {
 // into dst, in one step (backend.SetNXGet: n is the value's length, n >
 // len(dst): nothing copied; found false if dataKey holds no live entry).
 func (l *Locker) AcquireGet(key string, token []byte, ttl, budget time.Duration, dataKey string, dst []byte) (Result, Read, error) {
-	lr := l.Store.(backend.Stepper)
-	var read Read
-	res, err := l.acquire(key, budget, true, nil, func(line *Line, id string, lease time.Duration) (contract.SetNXOutcome, error) {
-		var out contract.SetNXOutcome
-		var n int
-		var found bool
-		var err error
-		if line != nil {
-			out, n, found, err = (*line).SetNXGetInLine(key, token, ttl, id, lease, dataKey, dst)
-		} else {
-			out, n, found, err = backend.SetNXGet(lr, key, token, ttl, dataKey, dst)
-		}
-		read = Read{N: n, Found: found}
-		return out, err
-	})
-	return res, read, err
+	s := getStep(key, token, ttl, dataKey, dst)
+	res, err := l.AcquireStep(l.Store.(backend.Stepper), &s, budget)
+	return res, Read{N: s.N, Found: s.Found}, err
+}
+
+// getStep is the Step of backend.SetNXGet.
+func getStep(key string, token []byte, ttl time.Duration, dataKey string, dst []byte) backend.Step {
+	var s backend.Step
+	s.Lock, s.Token, s.LockTTL, s.Acquire, s.Bound = key, token, ttl, true, true
+	s.Action, s.Key, s.Dst = backend.ActionGet, dataKey, dst
+	return s
 }
 
 // clock is l.Clock, or SystemClock if it is nil.
@@ -311,6 +274,14 @@ func (l *Locker) acquire(key string, budget time.Duration, lined bool, turn func
 		res.Attempts++
 		out, err := attempt(line, id, lease)
 		if err != nil {
+			if line != nil && lease > 0 {
+				// The place is given up too (a full server that refused
+				// the step's write in its turn would otherwise hold up
+				// the line until the lease lapses). A lock the attempt
+				// may have taken is not the line's to hand on: it holds
+				// no lease any more. Best effort, as below.
+				(*line).LeaveLine(key, id)
+			}
 			return res, err
 		}
 		now := clock.Now()

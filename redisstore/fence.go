@@ -1,7 +1,6 @@
 package redisstore
 
 import (
-	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
@@ -38,9 +37,6 @@ import (
 // mintFenceLua mints a grant's fence in fence key fk, kept for keep ms
 // ('0': for ever), and returns it: every script that grants a lock mints
 // with it, so a name's grants of every kind share one sequence.
-// fenced_answer is a fenced grant's answer: the fence, or, given a data
-// key that holds a value v, the bulk string "FENCE v" (the fence in
-// decimal, a space, then v).
 const mintFenceLua = `
 local function mint_fence(fk, keep)
   local t = redis.call('time')
@@ -52,22 +48,7 @@ local function mint_fence(fk, keep)
   end
   return n
 end
-local function fenced_answer(n, dk)
-  if dk then
-    local v = redis.call('get', dk)
-    if v then return string.format('%.0f', n) .. ' ' .. v end
-  end
-  return n
-end
 `
-
-// lineFencedScript is lineScript's attempt in line with the mint of a
-// fenced grant (stepScript's): KEYS lock, line, lease, fence key (and the
-// data key); ARGV those of lineScript, then the fence key's keep ms. 0
-// when the caller is in line, else the fenced answer.
-var lineFencedScript = newScript(liveHeadLua + takeInLineLua + mintFenceLua + `
-if not take_in_line(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]) then return 0 end
-return fenced_answer(mint_fence(KEYS[4], ARGV[6]), KEYS[5])`)
 
 // fenceKeep is how long a fence key outlives its lock's TTL: a holder that
 // writes later than that is refused as if the lock had been granted again,
@@ -132,68 +113,10 @@ func (s *Store) fenceKeys(lock string) (string, string, error) {
 	return rk, fk, nil
 }
 
-// SetNXGetFencedInLine is one attempt of waiter id in key's line, with a
-// lease of lease, whose grant mints its fence and reads dataKey (dataKey
-// "": nothing read), as the Step of backend.SetNXGetFenced grants and
-// reads, and as SetNXGetInLine waits in line.
-func (s *Store) SetNXGetFencedInLine(key string, value []byte, ttl time.Duration, id string, lease time.Duration,
-	dataKey string, dst []byte) (contract.SetNXOutcome, int, bool, int64, error) {
-	if err := contract.CheckWrite(key, value, ttl); err != nil {
-		return 0, 0, false, 0, err
-	}
-	rk, fk, err := s.fenceKeys(key)
-	if err != nil {
-		return 0, 0, false, 0, err
-	}
-	if err := s.noEviction(); err != nil {
-		return 0, 0, false, 0, err
-	}
-	line, prefix, _ := queueKeys(rk)
-	keys := []string{rk, line, prefix + id, fk}
-	if dataKey != "" {
-		dk := s.redisKey(dataKey)
-		if err := s.oneSlot(rk, dk, key, dataKey); err != nil {
-			return 0, 0, false, 0, err
-		}
-		keys = append(keys, dk)
-	}
-	defer s.near.forget(key)
-	r, err := s.runInto(dst, lineFencedScript, keys, value, ms(ttl), id, ms(lease), prefix, fenceKeepMs(ttl))
-	return s.fencedReply(r, err, dst)
-}
-
 // inLine is a waiter in a lock's line: its id and its lease.
 type inLine struct {
 	id    string
 	lease time.Duration
-}
-
-// fencedReply is what a fenced grant's script answered (0: held; a fence:
-// taken; "FENCE value": taken and dataKey read, the value then moved to
-// the start of dst if it fits), counted as SetNX counts its outcomes.
-func (s *Store) fencedReply(r reply, err error, dst []byte) (contract.SetNXOutcome, int, bool, int64, error) {
-	switch {
-	case err != nil:
-		return 0, 0, false, 0, err
-	case r.kind == ':' && r.n == 0:
-		s.setNXLosses.Add(1)
-		return contract.Exists, 0, false, 0, nil
-	case r.kind == ':' && r.n > 0:
-		s.setNXWins.Add(1)
-		return contract.Inserted, 0, false, r.n, nil
-	case r.kind == '$' && !r.null:
-		digits, value, ok := bytes.Cut(r.b, []byte{' '})
-		fence, perr := strconv.ParseInt(string(digits), 10, 64)
-		if !ok || perr != nil || fence <= 0 {
-			break
-		}
-		if len(value) <= len(dst) {
-			copy(dst, value) // r.b may be dst itself: copy moves
-		}
-		s.setNXWins.Add(1)
-		return contract.Inserted, len(value), true, fence, nil
-	}
-	return 0, 0, false, 0, errProtocol
 }
 
 // Fence is GET of the fence key: 0 if the name was never granted (or its

@@ -94,10 +94,19 @@ func TestClusterRefusesStepsAcrossSlots(t *testing.T) {
 	held, err := s.Exists("{u}:lock")
 	require.NoError(t, err)
 	assert.True(t, held, "refused before anything changed")
-	_, _, _, err = s.SetNXGetInLine("{v}:lock", []byte("b"), time.Minute, "w1", time.Second, "elsewhere", make([]byte, 8))
-	assert.ErrorIs(t, err, contract.ErrInvalidArgument)
-	_, _, _, _, err = s.SetNXGetFencedInLine("{v}:lock", []byte("b"), time.Minute, "w1", time.Second, "elsewhere", make([]byte, 8))
-	assert.ErrorIs(t, err, contract.ErrInvalidArgument)
+	// An acquiring step in line, with every action and fenced or not.
+	for _, a := range []backend.Action{backend.ActionGet, backend.ActionSet, backend.ActionDel, backend.ActionExpire} {
+		for _, fenced := range []bool{false, true} {
+			st := backend.Step{Lock: "{v}:lock", Token: []byte("b"), LockTTL: time.Minute, Acquire: true, Fenced: fenced,
+				Action: a, Key: "elsewhere", Value: []byte("x"), Dst: make([]byte, 8)}
+			err = s.StepInLine(&st, "w1", time.Second)
+			assert.ErrorIs(t, err, contract.ErrInvalidArgument, "action %d fenced %v", a, fenced)
+			assert.Equal(t, contract.SetNXOutcome(0), st.Outcome, "nothing attempted")
+			st.Outcome = 0
+			assert.ErrorIs(t, backend.Run(s, &st), contract.ErrInvalidArgument, "as the Step outside the line")
+		}
+	}
+	assert.Zero(t, lineLength(t, s, "{v}:lock"), "nobody put in line")
 	held, err = s.Exists("{v}:lock")
 	require.NoError(t, err)
 	assert.False(t, held, "nothing granted")

@@ -245,7 +245,7 @@ func TestAFullServerKeepsTheLineMoving(t *testing.T) {
 	a := admin(t, srv.Addr)
 	// The head's place (a lease of a minute: nothing renews it) lasts until
 	// the hand-off below, however slow the host; every wait is a hang catch.
-	out, err := s.SetNXInLine(key, []byte("first"), time.Minute, "firstid", time.Minute)
+	out, err := setNXInLine(s, key, []byte("first"), time.Minute, "firstid", time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, contract.Exists, out, "in line")
 	done := make(chan error, 1)
@@ -261,7 +261,7 @@ func TestAFullServerKeepsTheLineMoving(t *testing.T) {
 	}
 	fill(t, a)
 
-	_, err = s.SetNXInLine(key, []byte("late"), time.Minute, "lateid", 10*time.Second)
+	_, err = setNXInLine(s, key, []byte("late"), time.Minute, "lateid", 10*time.Second)
 	require.ErrorIs(t, err, contract.ErrNoMemory, "no place for a new waiter")
 	assert.Equal(t, 2, lineLength(t, s, key), "nothing changed")
 
@@ -322,7 +322,7 @@ func TestAFullServerGrantsNoNewLock(t *testing.T) {
 	free := sessionkeys.LockKey("fullnew")
 	_, err := s.SetNX(free, []byte("a"), time.Minute)
 	assert.ErrorIs(t, err, contract.ErrNoMemory, "set_nx")
-	_, err = s.SetNXInLine(free, []byte("b"), time.Minute, "newid", 10*time.Second)
+	_, err = setNXInLine(s, free, []byte("b"), time.Minute, "newid", 10*time.Second)
 	assert.ErrorIs(t, err, contract.ErrNoMemory, "an attempt through the line")
 	for _, mode := range []contract.LockMode{contract.LockExclusive, contract.LockShared} {
 		_, _, err = s.LockAttempt(free, []byte("c"), mode, time.Minute, 0)

@@ -3,8 +3,6 @@ package redisstore
 import (
 	"strings"
 	"time"
-
-	"github.com/ephpm/ephpm/contract"
 )
 
 // Waiters line up for a lock, across every process sharing the server, so
@@ -130,55 +128,50 @@ local function hand_on(lock, ch, line, prefix)
 end
 `
 
-// takeInLineLua is one attempt of waiter id at lock (its line, its lease
-// key lease, lease_ms, the lease prefix): the lock is taken (token, PX
-// ttl; '0': none) if it is free and id is first in line (or the line is
-// empty), or claimed if a release handed it to id (it holds id's token:
-// tokens are random per acquisition), which gives it its real TTL; the
-// answer is then true. Else id is in line (kept in its place) with a
+// takeInLineLua is the line's part of one attempt of waiter id at lock
+// (its line, its lease key lease, the lease prefix), in two halves, so
+// that an attempt can put its own first write between them (a Step's SET:
+// stepScript). turn_in_line only reads (but for dropping waiters whose
+// lease lapsed): 'claim' if a release handed the lock to id (it holds
+// id's token: tokens are random per acquisition), 'take' if the lock is
+// free and id is first live waiter in line (or the line is empty), else
+// nil: another's turn. take_turn then takes it: the lock is set to token
+// (PX ttl; '0': none), or, claimed, given that real TTL, and id leaves the
+// line. Not id's turn, wait_in_line keeps id in line (in its place) with a
 // renewed lease holding lease_ms and the token ("1500:token", for a
-// release to hand the lock over with), and the answer is false; with
-// lease_ms '0' (an attempt that will not wait) it is refused without a
-// place in line.
+// release to hand the lock over with); with lease_ms '0' (an attempt that
+// will not wait) it is refused without a place in line.
 const takeInLineLua = `
-local function take_in_line(lock, line, lease, token, ttl, id, lease_ms, prefix)
+local function turn_in_line(lock, line, token, id, prefix)
   local held = redis.call('get', lock)
-  local claimed = held == token
-  local h = nil
-  if not held then h = live_head(line, prefix, id) end
-  if claimed or (not held and (not h or h == id)) then
-    -- Only a caller with a place frees it first: a write, even one that
-    -- changes nothing, would let a full server run the SET below for a
-    -- caller who had none ("A full server").
-    if redis.call('zscore', line, id) then
-      redis.call('zrem', line, id)
-      redis.call('del', lease)
-    end
-    if ttl == '0' then
-      if claimed then redis.call('persist', lock) else redis.call('set', lock, token) end
-    elseif claimed then
-      redis.call('pexpire', lock, ttl)
-    else
-      redis.call('set', lock, token, 'PX', ttl)
-    end
-    return true
+  if held then
+    if held == token then return 'claim' end
+    return nil
   end
+  local h = live_head(line, prefix, id)
+  if not h or h == id then return 'take' end
+  return nil
+end
+local function take_turn(turn, lock, line, lease, token, ttl, id)
+  -- Only a caller with a place frees it first: a write, even one that
+  -- changes nothing, would let a full server run the SET below for a
+  -- caller who had none ("A full server").
+  if redis.call('zscore', line, id) then
+    redis.call('zrem', line, id)
+    redis.call('del', lease)
+  end
+  if ttl == '0' then
+    if turn == 'claim' then redis.call('persist', lock) else redis.call('set', lock, token) end
+  elseif turn == 'claim' then
+    redis.call('pexpire', lock, ttl)
+  else
+    redis.call('set', lock, token, 'PX', ttl)
+  end
+end
+local function wait_in_line(line, lease, token, id, lease_ms)
   if lease_ms ~= '0' then join_line(line, lease, id, lease_ms, lease_ms .. ':' .. token) end
-  return false
 end
 `
-
-// lineScript is one attempt of a waiter in line (take_in_line): KEYS
-// lock, line, the caller's lease (and the data key, to read it as
-// a Step's get does); ARGV token, TTL ms ('0': none), waiter id, lease
-// ms, lease prefix. 0 when the caller is in line.
-var lineScript = newScript(liveHeadLua + takeInLineLua + `
-if not take_in_line(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]) then return 0 end
-if #KEYS == 4 then
-  local v = redis.call('get', KEYS[4])
-  if v then return v end
-end
-return 1`)
 
 // turnScript says whether it is waiter ARGV[1]'s turn at lock KEYS[1]
 // (line KEYS[2], the waiter's lease KEYS[3], lease prefix ARGV[2]): -2
@@ -221,40 +214,6 @@ return 1`)
 func (s *Store) InLine(key string) bool {
 	_, _, ok := queueKeys(s.redisKey(key))
 	return ok
-}
-
-// SetNXInLine is one attempt of waiter id at lock key: SetNX, only in its
-// turn, else a place in line with a lease of lease.
-func (s *Store) SetNXInLine(key string, value []byte, ttl time.Duration, id string, lease time.Duration) (contract.SetNXOutcome, error) {
-	out, _, _, err := s.lineAttempt(key, value, ttl, id, lease, "", nil)
-	return out, err
-}
-
-// SetNXGetInLine is SetNXInLine that reads dataKey when it takes the lock,
-// as SetNXGet does.
-func (s *Store) SetNXGetInLine(key string, value []byte, ttl time.Duration, id string, lease time.Duration,
-	dataKey string, dst []byte) (contract.SetNXOutcome, int, bool, error) {
-	return s.lineAttempt(key, value, ttl, id, lease, dataKey, dst)
-}
-
-func (s *Store) lineAttempt(key string, value []byte, ttl time.Duration, id string, lease time.Duration,
-	dataKey string, dst []byte) (contract.SetNXOutcome, int, bool, error) {
-	if err := s.noEviction(); err != nil {
-		return 0, 0, false, err
-	}
-	defer s.near.forget(key)
-	rk := s.redisKey(key)
-	line, prefix, _ := queueKeys(rk)
-	keys := []string{rk, line, prefix + id}
-	if dataKey != "" {
-		dk := s.redisKey(dataKey)
-		if err := s.oneSlot(rk, dk, key, dataKey); err != nil {
-			return 0, 0, false, err
-		}
-		keys = append(keys, dk)
-	}
-	r, err := s.runInto(dst, lineScript, keys, value, ms(ttl), id, ms(lease), prefix)
-	return s.lockReply(r, err, dataKey != "")
 }
 
 // WaitTurn is Wait for waiter id in key's line: it returns true when a
@@ -308,24 +267,4 @@ func releaseLine(rk string) (keys []string, argv []any) {
 		return []string{line}, []any{prefix}
 	}
 	return nil, nil
-}
-
-// lockReply is what a lock attempt's script answered (0: held, 1: taken,
-// and with read, the data's value: taken and read), counted as SetNX
-// counts its outcomes.
-func (s *Store) lockReply(r reply, err error, read bool) (contract.SetNXOutcome, int, bool, error) {
-	switch {
-	case err != nil:
-		return 0, 0, false, err
-	case r.kind == ':' && r.n == 0:
-		s.setNXLosses.Add(1)
-		return contract.Exists, 0, false, nil
-	case r.kind == ':' && r.n == 1:
-		s.setNXWins.Add(1)
-		return contract.Inserted, 0, false, nil
-	case r.kind == '$' && !r.null && read:
-		s.setNXWins.Add(1)
-		return contract.Inserted, len(r.b), true, nil
-	}
-	return 0, 0, false, errProtocol
 }

@@ -33,6 +33,14 @@ func TestQueueKeysShareTheLocksSlot(t *testing.T) {
 	}
 }
 
+// setNXInLine is the attempt of Locker.Acquire in line: a Step that only
+// takes its lock, for waiter id with a lease of lease.
+func setNXInLine(s *Store, key string, token []byte, ttl time.Duration, id string, lease time.Duration) (contract.SetNXOutcome, error) {
+	st := backend.Step{Lock: key, Token: token, LockTTL: ttl, Acquire: true}
+	err := s.StepInLine(&st, id, lease)
+	return st.Outcome, err
+}
+
 // lineLength is how many waiters are in key's line.
 func lineLength(t *testing.T, s *Store, key string) int {
 	line, _, _ := queueKeys(testKey(key))
@@ -125,7 +133,7 @@ func TestADeadWaiterHoldsUpTheLineOnlyForItsLease(t *testing.T) {
 	require.NoError(t, err)
 	const lease = 300 * time.Millisecond
 	leased := time.Now() // before the lease starts
-	out, err := s.SetNXInLine(key, []byte("dead"), time.Minute, "deadwaiter", lease)
+	out, err := setNXInLine(s, key, []byte("dead"), time.Minute, "deadwaiter", lease)
 	require.NoError(t, err)
 	require.Equal(t, contract.Exists, out, "in line")
 	done := make(chan time.Duration)
@@ -209,10 +217,10 @@ func TestAReleaseHandsTheLockToTheHead(t *testing.T) {
 			out, err := s.SetNX(key, []byte("holder"), time.Minute)
 			require.NoError(t, err)
 			require.Equal(t, contract.Inserted, out)
-			out, err = s.SetNXInLine(key, []byte("head"), time.Minute, "headid", lease)
+			out, err = setNXInLine(s, key, []byte("head"), time.Minute, "headid", lease)
 			require.NoError(t, err)
 			require.Equal(t, contract.Exists, out, "in line")
-			out, err = s.SetNXInLine(key, []byte("second"), time.Minute, "secondid", lease)
+			out, err = setNXInLine(s, key, []byte("second"), time.Minute, "secondid", lease)
 			require.NoError(t, err)
 			require.Equal(t, contract.Exists, out, "in line")
 
@@ -235,13 +243,12 @@ func TestAReleaseHandsTheLockToTheHead(t *testing.T) {
 			require.NoError(t, err)
 			assert.True(t, turn, "the head's look sees the lock is its")
 
-			dst := make([]byte, 64)
-			out, n, found, err := s.SetNXGetInLine(key, []byte("head"), time.Minute, "headid", lease,
-				sessionkeys.DataKey("handon"), dst)
-			require.NoError(t, err)
-			require.Equal(t, contract.Inserted, out, "the head claims the lock handed to it")
-			assert.True(t, found)
-			assert.Equal(t, "data", string(dst[:n]))
+			st := backend.Step{Lock: key, Token: []byte("head"), LockTTL: time.Minute, Acquire: true,
+				Action: backend.ActionGet, Key: sessionkeys.DataKey("handon"), Dst: make([]byte, 64)}
+			require.NoError(t, s.StepInLine(&st, "headid", lease))
+			require.Equal(t, contract.Inserted, st.Outcome, "the head claims the lock handed to it")
+			assert.True(t, st.Found)
+			assert.Equal(t, "data", string(st.Dst[:st.N]))
 			ttl, _, err = s.PTTL(key)
 			require.NoError(t, err)
 			assert.Greater(t, ttl, lease, "claimed: the real TTL")
@@ -264,7 +271,7 @@ func TestAReleaseHandsTheLockToTheHead(t *testing.T) {
 func TestAWaiterLeavingHandsOnALockHandedToIt(t *testing.T) {
 	_, s, key := heldLock(t, "leavehanded")
 	for _, w := range []string{"a", "b"} {
-		out, err := s.SetNXInLine(key, []byte("tok"+w), time.Minute, w, time.Minute)
+		out, err := setNXInLine(s, key, []byte("tok"+w), time.Minute, w, time.Minute)
 		require.NoError(t, err)
 		require.Equal(t, contract.Exists, out)
 	}
@@ -382,7 +389,7 @@ func TestAWaiterInLineWaitsOnASubscriberConnection(t *testing.T) {
 		return n[ch]
 	}
 
-	out, err := s.SetNXInLine(key, []byte("w"), time.Minute, "w", time.Minute)
+	out, err := setNXInLine(s, key, []byte("w"), time.Minute, "w", time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, contract.Exists, out)
 	woke := make(chan bool, 1)
@@ -460,9 +467,10 @@ func TestAFencedWaiterHandedTheLockMintsItsFenceAtTheClaim(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, contract.Inserted, out)
 	// A lease of 30 s: the claim below comes within it, however slow the host.
-	out, _, _, _, err = s.SetNXGetFencedInLine(key, []byte("next"), time.Minute, "nextid", 30*time.Second, data, nil)
-	require.NoError(t, err)
-	require.Equal(t, contract.Exists, out, "in line")
+	st := backend.Step{Lock: key, Token: []byte("next"), LockTTL: time.Minute, Acquire: true, Fenced: true,
+		Action: backend.ActionGet, Key: data, Dst: make([]byte, 16)}
+	require.NoError(t, s.StepInLine(&st, "nextid", 30*time.Second))
+	require.Equal(t, contract.Exists, st.Outcome, "in line")
 
 	written, err := backend.SetFencedRelease(s, data, []byte("v"), time.Minute, key, first, []byte("holder"))
 	require.NoError(t, err)
@@ -474,13 +482,11 @@ func TestAFencedWaiterHandedTheLockMintsItsFenceAtTheClaim(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, written, "the lock is the next one's: the old holder's fenced write is refused")
 
-	dst := make([]byte, 16)
-	out, n, found, second, err := s.SetNXGetFencedInLine(key, []byte("next"), time.Minute, "nextid", 30*time.Second, data, dst)
-	require.NoError(t, err)
-	require.Equal(t, contract.Inserted, out, "claimed")
-	assert.True(t, found)
-	assert.Equal(t, "v", string(dst[:n]))
-	assert.Greater(t, second, first, "the claim minted a fence above the last grant's")
+	require.NoError(t, s.StepInLine(&st, "nextid", 30*time.Second))
+	require.Equal(t, contract.Inserted, st.Outcome, "claimed")
+	assert.True(t, st.Found)
+	assert.Equal(t, "v", string(st.Dst[:st.N]))
+	assert.Greater(t, st.Fence, first, "the claim minted a fence above the last grant's")
 	ttl, _, err := s.PTTL(key)
 	require.NoError(t, err)
 	assert.Greater(t, ttl, 30*time.Second, "claimed: the real TTL")
@@ -540,7 +546,7 @@ func TestAHandOverWakesOnlyTheHead(t *testing.T) {
 
 	woke := map[string]chan bool{"a": make(chan bool, 1), "b": make(chan bool, 1)}
 	for _, id := range []string{"a", "b"} {
-		out, err := s.SetNXInLine(key, []byte(id), time.Minute, id, time.Minute) // places kept, however slow the host
+		out, err := setNXInLine(s, key, []byte(id), time.Minute, id, time.Minute) // places kept, however slow the host
 		require.NoError(t, err)
 		require.Equal(t, contract.Exists, out, "in line")
 		waitTurn(t, s, key, id, woke[id])

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/ephpm/ephpm/contract"
 )
@@ -17,7 +18,8 @@ import (
 //	      3 the lock's fence key (fenceKey), when a fence is minted or
 //	        checked; else the lock again
 //	      4 the lock's line (queueKeys), with a release of a lock that has
-//	        one
+//	        one, and with an acquire in line
+//	      5 the waiter's lease, with an acquire in line (StepInLine)
 //	ARGV  1 acquire: '0' none, '1' SET NX, '2' SET NX and mint the fence
 //	      2 guard: '0' none, '1' the lock holds the token, '2' the fence
 //	        key holds the fence, '3' that, and the lock holds nothing or
@@ -29,7 +31,9 @@ import (
 //	        (guard) or how long the fence key is kept (acquire, ms)
 //	      8 the value; 9 the key's TTL ms ('0': none); 10 the key's
 //	        release channel (a removal is announced there, as Del's);
-//	        11 the lock's release channel; 12 its line's lease prefix
+//	        11 the lock's release channel; 12 its line's lease prefix;
+//	        13 the waiter's id and 14 its lease ms ('0': no place), with
+//	        an acquire in line
 //
 // The answer is 0 when the acquire found the lock held or the guard did
 // not hold (nothing changed); else the sum of 1 (held), 2 (the action
@@ -40,17 +44,40 @@ import (
 // full server refuses it there with nothing changed ("A full server",
 // queue.go) and runs the rest once it has begun: the fence's mint, a DEL,
 // PEXPIRE and the release take no new memory.
-var stepScript = newScript(liveHeadLua + setPxLua + mintFenceLua + `
+//
+// An acquire in line (KEYS 5 given) is the line's attempt (takeInLineLua)
+// in place of SET NX: the lock is taken only in the waiter's turn, or
+// claimed when a release handed it over; else the answer is 0 and the
+// waiter keeps its place (a lease of ARGV 14 ms; '0': refused without
+// one). In its turn, the action's SET comes before the line's writes, so
+// that it is still the first write a full server refuses (a waiter's ZREM
+// would let it run): only dropping waiters whose lease lapsed, which
+// turn_in_line does before, can come first.
+var stepScript = newScript(liveHeadLua + takeInLineLua + setPxLua + mintFenceLua + `
 local acquire, guard, action = ARGV[1], ARGV[2], ARGV[3]
-local fence
+local fence, written
 if acquire ~= '0' then
-  local ok
-  if ARGV[6] == '0' then
-    ok = redis.call('set', KEYS[2], ARGV[5], 'NX')
+  if KEYS[5] then
+    local turn = turn_in_line(KEYS[2], KEYS[4], ARGV[5], ARGV[13], ARGV[12])
+    if not turn then
+      wait_in_line(KEYS[4], KEYS[5], ARGV[5], ARGV[13], ARGV[14])
+      return 0
+    end
+    if action == '2' then
+      local e = set_px(KEYS[1], ARGV[8], ARGV[9])
+      if e then return e end
+      written = true
+    end
+    take_turn(turn, KEYS[2], KEYS[4], KEYS[5], ARGV[5], ARGV[6], ARGV[13])
   else
-    ok = redis.call('set', KEYS[2], ARGV[5], 'PX', ARGV[6], 'NX')
+    local ok
+    if ARGV[6] == '0' then
+      ok = redis.call('set', KEYS[2], ARGV[5], 'NX')
+    else
+      ok = redis.call('set', KEYS[2], ARGV[5], 'PX', ARGV[6], 'NX')
+    end
+    if not ok then return 0 end
   end
-  if not ok then return 0 end
   if acquire == '2' then fence = mint_fence(KEYS[3], ARGV[7]) end
 elseif guard == '1' then
   if redis.call('get', KEYS[2]) ~= ARGV[5] then return 0 end
@@ -66,8 +93,10 @@ if action == '1' then
   v = redis.call('get', KEYS[1])
   done = true
 elseif action == '2' then
-  local e = set_px(KEYS[1], ARGV[8], ARGV[9])
-  if e then return e end
+  if not written then
+    local e = set_px(KEYS[1], ARGV[8], ARGV[9])
+    if e then return e end
+  end
   done = true
 elseif action == '3' then
   if redis.call('del', KEYS[1]) == 1 then
@@ -109,6 +138,29 @@ var (
 // lock fails, sending nothing, while a master may evict keys
 // (noEviction).
 func (s *Store) Step(st *contract.Step) error {
+	return s.step(st, nil)
+}
+
+// StepInLine is Step for waiter id in the line of st.Lock (queueKeys), for
+// a step that acquires its lock, whatever its action and fence: the
+// acquire is granted only in the waiter's turn (nobody live in line before
+// it, or a release handed it the lock), and then the whole step is done,
+// answering as Step does; otherwise st answers as Step does when the lock
+// is held (Outcome Exists, Held false, nothing done), and the waiter is put
+// or kept in line with a lease of lease (0: refused without a place). One
+// script (stepScript), so every combination waits in one line, in arrival
+// order. A key with no line makes the plain Step; a step that does not
+// acquire is refused (contract.ErrInvalidArgument).
+func (s *Store) StepInLine(st *contract.Step, id string, lease time.Duration) error {
+	if !st.Acquire {
+		st.Reset()
+		return fmt.Errorf("%w: a step waits in line only to acquire its lock", contract.ErrInvalidArgument)
+	}
+	return s.step(st, &inLine{id, lease})
+}
+
+// step is Step, in line as w when w is not nil.
+func (s *Store) step(st *contract.Step, w *inLine) error {
 	st.Reset()
 	if err := contract.CheckStep(st); err != nil {
 		return err
@@ -178,15 +230,20 @@ func (s *Store) Step(st *contract.Step) error {
 	if st.Release {
 		release, lockCh = 1, releaseChannel(lk)
 	}
-	keys := make([]string, 3, 4)
+	keys := make([]string, 3, 5)
 	keys[0], keys[1], keys[2] = rk, lk, fk
-	argv := make([]any, 11, 12)
+	argv := make([]any, 11, 14)
 	argv[0], argv[1], argv[2], argv[3] = acquireFlags[acquire], guardFlags[st.Guard], actionFlags[st.Action], releaseFlags[release]
 	argv[4], argv[5], argv[6] = st.Token, ms(st.LockTTL), fenceArg
 	argv[7], argv[8], argv[9], argv[10] = st.Value, ms(st.TTL), keyCh, lockCh
 	if st.Release {
 		line, prefix := releaseLine(lk)
 		keys, argv = append(keys, line...), append(argv, prefix...)
+	} else if w != nil {
+		if line, prefix, ok := queueKeys(lk); ok {
+			keys = append(keys, line, prefix+w.id)
+			argv = append(argv, prefix, w.id, ms(w.lease))
+		}
 	}
 	r, err := s.runInto(st.Dst, stepScript, keys, argv...)
 	return s.stepReply(st, r, err)
