@@ -44,3 +44,93 @@ func TestAcquireStepBacksOffAndKeepsTheWinningAttemptsOutputs(t *testing.T) {
 	_, err = (&Locker{Store: st, Clock: clk}).AcquireStep(st, &s, time.Second)
 	assert.Error(t, err, "a store error is not contention")
 }
+
+// lineStore is a store with a Line whose attempts answer from a script,
+// recording the Steps attempted in line and the waiters that left.
+type lineStore struct {
+	scripted
+	steps []backend.Step
+	left  []string
+}
+
+func (s *lineStore) Step(*backend.Step) error { panic("attempted outside the line") }
+func (s *lineStore) InLine(string) bool      { return true }
+func (s *lineStore) StepInLine(st *contract.Step, id string, lease time.Duration) error {
+	if id == "" || lease != LineStep+LeaseMargin {
+		panic("not a waiter with a lease")
+	}
+	st.Reset()
+	var err error
+	st.Outcome, err = s.SetNX(st.Lock, st.Token, st.LockTTL)
+	st.Held = err == nil && st.Outcome == contract.Inserted
+	c := *st
+	c.Dst = nil
+	s.steps = append(s.steps, c)
+	return err
+}
+func (s *lineStore) WaitTurn(string, string, time.Duration) (bool, error) { return false, nil }
+func (s *lineStore) LeaveLine(_, id string) error {
+	s.left = append(s.left, id)
+	return nil
+}
+
+// Where the store has a Line, every acquisition waits in it through its one
+// attempt, StepInLine, whatever the step does: Acquire and its kin are
+// each a Step, and AcquireStep's write, removal or expiry waits in line
+// too. An error in line gives the place up.
+func TestEveryAcquisitionWaitsInLine(t *testing.T) {
+	clk := &fakeClock{}
+	base := backend.Step{Lock: "l", Token: []byte("t"), LockTTL: time.Second, Acquire: true}
+	for _, tc := range []struct {
+		name string
+		do   func(l *Locker, st *lineStore) (Result, error)
+		want backend.Step
+	}{
+		{"Acquire", func(l *Locker, _ *lineStore) (Result, error) { return l.Acquire("l", []byte("t"), time.Second, time.Second) }, base},
+		{"AcquireFenced", func(l *Locker, st *lineStore) (Result, error) {
+			res, _, err := l.AcquireFenced(st, "l", []byte("t"), time.Second, time.Second)
+			return res, err
+		}, func() backend.Step { s := base; s.Fenced = true; return s }()},
+		{"AcquireGet", func(l *Locker, _ *lineStore) (Result, error) {
+			res, _, err := l.AcquireGet("l", []byte("t"), time.Second, time.Second, "d", nil)
+			return res, err
+		}, func() backend.Step { s := base; s.Bound, s.Action, s.Key = true, backend.ActionGet, "d"; return s }()},
+		{"AcquireGetFenced", func(l *Locker, st *lineStore) (Result, error) {
+			res, _, _, err := l.AcquireGetFenced(st, "l", []byte("t"), time.Second, time.Second, "d", nil)
+			return res, err
+		}, func() backend.Step { s := base; s.Bound, s.Fenced, s.Action, s.Key = true, true, backend.ActionGet, "d"; return s }()},
+		{"AcquireStep set", func(l *Locker, st *lineStore) (Result, error) {
+			s := base
+			s.Action, s.Key, s.Value = backend.ActionSet, "d", []byte("v")
+			return l.AcquireStep(st, &s, time.Second)
+		}, func() backend.Step { s := base; s.Action, s.Key, s.Value = backend.ActionSet, "d", []byte("v"); return s }()},
+		{"AcquireStep del", func(l *Locker, st *lineStore) (Result, error) {
+			s := base
+			s.Action, s.Key = backend.ActionDel, "d"
+			return l.AcquireStep(st, &s, time.Second)
+		}, func() backend.Step { s := base; s.Action, s.Key = backend.ActionDel, "d"; return s }()},
+		{"AcquireStep expire", func(l *Locker, st *lineStore) (Result, error) {
+			s := base
+			s.Action, s.Key, s.TTL = backend.ActionExpire, "d", time.Minute
+			return l.AcquireStep(st, &s, time.Second)
+		}, func() backend.Step { s := base; s.Action, s.Key, s.TTL = backend.ActionExpire, "d", time.Minute; return s }()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &lineStore{scripted: scripted{clock: clk, answers: []contract.SetNXOutcome{contract.Exists, contract.Inserted}}}
+			res, err := tc.do(&Locker{Store: st, Clock: clk}, st)
+			require.NoError(t, err)
+			assert.Equal(t, Result{Acquired: true, Attempts: 2}, res)
+			require.Len(t, st.steps, 2, "both attempts in line")
+			for _, got := range st.steps {
+				got.Outcome, got.Held = 0, false
+				assert.Equal(t, tc.want, got)
+			}
+			assert.Empty(t, st.left)
+
+			st = &lineStore{scripted: scripted{clock: clk, err: errors.New("down")}}
+			_, err = tc.do(&Locker{Store: st, Clock: clk}, st)
+			assert.Error(t, err)
+			assert.Len(t, st.left, 1, "the place given up on an error")
+		})
+	}
+}

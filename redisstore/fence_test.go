@@ -80,9 +80,9 @@ func TestClusterRefusesFencesAcrossSlots(t *testing.T) {
 }
 
 // Any step whose key is in another slot than its lock is refused with
-// nothing sent, fenced or not, and so is a waiting attempt that would read
-// such a key in line: the server's CROSSSLOT would read as an unknown
-// outcome.
+// nothing sent, fenced or not, and so is an acquiring step in line, with
+// every action, and a Locker's wait with one: the server's CROSSSLOT would
+// read as an unknown outcome.
 func TestClusterRefusesStepsAcrossSlots(t *testing.T) {
 	s := open(t, clusterURL(redistest.StartCluster(t)))
 	_, err := s.SetNX("{u}:lock", []byte("a"), time.Minute)
@@ -104,6 +104,9 @@ func TestClusterRefusesStepsAcrossSlots(t *testing.T) {
 			assert.Equal(t, contract.SetNXOutcome(0), st.Outcome, "nothing attempted")
 			st.Outcome = 0
 			assert.ErrorIs(t, backend.Run(s, &st), contract.ErrInvalidArgument, "as the Step outside the line")
+			res, err := (&lockwait.Locker{Store: s}).AcquireStep(s, &st, time.Second)
+			assert.ErrorIs(t, err, contract.ErrInvalidArgument, "a Locker's wait in line: action %d fenced %v", a, fenced)
+			assert.Equal(t, lockwait.Result{Attempts: 1}, res, "refused at the first attempt, not waited on")
 		}
 	}
 	assert.Zero(t, lineLength(t, s, "{v}:lock"), "nobody put in line")
