@@ -54,7 +54,7 @@ type lineStore struct {
 }
 
 func (s *lineStore) Step(*backend.Step) error { panic("attempted outside the line") }
-func (s *lineStore) InLine(string) bool      { return true }
+func (s *lineStore) InLine(string) bool       { return true }
 func (s *lineStore) StepInLine(st *contract.Step, id string, lease time.Duration) error {
 	if id == "" || lease != LineStep+LeaseMargin {
 		panic("not a waiter with a lease")
@@ -86,7 +86,9 @@ func TestEveryAcquisitionWaitsInLine(t *testing.T) {
 		do   func(l *Locker, st *lineStore) (Result, error)
 		want backend.Step
 	}{
-		{"Acquire", func(l *Locker, _ *lineStore) (Result, error) { return l.Acquire("l", []byte("t"), time.Second, time.Second) }, base},
+		{"Acquire", func(l *Locker, _ *lineStore) (Result, error) {
+			return l.Acquire("l", []byte("t"), time.Second, time.Second)
+		}, base},
 		{"AcquireFenced", func(l *Locker, st *lineStore) (Result, error) {
 			res, _, err := l.AcquireFenced(st, "l", []byte("t"), time.Second, time.Second)
 			return res, err
@@ -98,12 +100,20 @@ func TestEveryAcquisitionWaitsInLine(t *testing.T) {
 		{"AcquireGetFenced", func(l *Locker, st *lineStore) (Result, error) {
 			res, _, _, err := l.AcquireGetFenced(st, "l", []byte("t"), time.Second, time.Second, "d", nil)
 			return res, err
-		}, func() backend.Step { s := base; s.Bound, s.Fenced, s.Action, s.Key = true, true, backend.ActionGet, "d"; return s }()},
+		}, func() backend.Step {
+			s := base
+			s.Bound, s.Fenced, s.Action, s.Key = true, true, backend.ActionGet, "d"
+			return s
+		}()},
 		{"AcquireStep set", func(l *Locker, st *lineStore) (Result, error) {
 			s := base
 			s.Action, s.Key, s.Value = backend.ActionSet, "d", []byte("v")
 			return l.AcquireStep(st, &s, time.Second)
-		}, func() backend.Step { s := base; s.Action, s.Key, s.Value = backend.ActionSet, "d", []byte("v"); return s }()},
+		}, func() backend.Step {
+			s := base
+			s.Action, s.Key, s.Value = backend.ActionSet, "d", []byte("v")
+			return s
+		}()},
 		{"AcquireStep del", func(l *Locker, st *lineStore) (Result, error) {
 			s := base
 			s.Action, s.Key = backend.ActionDel, "d"
@@ -113,7 +123,11 @@ func TestEveryAcquisitionWaitsInLine(t *testing.T) {
 			s := base
 			s.Action, s.Key, s.TTL = backend.ActionExpire, "d", time.Minute
 			return l.AcquireStep(st, &s, time.Second)
-		}, func() backend.Step { s := base; s.Action, s.Key, s.TTL = backend.ActionExpire, "d", time.Minute; return s }()},
+		}, func() backend.Step {
+			s := base
+			s.Action, s.Key, s.TTL = backend.ActionExpire, "d", time.Minute
+			return s
+		}()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &lineStore{scripted: scripted{clock: clk, answers: []contract.SetNXOutcome{contract.Exists, contract.Inserted}}}
