@@ -60,8 +60,13 @@ for ($r = 0; $r < (int) $rounds; $r++) {
         }
     }
 }
-foreach (glob("/dev/shm/ephpm-$segment.*") as $f) {
-    unlink($f);
+// The segments this run made (a segment outlives its processes).
+foreach ($engines as [$ini, $_]) {
+    if (str_starts_with($ini, 'shm://')) {
+        foreach (glob('/dev/shm/ephpm-' . substr($ini, 6) . '.' . posix_geteuid() . '*') as $f) {
+            unlink($f);
+        }
+    }
 }
 
 $cols = array_merge(array_keys($engines), ['APCu']);
