@@ -139,3 +139,22 @@ func vmaOf(t *testing.T, mem []byte) map[string]string {
 	require.NotNil(t, v, "no mapping at %s", start)
 	return v
 }
+
+// BenchmarkOpenPrivate is what a process pays to open its store (a CLI
+// script pays it on its first call): the mapping and its header and shard
+// initialisation.
+func BenchmarkOpenPrivate(b *testing.B) {
+	for _, limit := range []int64{8 << 20, 64 << 20} {
+		b.Run(fmt.Sprintf("limit=%dMiB", limit>>20), func(b *testing.B) {
+			for b.Loop() {
+				s, err := OpenPrivate(Options{Memory: kv.MemoryConfig{Limit: limit}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer() // Close waits for a collection (store.go): not what a process pays
+				s.Close()
+				b.StartTimer()
+			}
+		})
+	}
+}
