@@ -41,7 +41,7 @@ func openWith(t *testing.T, opts Options) *Store {
 	path := Path("", name)
 	os.Remove(path)
 	os.Remove(fencesPath(path))
-	s, err := Open(name, opts)
+	s, err := openForTest(name, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		if err := s.Check(); err != nil {

@@ -336,6 +336,18 @@ func initSegment(fd int, path string, limit int64, anchor uint64, init func(g *s
 		return nil, fmt.Errorf("shm: map %s: %w", path, err)
 	}
 	g := &segment{path: path, fd: -1, mem: mem, base: unsafe.Pointer(&mem[0]), layout: l}
+	if err := g.initHeader(anchor, init); err != nil {
+		g.unmap()
+		return nil, err
+	}
+	return g, nil
+}
+
+// initHeader writes the header of the zeroed mapping g (laid out as
+// g.layout), runs init, and marks the segment ready, anchored to anchor.
+// A file's creator and a private mapping (private.go) make one alike.
+func (g *segment) initHeader(anchor uint64, init func(g *segment)) error {
+	l := g.layout
 	*g.u32(hVersion) = layoutVersion
 	*g.u32(hHeaderSize) = headerSize
 	*g.u64(hSegSize) = uint64(l.segSize)
@@ -351,14 +363,12 @@ func initSegment(fd int, path string, limit int64, anchor uint64, init func(g *s
 	*g.u64(hHeapSize) = uint64(l.heapSize)
 	*g.u64(hLimit) = uint64(l.limit)
 	if _, err := rand.Read(unsafe.Slice((*byte)(g.ptr(hInstance)), 16)); err != nil {
-		g.unmap()
-		return nil, fmt.Errorf("shm: instance id: %w", err)
+		return fmt.Errorf("shm: instance id: %w", err)
 	}
 	// The hash seed: secret to anyone who cannot read the file, so that
 	// no client can choose keys that meet in one shard (hashSeed).
 	if _, err := rand.Read(unsafe.Slice((*byte)(g.ptr(hSeed)), len(g.seed)*8)); err != nil {
-		g.unmap()
-		return nil, fmt.Errorf("shm: hash seed: %w", err)
+		return fmt.Errorf("shm: hash seed: %w", err)
 	}
 	g.readSeed()
 	*g.u64(hSeedCheck) = seedCheck(g.seed)
@@ -368,7 +378,7 @@ func initSegment(fd int, path string, limit int64, anchor uint64, init func(g *s
 	*g.u64(hAnchor) = anchor
 	atomic.StoreUint64(g.u64(hMagic), magic)
 	atomic.StoreUint32(g.u32(hReady), readyValue)
-	return g, nil
+	return nil
 }
 
 func (g *segment) unmap() {

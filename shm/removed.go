@@ -169,6 +169,9 @@ func (s *Store) checkSeed() error {
 // Store maps; if not, it records the error every call returns from then on
 // and returns it. Caller holds a ticket (the descriptor stays open).
 func (s *Store) checkFile() error {
+	if s.g.private {
+		return nil // no file, so no name to lose (OpenPrivate)
+	}
 	var open, named unix.Stat_t
 	if err := unix.Fstat(s.g.fd, &open); err != nil {
 		return nil // not known to be gone: a failed fstat of an open descriptor proves nothing

@@ -162,6 +162,9 @@ type segment struct {
 	// seed is the segment's key hash seed (from its header), copied here
 	// so that a hash reads it from this process's memory.
 	seed hashSeed
+	// private: the segment is this process's own anonymous mapping
+	// (OpenPrivate), with no file.
+	private bool
 }
 
 func (g *segment) ptr(off int64) unsafe.Pointer { return unsafe.Add(g.base, off) }
