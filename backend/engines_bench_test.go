@@ -14,7 +14,8 @@ import (
 	"time"
 
 	"github.com/ephpm/ephpm/backend"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
+	"github.com/ephpm/ephpm/memstore"
 	"github.com/ephpm/ephpm/sessionkeys"
 	"github.com/ephpm/ephpm/shm"
 )
@@ -34,12 +35,12 @@ import (
 // bridge's default leaves it only when configured so; the figures differ
 // little) and the bridge's session rule.
 func engines(b *testing.B, limit int64, run func(b *testing.B, s backend.Backend)) {
-	rule := kv.Options{SessionDataPrefix: sessionkeys.DataPrefix, SessionLockPrefix: sessionkeys.LockPrefix,
-		Memory: kv.MemoryConfig{Limit: limit}, SweepInterval: -1}
-	sopts := shm.Options{Memory: kv.MemoryConfig{Limit: limit},
+	rule := memstore.Options{SessionDataPrefix: sessionkeys.DataPrefix, SessionLockPrefix: sessionkeys.LockPrefix,
+		Memory: contract.MemoryConfig{Limit: limit}, SweepInterval: -1}
+	sopts := shm.Options{Memory: contract.MemoryConfig{Limit: limit},
 		SessionDataPrefix: rule.SessionDataPrefix, SessionLockPrefix: rule.SessionLockPrefix}
 	b.Run("engine=kv", func(b *testing.B) {
-		s := kv.New(rule)
+		s := memstore.New(rule)
 		b.Cleanup(s.Close)
 		run(b, backend.Memory{Store: s})
 	})

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 )
 
 // OpenPrivate opens the engine on a mapping of this process's own
@@ -54,10 +54,10 @@ func OpenPrivate(opts Options) (*Store, error) {
 	cfg := opts.Memory
 	if opts.Dir != "" || opts.Existing || opts.Owner != nil || opts.Anchor != 0 {
 		return nil, fmt.Errorf("%w: a private mapping has no file: Dir, Existing, Owner and Anchor do not apply to it",
-			kv.ErrInvalidArgument)
+			contract.ErrInvalidArgument)
 	}
-	if cfg.Policy < kv.NoEviction || cfg.Policy > kv.AllKeysLRU || cfg.CompressionMinSize < 0 || cfg.Limit < 0 {
-		return nil, fmt.Errorf("%w: memory setting %+v", kv.ErrInvalidArgument, cfg)
+	if cfg.Policy < contract.NoEviction || cfg.Policy > contract.AllKeysLRU || cfg.CompressionMinSize < 0 || cfg.Limit < 0 {
+		return nil, fmt.Errorf("%w: memory setting %+v", contract.ErrInvalidArgument, cfg)
 	}
 	if err := checkSessionPrefixes(opts.SessionDataPrefix, opts.SessionLockPrefix); err != nil {
 		return nil, err
@@ -67,7 +67,7 @@ func OpenPrivate(opts Options) (*Store, error) {
 		limit = DefaultMemoryLimit
 	}
 	if limit < MinMemoryLimit {
-		return nil, fmt.Errorf("%w: memory_limit %d is below the shared-memory store's minimum %d", kv.ErrInvalidArgument, limit, MinMemoryLimit)
+		return nil, fmt.Errorf("%w: memory_limit %d is below the shared-memory store's minimum %d", contract.ErrInvalidArgument, limit, MinMemoryLimit)
 	}
 	l := planLayout(limit)
 	mem, err := privateMap(int(l.segSize))
@@ -87,7 +87,7 @@ func OpenPrivate(opts Options) (*Store, error) {
 		g.unmap()
 		return nil, err
 	}
-	budget, err := g.sess.Budget(kv.MemoryConfig{Limit: g.limit, SessionLimit: cfg.SessionLimit})
+	budget, err := g.sess.Budget(contract.MemoryConfig{Limit: g.limit, SessionLimit: cfg.SessionLimit})
 	if err != nil {
 		g.unmap()
 		return nil, err

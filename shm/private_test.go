@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ephpm/ephpm/backend/backendtest"
-	"github.com/ephpm/ephpm/kv"
+	"github.com/ephpm/ephpm/contract"
 	"github.com/ephpm/ephpm/sessionkeys"
 )
 
@@ -46,13 +46,13 @@ func openPrivate(t *testing.T, opts Options) *Store {
 }
 
 func TestPrivatePassesTheContract(t *testing.T) {
-	s := openPrivate(t, Options{Memory: kv.MemoryConfig{Limit: 8 << 20},
+	s := openPrivate(t, Options{Memory: contract.MemoryConfig{Limit: 8 << 20},
 		SessionDataPrefix: sessionkeys.DataPrefix, SessionLockPrefix: sessionkeys.LockPrefix})
 	backendtest.Run(t, s, backendtest.Coarse)
 }
 
 func TestPrivatePassesTheContractCompressed(t *testing.T) {
-	s := openPrivate(t, Options{Memory: kv.MemoryConfig{Limit: 8 << 20, Compression: true, Policy: kv.AllKeysLRU}})
+	s := openPrivate(t, Options{Memory: contract.MemoryConfig{Limit: 8 << 20, Compression: true, Policy: contract.AllKeysLRU}})
 	backendtest.Run(t, s, backendtest.Coarse)
 }
 
@@ -71,14 +71,14 @@ func TestPrivateMakesNoFile(t *testing.T) {
 
 	for _, o := range []Options{{Dir: t.TempDir()}, {Existing: true}, {Owner: UID(os.Geteuid())}, {Anchor: os.Getpid()}} {
 		_, err := OpenPrivate(o)
-		require.ErrorIs(t, err, kv.ErrInvalidArgument, "%+v", o)
+		require.ErrorIs(t, err, contract.ErrInvalidArgument, "%+v", o)
 	}
 }
 
 // Both mappings are left out of a forked child: the kernel shows the flag
 // "dc" (do not copy) on them.
 func TestPrivateIsNotCopiedOnFork(t *testing.T) {
-	s := openPrivate(t, Options{Memory: kv.MemoryConfig{Limit: 1 << 20}})
+	s := openPrivate(t, Options{Memory: contract.MemoryConfig{Limit: 1 << 20}})
 	for _, mem := range [][]byte{s.g.mem, s.fenceTab.Load().mem} {
 		v := vmaOf(t, mem)
 		require.Contains(t, strings.Fields(v["VmFlags"]), "dc", "VmFlags %q", v["VmFlags"])
@@ -89,7 +89,7 @@ func TestPrivateIsNotCopiedOnFork(t *testing.T) {
 // size of its mapping, and what is resident when opened and after writes.
 func TestPrivateMemoryCost(t *testing.T) {
 	for _, limit := range []int64{8 << 20, 64 << 20} {
-		s := openPrivate(t, Options{Memory: kv.MemoryConfig{Limit: limit}})
+		s := openPrivate(t, Options{Memory: contract.MemoryConfig{Limit: limit}})
 		rss := func() string { return vmaOf(t, s.g.mem)["Rss"] }
 		opened := rss()
 		val := make([]byte, 64)
@@ -147,7 +147,7 @@ func BenchmarkOpenPrivate(b *testing.B) {
 	for _, limit := range []int64{8 << 20, 64 << 20} {
 		b.Run(fmt.Sprintf("limit=%dMiB", limit>>20), func(b *testing.B) {
 			for b.Loop() {
-				s, err := OpenPrivate(Options{Memory: kv.MemoryConfig{Limit: limit}})
+				s, err := OpenPrivate(Options{Memory: contract.MemoryConfig{Limit: limit}})
 				if err != nil {
 					b.Fatal(err)
 				}
