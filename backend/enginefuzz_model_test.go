@@ -365,7 +365,8 @@ func (m *engineModel) lockRefresh(k string, token []byte, ttl time.Duration) boo
 		if !bytes.Equal(e.v, token) {
 			return false
 		}
-		e.ttl = ttl
+		// The refreshed hold is stored as a lock, whatever stored it.
+		e.ttl, e.lock = ttl, true
 		m.m[k] = e
 		return true
 	}

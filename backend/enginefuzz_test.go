@@ -155,6 +155,10 @@ var (
 	fuzzDeltas = []int64{1, -1, 0, 5, -7, math.MaxInt64, math.MinInt64, 1000}
 )
 
+// fuzzTrace prints each op as it runs (EPHPM_FUZZ_TRACE=1), to read a
+// failing input.
+var fuzzTrace = os.Getenv("EPHPM_FUZZ_TRACE") != ""
+
 // maxFuzzTTL is the longest TTL an input gives.
 const maxFuzzTTL = 3 * time.Hour
 
@@ -232,7 +236,12 @@ func runEngineInput(b backend.Backend, data []byte) error {
 	r := &in{data: data}
 	for i := 0; len(r.data) > 0; i++ {
 		op := r.byte() % numOps
-		if err := runOp(b, m, r, op); err != nil {
+		before := r.data
+		err := runOp(b, m, r, op)
+		if fuzzTrace {
+			fmt.Printf("op %d %s %v\n", i, opNames[op], before[:len(before)-len(r.data)])
+		}
+		if err != nil {
 			return fmt.Errorf("op %d (%s): %w", i, opNames[op], err)
 		}
 	}
