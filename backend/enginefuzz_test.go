@@ -542,8 +542,8 @@ func runOp(b backend.Backend, m *engineModel, r *in, op byte) error {
 	return nil
 }
 
-// checkRead checks a read of e into dst that reported length n: the value,
-// when it fitted.
+// checkRead checks a read of e into dst (zeros before the call) that
+// reported length n: the value when it fitted, else dst untouched.
 func checkRead(what string, dst []byte, n int, found bool, e mEntry) error {
 	if !found {
 		return want(what+" length", n, 0)
@@ -551,10 +551,15 @@ func checkRead(what string, dst []byte, n int, found bool, e mEntry) error {
 	if err := want(what+" length", n, e.length()); err != nil {
 		return err
 	}
-	if n <= len(dst) {
-		if err := checkValue(dst[:n], e); err != nil {
-			return fmt.Errorf("%s: %v", what, err)
+	if n > len(dst) {
+		// Nothing copied: dst is as the test made it, zeros.
+		if i := slices.IndexFunc(dst, func(c byte) bool { return c != 0 }); i >= 0 {
+			return fmt.Errorf("%s: a %d-byte value wrote into a %d-byte destination", what, n, len(dst))
 		}
+		return nil
+	}
+	if err := checkValue(dst[:n], e); err != nil {
+		return fmt.Errorf("%s: %v", what, err)
 	}
 	return nil
 }
