@@ -22,13 +22,17 @@ import (
 // promises, through backend.Backend as the bridge calls it, against
 // engineModel (enginefuzz_model_test.go): each input is a sequence of
 // operations over 8 plain keys and 4 lock names, run on each engine in
-// turn, on a store of its own:
+// turn, on an empty store:
 //
-//   - kv: memstore through backend.Memory;
+//   - kv: memstore through backend.Memory, a new store per input;
 //   - private: shm.OpenPrivate, the shared-memory engine on a private
 //     mapping (the in-process store's successor: docs/design.md, "One
-//     engine or two");
-//   - file: shm.Open, a segment file in /dev/shm.
+//     engine or two"), one per process, flushed for each input;
+//   - file: shm.Open, a segment file in /dev/shm, likewise.
+//
+// A difference is reported with the engine, the op's index and name and
+// what it got against what the model wants; EPHPM_FUZZ_TRACE=1 prints the
+// ops of an input as they run, with their bytes.
 //
 // EPHPM_FUZZ_ENGINES (a comma-separated list of those names) runs only
 // some of them, so that each can be fuzzed on its own.
@@ -43,8 +47,9 @@ import (
 // (each new fence above every earlier one of its name; Fence reporting
 // the latest), Flush (which keeps fences), a walk by Scan (keys, sizes,
 // lock flags, read holds), the errors wrapping ErrInvalidArgument,
-// ErrNotInteger and ErrOverflow, and that no write is refused for memory
-// and nothing is evicted (Stats).
+// ErrNotInteger and ErrOverflow, and that no other call fails: none is
+// refused for memory (ErrNoMemory) nor with ErrNothingDone (nothing here
+// has a cause outside its arguments), and nothing is evicted (Stats).
 //
 // Deliberately not checked: anything that needs time to pass. TTLs are 0
 // or hours, so nothing lapses; PTTL is checked as present and at most the
