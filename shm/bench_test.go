@@ -2,6 +2,7 @@ package shm
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -115,5 +116,56 @@ func BenchmarkWriteLockPair(b *testing.B) {
 	for b.Loop() {
 		s.LockAttempt("lock", tok, contract.LockExclusive, 30*time.Second, contract.WriterClaim)
 		s.LockRelease("lock", tok)
+	}
+}
+
+// BenchmarkSet64Parallel and BenchmarkLockPairParallel are BenchmarkSet64
+// and BenchmarkLockPair from every goroutine of b.RunParallel at once, each
+// on a key of its own in a shard of its own: goroutine g's key is in shard
+// g*stride (stride 1: neighbours, whose words in the header's array of
+// bytes used share a cache line; 8: a line each). At -cpu 1,2 they show
+// whether a second thread gains; a word the shards share shows as the loss.
+func BenchmarkSet64Parallel(b *testing.B) {
+	for _, stride := range []int{1, 8} {
+		b.Run(fmt.Sprintf("stride=%d", stride), func(b *testing.B) {
+			s := benchStore(b)
+			v := make([]byte, 64)
+			var id atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				k := keyInShard(s, "key", int(id.Add(1)-1)*stride)
+				for pb.Next() {
+					s.Set(k, v, 0)
+				}
+			})
+		})
+	}
+}
+
+func BenchmarkLockPairParallel(b *testing.B) {
+	for _, stride := range []int{1, 8} {
+		b.Run(fmt.Sprintf("stride=%d", stride), func(b *testing.B) {
+			s := benchStore(b)
+			tok := []byte("0123456789abcdef")
+			var id atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				k := keyInShard(s, "lock", int(id.Add(1)-1)*stride)
+				for pb.Next() {
+					s.SetNX(k, tok, 30*time.Second)
+					s.DelIfEq(k, tok)
+				}
+			})
+		})
+	}
+}
+
+// keyInShard returns a key of prefix and a number that hashes to shard i
+// (modulo the shards).
+func keyInShard(s *Store, prefix string, i int) string {
+	i %= len(s.shards)
+	for n := 0; ; n++ {
+		k := fmt.Sprintf("%s%d", prefix, n)
+		if sh, _, _ := s.locate(k); sh.i == i {
+			return k
+		}
 	}
 }

@@ -37,8 +37,19 @@ func (sh *shard) account(b int64, kind contract.KeyKind, sign int64) {
 // overwrite changes none: the bytes used are words other shards' writers
 // read); kind is the kind of their key. Every figure is derived, and
 // recovery recounts them. Caller holds the lock.
+//
+// A rewrite of a key that is not session data, to a block of the same
+// size, as pinned as before and with a TTL or not as before (a cache
+// key's or a lock's rewrite) changes no figure: its class, kept or plain,
+// hangs on the pinned flag alone. It is told from the two entries' words
+// with no class worked out (the most frequent write: see
+// docs/measurements.md, 2026-12-05).
 func (sh *shard) reaccount(old, b int64, kind contract.KeyKind) {
 	co, cb := chargeOf(sh.blockSize(old)), chargeOf(sh.blockSize(b))
+	if co == cb && kind != contract.KindSession && (sh.entryMeta(old)^sh.entryMeta(b))&flagPinned == 0 &&
+		(sh.entryExpireAt(old) != 0) == (sh.entryExpireAt(b) != 0) {
+		return
+	}
 	clo, session := sh.classOfKind(old, kind) // the same key, of kind
 	clb, _ := sh.classOfKind(b, kind)
 	d := cb - co

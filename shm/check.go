@@ -61,7 +61,7 @@ func (s *Store) checkShard(sh *shard) error {
 			if prevFree {
 				fail("block %d: free after a free block", b)
 			}
-			if foot := int64(atomic.LoadUint64(sh.g.u64(sh.heap + b + size - 8))); foot != size {
+			if foot := int64(atomic.LoadUint64(sh.hu64(b + size - 8))); foot != size {
 				fail("free block %d: footer %d, size %d", b, foot, size)
 			}
 			free[b] = true

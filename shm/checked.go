@@ -144,7 +144,7 @@ func (sh *shard) isBroken() bool { return atomic.LoadUint32(sh.u32(sBroken)) != 
 // checked to leave a whole block inside the heap. Caller holds the lock.
 func (sh *shard) blockOf(v uint64) int64 {
 	b := slotBlock(v)
-	if b+minBlock > sh.g.heapSize {
+	if b+minBlock > sh.heapSize {
 		panic(corruption{sh, "an index slot points outside the heap", b})
 	}
 	return b
@@ -154,7 +154,7 @@ func (sh *shard) blockOf(v uint64) int64 {
 // for 0), checked as blockOf checks. Caller holds the lock.
 func (sh *shard) linked(v uint32) int64 {
 	b := unlink(v)
-	if b+minBlock > sh.g.heapSize {
+	if b+minBlock > sh.heapSize {
 		panic(corruption{sh, "a free-list link points outside the heap", b})
 	}
 	return b
@@ -164,7 +164,7 @@ func (sh *shard) linked(v uint32) int64 {
 // must be free; a list longer than the heap has blocks loops.
 func (sh *shard) listed(b int64, n int) int64 {
 	size, st, _ := sh.header(b)
-	if st != stateFree || int64(n) > sh.g.heapSize/minBlock {
+	if st != stateFree || int64(n) > sh.heapSize/minBlock {
 		panic(corruption{sh, "a free list holds a block that is not free, or loops", b})
 	}
 	return size

@@ -164,7 +164,7 @@ func (s *Store) moveEntry(sh *shard, b, lo, hi int64) bool {
 	if nb == noBlock {
 		return false
 	}
-	copy(unsafe.Slice((*byte)(sh.g.ptr(sh.heap+nb+8)), need-8), unsafe.Slice((*byte)(sh.g.ptr(sh.heap+b+8)), need-8))
+	copy(unsafe.Slice((*byte)(sh.at(nb+8)), need-8), unsafe.Slice((*byte)(sh.at(b+8)), need-8))
 	sh.setState(b, stateInFlight)
 	storeRel64(sh.slot(pos), makeSlot(tag, nb)) // the commit
 	sh.setState(nb, stateLive)

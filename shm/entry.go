@@ -49,25 +49,25 @@ func entrySize(keyLen, storedLen int) int64 {
 	return max(align8(align8(entryHeader+int64(keyLen))+int64(storedLen)), minBlock)
 }
 
-func (sh *shard) entryExpireAt(b int64) int64 { return atomic.LoadInt64(sh.g.i64(sh.heap + b + 8)) }
+func (sh *shard) entryExpireAt(b int64) int64 { return atomic.LoadInt64(sh.hi64(b + 8)) }
 func (sh *shard) setEntryExpireAt(b, at int64) {
-	storeRelI64(sh.g.i64(sh.heap+b+8), at)
+	storeRelI64(sh.hi64(b+8), at)
 }
-func (sh *shard) entryAccess(b int64) *uint32 { return sh.g.u32(sh.heap + b + 16) }
-func (sh *shard) entryMeta(b int64) uint32    { return atomic.LoadUint32(sh.g.u32(sh.heap + b + 20)) }
-func (sh *shard) entryKeyLen(b int64) int     { return int(atomic.LoadUint32(sh.g.u32(sh.heap + b + 24))) }
+func (sh *shard) entryAccess(b int64) *uint32 { return sh.hu32(b + 16) }
+func (sh *shard) entryMeta(b int64) uint32    { return atomic.LoadUint32(sh.hu32(b + 20)) }
+func (sh *shard) entryKeyLen(b int64) int     { return int(atomic.LoadUint32(sh.hu32(b + 24))) }
 func (sh *shard) entryPinned(b int64) bool    { return sh.entryMeta(b)&flagPinned != 0 }
-func (sh *shard) entryHolder(b int64) uint32  { return atomic.LoadUint32(sh.g.u32(sh.heap + b + 28)) }
+func (sh *shard) entryHolder(b int64) uint32  { return atomic.LoadUint32(sh.hu32(b + 28)) }
 
 // entryKey returns the key of the entry in b, as a view of the mapping:
 // valid only while the shard lock is held. The key must lie in the heap
 // (checked.go).
 func (sh *shard) entryKey(b int64) string {
 	n := int64(sh.entryKeyLen(b))
-	if n > sh.g.heapSize-b-entryHeader {
+	if n > sh.heapSize-b-entryHeader {
 		panic(corruption{sh, "an entry's key runs past the heap", b})
 	}
-	return unsafe.String((*byte)(sh.g.ptr(sh.heap+b+entryHeader)), n)
+	return unsafe.String((*byte)(sh.at(b+entryHeader)), n)
 }
 
 // entryStored returns the stored value of the entry in b, as a view of the
@@ -79,21 +79,21 @@ func (sh *shard) entryStored(b int64) []byte {
 		return []byte{}
 	}
 	off := b + align8(entryHeader+int64(sh.entryKeyLen(b)))
-	if n > sh.g.heapSize-off {
+	if n > sh.heapSize-off {
 		panic(corruption{sh, "an entry's value runs past the heap", b})
 	}
-	return unsafe.Slice((*byte)(sh.g.ptr(sh.heap+off)), n)
+	return unsafe.Slice((*byte)(sh.at(off)), n)
 }
 
 // writeEntry fills the in-flight block b with an entry.
 // holder is the tag of the lock's holder, 0 for none.
 func (sh *shard) writeEntry(b int64, key string, stored []byte, flags uint32, expireAt int64, access, holder uint32) {
-	storeDerivedI64(sh.g.i64(sh.heap+b+8), expireAt)
+	storeDerivedI64(sh.hi64(b+8), expireAt)
 	storeDerived32(sh.entryAccess(b), access)
-	storeDerived32(sh.g.u32(sh.heap+b+20), uint32(len(stored))|flags)
-	storeDerived32(sh.g.u32(sh.heap+b+24), uint32(len(key)))
-	storeDerived32(sh.g.u32(sh.heap+b+28), holder)
-	copy(unsafe.Slice((*byte)(sh.g.ptr(sh.heap+b+entryHeader)), len(key)), key)
+	storeDerived32(sh.hu32(b+20), uint32(len(stored))|flags)
+	storeDerived32(sh.hu32(b+24), uint32(len(key)))
+	storeDerived32(sh.hu32(b+28), holder)
+	copy(unsafe.Slice((*byte)(sh.at(b+entryHeader)), len(key)), key)
 	if len(stored) > 0 {
 		copy(sh.entryStored(b), stored)
 	}
@@ -142,10 +142,10 @@ func (sh *shard) valueEquals(b int64, v []byte) bool {
 			return false
 		}
 		off := b + align8(entryHeader+int64(sh.entryKeyLen(b)))
-		if int64(len(v)) > sh.g.heapSize-off {
+		if int64(len(v)) > sh.heapSize-off {
 			panic(corruption{sh, "an entry's value runs past the heap", b})
 		}
-		return string(unsafe.Slice((*byte)(sh.g.ptr(sh.heap+off)), len(v))) == string(v)
+		return string(unsafe.Slice((*byte)(sh.at(off)), len(v))) == string(v)
 	}
 	if sh.logicalLen(b) != len(v) {
 		return false

@@ -41,13 +41,13 @@ const (
 	spareMax = 4096
 )
 
-func (sh *shard) hdrWord(b int64) *uint64 { return sh.g.u64(sh.heap + b) }
+func (sh *shard) hdrWord(b int64) *uint64 { return sh.hu64(b) }
 
 // header reads block b's header word, checked: its size must fit the heap
 // from b (checked.go). Caller holds the lock.
 func (sh *shard) header(b int64) (size int64, state int, prevFree bool) {
 	w := atomic.LoadUint64(sh.hdrWord(b))
-	if size = int64(w &^ 7); size < minBlock || size > sh.g.heapSize-b {
+	if size = int64(w &^ 7); size < minBlock || size > sh.heapSize-b {
 		panic(corruption{sh, "a block's size does not fit the heap", b})
 	}
 	return size, int(w & stateMask), w&prevFreeBit != 0
@@ -72,7 +72,7 @@ func (sh *shard) setState(b int64, state int) {
 }
 
 func (sh *shard) setPrevFree(b int64, pf bool) {
-	if b >= sh.g.heapSize {
+	if b >= sh.heapSize {
 		return
 	}
 	s, st, _ := sh.header(b)
@@ -86,9 +86,9 @@ func sizeClass(size int64) int {
 }
 
 func (sh *shard) listHead(c int) *uint32   { return sh.u32(sFreeLists + int64(c)*4) }
-func (sh *shard) nextFree(b int64) *uint32 { return sh.g.u32(sh.heap + b + 8) }
+func (sh *shard) nextFree(b int64) *uint32 { return sh.hu32(b + 8) }
 func (sh *shard) prevFreeLink(b int64) *uint32 {
-	return sh.g.u32(sh.heap + b + 12)
+	return sh.hu32(b + 12)
 }
 
 func link(b int64) uint32 {
@@ -123,7 +123,7 @@ func (sh *shard) listInsert(b, size int64) {
 		storeDerived32(sh.prevFreeLink(first), link(b))
 	}
 	storeDerived32(h, link(b))
-	storeDerived64(sh.g.u64(sh.heap+b+size-8), uint64(size))
+	storeDerived64(sh.hu64(b+size-8), uint64(size))
 }
 
 func (sh *shard) listRemove(b, size int64) {
@@ -247,7 +247,7 @@ func (sh *shard) freeBlock(b int64) {
 		panic(corruption{sh, "a block to free is free or live (the spare word names it?)", b})
 	}
 	sh.addI64(sHeapUsed, -size)
-	if next := b + size; next < sh.g.heapSize {
+	if next := b + size; next < sh.heapSize {
 		if ns, nst, _ := sh.header(next); nst == stateFree {
 			sh.listRemove(next, ns)
 			size += ns
@@ -260,7 +260,7 @@ func (sh *shard) freeBlock(b int64) {
 		if b < minBlock {
 			panic(corruption{sh, "the heap's first block says the block before it is free", b})
 		}
-		ps := int64(atomic.LoadUint64(sh.g.u64(sh.heap + b - 8)))
+		ps := int64(atomic.LoadUint64(sh.hu64(b - 8)))
 		if ps < minBlock || ps > b {
 			panic(corruption{sh, "a free block's footer steps outside the heap", b})
 		}
@@ -286,7 +286,7 @@ func (sh *shard) initHeap() {
 	}
 	storeDerived32(sh.freeMap(), 0)
 	storeDerived32(sh.spare(), 0)
-	sh.setHeader(0, sh.g.heapSize, stateFree, false)
-	sh.listInsert(0, sh.g.heapSize)
+	sh.setHeader(0, sh.heapSize, stateFree, false)
+	sh.listInsert(0, sh.heapSize)
 	storeDerivedI64(sh.i64(sHeapUsed), 0)
 }

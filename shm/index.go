@@ -1,6 +1,9 @@
 package shm
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // Each shard's index is an open-addressing hash table of indexSlots 8-byte
 // slots with linear probing:
@@ -26,23 +29,23 @@ const (
 	slotTomb  = ^uint64(0)
 )
 
-func (sh *shard) slot(i int) *uint64 { return sh.g.u64(sh.index + int64(i)*8) }
+func (sh *shard) slot(i int) *uint64 { return (*uint64)(unsafe.Add(sh.indexAt, int64(i)*8)) }
 func slotTag(v uint64) uint32        { return uint32(v >> 32) }
 func slotBlock(v uint64) int64       { return int64(uint32(v)) * 8 }
 func makeSlot(tag uint32, b int64) uint64 {
 	return uint64(tag)<<32 | uint64(b/8)
 }
 
-func (sh *shard) home(tag uint32) int { return int(tag) & (sh.g.indexSlots - 1) }
+func (sh *shard) home(tag uint32) int { return int(tag) & (sh.indexSlots - 1) }
 
 // dist is how far slot j lies along the probe path that starts at home.
-func (sh *shard) dist(home, j int) int { return (j - home) & (sh.g.indexSlots - 1) }
+func (sh *shard) dist(home, j int) int { return (j - home) & (sh.indexSlots - 1) }
 
 // lookup finds key, whose hash tag is tag: its slot and block, or pos -1.
 // ins is the first slot an insertion of key may use (a tombstone or the
 // empty slot that ends the probe), or -1 if there is none.
 func (sh *shard) lookup(tag uint32, key string) (pos int, b int64, ins int) {
-	mask := sh.g.indexSlots - 1
+	mask := sh.indexSlots - 1
 	ins = -1
 	for i, n := sh.home(tag), 0; n <= mask; i, n = (i+1)&mask, n+1 {
 		v := atomic.LoadUint64(sh.slot(i))
@@ -70,7 +73,7 @@ func (sh *shard) lookup(tag uint32, key string) (pos int, b int64, ins int) {
 // tombstones fill seven eighths. A compaction moves slots: positions found
 // before it are stale. Caller holds the shard lock.
 func (sh *shard) roomFor() bool {
-	n := sh.g.indexSlots
+	n := sh.indexSlots
 	entries, tombs := int(atomic.LoadUint32(sh.u32(sEntries))), int(atomic.LoadUint32(sh.u32(sTombs)))
 	if entries+1 > n*3/4 {
 		return false
@@ -94,7 +97,7 @@ func (sh *shard) insertAt(ins int, tag uint32, b int64) {
 // removeAt makes slot pos a tombstone, then empties the tombstones that end
 // its run.
 func (sh *shard) removeAt(pos int) {
-	mask := sh.g.indexSlots - 1
+	mask := sh.indexSlots - 1
 	storeRel64(sh.slot(pos), slotTomb)
 	sh.addU32(sEntries, -1)
 	sh.addU32(sTombs, 1)
@@ -135,7 +138,7 @@ func (sh *shard) removeAt(pos int) {
 // later compaction empties those no wrapped entry needs any more. Caller
 // holds the lock.
 func (sh *shard) compact() {
-	n := sh.g.indexSlots
+	n := sh.indexSlots
 	mask := n - 1
 	for i := 0; i < n; i++ {
 		if atomic.LoadUint64(sh.slot(i)) != slotTomb {
@@ -176,7 +179,7 @@ func compactStored() {
 // recount derives the entry and tombstone counts from the slots.
 func (sh *shard) recount() {
 	var entries, tombs uint32
-	for i := 0; i < sh.g.indexSlots; i++ {
+	for i := 0; i < sh.indexSlots; i++ {
 		switch atomic.LoadUint64(sh.slot(i)) {
 		case slotEmpty:
 		case slotTomb:

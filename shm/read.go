@@ -2,6 +2,7 @@ package shm
 
 import (
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/ephpm/ephpm/contract"
 )
@@ -81,7 +82,7 @@ func (s *Store) readUnlocked(sh *shard, tag uint32, key string, dst []byte) (n i
 		return 0, false, false
 	}
 	if n <= len(dst) && n > 0 {
-		copy(dst[:n], sh.g.bytes(sh.heap+off, n))
+		copy(dst[:n], unsafe.Slice((*byte)(sh.at(off)), n))
 	}
 	if atomic.LoadUint32(lockp) != 0 || atomic.LoadUint64(seqp) != seq {
 		return 0, false, false
@@ -95,7 +96,7 @@ func (s *Store) readUnlocked(sh *shard, tag uint32, key string, dst []byte) (n i
 // concurrent change, which the caller's second read of the count detects.
 // Every block it reads through lies within the heap.
 func (sh *shard) lookupUnlocked(tag uint32, key string) int64 {
-	mask := sh.g.indexSlots - 1
+	mask := sh.indexSlots - 1
 	for i, n := sh.home(tag), 0; n <= mask; i, n = (i+1)&mask, n+1 {
 		v := atomic.LoadUint64(sh.slot(i))
 		switch {
@@ -105,11 +106,11 @@ func (sh *shard) lookupUnlocked(tag uint32, key string) int64 {
 			continue
 		}
 		b := slotBlock(v)
-		if b < 0 || b+entryHeader+int64(len(key)) > sh.g.heapSize {
+		if b < 0 || b+entryHeader+int64(len(key)) > sh.heapSize {
 			return noBlock
 		}
 		// The key's length read once: a second read may differ.
-		if sh.entryKeyLen(b) == len(key) && sh.g.str(sh.heap+b+entryHeader, len(key)) == key {
+		if sh.entryKeyLen(b) == len(key) && unsafe.String((*byte)(sh.at(b+entryHeader)), len(key)) == key {
 			return b
 		}
 	}

@@ -38,14 +38,14 @@ type bitset []uint64
 func newBitset(n int64) bitset           { return make(bitset, (n+63)/64) }
 func (b bitset) set(i int64)             { b[i/64] |= 1 << (i % 64) }
 func (b bitset) has(i int64) bool        { return b[i/64]&(1<<(i%64)) != 0 }
-func (sh *shard) heapUnits() int64       { return sh.g.heapSize / 8 }
-func (sh *shard) inHeap(b, n int64) bool { return b >= 0 && n >= 0 && b+n <= sh.g.heapSize }
+func (sh *shard) heapUnits() int64       { return sh.heapSize / 8 }
+func (sh *shard) inHeap(b, n int64) bool { return b >= 0 && n >= 0 && b+n <= sh.heapSize }
 
 // walk checks that the block sizes tile the heap and returns the set of
 // block starts (in 8-byte units).
 func (sh *shard) walk() (bitset, error) {
 	starts := newBitset(sh.heapUnits())
-	for b := int64(0); b < sh.g.heapSize; {
+	for b := int64(0); b < sh.heapSize; {
 		size, _, _ := sh.header(b)
 		if size < minBlock || !sh.inHeap(b, size) {
 			return nil, fmt.Errorf("block at %d has size %d", b, size)

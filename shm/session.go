@@ -210,7 +210,7 @@ func (sh *shard) markRead(b int64) {
 	if cl == classNew {
 		sh.tallyClass(b, classNew, -c)
 	}
-	p := sh.g.u32(sh.heap + b + 20)
+	p := sh.hu32(b + 20)
 	storeRel32(p, atomic.LoadUint32(p)|flagRead)
 	if cl == classNew {
 		sh.tallyClass(b, classReturned, c)

@@ -1,6 +1,9 @@
 package shm
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // A shard is self-contained: its lock word, counters and free-list heads
 // (this header), an index and a heap. Everything but the counters is
@@ -52,24 +55,50 @@ const (
 )
 
 // shard is this process's handle on one shard of the segment.
+//
+// Beside the offsets of its header, index and heap it keeps their
+// addresses in this process's mapping (hdrAt, indexAt, heapAt: the
+// mapping's base plus the offset, fixed while the store is open), so that
+// a field's address is one load and an add. Through the offsets it was
+// three dependent loads (sh.g, g.base, the offset), and the compiler
+// repeats them after every atomic load or store of the segment, which a
+// write makes dozens of (docs/measurements.md, 2026-12-05). They are this
+// process's addresses, never stored in the segment.
 type shard struct {
-	g     *segment
-	i     int
-	hdr   int64 // offset of the header
-	index int64 // offset of the index
-	heap  int64 // offset of the heap
+	g       *segment
+	i       int
+	hdr     int64 // offset of the header
+	index   int64 // offset of the index
+	heap    int64 // offset of the heap
+	hdrAt   unsafe.Pointer
+	indexAt unsafe.Pointer
+	heapAt  unsafe.Pointer
+	// heapSize and indexSlots are the segment's, copied here for the same
+	// reason: the checks of every block and slot read them.
+	heapSize   int64
+	indexSlots int
 }
 
 func (g *segment) shard(i int) shard {
-	return shard{g: g, i: i,
+	sh := shard{g: g, i: i,
 		hdr:   g.shardOff + int64(i)*shardHeaderSize,
 		index: g.indexOff + int64(i)*int64(g.indexSlots)*8,
 		heap:  g.heapOff + int64(i)*g.heapSize}
+	sh.hdrAt, sh.indexAt, sh.heapAt = g.ptr(sh.hdr), g.ptr(sh.index), g.ptr(sh.heap)
+	sh.heapSize, sh.indexSlots = g.heapSize, g.indexSlots
+	return sh
 }
 
-func (sh *shard) u32(f int64) *uint32 { return sh.g.u32(sh.hdr + f) }
-func (sh *shard) u64(f int64) *uint64 { return sh.g.u64(sh.hdr + f) }
-func (sh *shard) i64(f int64) *int64  { return sh.g.i64(sh.hdr + f) }
+func (sh *shard) u32(f int64) *uint32 { return (*uint32)(unsafe.Add(sh.hdrAt, f)) }
+func (sh *shard) u64(f int64) *uint64 { return (*uint64)(unsafe.Add(sh.hdrAt, f)) }
+func (sh *shard) i64(f int64) *int64  { return (*int64)(unsafe.Add(sh.hdrAt, f)) }
+
+// at is the address of the heap's byte off; hu32, hu64 and hi64 the word
+// there.
+func (sh *shard) at(off int64) unsafe.Pointer { return unsafe.Add(sh.heapAt, off) }
+func (sh *shard) hu32(off int64) *uint32      { return (*uint32)(sh.at(off)) }
+func (sh *shard) hu64(off int64) *uint64      { return (*uint64)(sh.at(off)) }
+func (sh *shard) hi64(off int64) *int64       { return (*int64)(sh.at(off)) }
 
 // used is the bytes charged to this shard's entries, read by writers in
 // every shard to check the memory limit.

@@ -15,8 +15,11 @@ import (
 
 // pinFlag returns flagPinned for a key never evicted: under a pinned prefix
 // or the session lock prefix.
-func (s *Store) pinFlag(key string) uint32 {
-	if s.g.kindOf(key) == contract.KindSessionLock {
+func (s *Store) pinFlag(key string) uint32 { return s.pinFlagOf(key, s.g.kindOf(key)) }
+
+// pinFlagOf is pinFlag for a key whose kind the caller has told.
+func (s *Store) pinFlagOf(key string, kind contract.KeyKind) uint32 {
+	if kind == contract.KindSessionLock {
 		return flagPinned
 	}
 	for _, p := range s.pinned {
@@ -123,12 +126,13 @@ const (
 )
 
 // install stores key's new value if m's condition holds and reports whether
-// it did. A write that does not fit makes room (makeRoom) with no lock held
+// it did; the entry's flags are pinFlag's for modeSet, flagPinned for
+// modeSetNX (a lock). A write that does not fit makes room (makeRoom) with no lock held
 // and tries again; if it cannot, it fails with contract.ErrNoMemory and nothing
 // changed. ttl counts from the moment the condition is decided. A write
 // conditioned on another key (a guard, a fence) is a Step (step.go), which
 // holds both shards.
-func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint32, m mode) (installed bool, err error) {
+func (s *Store) install(key string, value []byte, ttl time.Duration, m mode) (installed bool, err error) {
 	tk, err := s.enter()
 	if err != nil {
 		return false, err
@@ -141,7 +145,12 @@ func (s *Store) install(key string, value []byte, ttl time.Duration, flags uint3
 	// that copy's loads wait on its stores (a stall perf showed in
 	// install: docs/measurements.md).
 	var w write
-	w.key, w.kind, w.h, w.tag, w.stored, w.flags = key, s.g.kindOf(key), h, tag, stored, flags|cflag
+	kind := s.g.kindOf(key) // once: pinFlag's and the write's
+	flags := uint32(flagPinned)
+	if m == modeSet {
+		flags = s.pinFlagOf(key, kind)
+	}
+	w.key, w.kind, w.h, w.tag, w.stored, w.flags = key, kind, h, tag, stored, flags|cflag
 	// The loop of writeLoop, written out: through its closure a set took
 	// longer (docs/measurements.md).
 	locked := false // sh, for a corruption found under it
@@ -273,7 +282,7 @@ func (s *Store) Set(key string, value []byte, ttl time.Duration) error {
 	if err := contract.CheckWrite(key, value, ttl); err != nil {
 		return err
 	}
-	_, err := s.install(key, value, ttl, s.pinFlag(key), modeSet)
+	_, err := s.install(key, value, ttl, modeSet)
 	return err
 }
 
@@ -287,7 +296,7 @@ func (s *Store) setNX(key string, value []byte, ttl time.Duration) (contract.Set
 	if err := contract.CheckWrite(key, value, ttl); err != nil {
 		return 0, err
 	}
-	ok, err := s.install(key, value, ttl, flagPinned, modeSetNX)
+	ok, err := s.install(key, value, ttl, modeSetNX)
 	switch {
 	case err != nil:
 		return 0, err
