@@ -119,18 +119,11 @@ func launch(t testing.TB, head string, extra []string, args ...string) *Server {
 	}
 	deadline := time.Now().Add(startLimit)
 	for {
-		dir := t.TempDir()
-		port := FreePort(t)
-		conf := fmt.Sprintf(head, port, dir)
-		for _, line := range extra {
-			conf += line + "\n"
-		}
-		path := filepath.Join(dir, "redis.conf")
-		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		s, err := configure(bin, t.TempDir(), FreePort(t), head, extra, args)
+		if err != nil {
 			t.Fatal(err)
 		}
-		s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir, argv: append([]string{bin, path}, args...)}
-		err := s.start(deadline)
+		err = s.start(deadline)
 		if err == nil {
 			t.Cleanup(s.Stop)
 			return s
@@ -139,6 +132,19 @@ func launch(t testing.TB, head string, extra []string, args ...string) *Server {
 			t.Fatal(err)
 		}
 	}
+}
+
+// configure writes the config of a server on port in dir.
+func configure(bin, dir string, port int, head string, extra, args []string) (*Server, error) {
+	conf := fmt.Sprintf(head, port, dir)
+	for _, line := range extra {
+		conf += line + "\n"
+	}
+	path := filepath.Join(dir, "redis.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		return nil, err
+	}
+	return &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir, argv: append([]string{bin, path}, args...)}, nil
 }
 
 // start starts the process and waits until it answers, by deadline (a
