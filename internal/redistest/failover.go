@@ -113,3 +113,12 @@ func (s *Server) StartAgain(args ...string) error {
 	return s.start(time.Now().Add(startLimit))
 }
 
+
+// Signal sends sig to the running server (SIGSTOP and SIGCONT stand for a
+// server that stops answering for a while).
+func (s *Server) Signal(sig os.Signal) error {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return fmt.Errorf("redis-server on %s is not running", s.Addr)
+	}
+	return s.cmd.Process.Signal(sig)
+}
