@@ -8,10 +8,16 @@
 // (the second got the lock the holder had been granted), fences that did
 // not go up, and the failover time; then the same rounds with the harness
 // sending WAIT 1 <timeout> to the master after the grant and before the
-// kill (rounds where WAIT answered 0 are not counted). Between rounds the
-// killed master is started again as a replica of the new one.
+// kill (rounds where WAIT answered 0 are not counted); then, without WAIT,
+// with the replica behind (SIGSTOPped, a large write queued ahead of the
+// grants, SIGCONT at the kill). Between rounds the killed master is
+// started again as a replica of the new one. Every server is stopped by
+// PID at the end, on an error and on SIGINT/SIGTERM, and its directory
+// removed. A round prints its line on stderr (FAILOVER_DEBUG=1: also what
+// each wait for a ready deployment waits for); the table goes to stdout.
+// Figures: docs/measurements.md, 2026-12-05.
 //
-//	go run ./bench/failover [-rounds 50]
+//	go run ./bench/failover [-rounds 50] [-modes nowait,wait,lag]
 package main
 
 import (
