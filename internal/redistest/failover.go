@@ -113,7 +113,6 @@ func (s *Server) StartAgain(args ...string) error {
 	return s.start(time.Now().Add(startLimit))
 }
 
-
 // Signal sends sig to the running server (SIGSTOP and SIGCONT stand for a
 // server that stops answering for a while).
 func (s *Server) Signal(sig os.Signal) error {
