@@ -24,6 +24,11 @@ mkdir -p "$out/test" && cp "$build"/modules/test/*.so "$out/test/"
 gcc "${san[@]}" -I"$src/include" "$src/tests/c/kv_table_test.c" -o "$out/kv_table_test" -lpthread -ldl
 gcc -shared -fPIC -O2 "$here/no_deepbind.c" -o "$out/no_deepbind.so" -ldl
 
+# The tests whose child allocates after a fork from this threaded process
+# (012_fork, s12, s36) skip here: GCC 12's libasan takes no allocator lock
+# around fork(), so a child forked while a Go runtime thread is in malloc
+# inherits that lock held and hangs at its first free (seen once, gdb:
+# docs/measurements.md, 2026-12-05). Every other phpt run covers them.
 # Leak checking stays off: PHP frees its request memory in bulk and the Go
 # runtime keeps its own; both look like leaks to LeakSanitizer.
 export ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0:abort_on_error=1
