@@ -2,10 +2,8 @@ package redistest
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"testing"
 	"time"
 )
 
@@ -35,32 +33,24 @@ func SentinelConfig(master *Server, quorum int, downAfter, failoverTimeout time.
 	}
 }
 
-// StartReplica runs a redis-server that replicates master, as Start does.
-func StartReplica(t testing.TB, master *Server, extra ...string) *Server {
-	return Start(t, append([]string{ReplicaOf(master)}, extra...)...)
-}
-
-// StartSentinels runs n Sentinels monitoring master as "mymaster" (see
-// SentinelConfig), as StartSentinel does one.
-func StartSentinels(t testing.TB, master *Server, n, quorum int, downAfter, failoverTimeout time.Duration) []*Server {
-	var ss []*Server
-	for i := 0; i < n; i++ {
-		ss = append(ss, launch(t, sentinelHead, SentinelConfig(master, quorum, downAfter, failoverTimeout), "--sentinel"))
-	}
-	return ss
-}
-
 // Run is Start outside a test: the server's directory is made under
 // parent. It fails if redis-server is not installed.
 func Run(parent string, extra ...string) (*Server, error) {
 	return run(parent, serverHead, extra)
 }
 
-// RunSentinel is one of StartSentinels's Sentinels outside a test.
+// RunSentinel runs a Sentinel monitoring master as "mymaster" (see
+// SentinelConfig) outside a test.
 func RunSentinel(parent string, master *Server, quorum int, downAfter, failoverTimeout time.Duration) (*Server, error) {
 	return run(parent, sentinelHead, SentinelConfig(master, quorum, downAfter, failoverTimeout), "--sentinel")
 }
 
+// run writes a server's config (head, then the extra lines) in a new
+// directory under parent and runs redis-server with it, on a port found
+// free. A port found free can be taken by another process before the
+// server binds it (the packages' tests run at once): a server that exits,
+// or a port that answers while the server is gone, starts over on another
+// port, until startLimit.
 func run(parent, head string, extra []string, args ...string) (*Server, error) {
 	bin, err := exec.LookPath(ServerBinary())
 	if err != nil {
@@ -72,12 +62,10 @@ func run(parent, head string, extra []string, args ...string) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		port, err := freePort()
 		if err != nil {
 			return nil, err
 		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
 		s, err := configure(bin, dir, port, head, extra, args)
 		if err != nil {
 			return nil, err

@@ -17,12 +17,20 @@ import (
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freePort()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return port
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // startLimit bounds a server's start, and the Cluster's: a hang catch, not
@@ -43,13 +51,13 @@ type Server struct {
 // value"), waits until it answers, and stops it when t ends. It skips t if
 // redis-server is not installed (scripts/setup.sh test installs it).
 func Start(t testing.TB, extra ...string) *Server {
-	return launch(t, "bind 127.0.0.1\nport %d\ndir %s\nsave \"\"\nappendonly no\n", extra)
+	return launch(t, serverHead, extra)
 }
 
 // StartSentinel runs a Sentinel (redis-server --sentinel) that monitors
 // master under the name "mymaster".
 func StartSentinel(t testing.TB, master *Server) *Server {
-	return launch(t, "bind 127.0.0.1\nport %d\ndir %s\n", []string{
+	return launch(t, sentinelHead, []string{
 		fmt.Sprintf("sentinel monitor mymaster 127.0.0.1 %d 1", master.Port),
 		"sentinel down-after-milliseconds mymaster 5000",
 	}, "--sentinel")
@@ -106,32 +114,19 @@ func envOr(name, fallback string) string {
 	return fallback
 }
 
-// launch writes a config (head, formatted with the port and the
-// directory, then the extra lines) and runs redis-server with it. A port
-// found free can be taken by another process before the server binds it
-// (the packages' tests run at once): a server that exits, or a port that
-// answers while the server is gone, starts over on another port.
+// launch is run for test t: in t's temporary directory, stopped when t
+// ends; it skips t if redis-server is not installed.
 func launch(t testing.TB, head string, extra []string, args ...string) *Server {
 	t.Helper()
-	bin, err := exec.LookPath(ServerBinary())
-	if err != nil {
+	if _, err := exec.LookPath(ServerBinary()); err != nil {
 		t.Skip(ServerBinary() + " not installed")
 	}
-	deadline := time.Now().Add(startLimit)
-	for {
-		s, err := configure(bin, t.TempDir(), FreePort(t), head, extra, args)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = s.start(deadline)
-		if err == nil {
-			t.Cleanup(s.Stop)
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
+	s, err := run(t.TempDir(), head, extra, args...)
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(s.Stop)
+	return s
 }
 
 // configure writes the config of a server on port in dir.
