@@ -56,8 +56,8 @@ func OpenPrivate(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("%w: a private mapping has no file: Dir, Existing, Owner and Anchor do not apply to it",
 			contract.ErrInvalidArgument)
 	}
-	if cfg.Policy < contract.NoEviction || cfg.Policy > contract.AllKeysLRU || cfg.CompressionMinSize < 0 || cfg.Limit < 0 {
-		return nil, fmt.Errorf("%w: memory setting %+v", contract.ErrInvalidArgument, cfg)
+	if err := checkMemory(cfg); err != nil {
+		return nil, err
 	}
 	if err := checkSessionPrefixes(opts.SessionDataPrefix, opts.SessionLockPrefix); err != nil {
 		return nil, err
@@ -97,17 +97,14 @@ func OpenPrivate(opts Options) (*Store, error) {
 		g.unmap()
 		return nil, fmt.Errorf("shm: private fence table: %w", err)
 	}
-	s := &Store{g: g, owner: os.Geteuid(), pinned: append([]string(nil), opts.PinnedPrefixes...)}
-	s.fenceTab.Store(&fenceTable{mem: fm, base: unsafe.Pointer(&fm[0])})
-	s.ticket.Store(newTicket())
-	for i := 0; i < g.shards; i++ {
-		s.shards = append(s.shards, g.shard(i))
-	}
-	if s.slot, s.tag, err = g.attach(); err != nil {
-		s.fenceTab.Load().unmap()
+	fences := &fenceTable{mem: fm, base: unsafe.Pointer(&fm[0])}
+	s, err := newStore(g, os.Geteuid(), opts.PinnedPrefixes)
+	if err != nil {
+		fences.unmap()
 		g.unmap()
 		return nil, err
 	}
+	s.fenceTab.Store(fences)
 	s.applyConfig(cfg, budget)
 	s.armCheck()
 	s.armRates()

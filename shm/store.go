@@ -126,8 +126,8 @@ func Open(name string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("%w: Existing attaches to segment %s as it is: an anchor (%d) or a memory setting (%+v) "+
 			"would make or change it", contract.ErrInvalidArgument, name, opts.Anchor, cfg)
 	}
-	if cfg.Policy < contract.NoEviction || cfg.Policy > contract.AllKeysLRU || cfg.CompressionMinSize < 0 || cfg.Limit < 0 {
-		return nil, fmt.Errorf("%w: memory setting %+v", contract.ErrInvalidArgument, cfg)
+	if err := checkMemory(cfg); err != nil {
+		return nil, err
 	}
 	var anchor uint64
 	if opts.Anchor != 0 {
@@ -167,12 +167,8 @@ func Open(name string, opts Options) (*Store, error) {
 			return nil, err
 		}
 	}
-	s := &Store{g: g, owner: owner, pinned: append([]string(nil), opts.PinnedPrefixes...)}
-	s.ticket.Store(newTicket())
-	for i := 0; i < g.shards; i++ {
-		s.shards = append(s.shards, g.shard(i))
-	}
-	if s.slot, s.tag, err = g.attach(); err != nil {
+	s, err := newStore(g, owner, opts.PinnedPrefixes)
+	if err != nil {
 		g.unmap()
 		return nil, err
 	}
@@ -181,6 +177,29 @@ func Open(name string, opts Options) (*Store, error) {
 	}
 	s.armCheck()
 	s.armRates()
+	return s, nil
+}
+
+// checkMemory refuses a memory setting no store can apply.
+func checkMemory(cfg contract.MemoryConfig) error {
+	if cfg.Policy < contract.NoEviction || cfg.Policy > contract.AllKeysLRU || cfg.CompressionMinSize < 0 || cfg.Limit < 0 {
+		return fmt.Errorf("%w: memory setting %+v", contract.ErrInvalidArgument, cfg)
+	}
+	return nil
+}
+
+// newStore is this process's handle on segment g, attached to its process
+// table: a Store of owner's, keeping pinned's prefixes from eviction.
+func newStore(g *segment, owner int, pinned []string) (*Store, error) {
+	s := &Store{g: g, owner: owner, pinned: append([]string(nil), pinned...)}
+	s.ticket.Store(newTicket())
+	for i := 0; i < g.shards; i++ {
+		s.shards = append(s.shards, g.shard(i))
+	}
+	var err error
+	if s.slot, s.tag, err = g.attach(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
