@@ -4,7 +4,7 @@
 // conditional write, the Step that takes, checks or releases a lock and
 // acts on a key in one atomic step, the read/write-lock rules (a reader
 // record's encoding and the decisions on it), the session rule, the
-// memory setting, counter arithmetic, and the figures a store reports.
+// eviction classes and their order, the memory setting, counter arithmetic, and the figures a store reports.
 //
 // The stores apply these rules each in its own atomic step: the
 // in-process store (package memstore) under a shard's mutex, the

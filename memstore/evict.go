@@ -80,21 +80,19 @@ func (s *Store) makeRoom(need int64, kp keep, kind contract.KeyKind, short short
 		}
 		return fail(contract.ErrNoMemory)
 	}
-	plain := ev.total(classPlain, policy)
-	sessions := ev.total(classNew, policy) + ev.total(classReturned, policy)
+	plain := ev.total(contract.EvictPlain, policy)
+	sessions := ev.total(contract.EvictNew, policy) + ev.total(contract.EvictReturned, policy)
 	if sessionsShort > sessions {
 		return fail(s.noRoom(sessionsFull))
 	}
-	order := []class{classPlain}
-	if kind == contract.KindSession {
-		order = append(order, classNew, classReturned)
-	} else {
+	order := contract.EvictOrder(kind)
+	if kind != contract.KindSession {
 		sessions = 0
 	}
 	if storeShort > plain+sessions {
 		return fail(contract.ErrNoMemory)
 	}
-	if !s.evictUntil(sessionsTaken, policy, kp, classNew, classReturned) {
+	if !s.evictUntil(sessionsTaken, policy, kp, contract.BudgetEvictOrder()...) {
 		return fail(s.noRoom(sessionsFull))
 	}
 	if !s.evictUntil(storeTaken, policy, kp, order...) {
@@ -123,7 +121,7 @@ func (s *Store) noRoom(short shortfall) error {
 type evictable [numSlots]int64
 
 // total is what policy may evict of class c.
-func (ev *evictable) total(c class, policy contract.Policy) int64 {
+func (ev *evictable) total(c contract.EvictClass, policy contract.Policy) int64 {
 	lo, hi := slots(c, policy)
 	var n int64
 	for _, v := range ev[lo : hi+1] {
@@ -166,7 +164,7 @@ func (s *Store) survey(kp keep) evictable {
 // (the next only once the one before has none left), until taken reports
 // that the room needed is there and taken, and reports whether it was.
 // It never evicts the entries of kp.
-func (s *Store) evictUntil(taken func() bool, policy contract.Policy, kp keep, order ...class) bool {
+func (s *Store) evictUntil(taken func() bool, policy contract.Policy, kp keep, order ...contract.EvictClass) bool {
 	for _, c := range order {
 		for misses := 0; ; {
 			if taken() {
@@ -194,7 +192,7 @@ func (s *Store) evictUntil(taken func() bool, policy contract.Policy, kp keep, o
 // at random), takes up to evictSamples entries of class c that policy may
 // evict from each within span slots (0: the whole table), and evicts the
 // least recently used of them. It reports whether it found a candidate.
-func (s *Store) evictOne(policy contract.Policy, c class, kp *keep, shards, span int) bool {
+func (s *Store) evictOne(policy contract.Policy, c contract.EvictClass, kp *keep, shards, span int) bool {
 	lo, hi := slots(c, policy)
 	var victim block
 	var victimShard *shard

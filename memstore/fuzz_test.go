@@ -88,16 +88,16 @@ func (m *model) sweep() {
 // class is k's eviction class for a write under protect guarded by guard,
 // and whether the policy may evict k at all: never a pinned entry (a
 // lock), nor session data whose lock is there, nor protect or guard.
-func (m *model) class(k, protect, guard string) (class, bool) {
+func (m *model) class(k, protect, guard string) (contract.EvictClass, bool) {
 	e := m.m[k]
-	c := classPlain
+	c := contract.EvictPlain
 	if fuzzKind(k) == contract.KindSession {
 		if _, held := m.m[fuzzLock+strings.TrimPrefix(k, fuzzData)]; held {
 			return 0, false
 		}
-		c = classNew
+		c = contract.EvictNew
 		if e.read {
-			c = classReturned
+			c = contract.EvictReturned
 		}
 	}
 	ok := !e.pinned && k != protect && k != guard && m.policy != contract.NoEviction && (m.policy != contract.VolatileLRU || e.exp != 0)
@@ -145,7 +145,7 @@ func (m *model) decide(k, guard string, v []byte) outcome {
 	var plain, sessions int64
 	for key, e := range m.m {
 		if c, ok := m.class(key, k, guard); ok {
-			if c == classPlain {
+			if c == contract.EvictPlain {
 				plain += mcost(key, e.v)
 			} else {
 				sessions += mcost(key, e.v)
@@ -172,7 +172,7 @@ func (m *model) decide(k, guard string, v []byte) outcome {
 // the model.
 func (m *model) settle(t *testing.T, s *Store, k, guard string) {
 	t.Helper()
-	classes := map[string]class{}
+	classes := map[string]contract.EvictClass{}
 	var gone []string
 	for key := range m.m {
 		c, ok := m.class(key, k, guard)
@@ -180,7 +180,7 @@ func (m *model) settle(t *testing.T, s *Store, k, guard string) {
 			if !ok {
 				t.Fatalf("write of %s evicted %s, which the rules keep", k, key)
 			}
-			if c != classPlain && fuzzKind(k) != contract.KindSession {
+			if c != contract.EvictPlain && fuzzKind(k) != contract.KindSession {
 				t.Fatalf("write of %s evicted session data %s", k, key)
 			}
 			gone = append(gone, key)
@@ -191,11 +191,11 @@ func (m *model) settle(t *testing.T, s *Store, k, guard string) {
 		m.remove(key)
 	}
 	for _, key := range gone {
-		if classes[key] != classReturned {
+		if classes[key] != contract.EvictReturned {
 			continue
 		}
 		for other := range m.m {
-			if c, ok := m.class(other, k, guard); ok && c == classNew {
+			if c, ok := m.class(other, k, guard); ok && c == contract.EvictNew {
 				t.Fatalf("write of %s evicted %s, read back, before %s, never read", k, key, other)
 			}
 		}

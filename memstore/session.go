@@ -21,29 +21,19 @@ func (s *Store) pairOf(sh *shard, h uint32, kind contract.KeyKind, key string) b
 
 // An entry's eviction slot says under which policy and in which order
 // eviction may take it: slot 2*class + 1 for an entry with a TTL, 2*class
-// for one without, and slotKept for an entry never evicted (a lock, a
-// pinned key, the data of a session whose lock is there). Each shard adds
-// up the memory charged to the entries of each evictable slot
-// (shard.evictable), so the store knows how much eviction could free
-// before it frees anything; what is kept is not counted, so a lock taken
-// and released counts nothing.
-type class uint8
-
+// for one without (its class: contract.ClassOf), and slotKept for an entry
+// never evicted (contract.EvictKept). Each shard adds up the memory
+// charged to the entries of each evictable slot (shard.evictable), so the
+// store knows how much eviction could free before it frees anything; what
+// is kept is not counted, so a lock taken and released counts nothing.
 const (
-	classPlain    class = iota // not session data
-	classNew                   // session data not read since it was written
-	classReturned              // session data read since it was written
-	numClasses
-)
-
-const (
-	numSlots = 2 * int(numClasses) // evictable slots
+	numSlots = 2 * int(contract.NumEvictClasses) // evictable slots
 	slotKept = numSlots
 )
 
 // slots returns the range [lo, hi] of the slots of class c that policy
 // may evict.
-func slots(c class, policy contract.Policy) (lo, hi int) {
+func slots(c contract.EvictClass, policy contract.Policy) (lo, hi int) {
 	lo, hi = 2*int(c), 2*int(c)+1
 	if policy == contract.VolatileLRU {
 		lo = hi
@@ -56,44 +46,37 @@ func blockCost(b block) int64 { return int64(blockSize(b)) + entryOverhead }
 // slotOf returns the eviction slot of b, whose key is of kind and hashes
 // to h. Caller holds sh.mu.
 func (s *Store) slotOf(sh *shard, b block, kind contract.KeyKind, h uint32) int {
-	if kind == contract.KindSession {
-		return s.sessionSlot(sh, b, h)
-	}
-	return plainSlot(b)
+	held := func() bool { return s.pairOf(sh, h, contract.KindSession, blockKey(b)) != nil }
+	return slotIn(contract.ClassOf(kind, blockMeta(b)&flagPinned != 0, blockFlags(b, flagRead), held), b)
 }
 
-// plainSlot is slotOf for a key that is not session data.
+// plainSlot is slotOf for a key that is not session data: contract.ClassOf
+// of such a key, kept if pinned and plain otherwise, written out so that
+// it inlines into the hot paths' tallyPlain.
 func plainSlot(b block) int {
-	switch {
-	case blockMeta(b)&flagPinned != 0:
+	if blockMeta(b)&flagPinned != 0 {
 		return slotKept
-	case blockExpireAt(b) != 0:
-		return 1
 	}
-	return 0
+	return slotIn(contract.EvictPlain, b)
 }
 
-// sessionSlot is slotOf for session data.
-func (s *Store) sessionSlot(sh *shard, b block, h uint32) int {
-	slot := plainSlot(b)
-	switch {
-	case slot == slotKept:
-	case s.pairOf(sh, h, contract.KindSession, blockKey(b)) != nil:
-		slot = slotKept // held: a request is using it
-	case blockFlags(b, flagRead):
-		slot += 2 * int(classReturned)
-	default:
-		slot += 2 * int(classNew)
+// slotIn is the slot of b in class c.
+func slotIn(c contract.EvictClass, b block) int {
+	if c == contract.EvictKept {
+		return slotKept
 	}
-	return slot
+	if blockExpireAt(b) != 0 {
+		return 2*int(c) + 1
+	}
+	return 2 * int(c)
 }
 
 // tally takes b's cost (blockCost) away from its slot's total (sign -1) or
 // adds it (1). Every change to what decides a slot (the entry entering or
 // leaving the table, its TTL, its read flag, its session's lock coming or
 // going) is bracketed by a tally of -1 before and of 1 after. The hot
-// paths call tallyPlain instead for keys that are not session data, which
-// inlines. Caller holds sh.mu.
+// paths call tallyPlain instead for keys that are not session data, whose
+// slot (plainSlot) inlines. Caller holds sh.mu.
 func (s *Store) tally(sh *shard, b block, kind contract.KeyKind, h uint32, sign int64) {
 	if kind == contract.KindSession {
 		s.tallySession(sh, b, h, sign)
@@ -111,7 +94,7 @@ func (sh *shard) tallyPlain(b block, sign int64) {
 
 // tallySession is tally for session data.
 func (s *Store) tallySession(sh *shard, b block, h uint32, sign int64) {
-	if slot := s.sessionSlot(sh, b, h); slot != slotKept {
+	if slot := s.slotOf(sh, b, contract.KindSession, h); slot != slotKept {
 		sh.evictable[slot] += sign * blockCost(b)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+
+	"github.com/ephpm/ephpm/contract"
 )
 
 // Check walks every shard, under its lock (so a shard whose owner died is
@@ -160,12 +162,12 @@ func (s *Store) checkShard(sh *shard) error {
 		{"session bytes", atomic.LoadInt64(sh.sessUsed()), f.sessUsed},
 		{"waiters", int64(atomic.LoadUint32(sh.u32(sWaiters))), int64(s.waitingOn(sh))},
 	}
-	for c := classPlain; c < numClasses; c++ {
+	for c := contract.EvictPlain; c < contract.NumEvictClasses; c++ {
 		for i, ttl := range []bool{false, true} {
 			counts = append(counts, struct {
 				name      string
 				got, want int64
-			}{fmt.Sprintf("evictable of class %s (TTL only: %v)", classNames[c], ttl),
+			}{fmt.Sprintf("evictable of class %s (TTL only: %v)", c, ttl),
 				atomic.LoadInt64(sh.i64(classField(c, ttl))), f.evict[c][i]})
 		}
 	}

@@ -25,7 +25,7 @@ const (
 
 // makeRoom tries to make w, which put refused with r in sh, fit, holding
 // one shard lock at a time, and reports whether it may fit now. A write
-// evicts only the classes evictClasses gives its kind, in that order: other
+// evicts only the classes contract.EvictOrder gives its kind, in that order: other
 // writes never make session data go. Another shard found corrupt (or
 // broken) is left out; sh found corrupt (or broken) is the error, as is
 // any lock refused for another cause (the segment's file found removed):
@@ -37,11 +37,11 @@ const (
 func (s *Store) makeRoom(sh *shard, r room, w *write) (bool, error) {
 	size := entrySize(len(w.key), len(w.stored))
 	policy := s.memoryConfig().Policy
-	order := evictClasses(w.kind)
+	order := contract.EvictOrder(w.kind)
 	switch r {
 	case overBudget:
 		// Only session data makes room for session data.
-		return s.evictUntil(policy, w, []class{classNew, classReturned},
+		return s.evictUntil(policy, w, contract.BudgetEvictOrder(),
 			func() int64 { return s.sessionBytes() + w.delta - s.sessionLimit() })
 	case overShare:
 		return s.makeShareRoom(sh, w, size, policy)
@@ -64,7 +64,7 @@ func (s *Store) makeRoom(sh *shard, r room, w *write) (bool, error) {
 // makeShardRoom is makeRoom for a write refused for room in sh itself
 // (heapFull, indexFull): it defragments, then sweeps and evicts in sh
 // only. Caller holds sh's lock, in inShard.
-func (s *Store) makeShardRoom(sh *shard, r room, w *write, size int64, policy contract.Policy, order []class) bool {
+func (s *Store) makeShardRoom(sh *shard, r room, w *write, size int64, policy contract.Policy, order []contract.EvictClass) bool {
 	if s.shardHasRoom(sh, r, size) {
 		return true
 	}
@@ -118,7 +118,7 @@ func (s *Store) makeShareRoom(sh *shard, w *write, size int64, policy contract.P
 			return
 		}
 		deficit := func() int64 { return atomic.LoadInt64(sh.sessUsed()) + w.delta - share }
-		order := []class{classNew, classReturned}
+		order := contract.BudgetEvictOrder()
 		fitsIfEvicted := func() bool {
 			var evictable int64
 			for _, c := range order {
@@ -159,18 +159,18 @@ func (s *Store) makeShareRoom(sh *shard, w *write, size int64, policy contract.P
 // shard found broken is left out; w's own shard found broken, or a lock
 // refused for another cause (leftOut: the segment's file found removed),
 // ends it with that error, evicting no more.
-func (s *Store) evictUntil(policy contract.Policy, w *write, order []class, deficit func() int64) (bool, error) {
+func (s *Store) evictUntil(policy contract.Policy, w *write, order []contract.EvictClass, deficit func() int64) (bool, error) {
 	if deficit() <= 0 {
 		return true, nil
 	}
 	// w's own entry is never evicted for it: left out of what may go. Its
 	// shard found broken is w's error, as any other refusal of its lock.
 	ownShard := &s.shards[w.h&uint64(len(s.shards)-1)]
-	own, ownClass := int64(0), classKept
+	own, ownClass := int64(0), contract.EvictKept
 	if err := s.inShard(ownShard, func() { own, ownClass = s.protected(w, policy, order) }); err != nil {
 		return false, err
 	}
-	avail := func(c class) int64 {
+	avail := func(c contract.EvictClass) int64 {
 		n := s.evictableTotal(policy, c)
 		if c == ownClass {
 			n -= own
@@ -253,26 +253,26 @@ func (s *Store) sweepAll() error {
 
 // protected is the charge of w's key's own entry, and its class, if the
 // policy could evict it as one of the classes in order (else 0 and
-// classKept): it is never evicted to make room for its own new value.
+// contract.EvictKept): it is never evicted to make room for its own new value.
 // Caller holds the lock of w's key's shard, in inShard.
-func (s *Store) protected(w *write, policy contract.Policy, order []class) (int64, class) {
+func (s *Store) protected(w *write, policy contract.Policy, order []contract.EvictClass) (int64, contract.EvictClass) {
 	sh, _, tag := s.locate(w.key)
 	pos, b, _ := sh.lookup(tag, w.key)
 	if pos < 0 {
-		return 0, classKept
+		return 0, contract.EvictKept
 	}
 	for _, c := range order {
 		if eligible(sh, b, policy, c, "") {
 			return chargeOf(sh.blockSize(b)), c
 		}
 	}
-	return 0, classKept
+	return 0, contract.EvictKept
 }
 
 // evictableTotal sums the evictable bytes of class c of every shard not
 // broken: a broken shard's are never evicted (mostEvictable leaves it out),
 // and its counts may be the damage that broke it.
-func (s *Store) evictableTotal(policy contract.Policy, c class) int64 {
+func (s *Store) evictableTotal(policy contract.Policy, c contract.EvictClass) int64 {
 	var n int64
 	for i := range s.shards {
 		if s.shards[i].isBroken() {
@@ -285,7 +285,7 @@ func (s *Store) evictableTotal(policy contract.Policy, c class) int64 {
 
 // mostEvictable is the shard not broken with the most evictable bytes of
 // class c, counting skip bytes fewer in shard own, or nil.
-func (s *Store) mostEvictable(policy contract.Policy, c class, own *shard, skip int64) *shard {
+func (s *Store) mostEvictable(policy contract.Policy, c contract.EvictClass, own *shard, skip int64) *shard {
 	var best *shard
 	var most int64
 	for i := range s.shards {
@@ -323,18 +323,18 @@ func (s *Store) shardHasRoom(sh *shard, r room, size int64) bool {
 
 // eligible reports whether policy may evict the live entry b as one of
 // class c, b not being protect's. Caller holds the lock.
-func eligible(sh *shard, b int64, policy contract.Policy, c class, protect string) bool {
+func eligible(sh *shard, b int64, policy contract.Policy, c contract.EvictClass, protect string) bool {
 	if cl, _ := sh.classOf(b); cl != c {
 		return false
 	}
-	return (policy != contract.VolatileLRU || sh.entryExpireAt(b) != 0) && (protect == "" || sh.entryKey(b) != protect)
+	return policy.Evicts(sh.entryExpireAt(b) != 0) && (protect == "" || sh.entryKey(b) != protect)
 }
 
 // evictOne evicts the least recently used of a sample of sh's entries that
 // policy may evict as class c (of all of them if the sample finds none)
 // and reports whether there was one; an expired entry met is reclaimed
 // instead. Caller holds the lock.
-func (s *Store) evictOne(sh *shard, policy contract.Policy, c class, protect string) bool {
+func (s *Store) evictOne(sh *shard, policy contract.Policy, c contract.EvictClass, protect string) bool {
 	n := s.g.indexSlots
 	t := expiryNow()
 	clock := s.lruClock(t)

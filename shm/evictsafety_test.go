@@ -206,7 +206,7 @@ func TestEvictionCountsNoBrokenShardsBytes(t *testing.T) {
 			keys = append(keys, k)
 		}
 	}
-	atomic.StoreInt64(breakShard(s, 0).i64(classField(classPlain, false)), 1<<40)
+	atomic.StoreInt64(breakShard(s, 0).i64(classField(contract.EvictPlain, false)), 1<<40)
 
 	w := writeFor(s, keyIn(s, "new", 1), 1000, 2*s.g.limit) // more than eviction can free
 	sh, _, _ := s.locate(w.key)

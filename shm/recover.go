@@ -3,6 +3,8 @@ package shm
 import (
 	"fmt"
 	"sync/atomic"
+
+	"github.com/ephpm/ephpm/contract"
 )
 
 // recoverShard makes a shard whose lock was taken over from a dead owner
@@ -176,7 +178,7 @@ func (s *Store) derive(sh *shard) {
 	atomic.StoreInt64(sh.i64(sHeapUsed), f.heapUsed)
 	atomic.StoreInt64(sh.used(), f.used)
 	atomic.StoreInt64(sh.sessUsed(), f.sessUsed)
-	for c := classPlain; c < numClasses; c++ {
+	for c := contract.EvictPlain; c < contract.NumEvictClasses; c++ {
 		atomic.StoreInt64(sh.i64(classField(c, false)), f.evict[c][0])
 		atomic.StoreInt64(sh.i64(classField(c, true)), f.evict[c][1])
 	}
@@ -190,7 +192,7 @@ func (s *Store) derive(sh *shard) {
 // evictable bytes of each class, all and with a TTL.
 type figures struct {
 	heapUsed, used, sessUsed int64
-	evict                    [numClasses][2]int64
+	evict                    [contract.NumEvictClasses][2]int64
 }
 
 // add counts the live block b of size bytes. The index must be readable:
@@ -203,7 +205,7 @@ func (f *figures) add(sh *shard, b, size int64) {
 	if session {
 		f.sessUsed += c
 	}
-	if cl != classKept {
+	if cl != contract.EvictKept {
 		f.evict[cl][0] += c
 		if sh.entryExpireAt(b) != 0 {
 			f.evict[cl][1] += c

@@ -40,35 +40,14 @@ import (
 // no data of its own, so a waiter that takes it over from a dead owner has
 // nothing to recover.
 
-// class is the eviction class of an entry.
-type class int
-
-const (
-	classPlain    class = iota // not session data
-	classNew                   // session data not read since written
-	classReturned              // session data read since written
-	numClasses
-	classKept = numClasses // never evicted: pinned, or session data whose lock is there
-)
-
-var classNames = [numClasses]string{"plain", "new session", "returned session"}
-
 // classField is the shard header field counting the evictable bytes of
 // class c (with a TTL, if ttl).
-func classField(c class, ttl bool) int64 {
-	f := [numClasses][2]int64{{sEvictAll, sEvictTTL}, {sEvictNew, sEvictNewTTL}, {sEvictRet, sEvictRetTTL}}[c]
+func classField(c contract.EvictClass, ttl bool) int64 {
+	f := [contract.NumEvictClasses][2]int64{{sEvictAll, sEvictTTL}, {sEvictNew, sEvictNewTTL}, {sEvictRet, sEvictRetTTL}}[c]
 	if ttl {
 		return f[1]
 	}
 	return f[0]
-}
-
-// evictClasses are the classes a write of kind may evict, in order.
-func evictClasses(kind contract.KeyKind) []class {
-	if kind == contract.KindSession {
-		return []class{classPlain, classNew, classReturned}
-	}
-	return []class{classPlain}
 }
 
 // sessionSalts mark the kind of a session key in the high half of its
@@ -148,32 +127,22 @@ func (sh *shard) pairBlock(kind contract.KeyKind, key string) int64 {
 
 // classOf returns the class of the live entry b, and whether it is session
 // data. Caller holds the lock.
-func (sh *shard) classOf(b int64) (class, bool) {
+func (sh *shard) classOf(b int64) (contract.EvictClass, bool) {
 	return sh.classOfKind(b, sh.g.kindOf(sh.entryKey(b)))
 }
 
 // classOfKind is classOf for an entry whose key's kind the caller has
 // already told: a write or a removal tells it once, not once per figure.
-func (sh *shard) classOfKind(b int64, kind contract.KeyKind) (class, bool) {
+func (sh *shard) classOfKind(b int64, kind contract.KeyKind) (contract.EvictClass, bool) {
 	meta := sh.entryMeta(b)
-	session := kind == contract.KindSession
-	switch {
-	case meta&flagPinned != 0:
-		return classKept, session
-	case !session:
-		return classPlain, false
-	case sh.pairBlock(contract.KindSession, sh.entryKey(b)) != noBlock:
-		return classKept, true // held: a request is using it
-	case meta&flagRead != 0:
-		return classReturned, true
-	}
-	return classNew, true
+	held := func() bool { return sh.pairBlock(contract.KindSession, sh.entryKey(b)) != noBlock }
+	return contract.ClassOf(kind, meta&flagPinned != 0, meta&flagRead != 0, held), kind == contract.KindSession
 }
 
 // tallyClass adds c bytes of the entry b to the evictable count of class
 // cl. Caller holds the lock.
-func (sh *shard) tallyClass(b int64, cl class, c int64) {
-	if cl == classKept {
+func (sh *shard) tallyClass(b int64, cl contract.EvictClass, c int64) {
+	if cl == contract.EvictKept {
 		return
 	}
 	sh.addI64(classField(cl, false), c)
@@ -195,10 +164,8 @@ func (sh *shard) holdData(kind contract.KeyKind, lockKey string, sign int64) {
 	if d == noBlock || sh.entryPinned(d) {
 		return
 	}
-	cl := classNew
-	if sh.entryMeta(d)&flagRead != 0 {
-		cl = classReturned
-	}
+	unheld := func() bool { return false } // its class while the lock is away
+	cl := contract.ClassOf(contract.KindSession, false, sh.entryMeta(d)&flagRead != 0, unheld)
 	sh.tallyClass(d, cl, sign*chargeOf(sh.blockSize(d)))
 }
 
@@ -207,13 +174,13 @@ func (sh *shard) holdData(kind contract.KeyKind, lockKey string, sign int64) {
 func (sh *shard) markRead(b int64) {
 	cl, _ := sh.classOf(b)
 	c := chargeOf(sh.blockSize(b))
-	if cl == classNew {
-		sh.tallyClass(b, classNew, -c)
+	if cl == contract.EvictNew {
+		sh.tallyClass(b, contract.EvictNew, -c)
 	}
 	p := sh.hu32(b + 20)
 	storeRel32(p, atomic.LoadUint32(p)|flagRead)
-	if cl == classNew {
-		sh.tallyClass(b, classReturned, c)
+	if cl == contract.EvictNew {
+		sh.tallyClass(b, contract.EvictReturned, c)
 	}
 }
 
