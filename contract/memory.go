@@ -55,6 +55,22 @@ func ParseCompression(name string) (bool, error) {
 	return false, fmt.Errorf("%w: compression %q is not none or lz4", ErrInvalidArgument, name)
 }
 
+// CheckMemoryConfig refuses, with ErrInvalidArgument, a memory setting no
+// store can apply: a negative limit or compression minimum, an unknown
+// policy. The session budget is checked against the limit by
+// SessionRule.Budget.
+func CheckMemoryConfig(cfg MemoryConfig) error {
+	switch {
+	case cfg.Limit < 0:
+		return fmt.Errorf("%w: memory limit %d is negative", ErrInvalidArgument, cfg.Limit)
+	case cfg.Policy < NoEviction || cfg.Policy > AllKeysLRU:
+		return fmt.Errorf("%w: unknown eviction policy %d", ErrInvalidArgument, cfg.Policy)
+	case cfg.CompressionMinSize < 0:
+		return fmt.Errorf("%w: compression minimum size %d is negative", ErrInvalidArgument, cfg.CompressionMinSize)
+	}
+	return nil
+}
+
 // MemoryConfig is the store's memory setting. Locks and pinned prefixes
 // are never evicted whatever the policy.
 type MemoryConfig struct {

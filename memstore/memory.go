@@ -1,7 +1,6 @@
 package memstore
 
 import (
-	"fmt"
 	"sync/atomic"
 
 	"github.com/ephpm/ephpm/contract"
@@ -211,14 +210,8 @@ func (s *Store) reclaimCredit() {
 // readable with compression off), and a limit lowered below the memory in
 // use makes later writes evict or fail, not the store shrink at once.
 func (s *Store) Configure(cfg contract.MemoryConfig) error {
-	if cfg.Limit < 0 {
-		return fmt.Errorf("%w: memory limit %d is negative", contract.ErrInvalidArgument, cfg.Limit)
-	}
-	if cfg.Policy < contract.NoEviction || cfg.Policy > contract.AllKeysLRU {
-		return fmt.Errorf("%w: unknown eviction policy %d", contract.ErrInvalidArgument, cfg.Policy)
-	}
-	if cfg.CompressionMinSize < 0 {
-		return fmt.Errorf("%w: compression minimum size %d is negative", contract.ErrInvalidArgument, cfg.CompressionMinSize)
+	if err := contract.CheckMemoryConfig(cfg); err != nil {
+		return err
 	}
 	sessionLimit, err := s.sess.Budget(cfg)
 	if err != nil {

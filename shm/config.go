@@ -57,8 +57,8 @@ func (s *Store) compression() (on bool, minSize int) {
 // budget. The memory limit is fixed when the segment is created: cfg.Limit
 // must be 0 or that limit.
 func (s *Store) SetMemoryConfig(cfg contract.MemoryConfig) error {
-	if cfg.Policy < contract.NoEviction || cfg.Policy > contract.AllKeysLRU || cfg.CompressionMinSize < 0 {
-		return fmt.Errorf("%w: memory setting %+v", contract.ErrInvalidArgument, cfg)
+	if err := contract.CheckMemoryConfig(cfg); err != nil {
+		return err
 	}
 	if cfg.Limit != 0 && cfg.Limit != s.g.limit {
 		return fmt.Errorf("%w: segment %s has memory_limit %d, fixed when it was created, not %d; stop the "+

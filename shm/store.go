@@ -126,7 +126,7 @@ func Open(name string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("%w: Existing attaches to segment %s as it is: an anchor (%d) or a memory setting (%+v) "+
 			"would make or change it", contract.ErrInvalidArgument, name, opts.Anchor, cfg)
 	}
-	if err := checkMemory(cfg); err != nil {
+	if err := contract.CheckMemoryConfig(cfg); err != nil {
 		return nil, err
 	}
 	var anchor uint64
@@ -178,14 +178,6 @@ func Open(name string, opts Options) (*Store, error) {
 	s.armCheck()
 	s.armRates()
 	return s, nil
-}
-
-// checkMemory refuses a memory setting no store can apply.
-func checkMemory(cfg contract.MemoryConfig) error {
-	if cfg.Policy < contract.NoEviction || cfg.Policy > contract.AllKeysLRU || cfg.CompressionMinSize < 0 || cfg.Limit < 0 {
-		return fmt.Errorf("%w: memory setting %+v", contract.ErrInvalidArgument, cfg)
-	}
-	return nil
 }
 
 // newStore is this process's handle on segment g, attached to its process
