@@ -14,8 +14,11 @@ import (
 )
 
 // OpenPrivate opens the engine on a mapping of this process's own
-// (MAP_PRIVATE|MAP_ANONYMOUS): the in-process store's role, served by the
-// segment's code. What the file-based parts do, and what each becomes:
+// (MAP_PRIVATE|MAP_ANONYMOUS): the in-process store's role, played by the
+// segment's code. The bridge does not serve it: it is what the question
+// of one engine or two is measured with (docs/design.md), and a variant
+// the engine's tests and fuzzing run on. What the file-based parts do,
+// and what each becomes:
 //
 //   - The file (Dir, Existing, Owner, Anchor; the sweep, the flock, the
 //     check of an existing file's layout and seed): there is none; nothing
@@ -56,7 +59,7 @@ func OpenPrivate(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("%w: a private mapping has no file: Dir, Existing, Owner and Anchor do not apply to it",
 			contract.ErrInvalidArgument)
 	}
-	if err := checkMemory(cfg); err != nil {
+	if err := contract.CheckMemoryConfig(cfg); err != nil {
 		return nil, err
 	}
 	if err := checkSessionPrefixes(opts.SessionDataPrefix, opts.SessionLockPrefix); err != nil {
