@@ -3,17 +3,23 @@
 
 package memstore
 
-import "github.com/ephpm/ephpm/contract"
+import (
+	"sync"
+	"unsafe"
+
+	"github.com/ephpm/ephpm/contract"
+)
 
 // Step applies st (see Step) under the shard locks of its lock and its
 // key, taken in address order as every two-key write takes them (a
-// session's data and lock share one shard): the acquire or the guard,
-// the action and the release are one step. The entries it writes (the
-// lock an acquire stores, the value of ActionSet) are charged before any
-// is put, so a step that does not fit makes room with no lock held and is
-// decided again, as install does, and fails with nothing changed if it
-// cannot. A value read is copied under the lock when its block is
-// recyclable, else after it, as GetInto copies.
+// session's data and lock share one shard): contract.ApplyStep decides
+// the acquire or the guard, the action and the release as one step. Each
+// entry it writes is charged as it is put, an acquire's lock first; a
+// write that does not fit takes the lock just put away again, so the step
+// makes room with no lock held and is decided again, as install does, and
+// fails with nothing changed if it cannot. A value read is copied under
+// the lock when its block is recyclable, else after it, as GetInto
+// copies.
 func (s *Store) Step(st *contract.Step) error {
 	if st.Acquire && st.Action == contract.ActionNone && st.Guard == contract.GuardNone && !st.Release {
 		// CheckStep of a step that only acquires, inline.
@@ -37,213 +43,298 @@ func (s *Store) applyStep(st *contract.Step) error {
 		st.Held = true
 		return nil
 	}
-	var sh, lsh *shard
-	var h, lh uint32
-	var kind, lkind contract.KeyKind
+	var v stepView
+	v.s, v.st = s, st
 	if st.Action != contract.ActionNone {
-		sh, h, kind = s.locate(st.Key)
+		v.sh, v.h, v.kind = s.locate(st.Key)
 	}
 	if useLock {
-		lsh, lh, lkind = s.locate(st.Lock)
+		v.lsh, v.lh, v.lkind = s.locate(st.Lock)
 	}
-	if sh == nil {
-		sh = lsh
-	} else if lsh == nil {
-		lsh = sh
+	if v.sh == nil {
+		v.sh = v.lsh
+	} else if v.lsh == nil {
+		v.lsh = v.sh
 	}
-	first, second := lockOrder(sh, lsh)
+	first, second := lockOrder(v.sh, v.lsh)
+	v.mu1, v.mu2 = &first.mu, mutexOf(second)
 
 	// The entries the step may write, built before the lock as install
 	// builds its own (see prepare): the value, and an acquire's lock.
-	var b, lb block
-	var size, lsize int64
-	var flags uint32
 	if st.Action == contract.ActionSet {
-		flags = s.pinFlag(st.Key)
-		size = int64(valueOffset(len(st.Key))+len(st.Value)) + entryOverhead
+		v.flags = s.pinFlag(st.Key)
+		v.size = int64(valueOffset(len(st.Key))+len(st.Value)) + entryOverhead
 		if !s.buildsPlainSmall(st.Key, st.Value) {
-			b, size = s.prebuild(st.Key, st.Value, flags)
+			v.b, v.size = s.prebuild(st.Key, st.Value, v.flags)
 		}
 	}
 	if st.Acquire {
-		lsize = int64(valueOffset(len(st.Lock))+len(st.Token)) + entryOverhead
+		v.lsize = int64(valueOffset(len(st.Lock))+len(st.Token)) + entryOverhead
 		if !s.buildsPlainSmall(st.Lock, st.Token) {
-			lb, lsize = s.prebuild(st.Lock, st.Token, flagPinned)
+			v.lb, v.lsize = s.prebuild(st.Lock, st.Token, flagPinned)
 		}
 	}
-	var g, lg grant
 	for attempt := 0; ; attempt++ {
 		first.mu.Lock()
 		if second != nil {
 			second.mu.Lock()
 		}
-		c := clock{s: s}
-		mu1, mu2 := &first.mu, mutexOf(second)
-
-		// The acquire or the guard.
-		li := -1
-		var lold block
-		held := true
-		if st.Acquire {
-			if li = lsh.t.find(lh, st.Lock); li >= 0 {
-				lold = lsh.t.blocks[li]
-			}
-			held = lold == nil || c.expired(lold)
-		} else {
-			switch st.Guard {
-			case contract.GuardToken:
-				gb := lsh.t.get(lh, st.Lock)
-				held = gb != nil && !c.expired(gb) && valueEqualsHeld(gb, st.Token, mu1, mu2)
-			case contract.GuardFence, contract.GuardFenceHolder:
-				n, known := lsh.fences.current(s.fenceHash(st.Lock))
-				held = known && n == st.Fence &&
-					!(st.Guard == contract.GuardFenceHolder && heldByAnother(lsh, lh, st.Lock, st.Token, &c, mu1, mu2))
-			}
-		}
-		if !held {
-			if st.Acquire {
-				lsh.c.setNXLosses++
-				st.Outcome = contract.Exists
-			}
-			if second != nil {
-				second.mu.Unlock()
-			}
-			first.mu.Unlock()
-			if attempt > 0 { // only makeRoom grants
-				s.giveBack(&g)
-				s.giveBack(&lg)
-			}
-			return nil
-		}
-
-		// Room for what the step writes: all of it, or none.
-		oi := -1
-		var old block
-		if st.Action == contract.ActionSet {
-			if oi = sh.t.find(h, st.Key); oi >= 0 {
-				old = sh.t.blocks[oi]
-			}
-		}
-		var delta, need, lneed int64
-		short, lshort := fits, fits
-		// As install charges (an expired old entry is swept by makeRoom:
-		// it frees nothing here), the common case inline.
-		if st.Action == contract.ActionSet {
-			delta, need = size, size
-			if old != nil {
-				delta -= blockCost(old)
-				if !c.expired(old) {
-					need = delta
-				}
-			}
-			if kind != contract.KindSession && g.store == 0 {
-				if !s.charge(sh, delta) {
-					short = storeFull
-				}
-			} else {
-				short = s.reserve(sh, kind, delta, &g)
-			}
-		}
-		if st.Acquire && short == fits {
-			ldelta := lsize
-			lneed = lsize // lold, if any, has expired
-			if lold != nil {
-				ldelta -= blockCost(lold)
-			}
-			if lkind != contract.KindSession && lg.store == 0 {
-				if !s.charge(lsh, ldelta) {
-					lshort = storeFull
-				}
-			} else {
-				lshort = s.reserve(lsh, lkind, ldelta, &lg)
-			}
-		}
-		if short != fits || lshort != fits {
-			if short == fits && st.Action == contract.ActionSet {
-				s.unreserve(sh, kind, delta) // the lock did not fit
-			}
-			if second != nil {
-				second.mu.Unlock()
-			}
-			first.mu.Unlock()
-			var err error
-			if short != fits {
-				g, err = s.makeRoom(need, keep{st.Key, st.Lock}, kind, short, attempt)
-			} else {
-				lg, err = s.makeRoom(lneed, keep{st.Lock, st.Key}, lkind, lshort, attempt)
-			}
-			if err != nil {
-				s.giveBack(&g)
-				s.giveBack(&lg)
-				return err
-			}
-			continue
-		}
-
-		// The lock taken, then the action, then the release.
-		st.Held = true
-		if st.Acquire {
-			if lold != nil {
-				lsh.c.expirations++
-			}
-			s.putEntry(lsh, lold, li, lh, lkind, lb, st.Lock, st.Token, flagPinned, c.after(st.LockTTL))
-			if st.Fenced {
-				st.Fence = s.mint(lsh, st.Lock)
-			}
-			lsh.c.setNXWins++
-			st.Outcome = contract.Inserted
-		}
-		var read block // a value to copy once the locks are released
-		switch st.Action {
-		case contract.ActionSet:
-			if old != nil && st.Acquire && sh == lsh {
-				oi = sh.t.find(h, st.Key) // the lock's put may have moved it
-			}
-			if old != nil && c.expired(old) {
-				sh.c.expirations++
-			} else if kind == contract.KindSession && old != nil {
-				flags |= blockMeta(old) & flagRead // the same session, rewritten
-			}
-			s.putEntry(sh, old, oi, h, kind, b, st.Key, st.Value, flags, c.after(st.TTL))
-			sh.c.sets++
-			st.Done = true
-		case contract.ActionGet:
-			st.Done = true
-			read = s.readHeld(sh, h, kind, st, &c)
-		case contract.ActionDel:
-			if i := sh.t.find(h, st.Key); i >= 0 {
-				expired := c.expired(sh.t.blocks[i])
-				s.removeAt(sh, i, expired)
-				st.Done = !expired
-			}
-		case contract.ActionExpire:
-			if v, _ := s.live(sh, h, st.Key, &c); v != nil {
-				s.retime(sh, v, kind, h, c.after(st.TTL))
-				st.Done = true
-			}
-		}
-		if st.Release && (st.Action != contract.ActionExpire || st.Done) {
-			v, i := s.live(lsh, lh, st.Lock, &c)
-			if v != nil && valueEqualsHeld(v, st.Token, mu1, mu2) {
-				s.removeAt(lsh, i, false)
-				lsh.c.delIfEqMatches++
-				st.Released = true
-			} else {
-				lsh.c.delIfEqMismatches++
-			}
-		}
+		v.c = clock{s: s}
+		n, short := contract.ApplyStep(st, v.engine())
+		v.count(n)
 		if second != nil {
 			second.mu.Unlock()
 		}
 		first.mu.Unlock()
-		if attempt > 0 { // only makeRoom grants
-			s.giveBack(&g)
-			s.giveBack(&lg)
+		if !short {
+			if attempt > 0 { // only makeRoom grants
+				s.giveBack(&v.g)
+				s.giveBack(&v.lg)
+			}
+			if v.read != nil {
+				readInto(v.read, st.Dst[:st.N])
+			}
+			return nil
 		}
-		if read != nil {
-			readInto(read, st.Dst[:st.N])
+		var err error
+		if v.lockShort {
+			v.lg, err = s.makeRoom(v.lsize, keep{st.Lock, st.Key}, v.lkind, v.short, attempt)
+		} else {
+			v.g, err = s.makeRoom(v.need, keep{st.Key, st.Lock}, v.kind, v.short, attempt)
 		}
-		return nil
+		if err != nil {
+			s.giveBack(&v.g)
+			s.giveBack(&v.lg)
+			return err
+		}
+	}
+}
+
+// stepView is a Step's hold on the shards of its lock (lsh) and its key
+// (sh) for contract.ApplyStep, its contract.StepEngine: what applyStep
+// located and built before taking their locks, what a lookup under them
+// found for the put that follows it, and what the last write that did not
+// fit needs made. Its methods are called with both shards' locks held.
+type stepView struct {
+	s           *Store
+	st          *contract.Step
+	sh, lsh     *shard
+	h, lh       uint32
+	kind, lkind contract.KeyKind
+	mu1, mu2    *sync.Mutex // the locks held, for valueEqualsHeld
+	c           clock
+
+	// The value's entry (b: built before the lock, or nil) and the
+	// lock's, and what each is charged.
+	b, lb       block
+	size, lsize int64
+	flags       uint32
+
+	// What KeyEntry and LockEntry found: the slot (-1: none) and the block.
+	oi, li    int
+	old, lold block
+
+	// g and lg: room makeRoom made for the value and for the lock.
+	g, lg grant
+	// The write that did not fit: the lock's, or the value's, needing
+	// need more bytes; short says which limit refused it.
+	lockShort bool
+	need      int64
+	short     shortfall
+
+	read block // a value to copy once the locks are released
+}
+
+// engine is v as contract.ApplyStep's engine. Through the interface the
+// compiler cannot see that ApplyStep keeps nothing of v past the call
+// (its contract), and would put every step's view on the heap; so v is
+// passed hidden from escape analysis, as backend.Run passes a Step. The
+// result is to be passed at once, never kept: it is made from a uintptr,
+// which a stack that grows and moves (makeRoom's) leaves pointing at the
+// old one.
+func (v *stepView) engine() contract.StepEngine {
+	p := uintptr(unsafe.Pointer(v))
+	return *(**stepView)(unsafe.Pointer(&p))
+}
+
+func (v *stepView) LockEntry() contract.EntryState {
+	v.li, v.lold = v.lsh.t.find(v.lh, v.st.Lock), nil
+	if v.li >= 0 {
+		v.lold = v.lsh.t.blocks[v.li]
+	}
+	return v.state(v.lold)
+}
+
+// state is b's state (nil: none) at v's clock.
+func (v *stepView) state(b block) contract.EntryState {
+	switch {
+	case b == nil:
+		return contract.NoEntry
+	case v.c.expired(b):
+		return contract.LapsedEntry
+	}
+	return contract.LiveEntry
+}
+
+func (v *stepView) PutLock() bool {
+	// lold, if any, has lapsed: a lock that does not fit needs its whole
+	// size made (makeRoom's sweep removes lold).
+	delta := v.lsize
+	if v.lold != nil {
+		delta -= blockCost(v.lold)
+	}
+	if short := v.reserve(v.lsh, v.lkind, delta, &v.lg); short != fits {
+		v.lockShort, v.short = true, short
+		return false
+	}
+	v.s.putEntry(v.lsh, v.lold, v.li, v.lh, v.lkind, v.lb, v.st.Lock, v.st.Token, flagPinned, v.c.after(v.st.LockTTL))
+	return true
+}
+
+// reserve is Store.reserve with the common case inline: a grant is only
+// makeRoom's, on a retry, and session data has a budget of its own.
+func (v *stepView) reserve(sh *shard, kind contract.KeyKind, delta int64, g *grant) shortfall {
+	if kind != contract.KindSession && g.store == 0 {
+		if !v.s.charge(sh, delta) {
+			return storeFull
+		}
+		return fits
+	}
+	return v.s.reserve(sh, kind, delta, g)
+}
+
+// DropLock's removal wakes a waiter for the lock, if any, to find it
+// free, as it is.
+func (v *stepView) DropLock() {
+	if i := v.lsh.t.find(v.lh, v.st.Lock); i >= 0 {
+		v.s.removeAt(v.lsh, i, false)
+	}
+}
+
+func (v *stepView) MintFence() int64 { return v.s.mint(v.lsh, v.st.Lock) }
+
+func (v *stepView) LockHolder() (held, byToken bool) {
+	b := v.lsh.t.get(v.lh, v.st.Lock)
+	if b == nil || v.c.expired(b) {
+		return false, false
+	}
+	return true, valueEqualsHeld(b, v.st.Token, v.mu1, v.mu2)
+}
+
+func (v *stepView) LatestFence() (int64, bool) {
+	return v.lsh.fences.current(v.s.fenceHash(v.st.Lock))
+}
+
+func (v *stepView) ReleaseLock() bool {
+	b, i := v.s.live(v.lsh, v.lh, v.st.Lock, &v.c)
+	if b == nil || !valueEqualsHeld(b, v.st.Token, v.mu1, v.mu2) {
+		return false
+	}
+	v.s.removeAt(v.lsh, i, false)
+	return true
+}
+
+func (v *stepView) KeyEntry() (contract.EntryState, contract.KeyKind) {
+	v.oi, v.old = v.sh.t.find(v.h, v.st.Key), nil
+	if v.oi >= 0 {
+		v.old = v.sh.t.blocks[v.oi]
+	}
+	return v.state(v.old), v.kind
+}
+
+func (v *stepView) PutValue(keepRead bool) bool {
+	// As install charges: an old entry that has lapsed frees nothing
+	// here (makeRoom's sweep removes it).
+	delta, need := v.size, v.size
+	if v.old != nil {
+		delta -= blockCost(v.old)
+		if !v.c.expired(v.old) {
+			need = delta
+		}
+	}
+	if short := v.reserve(v.sh, v.kind, delta, &v.g); short != fits {
+		v.lockShort, v.need, v.short = false, need, short
+		return false
+	}
+	flags := v.flags
+	if keepRead {
+		flags |= blockMeta(v.old) & flagRead
+	}
+	v.s.putEntry(v.sh, v.old, v.oi, v.h, v.kind, v.b, v.st.Key, v.st.Value, flags, v.c.after(v.st.TTL))
+	return true
+}
+
+// GetValue copies the value into Dst now if its block is recyclable (it
+// may be rewritten once the lock is released), else leaves it in v.read,
+// to be copied with no lock held (its value never changes).
+func (v *stepView) GetValue() (n int, found bool) {
+	b, _ := v.s.live(v.sh, v.h, v.st.Key, &v.c)
+	if b == nil {
+		return 0, false
+	}
+	touch(b, v.s.lru.Load())
+	if v.kind == contract.KindSession && !blockFlags(b, flagRead) {
+		v.s.markRead(v.sh, b, v.h)
+	}
+	n = logicalLen(b)
+	switch {
+	case n > len(v.st.Dst):
+	case recyclable(b):
+		readInto(b, v.st.Dst[:n])
+	default:
+		v.read = b
+	}
+	return n, true
+}
+
+func (v *stepView) DelKey() contract.EntryState {
+	i := v.sh.t.find(v.h, v.st.Key)
+	if i < 0 {
+		return contract.NoEntry
+	}
+	state := v.state(v.sh.t.blocks[i])
+	v.s.removeAt(v.sh, i, false) // a lapsed entry is counted by ApplyStep
+	return state
+}
+
+func (v *stepView) ExpireKey() bool {
+	b, _ := v.s.live(v.sh, v.h, v.st.Key, &v.c)
+	if b == nil {
+		return false
+	}
+	v.s.retime(v.sh, b, v.kind, v.h, v.c.after(v.st.TTL))
+	return true
+}
+
+// count adds the counters n (contract.StepCounts) to their shards.
+func (v *stepView) count(n contract.StepCounts) {
+	lc, c := &v.lsh.c, &v.sh.c
+	if n&contract.CountSetNXWin != 0 {
+		lc.setNXWins++
+	}
+	if n&contract.CountSetNXLoss != 0 {
+		lc.setNXLosses++
+	}
+	if n&contract.CountDelIfEqMatch != 0 {
+		lc.delIfEqMatches++
+	}
+	if n&contract.CountDelIfEqMismatch != 0 {
+		lc.delIfEqMismatches++
+	}
+	if n&contract.CountLockExpiration != 0 {
+		lc.expirations++
+	}
+	if n&contract.CountSet != 0 {
+		c.sets++
+	}
+	if n&contract.CountExpiration != 0 {
+		c.expirations++
+	}
+	if n&contract.CountHit != 0 {
+		c.hits++
+	}
+	if n&contract.CountMiss != 0 {
+		c.misses++
 	}
 }
 
@@ -276,42 +367,6 @@ func (s *Store) acquireOnly(st *contract.Step) error {
 func (s *Store) prebuild(key string, value []byte, flags uint32) (block, int64) {
 	b := s.build(key, value, flags, 0)
 	return b, int64(blockSize(b)) + entryOverhead
-}
-
-// unreserve gives back what reserve charged (delta, for an entry of kind
-// in sh) for a write that will not be put. Caller holds sh.mu.
-func (s *Store) unreserve(sh *shard, kind contract.KeyKind, delta int64) {
-	s.charge(sh, -delta)
-	if kind == contract.KindSession {
-		s.releaseSession(sh, delta)
-	}
-}
-
-// readHeld is ActionGet of st.Key under its shard's lock: N and Found as
-// GetInto returns them, the value copied into st.Dst now if its block is
-// recyclable (it may be rewritten once the lock is released), else
-// returned, to be copied with no lock held (its value never changes).
-// Caller holds sh.mu.
-func (s *Store) readHeld(sh *shard, h uint32, kind contract.KeyKind, st *contract.Step, c *clock) block {
-	b, _ := s.live(sh, h, st.Key, c)
-	if b == nil {
-		sh.c.misses++
-		return nil
-	}
-	touch(b, s.lru.Load())
-	if kind == contract.KindSession && !blockFlags(b, flagRead) {
-		s.markRead(sh, b, h)
-	}
-	sh.c.hits++
-	st.N, st.Found = logicalLen(b), true
-	if st.N > len(st.Dst) {
-		return nil
-	}
-	if recyclable(b) {
-		readInto(b, st.Dst[:st.N])
-		return nil
-	}
-	return b
 }
 
 // retime gives the live entry b of key (of kind, hashing to h) the expiry

@@ -1,10 +1,6 @@
 package memstore
 
-import (
-	"sync"
-
-	"github.com/ephpm/ephpm/contract"
-)
+import "github.com/ephpm/ephpm/contract"
 
 // Fencing tokens. Every fenced grant of a lock name (a Step with Fenced,
 // LockAttempt) carries a
@@ -94,13 +90,4 @@ func (s *Store) Fence(name string) (int64, error) {
 	n, _ := sh.fences.current(s.fenceHash(name))
 	sh.mu.Unlock()
 	return n, nil
-}
-
-// heldByAnother reports whether lock holds a live entry other than token.
-// Caller holds lock's shard (gsh) and the shard mutexes a and b, which it
-// releases explicitly (see valueEqualsHeld; a nil: by a defer); nothing is
-// removed.
-func heldByAnother(gsh *shard, gh uint32, lock string, token []byte, c *clock, a, b *sync.Mutex) bool {
-	g := gsh.t.get(gh, lock)
-	return g != nil && !c.expired(g) && !valueEqualsHeld(g, token, a, b)
 }

@@ -234,10 +234,3 @@ func (s *Store) Fence(name string) (int64, error) {
 	n, _ := ft.current(h)
 	return n, nil
 }
-
-// heldByAnother reports whether lock holds a live entry other than token.
-// Caller holds lock's shard, gsh.
-func (s *Store) heldByAnother(gsh *shard, gh uint64, gtag uint32, lock string, token []byte, t *int64) bool {
-	_, g := s.live(gsh, gh, gtag, lock, t)
-	return g != noBlock && !gsh.valueEquals(g, token)
-}
