@@ -1,0 +1,313 @@
+// Leases: a lock granted with contract.Step.Bound lasts no longer than a
+// short lease past the last sign of life of the process that holds it.
+
+package redisstore
+
+import (
+	"bytes"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// A Bound grant (contract.Step.Bound: a session's lock granted to the
+// session handler) is bound to its process on Redis as on a shared-memory
+// segment, by a lease instead of a pid, since the holder may be on another
+// machine: the lock's PX is min(lease, its TTL), and while the process
+// holds it a goroutine of the store (renewer) sets it again every
+// leasePeriod to min(lease, the TTL left), so that a live holder keeps its
+// lock for its whole TTL and a dead one (killed, crashed, stopped, cut off
+// from the server) loses it at most one lease after its last renewal. The
+// lock's value stays its token, so releases, guards and other processes
+// see it as they see any lock.
+//
+// The TTL left is reckoned on the server's clock, in the renewal script,
+// from a deadline no later than the grant's: the time the grant was sent,
+// mapped to the server's clock by the offset of the latest renewal's round
+// trip (the server's TIME less the local time its answer came back: no
+// more than the true offset), plus the TTL. So no renewal sets an expiry
+// past the lock's TTL, however late the renewal runs or travels. A renewal
+// is one script per Cluster slot for every lock the process holds there
+// (renewScript): PEXPIRE only while the lock holds the holder's token, so
+// a renewal that comes late, after the lock lapsed (the key is gone) or
+// went to another holder (another token: tokens are random per grant),
+// changes nothing, and the holder stops renewing it. A holder whose lock
+// lapsed learns so from the server at its next guarded call, as when a TTL
+// passes: a token guard is refused, and a fence guard is refused once
+// anyone else was granted the lock.
+//
+// A grant whose TTL is no longer than the lease is not renewed: PX is its
+// TTL. A release (DelIfEq, a Step with Release) ends the renewal; a refresh
+// with the holder's token (ExpireIfEq, or a Step that expires the lock
+// itself under its token) sets the PX to min(lease, the new TTL) and the
+// deadline to the new TTL from the refresh.
+
+// DefaultLease is the lease of a Bound lock when the URL names none
+// (lock_lease): a dead holder's lock lapses at most this long after its
+// last renewal, and leasePeriod(DefaultLease) later at most after its
+// death.
+const DefaultLease = 2 * time.Second
+
+// MinLease is the shortest lease a URL may set: a renewal is a round trip
+// and a goroutine's turn on a CPU, and a lease shorter than a loaded
+// host's pause would take live holders' locks away.
+const MinLease = 100 * time.Millisecond
+
+// leasePeriod is how often a lease is renewed: four times a lease, so a
+// live holder loses its lock only when three renewals in a row are lost or
+// late (a process that gets no CPU, or no answer, for three quarters of a
+// lease).
+func leasePeriod(lease time.Duration) time.Duration { return lease / 4 }
+
+// renewScript renews the locks KEYS, each while it holds its token
+// ARGV[2i], for min(lease ARGV[1] ms, until its deadline ARGV[2i+1], µs of
+// the server's TIME; '0': none). The answer is the server's TIME in µs,
+// then a space and, for each lock, '1' renewed or '0' not (it holds
+// something else or nothing, or its deadline is less than a millisecond
+// away: its renewal ends). With no KEYS it answers the time alone. PEXPIRE
+// takes no memory, so a full server renews too.
+var renewScript = newScript(`
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local lease = tonumber(ARGV[1])
+local r = {}
+for i, k in ipairs(KEYS) do
+  r[i] = '0'
+  if redis.call('get', k) == ARGV[2 * i] then
+    local px = lease
+    local d = tonumber(ARGV[2 * i + 1])
+    if d ~= 0 then px = math.min(px, math.floor((d - now) / 1000)) end
+    if px >= 1 then
+      redis.call('pexpire', k, px)
+      r[i] = '1'
+    end
+  end
+end
+return string.format('%.0f', now) .. ' ' .. table.concat(r)`)
+
+// leased is one lock this process holds with a lease.
+type leased struct {
+	rk    string // the lock's Redis key
+	token string
+	// sent is when the grant (or the latest refresh) was sent, on the
+	// monotonic clock since monoBase, and ttl its TTL (0: none).
+	sent, ttl time.Duration
+}
+
+// renewer renews the leases of the locks this process holds; its
+// goroutine runs while it has some.
+type renewer struct {
+	s *Store
+	// refresh orders a renewal and a refresh of one lock: a renewal sent
+	// with the old deadline must not reach the server after a refresh
+	// that shortened the TTL.
+	refresh sync.Mutex
+
+	mu   sync.Mutex
+	held map[leaseKey]*leased
+	// offset is the server's TIME less the local time (monoBase's clock),
+	// in µs, as the latest renewal found it, never more than the true
+	// offset; synced says whether one was found.
+	offset  int64
+	synced  bool
+	running bool
+	closed  bool
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+type leaseKey struct{ rk, token string }
+
+func newRenewer(s *Store) *renewer {
+	return &renewer{s: s, held: map[leaseKey]*leased{}, stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// boundTTL is the PX of a Bound grant or refresh with ttl (0: none), and
+// whether the lock needs renewing (its TTL is longer than the lease).
+func (s *Store) boundTTL(ttl time.Duration) (time.Duration, bool) {
+	if s.lease <= 0 || (ttl > 0 && ttl <= s.lease) {
+		return ttl, false
+	}
+	return s.lease, true
+}
+
+// monoNow is the local time as leases count it: since monoBase.
+func monoNow() time.Duration { return time.Since(monoBase) }
+
+// hold starts renewing the lock rk granted to token by a request sent at
+// sent (monoNow) with ttl (0: none).
+func (r *renewer) hold(rk string, token []byte, sent, ttl time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	r.held[leaseKey{rk, string(token)}] = &leased{rk: rk, token: string(token), sent: sent, ttl: ttl}
+	if !r.running {
+		r.running = true
+		r.done = make(chan struct{})
+		go r.run(r.done)
+	}
+}
+
+// drop ends the renewal of lock rk held by token, if it has one.
+func (r *renewer) drop(rk string, token []byte) {
+	r.mu.Lock()
+	delete(r.held, leaseKey{rk, string(token)})
+	r.mu.Unlock()
+}
+
+// holds reports whether lock rk's lease is renewed for token.
+func (r *renewer) holds(rk string, token []byte) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.held[leaseKey{rk, string(token)}]
+	return ok
+}
+
+// moved sets the TTL of lock rk held by token, if it is renewed, to ttl
+// from sent (monoNow).
+func (r *renewer) moved(rk string, token []byte, sent, ttl time.Duration) {
+	r.mu.Lock()
+	if l, ok := r.held[leaseKey{rk, string(token)}]; ok {
+		l.sent, l.ttl = sent, ttl
+	}
+	r.mu.Unlock()
+}
+
+// count is how many locks are renewed.
+func (r *renewer) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.held)
+}
+
+// close stops the goroutine: the locks lapse within a lease.
+func (r *renewer) close() {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
+	r.closed = true
+	running, done := r.running, r.done
+	r.held = map[leaseKey]*leased{}
+	r.mu.Unlock()
+	close(r.stop)
+	if running {
+		<-done
+	}
+}
+
+// run renews every leasePeriod until no lock is left or the store closes.
+func (r *renewer) run(done chan struct{}) {
+	defer close(done)
+	t := time.NewTicker(leasePeriod(r.s.lease))
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+		}
+		if !r.renew() {
+			return
+		}
+	}
+}
+
+// renew renews every lock held once, and reports whether any is left to
+// renew; when none is, the goroutine has ended (running false) before it
+// returns. A lock whose TTL has passed, or that no longer holds its token,
+// is dropped. A renewal that fails (a server down, a lost reply) keeps the
+// lock for the next one: if it ran, the lock has its lease; if not, the
+// lock lapses one lease after the last that ran.
+func (r *renewer) renew() bool {
+	r.refresh.Lock()
+	defer r.refresh.Unlock()
+	r.mu.Lock()
+	synced := r.synced
+	r.mu.Unlock()
+	if !synced {
+		r.renewGroup(nil) // the offset first: a deadline is reckoned with it
+	}
+	now := monoNow()
+	groups := map[int][]renewal{}
+	r.mu.Lock()
+	for k, l := range r.held {
+		if l.ttl != 0 && now >= l.sent+l.ttl {
+			delete(r.held, k) // its TTL has passed here, so on the server too
+			continue
+		}
+		var d int64 // the deadline on the server's clock, µs
+		if l.ttl != 0 {
+			if !r.synced {
+				continue // no offset yet: the lease stands until the next
+			}
+			d = max((l.sent+l.ttl).Microseconds()+r.offset, 1)
+		}
+		slot := 0
+		if r.s.mode == Cluster {
+			slot = keySlot(l.rk)
+		}
+		groups[slot] = append(groups[slot], renewal{l, d})
+	}
+	if len(r.held) == 0 {
+		r.running = false
+		r.mu.Unlock()
+		return false
+	}
+	r.mu.Unlock()
+	for _, all := range groups {
+		for len(all) > 0 {
+			g := all[:min(len(all), renewBatch)]
+			all = all[len(g):]
+			r.renewGroup(g)
+		}
+	}
+	return true
+}
+
+// renewal is one lock's renewal, until d (µs of the server's TIME; 0:
+// no deadline).
+type renewal struct {
+	l *leased
+	d int64
+}
+
+// renewBatch is the most locks one renewal script renews: a script blocks
+// the server while it runs.
+const renewBatch = 256
+
+// renewGroup renews the locks of g, all in one slot, in one script, and
+// takes the offset of the server's clock from its answer.
+func (r *renewer) renewGroup(g []renewal) {
+	keys := make([]string, len(g))
+	argv := make([]any, 1, 1+2*len(g))
+	argv[0] = ms(r.s.lease)
+	for i, n := range g {
+		keys[i] = n.l.rk
+		argv = append(argv, n.l.token, n.d)
+	}
+	rep, err := r.s.runInto(nil, renewScript, keys, argv...)
+	back := monoNow()
+	if err != nil || rep.kind != '$' {
+		return
+	}
+	now, done, ok := bytes.Cut(rep.b, []byte{' '})
+	server, err := strconv.ParseInt(string(now), 10, 64)
+	if !ok || err != nil || len(done) != len(g) {
+		return
+	}
+	r.mu.Lock()
+	// The server read its clock before the answer came back: the offset
+	// found is no more than the true one.
+	r.offset, r.synced = server-back.Microseconds(), true
+	for i, n := range g {
+		k := leaseKey{n.l.rk, n.l.token}
+		if done[i] != '1' && r.held[k] == n.l {
+			delete(r.held, k) // lost: the holder learns it at its next guarded call
+		}
+	}
+	r.mu.Unlock()
+}
