@@ -53,6 +53,10 @@ const DefaultLease = 2 * time.Second
 // host's pause would take live holders' locks away.
 const MinLease = 100 * time.Millisecond
 
+// BoundLease is the lease of a lock granted with contract.Step.Bound: its
+// PTTL is at most this while its holder renews it; 0: none (lock_lease=0).
+func (s *Store) BoundLease() time.Duration { return s.lease }
+
 // leasePeriod is how often a lease is renewed: four times a lease, so a
 // live holder loses its lock only when three renewals in a row are lost or
 // late (a process that gets no CPU, or no answer, for three quarters of a
