@@ -44,8 +44,7 @@ import (
 
 // DefaultLease is the lease of a Bound lock when the URL names none
 // (lock_lease): a dead holder's lock lapses at most this long after its
-// last renewal, and leasePeriod(DefaultLease) later at most after its
-// death.
+// last renewal, so at most this long after its death.
 const DefaultLease = 2 * time.Second
 
 // MinLease is the shortest lease a URL may set: a renewal is a round trip
@@ -117,13 +116,12 @@ type renewer struct {
 	running bool
 	closed  bool
 	stop    chan struct{}
-	done    chan struct{}
 }
 
 type leaseKey struct{ rk, token string }
 
 func newRenewer(s *Store) *renewer {
-	return &renewer{s: s, held: map[leaseKey]*leased{}, stop: make(chan struct{}), done: make(chan struct{})}
+	return &renewer{s: s, held: map[leaseKey]*leased{}, stop: make(chan struct{})}
 }
 
 // boundTTL is the PX of a Bound grant or refresh with ttl (0: none), and
@@ -149,8 +147,7 @@ func (r *renewer) hold(rk string, token []byte, sent, ttl time.Duration) {
 	r.held[leaseKey{rk, string(token)}] = &leased{rk: rk, token: string(token), sent: sent, ttl: ttl}
 	if !r.running {
 		r.running = true
-		r.done = make(chan struct{})
-		go r.run(r.done)
+		go r.run()
 	}
 }
 
@@ -186,26 +183,22 @@ func (r *renewer) count() int {
 	return len(r.held)
 }
 
-// close stops the goroutine: the locks lapse within a lease.
+// close stops the goroutine, without waiting for a renewal under way
+// (which then fails on the closed client): the locks lapse within a
+// lease.
 func (r *renewer) close() {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.closed {
-		r.mu.Unlock()
 		return
 	}
 	r.closed = true
-	running, done := r.running, r.done
 	r.held = map[leaseKey]*leased{}
-	r.mu.Unlock()
 	close(r.stop)
-	if running {
-		<-done
-	}
 }
 
 // run renews every leasePeriod until no lock is left or the store closes.
-func (r *renewer) run(done chan struct{}) {
-	defer close(done)
+func (r *renewer) run() {
 	t := time.NewTicker(leasePeriod(r.s.lease))
 	defer t.Stop()
 	for {
