@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // A Bound grant (contract.Step.Bound: a session's lock granted to the
@@ -23,9 +25,10 @@ import (
 //
 // The TTL left is reckoned on the server's clock, in the renewal script,
 // from a deadline no later than the grant's: the time the grant was sent,
-// mapped to the server's clock by the offset of the latest renewal's round
-// trip (the server's TIME less the local time its answer came back: no
-// more than the true offset), plus the TTL. So no renewal sets an expiry
+// mapped to the clock of the server that owns the lock by the offset of
+// the latest renewal there (the server's TIME less the local time its
+// answer came back: no more than the true offset; a server not yet asked
+// is asked its time first), plus the TTL. So no renewal sets an expiry
 // past the lock's TTL, however late the renewal runs or travels. A renewal
 // is one script per Cluster slot for every lock the process holds there
 // (renewScript): PEXPIRE only while the lock holds the holder's token, so
@@ -67,11 +70,13 @@ func leasePeriod(lease time.Duration) time.Duration { return lease / 4 }
 // the server's TIME; '0': none). The answer is the server's TIME in µs,
 // then a space and, for each lock, '1' renewed or '0' not (it holds
 // something else or nothing, or its deadline is less than a millisecond
-// away: its renewal ends). With no KEYS it answers the time alone. PEXPIRE
-// takes no memory, so a full server renews too.
+// away: its renewal ends). With ARGV[1] 'time' it answers the time alone
+// (KEYS only route it to their server). PEXPIRE takes no memory, so a full
+// server renews too.
 var renewScript = newScript(`
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+if ARGV[1] == 'time' then return string.format('%.0f', now) .. ' ' end
 local lease = tonumber(ARGV[1])
 local r = {}
 for i, k in ipairs(KEYS) do
@@ -108,11 +113,10 @@ type renewer struct {
 
 	mu   sync.Mutex
 	held map[leaseKey]*leased
-	// offset is the server's TIME less the local time (monoBase's clock),
-	// in µs, as the latest renewal found it, never more than the true
-	// offset; synced says whether one was found.
-	offset  int64
-	synced  bool
+	// offsets are each server's TIME less the local time (monoBase's
+	// clock), in µs, as the latest renewal there found it, never more than
+	// the true offset, by server (node).
+	offsets map[string]int64
 	running bool
 	closed  bool
 	stop    chan struct{}
@@ -121,7 +125,7 @@ type renewer struct {
 type leaseKey struct{ rk, token string }
 
 func newRenewer(s *Store) *renewer {
-	return &renewer{s: s, held: map[leaseKey]*leased{}, stop: make(chan struct{})}
+	return &renewer{s: s, held: map[leaseKey]*leased{}, offsets: map[string]int64{}, stop: make(chan struct{})}
 }
 
 // boundTTL is the PX of a Bound grant or refresh with ttl (0: none), and
@@ -147,7 +151,7 @@ func (r *renewer) hold(rk string, token []byte, sent, ttl time.Duration) {
 	r.held[leaseKey{rk, string(token)}] = &leased{rk: rk, token: string(token), sent: sent, ttl: ttl}
 	if !r.running {
 		r.running = true
-		go r.run()
+		go r.loop()
 	}
 }
 
@@ -197,8 +201,8 @@ func (r *renewer) close() {
 	close(r.stop)
 }
 
-// run renews every leasePeriod until no lock is left or the store closes.
-func (r *renewer) run() {
+// loop renews every leasePeriod until no lock is left or the store closes.
+func (r *renewer) loop() {
 	t := time.NewTicker(leasePeriod(r.s.lease))
 	defer t.Stop()
 	for {
@@ -222,12 +226,6 @@ func (r *renewer) run() {
 func (r *renewer) renew() bool {
 	r.refresh.Lock()
 	defer r.refresh.Unlock()
-	r.mu.Lock()
-	synced := r.synced
-	r.mu.Unlock()
-	if !synced {
-		r.renewGroup(nil) // the offset first: a deadline is reckoned with it
-	}
 	now := monoNow()
 	groups := map[int][]renewal{}
 	r.mu.Lock()
@@ -236,18 +234,11 @@ func (r *renewer) renew() bool {
 			delete(r.held, k) // its TTL has passed here, so on the server too
 			continue
 		}
-		var d int64 // the deadline on the server's clock, µs
-		if l.ttl != 0 {
-			if !r.synced {
-				continue // no offset yet: the lease stands until the next
-			}
-			d = max((l.sent+l.ttl).Microseconds()+r.offset, 1)
-		}
 		slot := 0
 		if r.s.mode == Cluster {
 			slot = keySlot(l.rk)
 		}
-		groups[slot] = append(groups[slot], renewal{l, d})
+		groups[slot] = append(groups[slot], renewal{l, l.sent + l.ttl, l.ttl != 0})
 	}
 	if len(r.held) == 0 {
 		r.running = false
@@ -265,41 +256,61 @@ func (r *renewer) renew() bool {
 	return true
 }
 
-// renewal is one lock's renewal, until d (µs of the server's TIME; 0:
-// no deadline).
+// renewal is one lock's renewal: until end (monoNow's clock), if timed.
 type renewal struct {
-	l *leased
-	d int64
+	l     *leased
+	end   time.Duration
+	timed bool
 }
 
 // renewBatch is the most locks one renewal script renews: a script blocks
 // the server while it runs.
 const renewBatch = 256
 
+// node is the server that owns Redis key rk, as offsets are kept: its
+// address in a Cluster, "" elsewhere (one master at a time). A failover
+// or a slot's move gives a server a new clock: the first renewal there
+// reckons with the old server's offset, off by the two clocks' skew, and
+// learns the new one from its answer.
+func (r *renewer) node(rk string) string {
+	if cc, ok := r.s.c.(*redis.ClusterClient); ok {
+		if c, err := cc.MasterForKey(ctx, rk); err == nil {
+			return c.Options().Addr
+		}
+	}
+	return ""
+}
+
 // renewGroup renews the locks of g, all in one slot, in one script, and
-// takes the offset of the server's clock from its answer.
+// takes the offset of their server's clock from its answer; a server
+// whose offset is not known yet is asked its time first (a deadline is
+// reckoned with it).
 func (r *renewer) renewGroup(g []renewal) {
+	node := r.node(g[0].l.rk)
+	r.mu.Lock()
+	offset, known := r.offsets[node]
+	r.mu.Unlock()
+	if !known {
+		if offset, known = r.clock(node, g[0].l.rk); !known {
+			return
+		}
+	}
 	keys := make([]string, len(g))
 	argv := make([]any, 1, 1+2*len(g))
 	argv[0] = ms(r.s.lease)
 	for i, n := range g {
+		var d int64 // the deadline on the server's clock, µs; 0: none
+		if n.timed {
+			d = max(n.end.Microseconds()+offset, 1)
+		}
 		keys[i] = n.l.rk
-		argv = append(argv, n.l.token, n.d)
+		argv = append(argv, n.l.token, d)
 	}
-	rep, err := r.s.runInto(nil, renewScript, keys, argv...)
-	back := monoNow()
-	if err != nil || rep.kind != '$' {
-		return
-	}
-	now, done, ok := bytes.Cut(rep.b, []byte{' '})
-	server, err := strconv.ParseInt(string(now), 10, 64)
-	if !ok || err != nil || len(done) != len(g) {
+	done, ok := r.run(node, keys, argv)
+	if !ok || len(done) != len(g) {
 		return
 	}
 	r.mu.Lock()
-	// The server read its clock before the answer came back: the offset
-	// found is no more than the true one.
-	r.offset, r.synced = server-back.Microseconds(), true
 	for i, n := range g {
 		k := leaseKey{n.l.rk, n.l.token}
 		if done[i] != '1' && r.held[k] == n.l {
@@ -307,4 +318,37 @@ func (r *renewer) renewGroup(g []renewal) {
 		}
 	}
 	r.mu.Unlock()
+}
+
+// clock asks node (through key rk, which it owns) its time and keeps the
+// offset.
+func (r *renewer) clock(node, rk string) (int64, bool) {
+	if _, ok := r.run(node, []string{rk}, []any{"time"}); !ok {
+		return 0, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	offset, ok := r.offsets[node]
+	return offset, ok
+}
+
+// run runs renewScript on node's keys with argv, keeps the offset its
+// answer gives, and returns the answer's part after the time.
+func (r *renewer) run(node string, keys []string, argv []any) ([]byte, bool) {
+	rep, err := r.s.runInto(nil, renewScript, keys, argv...)
+	back := monoNow()
+	if err != nil || rep.kind != '$' {
+		return nil, false
+	}
+	now, done, ok := bytes.Cut(rep.b, []byte{' '})
+	server, err := strconv.ParseInt(string(now), 10, 64)
+	if !ok || err != nil {
+		return nil, false
+	}
+	r.mu.Lock()
+	// The server read its clock before the answer came back: the offset
+	// found is no more than the true one.
+	r.offsets[node] = server - back.Microseconds()
+	r.mu.Unlock()
+	return done, true
 }

@@ -347,3 +347,43 @@ func TestAStoppedHolderLosesItsLockAndKnowsIt(t *testing.T) {
 	assert.Equal(t, "false <nil>", c.send(t, "write"), "the token guard refuses the write")
 	assert.Equal(t, "false <nil>", c.send(t, "fencewrite"), "the lock is another's: the fence guard refuses the write")
 }
+
+// On a Cluster each slot's locks are renewed by a script of their own, on
+// the node that owns them, with that node's clock: locks on every node
+// outlive their lease while held, and each lapses at its TTL.
+func TestLeasesOnACluster(t *testing.T) {
+	nodes := redistest.StartCluster(t)
+	const lease = time.Second
+	s := open(t, clusterURL(nodes)+"?lock_lease=1s")
+	var locks []string
+	nodesOf := map[string]bool{}
+	for i := 0; len(nodesOf) < len(nodes) && i < 1000; i++ {
+		lock := sessionkeys.LockKey("c" + strconv.Itoa(i))
+		if node := s.renew.node(testKey(lock)); !nodesOf[node] {
+			nodesOf[node] = true
+			locks = append(locks, lock)
+		}
+	}
+	require.Len(t, locks, len(nodes), "a lock on every master")
+	const ttl = 3 * time.Second
+	for _, lock := range locks {
+		st := boundStep(lock, []byte("holder"), ttl)
+		require.NoError(t, s.Step(&st))
+		require.True(t, st.Held)
+	}
+	granted := time.Now()
+	// Past the lease, renewed (three renewals may be late: see leasePeriod).
+	time.Sleep(time.Until(granted.Add(2 * lease)))
+	for _, lock := range locks {
+		p := leftOf(t, s, lock)
+		assert.Positive(t, p, "%s renewed past its lease", lock)
+		assert.LessOrEqual(t, p, lease)
+	}
+	// Past the TTL, gone: no renewal outlives it.
+	time.Sleep(time.Until(granted.Add(ttl + time.Millisecond)))
+	for _, lock := range locks {
+		_, found, err := get(t, s, lock)
+		require.NoError(t, err)
+		assert.False(t, found, "%s outlived its TTL", lock)
+	}
+}
