@@ -47,13 +47,31 @@ func lookPath(t *testing.T, names ...string) string {
 // The pool has a name of its own (so its default segment, segname.FPMPool's
 // name for it, is the test's), removed when the test ends.
 func fpm(t *testing.T, n int, ini map[string]string) string {
+	return fpmPools(t, ini, fpmPool{n: n})[0]
+}
+
+// fpmPool is a pool of fpmPools: its n workers (pm=static) and lines of
+// its configuration besides (request_terminate_timeout = 2s).
+type fpmPool struct {
+	n     int
+	extra string
+}
+
+// fpmPools is fpm with one master serving pools, each on a socket of its
+// own (returned in their order) and with a name of its own.
+func fpmPools(t *testing.T, ini map[string]string, pools ...fpmPool) []string {
 	bin := lookPath(t, "php-fpm8.2", "/usr/sbin/php-fpm8.2", "php-fpm")
 	dir := t.TempDir()
-	sock := filepath.Join(dir, "fpm.sock")
-	pool := fmt.Sprintf("it%d-%d", os.Getpid(), time.Now().UnixNano()%1e9)
-	t.Cleanup(func() { removeSegment(segname.FPMPool(pool), os.Geteuid()) })
-	conf := fmt.Sprintf("[global]\nerror_log = %s/fpm.log\ndaemonize = no\n[%s]\nlisten = %s\n"+
-		"listen.backlog = 1024\npm = static\npm.max_children = %d\n", dir, pool, sock, n)
+	conf := fmt.Sprintf("[global]\nerror_log = %s/fpm.log\ndaemonize = no\n", dir)
+	var socks []string
+	for i, p := range pools {
+		sock := filepath.Join(dir, fmt.Sprintf("fpm%d.sock", i))
+		pool := fmt.Sprintf("it%d-%d-%d", os.Getpid(), time.Now().UnixNano()%1e9, i)
+		t.Cleanup(func() { removeSegment(segname.FPMPool(pool), os.Geteuid()) })
+		conf += fmt.Sprintf("[%s]\nlisten = %s\nlisten.backlog = 1024\npm = static\npm.max_children = %d\n%s\n",
+			pool, sock, p.n, p.extra)
+		socks = append(socks, sock)
+	}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "fpm.conf"), []byte(conf), 0o600))
 	args := []string{"-n", "-F", "-y", filepath.Join(dir, "fpm.conf"), "-d", "extension=" + extension(t)}
 	if os.Geteuid() == 0 {
@@ -66,14 +84,20 @@ func fpm(t *testing.T, n int, ini map[string]string) string {
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); { // a hang catch
-		if _, err := os.Stat(sock); err == nil {
-			return sock
+		up := true
+		for _, sock := range socks {
+			if _, err := os.Stat(sock); err != nil {
+				up = false
+			}
+		}
+		if up {
+			return socks
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	log, _ := os.ReadFile(filepath.Join(dir, "fpm.log"))
 	t.Fatalf("php-fpm did not start: %s", log)
-	return ""
+	return nil
 }
 
 func script(t *testing.T, name, code string) string {

@@ -148,7 +148,8 @@ void ephpm_session_warn_lock_lost(const zend_string *sid, const char *what)
  * at its own request end; what frees it if the parent dies first depends
  * on the store: a shared-memory segment records the parent as the lock's
  * holder and lets the lock lapse at once (the next call that meets it),
- * Redis records no holder and waits for the lock's TTL, and the in-process
+ * Redis lets it lapse a lease after the parent's library stops renewing it
+ * (the URL's lock_lease; its TTL with lock_lease=0), and the in-process
  * store is the parent's own and ends with it. */
 static void ephpm_session_warn_forked_release(const zend_string *key)
 {
@@ -161,8 +162,9 @@ static void ephpm_session_warn_forked_release(const zend_string *key)
                  "pid %ld as its holder)", parent, parent);
     } else if (backend != NULL && strcmp(backend, "redis") == 0) {
         snprintf(then, sizeof then,
-                 "if pid %ld dies first, the lock expires by its TTL (ephpm.session_lock_ttl=" ZEND_LONG_FMT
-                 " s)", parent, ES(lock_ttl));
+                 "if pid %ld dies first, the lock lapses within its lease (the backend URL's lock_lease, "
+                 "2 s by default; with lock_lease=0 its TTL, ephpm.session_lock_ttl=" ZEND_LONG_FMT " s)",
+                 parent, ES(lock_ttl));
     } else if (backend != NULL && strcmp(backend, "memory") == 0) {
         snprintf(then, sizeof then, "the lock is in pid %ld's own in-process store, and ends with it", parent);
     } else {

@@ -41,7 +41,9 @@ type config struct {
 	// allowEvicting is allow_evicting_server=1: locks and sessions on a
 	// server that may evict them (see Store.noEviction).
 	allowEvicting bool
-	dial          func(ctx context.Context, addr string) (nc net.Conn, raw *threadConn, err error)
+	// lease is lock_lease: the lease of a Bound lock (lease.go); 0: none.
+	lease time.Duration
+	dial  func(ctx context.Context, addr string) (nc net.Conn, raw *threadConn, err error)
 }
 
 // parse turns a backend URL into client options.
@@ -62,7 +64,10 @@ type config struct {
 // reply was lost may have run, and retrying it (a SET NX, a release) would
 // report a lock the caller holds as held by someone else.
 // allow_evicting_server=1 lets locks and sessions run on a server that may
-// evict them (see Store.noEviction), which is unsafe.
+// evict them (see Store.noEviction), which is unsafe. lock_lease is the
+// lease of a lock bound to its process (lease.go): a duration of at least
+// MinLease (DefaultLease when not given), or 0 for none (such a lock then
+// keeps its whole TTL after its process died).
 //
 // An error names the URL with its secrets masked (see redact), and says
 // what is wrong as parsing the masked URL finds it, so that no message
@@ -113,6 +118,19 @@ func parseURL(raw string) (config, error) {
 			return none, errors.New("allow_evicting_server is 1 or 0")
 		}
 		q.Del("allow_evicting_server")
+	}
+	lease := DefaultLease
+	if q.Has("lock_lease") {
+		d, err := time.ParseDuration(q.Get("lock_lease"))
+		switch {
+		case q.Get("lock_lease") == "0":
+			lease = 0
+		case err != nil || d < MinLease:
+			return none, fmt.Errorf("lock_lease is a duration of at least %v (such as 2s), or 0 for none", MinLease)
+		default:
+			lease = d
+		}
+		q.Del("lock_lease")
 	}
 	tlsFiles := map[string]string{}
 	for _, k := range []string{"tls_ca", "tls_cert", "tls_key", "tls_server_name"} {
@@ -232,7 +250,7 @@ func parseURL(raw string) (config, error) {
 		nc, _, err := dialConn(ctx, d, tlsConfig, network, addr, false)
 		return nc, err
 	}
-	return config{opts: o, pubsubOpts: ps, mode: mode, allowEvicting: allowEvicting, dial: dial}, nil
+	return config{opts: o, pubsubOpts: ps, mode: mode, allowEvicting: allowEvicting, lease: lease, dial: dial}, nil
 }
 
 // keepAlive is go-redis's default for the connections it dials itself.

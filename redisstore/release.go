@@ -51,6 +51,7 @@ func (s *Store) DelIfEq(key string, token []byte) (bool, error) {
 	}
 	defer s.near.forget(key)
 	rk := s.redisKey(key)
+	s.renew.drop(rk, token)
 	ch := releaseChannel(rk)
 	release := &nativeCall{
 		form: func(have native) []any { return have.release(rk, token) },

@@ -230,12 +230,29 @@ func (s *Store) step(st *contract.Step, w *inLine) error {
 	if st.Release {
 		release, lockCh = 1, releaseChannel(lk)
 	}
+	// A Bound grant gets its lease (lease.go), and so does the refresh
+	// of a renewed lock by its holder; a release ends the renewal.
+	lockTTL, leased, ttl := st.LockTTL, false, st.TTL
+	if st.Acquire && st.Bound {
+		lockTTL, leased = s.boundTTL(st.LockTTL)
+	}
+	refresh := !st.Acquire && st.Action == contract.ActionExpire && st.Guard == contract.GuardToken &&
+		st.Key == st.Lock && s.renew.holds(lk, st.Token)
+	if refresh {
+		ttl, _ = s.boundTTL(st.TTL)
+		s.renew.refresh.Lock()
+		defer s.renew.refresh.Unlock()
+	}
+	var sent time.Duration
+	if leased || refresh {
+		sent = monoNow()
+	}
 	keys := make([]string, 3, 5)
 	keys[0], keys[1], keys[2] = rk, lk, fk
 	argv := make([]any, 11, 14)
 	argv[0], argv[1], argv[2], argv[3] = acquireFlags[acquire], guardFlags[st.Guard], actionFlags[st.Action], releaseFlags[release]
-	argv[4], argv[5], argv[6] = st.Token, ms(st.LockTTL), fenceArg
-	argv[7], argv[8], argv[9], argv[10] = st.Value, ms(st.TTL), keyCh, lockCh
+	argv[4], argv[5], argv[6] = st.Token, ms(lockTTL), fenceArg
+	argv[7], argv[8], argv[9], argv[10] = st.Value, ms(ttl), keyCh, lockCh
 	if st.Release {
 		line, prefix := releaseLine(lk)
 		keys, argv = append(keys, line...), append(argv, prefix...)
@@ -246,7 +263,23 @@ func (s *Store) step(st *contract.Step, w *inLine) error {
 		}
 	}
 	r, err := s.runInto(st.Dst, stepScript, keys, argv...)
-	return s.stepReply(st, r, err)
+	err = s.stepReply(st, r, err)
+	if st.Release && (err != nil || !st.Held || st.Released) {
+		// Released, or not this holder's (a step whose outcome is unknown
+		// lets it lapse within the lease); a guarded expire that found no
+		// key leaves the lock held, and renewed.
+		s.renew.drop(lk, st.Token)
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case leased && st.Held:
+		s.renew.hold(lk, st.Token, sent, st.LockTTL)
+	case refresh && st.Done:
+		s.renew.moved(lk, st.Token, sent, st.TTL)
+	}
+	return nil
 }
 
 // stepReply sets st's outputs from what stepScript answered, counting an

@@ -49,6 +49,8 @@ type Store struct {
 	evict  *evictionGuard
 	where  string // the server, as messages name it
 	opts   Options
+	lease  time.Duration // of a Bound lock (lease.go); 0: none
+	renew  *renewer
 
 	setNXWins, setNXLosses            atomic.Uint64
 	delIfEqMatches, delIfEqMismatches atomic.Uint64
@@ -114,7 +116,9 @@ func Open(rawURL string, opts Options) (*Store, error) {
 		o.OnConnect = h.onConnect(o.OnConnect)
 		c = h.attach(redis.NewClient(o))
 	}
-	s := &Store{c: c, mode: cfg.mode, hub: newHub(redis.NewUniversalClient(&cfg.pubsubOpts)), near: n, evict: g, opts: opts}
+	s := &Store{c: c, mode: cfg.mode, hub: newHub(redis.NewUniversalClient(&cfg.pubsubOpts)), near: n, evict: g, opts: opts,
+		lease: cfg.lease}
+	s.renew = newRenewer(s)
 	switch {
 	case cfg.mode == Sentinel:
 		s.where = "the master " + cfg.opts.MasterName
@@ -129,8 +133,10 @@ func Open(rawURL string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// Close closes the client and its connections.
+// Close closes the client and its connections. The leases of the locks
+// it holds are no longer renewed: those locks lapse within a lease.
 func (s *Store) Close() error {
+	s.renew.close()
 	s.hub.close()
 	s.near.close()
 	if s.direct != nil {

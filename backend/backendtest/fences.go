@@ -130,9 +130,7 @@ var fenceContract = []struct {
 		assert.False(t, found, "no data yet")
 		assert.Zero(t, n)
 		assert.Positive(t, f1)
-		ttl, held, _ := b.PTTL(lock)
-		assert.True(t, held)
-		assert.Greater(t, ttl, 50*time.Second, "the lock has its TTL")
+		boundTTL(t, b, lock, time.Minute)
 		latest, _ := b.Fence(lock)
 		assert.Equal(t, f1, latest)
 
@@ -155,8 +153,7 @@ var fenceContract = []struct {
 		assert.True(t, found)
 		assert.Equal(t, "v1", string(dst[:n]))
 		assert.Greater(t, f3, f2)
-		ttl, _, _ = b.PTTL(lock)
-		assert.Equal(t, time.Duration(-1), ttl, "0: no TTL")
+		boundTTL(t, b, lock, 0)
 		b.DelIfEq(lock, []byte("tok3"))
 
 		// A value that fills dst exactly, and one longer than dst.

@@ -68,9 +68,7 @@ var lockContract = []struct {
 		assert.Equal(t, contract.Inserted, out)
 		assert.False(t, found, "no data yet")
 		assert.Equal(t, 0, n)
-		ttl, held, _ := b.PTTL(lock)
-		assert.True(t, held)
-		assert.Greater(t, ttl, 50*time.Second, "the lock has its TTL")
+		boundTTL(t, b, lock, time.Minute)
 
 		require.NoError(t, b.Set(data, []byte("v1"), time.Minute))
 		out, _, found, err = backend.SetNXGet(b, lock, []byte("other"), time.Minute, data, dst)
@@ -85,8 +83,7 @@ var lockContract = []struct {
 		assert.Equal(t, contract.Inserted, out)
 		assert.True(t, found)
 		assert.Equal(t, "v1", string(dst[:n]))
-		ttl, _, _ = b.PTTL(lock)
-		assert.Equal(t, time.Duration(-1), ttl, "0: no TTL")
+		boundTTL(t, b, lock, 0)
 		b.DelIfEq(lock, []byte("tok2"))
 
 		small := []byte("xy")
@@ -309,4 +306,31 @@ func wokenByRelease(t *testing.T, b backend.Backend, lock string, release func()
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Less(t, <-done, hangCatch, "woken by the release, not the timeout")
+}
+
+// A BoundLeaser binds a lock granted with Step.Bound to its process by a
+// lease (redisstore): the lock's PTTL is at most BoundLease while its
+// holder renews it, until its TTL ends. 0: no lease.
+type BoundLeaser interface {
+	BoundLease() time.Duration
+}
+
+// boundTTL asserts that lock, just granted with Step.Bound and ttl (0:
+// none), is held with its TTL, or, where b binds it by a lease, with the
+// lease (the holder's renewals keep it for its TTL).
+func boundTTL(t *testing.T, b backend.Backend, lock string, ttl time.Duration) {
+	t.Helper()
+	left, held, err := b.PTTL(lock)
+	require.NoError(t, err)
+	require.True(t, held)
+	if l, ok := b.(BoundLeaser); ok && l.BoundLease() > 0 && (ttl == 0 || ttl > l.BoundLease()) {
+		assert.Positive(t, left, "the lock has its lease")
+		assert.LessOrEqual(t, left, l.BoundLease(), "the lock has its lease")
+		return
+	}
+	if ttl == 0 {
+		assert.Equal(t, time.Duration(-1), left, "0: no TTL")
+		return
+	}
+	assert.Greater(t, left, ttl-10*time.Second, "the lock has its TTL")
 }
