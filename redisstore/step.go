@@ -56,6 +56,9 @@ import (
 var stepScript = newScript(liveHeadLua + takeInLineLua + setPxLua + mintFenceLua + `
 local acquire, guard, action = ARGV[1], ARGV[2], ARGV[3]
 local fence, written
+-- lockv is what the guard read of the lock (false: nothing), kept for
+-- the release when the action writes another key (lock_read).
+local lockv, lock_read = nil, false
 if acquire ~= '0' then
   if KEYS[5] then
     local turn = turn_in_line(KEYS[2], KEYS[4], ARGV[5], ARGV[13], ARGV[12])
@@ -80,12 +83,13 @@ if acquire ~= '0' then
   end
   if acquire == '2' then fence = mint_fence(KEYS[3], ARGV[7]) end
 elseif guard == '1' then
-  if redis.call('get', KEYS[2]) ~= ARGV[5] then return 0 end
+  lockv, lock_read = redis.call('get', KEYS[2]), true
+  if lockv ~= ARGV[5] then return 0 end
 elseif guard ~= '0' then
   if redis.call('get', KEYS[3]) ~= ARGV[7] then return 0 end
   if guard == '3' then
-    local holder = redis.call('get', KEYS[2])
-    if holder and holder ~= ARGV[5] then return 0 end
+    lockv, lock_read = redis.call('get', KEYS[2]), true
+    if lockv and lockv ~= ARGV[5] then return 0 end
   end
 end
 local done, v = false, nil
@@ -111,9 +115,12 @@ elseif action == '4' then
 end
 local sum = 1
 if done then sum = sum + 2 end
-if ARGV[4] == '1' and (action ~= '4' or done) and redis.call('get', KEYS[2]) == ARGV[5] then
-  hand_on(KEYS[2], ARGV[11], KEYS[4], ARGV[12])
-  sum = sum + 4
+if ARGV[4] == '1' and (action ~= '4' or done) then
+  if not lock_read or KEYS[1] == KEYS[2] then lockv = redis.call('get', KEYS[2]) end
+  if lockv == ARGV[5] then
+    hand_on(KEYS[2], ARGV[11], KEYS[4], ARGV[12])
+    sum = sum + 4
+  end
 end
 if v then sum = sum + 8 end
 if not fence and not v then return sum end
