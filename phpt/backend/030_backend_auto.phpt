@@ -25,15 +25,38 @@ $master = proc_get_status($proc)['pid'];
 $segment = "cli-server-127.0.0.1_$port";
 $uid = (int) trim(shell_exec('id -u'));
 $file = "/dev/shm/ephpm-$segment.$uid";
+// A first request holds the process that runs it until the other 30 are
+// served, so those go to the other processes whatever the host's
+// scheduler favours; it counts itself last. They start once it runs: a
+// server process accepts every connection pending before it runs a
+// request, and would keep one of them behind the hold.
+$held = sys_get_temp_dir() . "/ephpm-t30-hold-$port";
+@unlink($held);
+@unlink("$held.started");
+$hold = stream_socket_client("tcp://127.0.0.1:$port", $errno, $errstr, 300);
+fwrite($hold, "GET /kv_count.php?hold=" . rawurlencode($held) . " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+for ($end = microtime(true) + 300; !file_exists("$held.started") && microtime(true) < $end; ) {   // a hang catch
+    usleep(10_000);
+}
 $pids = [];
-for ($i = 1; $i <= 30; $i++) {
-    [$n, $pid, $store] = explode(' ', ephpm_http_get("http://127.0.0.1:$port/kv_count.php"), 3);
+$served = function (int $i, string $body) use (&$pids, $file) {
+    [$n, $pid, $store] = explode(' ', $body, 3);
     $pids[$pid] = true;
     if ((int) $n !== $i || $store !== "shm $file (default: php -S with PHP_CLI_SERVER_WORKERS)") {
         echo "request $i: $n $pid $store\n";
     }
+};
+for ($i = 1; $i <= 30; $i++) {
+    $served($i, ephpm_http_get("http://127.0.0.1:$port/kv_count.php"));
 }
-echo "30 requests counted into one store by ", count($pids) > 1 ? 'several processes' : 'one process', "\n";
+touch($held);
+stream_set_timeout($hold, 300);                  // a hang catch
+$reply = stream_get_contents($hold);
+fclose($hold);
+unlink($held);
+unlink("$held.started");
+$served(31, substr($reply, strpos($reply, "\r\n\r\n") + 4));
+echo "31 requests counted into one store by ", count($pids) > 1 ? 'several processes' : 'one process', "\n";
 echo ephpm_child('echo ephpm_kv_get("www:count"), " ", ephpm_kv_stats()["store"];', ['ephpm.kv_backend' => "shm://$segment"]), "\n";
 
 var_dump(file_exists($file));   // while the server runs, nobody removes it
@@ -55,7 +78,7 @@ var_dump(file_exists($file));
 string(4) "auto"
 string(6) "memory"
 string(61) "memory, this process's own (default: cli runs in one process)"
-30 requests counted into one store by several processes
-30 shm /dev/shm/ephpm-cli-server-127.0.0.1_%d.%d (ephpm.kv_backend)
+31 requests counted into one store by several processes
+31 shm /dev/shm/ephpm-cli-server-127.0.0.1_%d.%d (ephpm.kv_backend)
 bool(true)
 bool(false)
