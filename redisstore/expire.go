@@ -29,29 +29,20 @@ func (s *Store) Expire(key string, ttl time.Duration) (bool, error) {
 // else one script. The refresh of a lock this process renews (lease.go)
 // moves the deadline of its renewal to ttl from now, and sets the lock's
 // PX to min(lease, ttl).
-func (s *Store) ExpireIfEq(key string, token []byte, ttl time.Duration) (bool, error) {
+func (s *Store) ExpireIfEq(key string, token []byte, ttl time.Duration) (refreshed bool, err error) {
 	if err := s.noEviction(); err != nil {
 		return false, err
 	}
 	rk := s.redisKey(key)
-	px := ttl
-	renewed := s.renew.holds(rk, token)
-	if renewed {
-		px, _ = s.boundTTL(ttl)
-		s.renew.refresh.Lock()
-		defer s.renew.refresh.Unlock()
-	}
-	sent := monoNow()
+	px, done := s.refreshing(rk, token, ttl)
+	defer func() { done(refreshed) }()
 	t := ms(px)
 	refresh := &nativeCall{
 		form: func(have native) []any { return have.refresh(rk, token, t) },
 		uses: setIfEqCmd,
 	}
 	n, err := s.runNative(refresh, expireScript, []string{rk}, t, "1", token)
-	if renewed && err == nil && n == 1 {
-		s.renew.moved(rk, token, sent, ttl)
-	}
-	return n == 1, err
+	return err == nil && n == 1, err
 }
 
 // PTTL is PTTL: -1 for no expiry; found is false for no key.

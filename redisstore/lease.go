@@ -180,6 +180,32 @@ func (r *renewer) moved(rk string, token []byte, sent, ttl time.Duration) {
 	r.mu.Unlock()
 }
 
+// refreshing begins a refresh of lock rk by token to ttl (0: none). If
+// this process renews rk for token, px is the PX the refresh sets
+// (min(lease, ttl): boundTTL), and renewals wait until done is called, so
+// that one sent with the old deadline cannot reach the server after a
+// refresh that shortened the TTL; done(true), for a refresh that was
+// made, moves the renewal's deadline to ttl from the refresh. Else px is
+// ttl and done does nothing. The caller calls done once, whatever the
+// refresh's outcome.
+func (s *Store) refreshing(rk string, token []byte, ttl time.Duration) (px time.Duration, done func(made bool)) {
+	if !s.renew.holds(rk, token) {
+		return ttl, notRenewed
+	}
+	px, _ = s.boundTTL(ttl)
+	s.renew.refresh.Lock()
+	sent := monoNow()
+	return px, func(made bool) {
+		if made {
+			s.renew.moved(rk, token, sent, ttl)
+		}
+		s.renew.refresh.Unlock()
+	}
+}
+
+// notRenewed is refreshing's done for a lock this process does not renew.
+func notRenewed(bool) {}
+
 // count is how many locks are renewed.
 func (r *renewer) count() int {
 	r.mu.Lock()

@@ -243,15 +243,14 @@ func (s *Store) step(st *contract.Step, w *inLine) error {
 	if st.Acquire && st.Bound {
 		lockTTL, leased = s.boundTTL(st.LockTTL)
 	}
-	refresh := !st.Acquire && st.Action == contract.ActionExpire && st.Guard == contract.GuardToken &&
-		st.Key == st.Lock && s.renew.holds(lk, st.Token)
-	if refresh {
-		ttl, _ = s.boundTTL(st.TTL)
-		s.renew.refresh.Lock()
-		defer s.renew.refresh.Unlock()
+	refreshed := false // a refresh of the lock by its token, made
+	if !st.Acquire && st.Action == contract.ActionExpire && st.Guard == contract.GuardToken && st.Key == st.Lock {
+		var done func(bool)
+		ttl, done = s.refreshing(lk, st.Token, st.TTL)
+		defer func() { done(refreshed) }()
 	}
 	var sent time.Duration
-	if leased || refresh {
+	if leased {
 		sent = monoNow()
 	}
 	keys := make([]string, 3, 5)
@@ -280,12 +279,10 @@ func (s *Store) step(st *contract.Step, w *inLine) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case leased && st.Held:
+	if leased && st.Held {
 		s.renew.hold(lk, st.Token, sent, st.LockTTL)
-	case refresh && st.Done:
-		s.renew.moved(lk, st.Token, sent, st.TTL)
 	}
+	refreshed = st.Done
 	return nil
 }
 
