@@ -285,7 +285,8 @@ final class WordPressObjectCacheTest extends TestCase
             $this->assertTrue($found, "v$i found");
             $this->assertSame(serialize($value), serialize($got), "v$i");
         }
-        $this->assertSame('-12', ephpm_kv_get($reader->store_key('v' . array_search(-12, $values, true), 'types')), 'an int is stored as its digits');
+        $this->assertSame((string) PHP_INT_MAX, ephpm_kv_get($reader->store_key('v' . array_search(PHP_INT_MAX, $values, true), 'types')), 'an int at or above 0 is stored as its digits');
+        $this->assertSame('i:-12;', ephpm_kv_get($reader->store_key('v' . array_search(-12, $values, true), 'types')), 'a negative one serialized: digits below 0 are a deficit');
     }
 
     public function testAMissIsFalseWithFoundFalseAndAStoredFalseIsFound(): void
@@ -1703,12 +1704,60 @@ final class WordPressObjectCacheTest extends TestCase
         $this->skipUnlessShared();
         wp_cache_set('hits', 0, 'race');
         wp_cache_set('floor', 3, 'race');
+        wp_cache_set('ratio', 0.5, 'race');
         ephpm_test_race(6, sprintf(
-            'require_once %s; $c = new WP_Object_Cache(["prefix" => %s]); for ($k = 0; $k < 100; $k++) { $c->incr("hits", 1, "race"); } $c->decr("floor", 2, "race");',
+            'require_once %s; $c = new WP_Object_Cache(["prefix" => %s, "lock_wait" => 30.0]); for ($k = 0; $k < 100; $k++) { $c->incr("hits", 1, "race"); } for ($k = 0; $k < 20; $k++) { $c->decr("floor", 2, "race"); } for ($k = 0; $k < 20; $k++) { $c->incr("ratio", 1, "race"); }',
             var_export(WPDROP_FILE, true), var_export($this->site, true)));
         $reader = $this->request();
         $this->assertSame(600, $reader->get('hits', 'race'));
-        $this->assertSame(0, $reader->get('floor', 'race'), 'six decrements of 2 from 3 end at 0');
+        $this->assertSame(0, $reader->get('floor', 'race'), '120 decrements of 2 from 3 end at 0');
+        $this->assertSame(120.5, $reader->get('ratio', 'race'), 'a float counted under its lock');
+    }
+
+    /**
+     * A decrement below 0 leaves its deficit in the store until its second
+     * increment takes it back. Another decrement, a reader and an increment
+     * in that window each count on the deficit: none takes it for a value
+     * to clamp and write back (which lost the second decrement's take-back:
+     * s16's clean run ended "six decrements of 2 from 3" at 2).
+     */
+    public function testADecrementsDeficitIsCountedOnNotWrittenOver(): void
+    {
+        wp_cache_set('floor', 1, 'race');
+        $a = $this->request();
+        $fiber = new Fiber(fn () => $a->decr('floor', 2, 'race'));
+        WpSeam::at($fiber, 'after', 'incr_by', 1, 'pause'); // the store holds -1
+        $fiber->start();
+        $this->assertSame(0, $this->request()->decr('floor', 2, 'race'));
+        $this->assertSame(0, $this->request()->get('floor', 'race'), 'a deficit reads as 0');
+        $this->assertSame(4, $this->request()->incr('floor', 5, 'race'));
+        $fiber->resume();
+        $this->assertTrue($fiber->isTerminated());
+        $this->assertSame(0, $fiber->getReturn());
+        $this->assertSame(5, $this->request()->get('floor', 'race'), '1, -2 (to 0), -2 (to 0), +5');
+    }
+
+    /**
+     * An increment of a value that is no counter is a read and a write:
+     * two at once both count, the second waiting for the first's lock; one
+     * whose lock was taken over while it held it is refused, says so, and
+     * changes nothing.
+     */
+    public function testIncrementsOfAFloatWaitTheirTurnOrAreRefused(): void
+    {
+        wp_cache_set('f', 1.5);
+        $a = $this->request(['lock_wait' => 0.0]);
+        $fiber = new Fiber(fn () => $a->incr('f'));
+        WpSeam::at($fiber, 'after', 'get', 2, 'pause'); // read under the lock
+        $fiber->start();
+        $this->assertSame(2.5, $this->request(['lock_wait' => 0.0])->incr('f'), 'took the lock over');
+        $fiber->resume();
+        $this->assertTrue($fiber->isTerminated());
+        $this->assertFalse($fiber->getReturn(), 'its lock was taken over: not counted');
+        $this->assertSame(2.5, $this->request()->get('f'));
+        $this->assertSame(3.5, wp_cache_incr('f'));
+        $this->assertSame(0, wp_cache_decr('f', 10), 'clamped: a counter from here on');
+        $this->assertSame('0', ephpm_kv_get($this->request()->store_key('f', 'default')));
     }
 
     /** Six processes flush six groups at once: every flush holds, and an unflushed group keeps its entry. */

@@ -1221,15 +1221,19 @@ class WP_Object_Cache
     /**
      * wp_cache_incr()/wp_cache_decr(): WordPress's semantics on the store.
      * False if there is no entry (the store's own increment would create
-     * one). A non-negative integer entry is counted in the store, atomically
+     * one). An integer entry is counted in the store, atomically
      * (ephpm_kv_incr_by()). A result below 0 is clamped to 0 as WordPress
      * does: the decrement takes back its own share of the deficit, at most
      * its offset, with a second increment, so concurrent decrements and
-     * increments all count; between the two a reader can see the negative
-     * number. Any other value counts as WordPress counts it (a number as
-     * itself, anything else as 0), read and written back: not atomic. An
-     * entry removed between the read and the increment is created with
-     * the offset (and the TTL ceiling).
+     * increments all count. Between the two the entry holds a negative
+     * number, which every reader takes for 0 (unpack()) and every other
+     * increment counts on, atomically as well: pack() never stores a
+     * negative integer as digits, so digits below 0 are always such a
+     * deficit on its way back. Any other value counts as WordPress counts
+     * it (a number as itself, anything else as 0), read and written back
+     * under the entry's lock with its fence (lockMerge()), so concurrent
+     * increments of it count too. An entry removed between the read and
+     * the increment is created with the offset (and the TTL ceiling).
      */
     private function addTo($key, int $offset, $group, string $function)
     {
@@ -1262,47 +1266,44 @@ class WP_Object_Cache
 
                     return false;
                 }
-                if ((string) (int) $raw === $raw && $raw[0] !== '-') {
-                    // A stored negative number takes the path below, so
-                    // the result is clamped at 0 and stored so, as
-                    // WordPress does.
-                    try {
-                        $sum = $this->kv('incr_by', $storeKey, $offset, $this->ttl(0));
-                    } catch (\Ephpm\KvException $e) {
-                        if ($e->getCode() === \Ephpm\KvException::NOT_INTEGER) {
-                            continue; // replaced in between: read again
-                        }
-                        if ($e->getCode() === \Ephpm\KvException::OVERFLOW) {
-                            return false;
-                        }
-                        throw $e;
+                if ((string) (int) $raw !== $raw) {
+                    $value = $this->addToStored($storeKey, $offset, $function);
+                    if ($value === self::UNREADABLE) {
+                        continue; // a counter now: count it in the store
                     }
-                    if ($sum < 0) {
-                        if ($offset < 0) {
-                            $this->kv('incr_by', $storeKey, $sum >= $offset ? -$sum : -$offset);
-                        }
-                        $sum = 0;
+                    if ($value === false) {
+                        unset($this->cache[$group][$id]);
+                    } else {
+                        $this->cache[$group][$id] = $value;
                     }
-                    $this->cache[$group][$id] = $sum;
 
-                    return $sum;
+                    return $value;
                 }
-                $value = $this->unpackStored($storeKey, $raw, $function);
-                if ($value === self::UNREADABLE) {
-                    unset($this->cache[$group][$id]);
+                try {
+                    $sum = $this->kv('incr_by', $storeKey, $offset, $this->ttl(0));
+                } catch (\Ephpm\KvException $e) {
+                    if ($e->getCode() === \Ephpm\KvException::NOT_INTEGER) {
+                        continue; // replaced in between: read again
+                    }
+                    if ($e->getCode() === \Ephpm\KvException::OVERFLOW) {
+                        return false;
+                    }
+                    throw $e;
+                }
+                if ($sum < 0) {
+                    if ($offset < 0) {
+                        // Before this decrement the entry held $sum - $offset:
+                        // at or above 0, the deficit below 0 is this call's;
+                        // below 0, another decrement's deficit was there
+                        // already (it takes that back itself) and this
+                        // call's whole offset is deficit.
+                        $this->kv('incr_by', $storeKey, $sum >= $offset ? -$sum : -$offset);
+                    }
+                    $sum = 0;
+                }
+                $this->cache[$group][$id] = $sum;
 
-                    return false;
-                }
-                $value = (is_numeric($value) ? $value : 0) + $offset;
-                if ($value < 0) {
-                    $value = 0;
-                }
-                if (!$this->storeWrite($storeKey, self::pack($value), $this->ttl(0), $function)) {
-                    return false;
-                }
-                $this->cache[$group][$id] = $value;
-
-                return $value;
+                return $sum;
             }
 
             return false;
@@ -1310,6 +1311,66 @@ class WP_Object_Cache
             $this->storeFailed($e, $function);
 
             return false;
+        }
+    }
+
+    /**
+     * addTo() of an entry that is not a counter, under the entry's lock:
+     * read again, add WordPress's way, write with the lock's fence (a
+     * request that took the lock over from this one makes the write
+     * refused). The new value; false if the entry is gone, unreadable, or
+     * the write was refused or failed (then it says why); UNREADABLE if it
+     * is a counter now (the caller counts it in the store).
+     */
+    private function addToStored(string $storeKey, int $offset, string $function)
+    {
+        [, $lockName] = $this->mergeKeys($storeKey);
+        $token = $this->lockMerge($lockName, $fence);
+        if ($token === false) {
+            $this->warn($function . ': the entry stayed locked by other requests; not counted');
+
+            return false;
+        }
+        try {
+            $raw = $this->kv('get', $storeKey);
+            if ($raw === null) {
+                return false;
+            }
+            if ((string) (int) $raw === $raw) {
+                return self::UNREADABLE;
+            }
+            $value = $this->unpackStored($storeKey, $raw, $function);
+            if ($value === self::UNREADABLE) {
+                return false;
+            }
+            $value = (is_numeric($value) ? $value : 0) + $offset;
+            if ($value < 0) {
+                $value = 0;
+            }
+            try {
+                $written = $this->kv('set_fenced', $storeKey, self::pack($value), $lockName, $fence, $this->ttl(0));
+            } catch (\Ephpm\KvException $e) {
+                if ($e->getCode() !== \Ephpm\KvException::OUT_OF_MEMORY) {
+                    throw $e;
+                }
+                $written = null;
+            } catch (\ValueError $e) {
+                $written = null;
+            }
+            if ($written !== true) {
+                // Refused: another request holds the entry now. No room:
+                // the old entry would be stale, so it goes.
+                $this->warn($function . ': ' . ($written === false ? 'the entry\'s lock was taken over; not counted' : $e->getMessage()));
+                if ($written === null) {
+                    $this->storeDelete($storeKey, $function);
+                }
+
+                return false;
+            }
+
+            return $value;
+        } finally {
+            $this->kv('unlock', $lockName, $token);
         }
     }
 
@@ -1920,19 +1981,21 @@ class WP_Object_Cache
     }
 
     /**
-     * An integer as its digits (the store's counters count on them), any
-     * other value serialized: floats too, so they come back identical.
+     * An integer at or above 0 as its digits (the store's counters count
+     * on them), any other value serialized: floats too, so they come back
+     * identical, and negative integers, so that digits below 0 in the store
+     * are only ever a decrement's deficit on its way back (addTo()).
      */
     private static function pack($value): string
     {
-        return is_int($value) ? (string) $value : serialize($value);
+        return is_int($value) && $value >= 0 ? (string) $value : serialize($value);
     }
 
-    /** What pack() wrote; false for a stored false; a string that is neither, as it is; UNREADABLE if unserialize() threw. */
+    /** What pack() wrote (digits below 0: 0); false for a stored false; a string that is neither, as it is; UNREADABLE if unserialize() threw. */
     private static function unpack(string $raw)
     {
         if ((string) (int) $raw === $raw) {
-            return (int) $raw;
+            return max(0, (int) $raw);
         }
         try {
             $value = @unserialize($raw);
