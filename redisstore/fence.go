@@ -25,7 +25,12 @@ import (
 // server more than a microsecond, so the counter never runs ahead of the
 // clock in practice and losing the key loses nothing. A fence granted
 // before the key went is refused by SetFenced (the key holds no fence to
-// match).
+// match). After a failover the clock is the promoted replica's: on hosts
+// apart, one whose clock is behind the dead master's by more than the
+// failover took could mint a fence at or below one the master granted, so
+// fences assume the servers' clocks agree to better than the failover
+// time (TestFencesGoOnUpAcrossAFailoverThatLostTheGrant runs both on one
+// host's clock).
 //
 // In a Cluster, the lock, its fence key and a fenced write's key must be in
 // one slot for one script to see them. The fence key carries the lock's
