@@ -95,8 +95,10 @@ type Step struct {
 	// Fenced: the acquire mints the grant's fence into Fence.
 	Fenced bool
 	// Bound: the lock lasts no longer than the process that took it,
-	// where the store can tell (a shared-memory segment: a session's
-	// lock granted to the session handler); elsewhere it has no effect.
+	// where the store can tell (a session's lock granted to the session
+	// handler, ephpm_kv_lock(bound: true)): a shared-memory segment
+	// records the process, Redis gives the lock a lease the process
+	// renews; elsewhere it has no effect.
 	Bound   bool
 	LockTTL time.Duration
 	// Guard is the condition on Lock when not acquiring.

@@ -246,7 +246,12 @@ typedef struct ephpm_kv_stats {
  *            evicted); with FENCED the grant mints its fence into fence, in
  *            the sequence set_nx_wait_fenced and lock_acquire mint from;
  *            with BOUND the lock lasts no longer than the process that took
- *            it where the store can tell (a shared-memory segment). Held by
+ *            it where the store can tell: on a shared-memory segment it
+ *            lapses once that process is dead; on Redis its PX is a short
+ *            lease (lock_lease in the URL, 2 s by default) that the process
+ *            renews, never past lock_ttl_ms, so it lapses within a lease of
+ *            the process's death; lock_refresh and expire_if_eq by token
+ *            keep it so. Held by
  *            another: retried as set_nx_wait retries (backoff from 10 ms
  *            doubling to 100 ms, woken early by a release) for at most
  *            wait_ms (0: one attempt), then EXISTS. An acquiring step

@@ -70,8 +70,14 @@ namespace {
      * (ephpm_kv_lock_read) to leave, it keeps new readers out.
      * Every grant mints a fencing token, set in $fence (0 when not granted):
      * larger than that of every earlier grant of $name, never reset.
+     * With $bound, the lock lasts no longer than this process: if it dies
+     * (killed, crashed) the lock lapses at once on a shared-memory segment
+     * and within a lease (lock_lease, 2 s by default) on Redis, instead of
+     * at its TTL; while it waits it keeps no new readers out. Leave $bound
+     * off for a lock that another process releases or takes over with its
+     * token.
      */
-    function ephpm_kv_lock(string $name, int $ttl, float $wait = 0.0, ?string $token = null, ?int &$fence = null): string|false {}
+    function ephpm_kv_lock(string $name, int $ttl, float $wait = 0.0, ?string $token = null, ?int &$fence = null, bool $bound = false): string|false {}
 
     /**
      * Takes the lock $name for reading, as ephpm_kv_lock() takes it for

@@ -89,9 +89,33 @@ static void ephpm_release_after_failure(const ephpm_kv_ops *ops, bool rw, const 
     }
 }
 
+/* Takes name for token as an acquiring step with BOUND (and FENCED): the
+ * grant of ephpm_kv_lock(bound: true), whose lock ends with this process.
+ * The step waits as set_nx_wait does. */
+static int ephpm_lock_bound(const ephpm_kv_ops *ops, const zend_string *name, const zend_string *token,
+                            int64_t ttl_ms, int64_t wait_ms, int64_t *fence)
+{
+    ephpm_kv_step sp = {
+        .struct_size = sizeof sp,
+        .flags = EPHPM_KV_STEP_ACQUIRE | EPHPM_KV_STEP_FENCED | EPHPM_KV_STEP_BOUND,
+        .guard = EPHPM_KV_STEP_GUARD_NONE,
+        .action = EPHPM_KV_STEP_ACTION_NONE,
+        .lock = ZSTR_VAL(name),
+        .lock_len = ZSTR_LEN(name),
+        .token = ZSTR_VAL(token),
+        .token_len = ZSTR_LEN(token),
+        .lock_ttl_ms = ttl_ms,
+        .wait_ms = wait_ms,
+    };
+    int rc = ops->step(&sp);
+    *fence = sp.fence;
+    return rc;
+}
+
 /* Shared body of ephpm_kv_lock (mode EXCLUSIVE) and ephpm_kv_lock_read
  * (SHARED): (string $name, int $ttl, float $wait = 0.0, ?string $token =
- * null, ?int &$fence = null): string|false. */
+ * null, ?int &$fence = null, bool $bound = false): string|false, $bound
+ * for EXCLUSIVE only. */
 static void ephpm_lock(INTERNAL_FUNCTION_PARAMETERS, int32_t mode)
 {
     zend_string *name, *given = NULL;
@@ -99,14 +123,16 @@ static void ephpm_lock(INTERNAL_FUNCTION_PARAMETERS, int32_t mode)
     double wait = 0.0;
     int64_t ttl_ms;
     zval *fence_ref = NULL;
+    bool bound = false;
 
-    ZEND_PARSE_PARAMETERS_START(2, 5)
+    ZEND_PARSE_PARAMETERS_START(2, mode == EPHPM_KV_LOCK_EXCLUSIVE ? 6 : 5)
         Z_PARAM_STR(name)
         Z_PARAM_LONG(ttl)
         Z_PARAM_OPTIONAL
         Z_PARAM_DOUBLE(wait)
         Z_PARAM_STR_OR_NULL(given)
         Z_PARAM_ZVAL(fence_ref)
+        Z_PARAM_BOOL(bound)
     ZEND_PARSE_PARAMETERS_END();
 
     /* A lock without a TTL outlives a crashed holder forever: require one. */
@@ -139,10 +165,11 @@ static void ephpm_lock(INTERNAL_FUNCTION_PARAMETERS, int32_t mode)
     if (ops == NULL) {
         RETURN_THROWS();
     }
-    bool rw = EPHPM_KV_OPS_HAS(ops, lock_acquire);
+    bool rw = !bound && EPHPM_KV_OPS_HAS(ops, lock_acquire);
     bool fenced = EPHPM_KV_OPS_HAS(ops, set_nx_wait_fenced);
-    if (!rw && (mode != EPHPM_KV_LOCK_EXCLUSIVE
-                || (!fenced && (fence_ref != NULL || !EPHPM_KV_OPS_HAS(ops, set_nx_wait))))) {
+    if ((bound && !EPHPM_KV_OPS_HAS(ops, step))
+        || (!rw && !bound && (mode != EPHPM_KV_LOCK_EXCLUSIVE
+                              || (!fenced && (fence_ref != NULL || !EPHPM_KV_OPS_HAS(ops, set_nx_wait)))))) {
         ephpm_throw_status(EPHPM_KV_E_UNSUPPORTED);
         RETURN_THROWS();
     }
@@ -159,7 +186,8 @@ static void ephpm_lock(INTERNAL_FUNCTION_PARAMETERS, int32_t mode)
     }
 
     int64_t fence = 0, wait_ms = (int64_t)(wait * 1000.0);
-    int rc = rw ? ops->lock_acquire(ZSTR_VAL(name), ZSTR_LEN(name), ZSTR_VAL(token), ZSTR_LEN(token),
+    int rc = bound ? ephpm_lock_bound(ops, name, token, ttl_ms, wait_ms, &fence)
+        : rw ? ops->lock_acquire(ZSTR_VAL(name), ZSTR_LEN(name), ZSTR_VAL(token), ZSTR_LEN(token),
                                     mode, ttl_ms, wait_ms, &fence)
         : fenced ? ops->set_nx_wait_fenced(ZSTR_VAL(name), ZSTR_LEN(name), ZSTR_VAL(token), ZSTR_LEN(token),
                                            ttl_ms, wait_ms, &fence)
@@ -196,7 +224,7 @@ static void ephpm_lock(INTERNAL_FUNCTION_PARAMETERS, int32_t mode)
     RETURN_THROWS();
 }
 
-/* {{{ ephpm_kv_lock(string $name, int $ttl, float $wait = 0.0, ?string $token = null, ?int &$fence = null): string|false */
+/* {{{ ephpm_kv_lock(string $name, int $ttl, float $wait = 0.0, ?string $token = null, ?int &$fence = null, bool $bound = false): string|false */
 ZEND_FUNCTION(ephpm_kv_lock)
 {
     ephpm_lock(INTERNAL_FUNCTION_PARAM_PASSTHRU, EPHPM_KV_LOCK_EXCLUSIVE);

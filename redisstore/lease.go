@@ -13,7 +13,7 @@ import (
 )
 
 // A Bound grant (contract.Step.Bound: a session's lock granted to the
-// session handler) is bound to its process on Redis as on a shared-memory
+// session handler, a lock taken with ephpm_kv_lock(bound: true)) is bound to its process on Redis as on a shared-memory
 // segment, by a lease instead of a pid, since the holder may be on another
 // machine: the lock's PX is min(lease, its TTL), and while the process
 // holds it a goroutine of the store (renewer) sets it again every
@@ -40,10 +40,10 @@ import (
 // anyone else was granted the lock.
 //
 // A grant whose TTL is no longer than the lease is not renewed: PX is its
-// TTL. A release (DelIfEq, a Step with Release) ends the renewal; a refresh
-// with the holder's token (ExpireIfEq, or a Step that expires the lock
-// itself under its token) sets the PX to min(lease, the new TTL) and the
-// deadline to the new TTL from the refresh.
+// TTL. A release (DelIfEq, LockRelease, a Step with Release) ends the
+// renewal; a refresh with the holder's token (ExpireIfEq, LockRefresh, or a
+// Step that expires the lock itself under its token) sets the PX to
+// min(lease, the new TTL) and the deadline to the new TTL from the refresh.
 
 // DefaultLease is the lease of a Bound lock when the URL names none
 // (lock_lease): a dead holder's lock lapses at most this long after its

@@ -95,6 +95,24 @@ func TestOnlyABoundGrantHasALease(t *testing.T) {
 	require.True(t, released)
 	assert.Zero(t, s.renew.count(), "a release ends the renewal")
 
+	// lock_refresh and lock_release of a Bound grant (ephpm_kv_lock(bound:
+	// true)) do what ExpireIfEq and DelIfEq do.
+	st = boundStep(lock, []byte("rw"), time.Minute)
+	require.NoError(t, s.Step(&st))
+	require.True(t, st.Held)
+	refreshed, err = s.LockRefresh(lock, []byte("rw"), time.Hour)
+	require.NoError(t, err)
+	require.True(t, refreshed)
+	assert.LessOrEqual(t, leftOf(t, s, lock), lease, "lock_refresh of a leased lock keeps the lease")
+	assert.Equal(t, 1, s.renew.count())
+	refreshed, err = s.LockRefresh(lock, []byte("other"), time.Hour)
+	require.NoError(t, err)
+	require.False(t, refreshed)
+	released, err = s.LockRelease(lock, []byte("rw"))
+	require.NoError(t, err)
+	require.True(t, released)
+	assert.Zero(t, s.renew.count(), "lock_release ends the renewal")
+
 	st = boundStep(lock, []byte("again"), time.Minute)
 	require.NoError(t, s.Step(&st))
 	require.True(t, st.Held)

@@ -410,12 +410,18 @@ func (s *Store) LockRelease(key string, token []byte) (bool, error) {
 	defer s.near.forget(key)
 	rk := s.redisKey(key)
 	line, prefix := releaseLine(rk)
+	// Released or not (another holds it, or the outcome is unknown and it
+	// lapses within its lease), this process renews it no more.
+	defer s.renew.drop(rk, token)
 	return s.countRelease(s.run(lockReleaseScript, append([]string{rk}, line...), append([]any{token, releaseChannel(rk)}, prefix...)...))
 }
 
 // LockRefresh gives token's hold of key a deadline ttl from now on the
-// server's clock (0: none), contract.DecideRefresh in one script.
-func (s *Store) LockRefresh(key string, token []byte, ttl time.Duration) (bool, error) {
+// server's clock (0: none), contract.DecideRefresh in one script. The
+// refresh of a lock this process renews (a Bound grant: lease.go) sets its
+// PX to min(lease, ttl) and moves its renewal's deadline to ttl from now,
+// as ExpireIfEq does.
+func (s *Store) LockRefresh(key string, token []byte, ttl time.Duration) (refreshed bool, err error) {
 	if err := contract.CheckKey(key); err != nil {
 		return false, err
 	}
@@ -426,8 +432,11 @@ func (s *Store) LockRefresh(key string, token []byte, ttl time.Duration) (bool, 
 		return false, err
 	}
 	defer s.near.forget(key)
-	n, err := s.run(lockRefreshScript, []string{s.redisKey(key)}, token, ms(ttl))
-	return n == 1, err
+	rk := s.redisKey(key)
+	px, done := s.refreshing(rk, token, ttl)
+	defer func() { done(refreshed) }()
+	n, err := s.run(lockRefreshScript, []string{rk}, token, ms(px))
+	return err == nil && n == 1, err
 }
 
 // LockInfo is contract.LockHolders of key, read by one script on the server's

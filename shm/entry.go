@@ -27,13 +27,15 @@ import (
 // entry is written while its block is in flight, before any index slot refers to
 // it, and never changes afterwards except expireAt, access and flagRead.
 //
-// A session's lock granted to the session handler (SetNXGet,
-// SetNXGetFenced) records its holder: the request holding it runs in that
-// process, so once the process is dead (killed by php-fpm's
-// request_terminate_timeout, a reload, a crash) the lock has lapsed as if
-// its TTL had passed, and the next request gets the session when a waiter
-// looks again (at most maxWaitSleep later), not a lock TTL later. Other
-// locks record none: they outlive the process that took them by design.
+// A lock granted with contract.Step.Bound (a session's lock granted to the
+// session handler, a lock taken with ephpm_kv_lock(bound: true)) records
+// its holder: the request holding it runs in that process, so once the
+// process is dead (killed by php-fpm's request_terminate_timeout, a
+// reload, a crash) the lock has lapsed as if its TTL had passed, for every
+// call that looks at it (lapsed), and the next waiter gets it when it looks
+// again (at most maxWaitSleep later), not a lock TTL later. A refresh of
+// the hold keeps the record (rwlock.go). Other locks record none: they
+// outlive the process that took them by design.
 const (
 	entryHeader    = 32
 	metaLenMask    = 1<<29 - 1

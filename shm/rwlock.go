@@ -18,6 +18,7 @@ package shm
 // deadline, as every hold does: the next decision on the name drops it.
 
 import (
+	"bytes"
 	"sync/atomic"
 	"time"
 
@@ -133,7 +134,9 @@ func (s *Store) lockStep(key string, ft *fenceTable, decide func(old []byte, liv
 		t := expiryNow()
 		room := sh.roomFor()
 		pos, b, ins := sh.lookup(tag, key)
-		gone := b != noBlock && expired(sh.entryExpireAt(b), &t)
+		// A lock whose holder's process is dead (a Bound grant: entry.go)
+		// has lapsed as an expired one has.
+		gone := b != noBlock && s.lapsed(sh, b, &t)
 		var old []byte
 		if b != noBlock && !gone {
 			old = sh.valueView(b)
@@ -147,6 +150,11 @@ func (s *Store) lockStep(key string, ft *fenceTable, decide func(old []byte, liv
 		case contract.LockStore:
 			stored, cflag := storedForm(d.Value, on, minSize)
 			w = write{key: key, kind: s.g.kindOf(key), h: h, tag: tag, stored: stored, flags: flagPinned | cflag, expireAt: d.ExpireAt}
+			if old != nil && bytes.Equal(d.Value, old) {
+				// The same hold with a new deadline (a refresh): still
+				// bound to its holder's process, if it was.
+				w.holder = sh.entryHolder(b)
+			}
 			r = s.put(sh, &w, pos, b, ins, room)
 		case contract.LockRemove:
 			s.removeEntry(sh, pos, b, h) // wakes the oldest waiter

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/ephpm/ephpm/backend"
 	"github.com/ephpm/ephpm/internal/coarse"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -344,4 +345,35 @@ func TestFencesIncreaseAcrossModesAndSetNXFenced(t *testing.T) {
 		require.True(t, release(t, s, "rw", "writer"))
 		require.NoError(t, s.Flush()) // flush leaves fences as they are
 	}
+}
+
+// TestTheLockMembersApplyTheDeadHolderRule: a lock granted Bound (the
+// session's, ephpm_kv_lock(bound: true)) keeps its holder through
+// lock_refresh, and once that process is dead lock_acquire and lock_info
+// find the name free, as every other call does (entry.go).
+func TestTheLockMembersApplyTheDeadHolderRule(t *testing.T) {
+	a := openTest(t, contract.MemoryConfig{Limit: 1 << 20})
+	b, err := Open(testName(t), Options{})
+	require.NoError(t, err)
+	defer b.Close()
+	const lock = "job:lock"
+	out, err := sessionGrants{b}.SetNX(lock, []byte("token"), time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, contract.Inserted, out)
+	refreshed, err := b.LockRefresh(lock, []byte("token"), time.Hour)
+	require.NoError(t, err)
+	require.True(t, refreshed)
+	out, _, err = a.LockAttempt(lock, []byte("other"), contract.LockExclusive, time.Minute, 0)
+	require.NoError(t, err)
+	require.Equal(t, contract.Exists, out, "held by a live process")
+
+	// b's process dies: its slot names a process that has exited.
+	atomic.StoreUint64(a.g.procIdent(b.slot), atomic.LoadUint64(a.g.procIdent(deadSlot(t, a))))
+	_, holders, err := a.LockInfo(lock)
+	require.NoError(t, err)
+	assert.Zero(t, holders, "lock_info finds the dead holder's lock lapsed, refreshed or not")
+	out, fence, err := a.LockAttempt(lock, []byte("other"), contract.LockExclusive, time.Minute, 0)
+	require.NoError(t, err)
+	assert.Equal(t, contract.Inserted, out, "lock_acquire takes it")
+	assert.Positive(t, fence)
 }
