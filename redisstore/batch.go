@@ -93,12 +93,23 @@ func (s *Store) SetMany(keys []string, values [][]byte, ttl time.Duration) (int,
 		cmds[i] = redis.NewCmd(ctx, args...)
 		pipe.Process(ctx, sendOnce{cmds[i]})
 	}
+	var wait *redis.IntCmd
+	if s.waitReplicas > 0 && len(cmds) > 0 {
+		// The same connection (not a Cluster: replicas.go) after the sets.
+		wait = redis.NewIntCmd(ctx, "wait", s.waitReplicas, s.waitTimeout.Milliseconds())
+		pipe.Process(ctx, wait)
+	}
 	if len(cmds) > 0 {
 		pipe.Exec(ctx)
 	}
 	for i, k := range keys {
 		if err := cmds[i].Err(); err != nil {
 			return i, fmt.Errorf("key %q: %w", k, classify(err))
+		}
+	}
+	if wait != nil {
+		if err := s.acked(wait.Result()); err != nil {
+			return 0, err // done on the master, none known to survive a failover
 		}
 	}
 	return len(keys), nil

@@ -34,8 +34,12 @@ var ctx = context.Background()
 // do runs one command whose arguments are strings, []byte or int64, and
 // whose reply is a status, an integer or a bulk string (copied into dst
 // when it fits: see reply). A server's refusal is an error carrying its
-// text; any other error is an unknown outcome.
+// text; any other error is an unknown outcome. With wait_replicas, a
+// command that writes also waits for the replicas (doAcked).
 func (s *Store) do(dst []byte, args ...any) (reply, error) {
+	if s.waits(args) {
+		return s.doAcked(dst, args)
+	}
 	if s.direct != nil {
 		return s.direct.do(dst, args)
 	}

@@ -43,7 +43,12 @@ type config struct {
 	allowEvicting bool
 	// lease is lock_lease: the lease of a Bound lock (lease.go); 0: none.
 	lease time.Duration
-	dial  func(ctx context.Context, addr string) (nc net.Conn, raw *threadConn, err error)
+	// waitReplicas and waitTimeout are wait_replicas and wait_timeout:
+	// how many replicas must acknowledge each write, within how long
+	// (replicas.go); 0 replicas: no waiting.
+	waitReplicas int64
+	waitTimeout  time.Duration
+	dial         func(ctx context.Context, addr string) (nc net.Conn, raw *threadConn, err error)
 }
 
 // parse turns a backend URL into client options.
@@ -67,7 +72,10 @@ type config struct {
 // evict them (see Store.noEviction), which is unsafe. lock_lease is the
 // lease of a lock bound to its process (lease.go): a duration of at least
 // MinLease (DefaultLease when not given), or 0 for none (such a lock then
-// keeps its whole TTL after its process died).
+// keeps its whole TTL after its process died). wait_replicas=N (default
+// 0: none) makes every write wait for N replicas' acknowledgement, for at
+// most wait_timeout (default DefaultWaitTimeout), and fail if they do not
+// come (replicas.go); not on a Cluster URL.
 //
 // An error names the URL with its secrets masked (see redact), and says
 // what is wrong as parsing the masked URL finds it, so that no message
@@ -131,6 +139,10 @@ func parseURL(raw string) (config, error) {
 			lease = d
 		}
 		q.Del("lock_lease")
+	}
+	waitReplicas, waitTimeout, err := parseWaitReplicas(q)
+	if err != nil {
+		return none, err
 	}
 	tlsFiles := map[string]string{}
 	for _, k := range []string{"tls_ca", "tls_cert", "tls_key", "tls_server_name"} {
@@ -217,6 +229,9 @@ func parseURL(raw string) (config, error) {
 	if o.PoolSize < 0 {
 		return none, errors.New("pool_size must not be negative (0: 10 per CPU)")
 	}
+	if err := checkWaitReplicas(mode, waitReplicas, waitTimeout, o.ReadTimeout); err != nil {
+		return none, err
+	}
 	o.MaxRetries = -1 // see above: never retry
 	// A native release and its PUBLISH go as a pipeline (see nativeHook):
 	// on the commands' own connections, not a second pool of them per
@@ -250,7 +265,8 @@ func parseURL(raw string) (config, error) {
 		nc, _, err := dialConn(ctx, d, tlsConfig, network, addr, false)
 		return nc, err
 	}
-	return config{opts: o, pubsubOpts: ps, mode: mode, allowEvicting: allowEvicting, lease: lease, dial: dial}, nil
+	return config{opts: o, pubsubOpts: ps, mode: mode, allowEvicting: allowEvicting, lease: lease,
+		waitReplicas: waitReplicas, waitTimeout: waitTimeout, dial: dial}, nil
 }
 
 // keepAlive is go-redis's default for the connections it dials itself.

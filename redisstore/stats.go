@@ -56,6 +56,10 @@ func (s *Store) Stats() (contract.Stats, error) {
 	st.Facts = fmt.Sprintf("%s %s (%s mode) at %s, up %s s; maxmemory-policy %s, maxmemory %s, used_memory %s",
 		name, field["redis_version"], field["redis_mode"], s.where, field["uptime_in_seconds"],
 		st.Eviction, orNone(field["maxmemory_human"]), field["used_memory_human"])
+	if s.waitReplicas > 0 {
+		st.Facts += fmt.Sprintf("; each write waits for %d replicas (wait_timeout %v), %d came back short",
+			s.waitReplicas, s.waitTimeout, s.replicaShortfalls.Load())
+	}
 	return st, nil
 }
 

@@ -51,6 +51,12 @@ type Store struct {
 	opts   Options
 	lease  time.Duration // of a Bound lock (lease.go); 0: none
 	renew  *renewer
+	// waitReplicas and waitTimeout: each write waits for this many
+	// replicas, this long at most (replicas.go); 0: no waiting.
+	waitReplicas int64
+	waitTimeout  time.Duration
+	// replicaShortfalls counts the writes whose WAIT came back short.
+	replicaShortfalls atomic.Uint64
 
 	setNXWins, setNXLosses            atomic.Uint64
 	delIfEqMatches, delIfEqMismatches atomic.Uint64
@@ -117,7 +123,10 @@ func Open(rawURL string, opts Options) (*Store, error) {
 		c = h.attach(redis.NewClient(o))
 	}
 	s := &Store{c: c, mode: cfg.mode, hub: newHub(redis.NewUniversalClient(&cfg.pubsubOpts)), near: n, evict: g, opts: opts,
-		lease: cfg.lease}
+		lease: cfg.lease, waitReplicas: cfg.waitReplicas, waitTimeout: cfg.waitTimeout}
+	// A member that waits for replicas goes as its script: one command
+	// for WAIT to follow (replicas.go).
+	s.scriptsOnly = s.waitReplicas > 0
 	s.renew = newRenewer(s)
 	switch {
 	case cfg.mode == Sentinel:
