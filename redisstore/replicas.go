@@ -41,7 +41,7 @@ import (
 const DefaultWaitTimeout = time.Second
 
 // defaultReadTimeout is go-redis's read timeout when the URL sets none.
-const defaultReadTimeout = 3 * time.Second
+const defaultReadTimeout = 5 * time.Second
 
 // parseWaitReplicas reads (and removes from q) wait_replicas and
 // wait_timeout.

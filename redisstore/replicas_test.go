@@ -37,7 +37,7 @@ func TestWaitReplicasParameters(t *testing.T) {
 		"redis://x?wait_replicas=-1", "redis://x?wait_replicas=one", "redis://x?wait_replicas=",
 		"redis://x?wait_timeout=1s", // without wait_replicas
 		"redis://x?wait_replicas=1&wait_timeout=0", "redis://x?wait_replicas=1&wait_timeout=2",
-		"redis://x?wait_replicas=1&wait_timeout=3s",                       // not below the default read timeout
+		"redis://x?wait_replicas=1&wait_timeout=5s",                       // not below the default read timeout
 		"redis://x?wait_replicas=1&wait_timeout=500ms&read_timeout=500ms", // nor below the URL's
 		"redis+cluster://x:1,y:2?wait_replicas=1",
 	} {
