@@ -89,26 +89,23 @@ static void ephpm_release_after_failure(const ephpm_kv_ops *ops, bool rw, const 
     }
 }
 
-/* Takes name for token as an acquiring step with BOUND (and FENCED): the
- * grant of ephpm_kv_lock(bound: true), whose lock ends with this process.
- * The step waits as set_nx_wait does. */
-static int ephpm_lock_bound(const ephpm_kv_ops *ops, const zend_string *name, const zend_string *token,
-                            int64_t ttl_ms, int64_t wait_ms, int64_t *fence)
+int ephpm_acquire_bound(const ephpm_kv_ops *ops, const char *lock, size_t lock_len, const char *token,
+                        size_t token_len, int64_t ttl_ms, int64_t wait_ms, bool fenced, int64_t *fence)
 {
     ephpm_kv_step sp = {
         .struct_size = sizeof sp,
-        .flags = EPHPM_KV_STEP_ACQUIRE | EPHPM_KV_STEP_FENCED | EPHPM_KV_STEP_BOUND,
+        .flags = EPHPM_KV_STEP_ACQUIRE | EPHPM_KV_STEP_BOUND | (fenced ? EPHPM_KV_STEP_FENCED : 0),
         .guard = EPHPM_KV_STEP_GUARD_NONE,
         .action = EPHPM_KV_STEP_ACTION_NONE,
-        .lock = ZSTR_VAL(name),
-        .lock_len = ZSTR_LEN(name),
-        .token = ZSTR_VAL(token),
-        .token_len = ZSTR_LEN(token),
+        .lock = lock,
+        .lock_len = lock_len,
+        .token = token,
+        .token_len = token_len,
         .lock_ttl_ms = ttl_ms,
         .wait_ms = wait_ms,
     };
     int rc = ops->step(&sp);
-    *fence = sp.fence;
+    *fence = fenced ? sp.fence : 0;
     return rc;
 }
 
@@ -186,7 +183,8 @@ static void ephpm_lock(INTERNAL_FUNCTION_PARAMETERS, int32_t mode)
     }
 
     int64_t fence = 0, wait_ms = (int64_t)(wait * 1000.0);
-    int rc = bound ? ephpm_lock_bound(ops, name, token, ttl_ms, wait_ms, &fence)
+    int rc = bound ? ephpm_acquire_bound(ops, ZSTR_VAL(name), ZSTR_LEN(name), ZSTR_VAL(token), ZSTR_LEN(token),
+                                         ttl_ms, wait_ms, true, &fence)
         : rw ? ops->lock_acquire(ZSTR_VAL(name), ZSTR_LEN(name), ZSTR_VAL(token), ZSTR_LEN(token),
                                     mode, ttl_ms, wait_ms, &fence)
         : fenced ? ops->set_nx_wait_fenced(ZSTR_VAL(name), ZSTR_LEN(name), ZSTR_VAL(token), ZSTR_LEN(token),

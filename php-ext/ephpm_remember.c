@@ -122,7 +122,14 @@ ZEND_FUNCTION(ephpm_kv_remember)
     int64_t lock_ttl_ms = wait_ms > EPHPM_REMEMBER_MIN_LOCK_MS ? wait_ms : EPHPM_REMEMBER_MIN_LOCK_MS;
     zend_string *lock = zend_string_concat2(EPHPM_REMEMBER_LOCK_PREFIX, EPHPM_REMEMBER_LOCK_PREFIX_LEN,
                                             ZSTR_VAL(key), ZSTR_LEN(key));
-    rc = ops->set_nx_wait(ZSTR_VAL(lock), ZSTR_LEN(lock), token, EPHPM_TOKEN_LEN, lock_ttl_ms, wait_ms);
+    /* The fill's lock is bound to this process where the provider can
+     * bind it: a filler killed mid-computation holds up its waiters for a
+     * lease at most (on a segment: not at all), not the lock's TTL. */
+    int64_t no_fence;
+    rc = EPHPM_KV_OPS_HAS(ops, step)
+        ? ephpm_acquire_bound(ops, ZSTR_VAL(lock), ZSTR_LEN(lock), token, EPHPM_TOKEN_LEN, lock_ttl_ms, wait_ms,
+                              false, &no_fence)
+        : ops->set_nx_wait(ZSTR_VAL(lock), ZSTR_LEN(lock), token, EPHPM_TOKEN_LEN, lock_ttl_ms, wait_ms);
     if (rc == EPHPM_KV_EXISTS) {
         zend_throw_exception_ex(ephpm_kv_exception_ce, 0,
             "%s(): another caller held the fill of this key for the whole wait of %.3f s", 

@@ -168,6 +168,13 @@ bool ephpm_ttl_ms(zend_long ttl, zend_long min, uint32_t arg_num, int64_t *ttl_m
     ephpm_ops_with(offsetof(ephpm_kv_ops, member), sizeof(((ephpm_kv_ops *)0)->member))
 const ephpm_kv_ops *ephpm_ops_with(size_t offset, size_t size);
 
+/* Takes lock (lock_len bytes) for token with an acquiring step with BOUND
+ * (and FENCED if fenced, its fence in *fence, else 0): a lock that lasts
+ * no longer than this process, waited for as set_nx_wait waits. A step
+ * member's status. ops must have step (EPHPM_KV_OPS_HAS). */
+int ephpm_acquire_bound(const ephpm_kv_ops *ops, const char *lock, size_t lock_len, const char *token,
+                        size_t token_len, int64_t ttl_ms, int64_t wait_ms, bool fenced, int64_t *fence);
+
 /* Fills arr (initialized here) with the figures of st, under the names
  * ephpm_kv_stats() documents. */
 void ephpm_stats_to_array(const ephpm_kv_stats *st, zval *arr);
