@@ -43,10 +43,33 @@ func (s *Store) do(dst []byte, args ...any) (reply, error) {
 	if s.direct != nil {
 		return s.direct.do(dst, args)
 	}
-	cmd := redis.NewCmd(ctx, args...)
-	s.c.Process(ctx, sendOnce{cmd})
-	return goRedisReply(dst, cmd)
+	pause, paused := slotMovePause, time.Duration(0)
+	for {
+		cmd := redis.NewCmd(ctx, args...)
+		s.c.Process(ctx, sendOnce{cmd})
+		if err := cmd.Err(); err == nil || !strings.HasPrefix(err.Error(), "TRYAGAIN") || paused >= s.slotMoveWait {
+			return goRedisReply(dst, cmd)
+		}
+		// A command of several keys in a slot that is moving between two
+		// Cluster masters, some of its keys moved and some not yet: the
+		// server refused it unrun, so sending it again is safe, once the
+		// keys are together (on the slot's new master, which an ASK or
+		// MOVED then names).
+		time.Sleep(pause)
+		paused += pause
+		pause = min(2*pause, slotMovePauseMax)
+	}
 }
+
+// slotMovePause and slotMovePauseMax: the first pause before a command
+// refused with TRYAGAIN is sent again, doubled up to the second. A slot's
+// keys move in batches of a few each (redis-cli --cluster reshard), which
+// takes milliseconds; the pauses go on for at most the read timeout
+// (Store.slotMoveWait), after which the TRYAGAIN is the call's error.
+const (
+	slotMovePause    = 2 * time.Millisecond
+	slotMovePauseMax = 50 * time.Millisecond
+)
 
 // goRedisReply is cmd's reply as do returns it.
 func goRedisReply(dst []byte, cmd *redis.Cmd) (reply, error) {

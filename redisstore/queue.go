@@ -46,7 +46,7 @@ func queueKeys(rk string) (queue, leasePrefix string, ok bool) {
 // (Redis and Valkey cannot stop a script half-way, and do not roll one
 // back; TestAFullServerRefusesOnlyAScriptsFirstWrite holds the servers to
 // it). So every write that releases a lock or keeps a waiter's place needs
-// no new memory: a hand-over DELs the lock before it SETs the head's token
+// no new memory: a hand-over PERSISTs the lock before it SETs the head's token
 // there, a waiter already in line renews its lease with PEXPIRE, and a
 // waiter whose turn came leaves the line (ZREM, DEL) before it SETs the
 // lock, which takes about what its place held. A full server then still
@@ -56,7 +56,14 @@ func queueKeys(rk string) (queue, leasePrefix string, ok bool) {
 // guard stays held, and its holder's release then runs).
 
 // liveHeadLua is the first waiter in line whose lease is live (or is
-// me), dropping those whose lease lapsed; nil for an empty line.
+// me), dropping those whose lease lapsed; nil for an empty line. A lease
+// key is not among a script's KEYS (the head is found in the script):
+// while the line's slot moves between Cluster masters the key may be on
+// the new master already, where this server refuses to look (an error
+// that redis.call would raise half-way through the script); a waiter whose
+// lease cannot be looked at counts as live, and a hand-over to it
+// (hand_on) frees the lock and names it instead, for its own attempt to
+// take (sent again by the client until the slot's keys are together).
 // join_line puts waiter id in line (kept in its place if it is there) with
 // its lease key lease holding value for lease_ms, and keeps the line as
 // long as the lease; a waiter already in line with that lease only has it
@@ -66,7 +73,9 @@ local function live_head(line, prefix, me)
   while true do
     local h = redis.call('zrange', line, 0, 0)[1]
     if not h then return nil end
-    if h == me or redis.call('exists', prefix .. h) == 1 then return h end
+    if h == me then return h end
+    local e = redis.pcall('exists', prefix .. h)
+    if type(e) ~= 'number' or e == 1 then return h end
     redis.call('zrem', line, h)
   end
 end
@@ -98,8 +107,11 @@ end
 
 // handOnLua is the release of a lock that has a line: hand_on(lock, ch,
 // line, prefix) sets lock to the first live waiter's token for its lease
-// (see the lease's value above; a DEL, then the SET, which a full server
-// runs too and which takes what the DEL freed), takes the waiter out of line (its lease
+// (see the lease's value above; a PERSIST, then the SET, which a full
+// server runs too, the PERSIST being the script's first write, and which
+// replaces a token by a token; not a DEL: while lock's slot moves between
+// Cluster masters, a key the script deleted is one it may no longer
+// write, refused half-way), takes the waiter out of line (its lease
 // stays until it claims the lock or the lease lapses, so that its look
 // can tell the lock is its) and publishes its id on ch. With nobody live
 // in line (or no line: line nil), or a head whose lease holds no token, the
@@ -109,10 +121,10 @@ local function hand_on(lock, ch, line, prefix)
   if line then
     local h = live_head(line, prefix, nil)
     if h then
-      local l = redis.call('get', prefix .. h)
-      local c = l and string.find(l, ':', 1, true)
+      local l = redis.pcall('get', prefix .. h)
+      local c = type(l) == 'string' and string.find(l, ':', 1, true)
       if c and c > 1 then
-        redis.call('del', lock)
+        redis.call('persist', lock)
         redis.call('set', lock, string.sub(l, c + 1), 'PX', string.sub(l, 1, c - 1))
         redis.call('zrem', line, h)
         tell_head(ch, h)

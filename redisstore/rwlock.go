@@ -275,9 +275,11 @@ return math.max(first - now, 1)`)
 // line (for the claim, the claiming writer: in line, a writer claims only
 // in its turn); for a claim and nobody in line it wakes every waiter
 // instead, since a writer waiting outside a line (Wait) may stand behind
-// readers the claim refuses. The shorter record is stored after a DEL of
-// the old one, so that a full server runs the release too (see "A full
-// server", queue.go).
+// readers the claim refuses. The shorter record is stored after a PERSIST
+// of the old one, the script's first write, so that a full server runs
+// the release too (see "A full server", queue.go); not after a DEL, which
+// while the name's slot moves between Cluster masters would leave a key
+// the script may no longer write (see handOnLua).
 var lockReleaseScript = newScript(liveHeadLua + rwLua + `
 local v = redis.call('get', KEYS[1])
 if not v then return 0 end
@@ -292,22 +294,24 @@ end
 local i = find(r, ARGV[1])
 if not i then return 0 end
 remove(r, i)
-redis.call('del', KEYS[1])
 if #r.dls > 0 then
+  redis.call('persist', KEYS[1])
   store_record(KEYS[1], r, now)
 elseif r.claim ~= 0 then
+  redis.call('persist', KEYS[1])
   store_record(KEYS[1], r, now)
   local h = KEYS[2] and live_head(KEYS[2], ARGV[3], nil)
   if h then tell_head(ARGV[2], h) else redis.call('publish', ARGV[2], '` + wakeEveryone + `') end
 else
+  redis.call('del', KEYS[1])
   publish_release(ARGV[2], KEYS[2], ARGV[3])
 end
 return 1`)
 
 // lockRefreshScript is lock_refresh (contract.DecideRefresh): KEYS name; ARGV
 // token, TTL ms ('0': none). 1 if token held the name, else 0. A record
-// keeps its size (lapsed holds go), and is stored after a DEL of the old
-// one, as lockReleaseScript stores it: a full server refreshes too.
+// keeps its size (lapsed holds go), and is stored after a PERSIST of the
+// old one, as lockReleaseScript stores it: a full server refreshes too.
 var lockRefreshScript = newScript(rwLua + `
 local v = redis.call('get', KEYS[1])
 if not v then return 0 end
@@ -321,7 +325,7 @@ end
 local i = find(r, ARGV[1])
 if not i then return 0 end
 r.dls[i] = deadline(ARGV[2], now); r.at[i] = false; r.toks[i] = ARGV[1]
-redis.call('del', KEYS[1])
+redis.call('persist', KEYS[1])
 store_record(KEYS[1], r, now)
 return 1`)
 

@@ -57,6 +57,9 @@ type Store struct {
 	waitTimeout  time.Duration
 	// replicaShortfalls counts the writes whose WAIT came back short.
 	replicaShortfalls atomic.Uint64
+	// slotMoveWait is how long a command refused with TRYAGAIN (its slot
+	// moving between Cluster masters) is sent again: the read timeout.
+	slotMoveWait time.Duration
 
 	setNXWins, setNXLosses            atomic.Uint64
 	delIfEqMatches, delIfEqMismatches atomic.Uint64
@@ -127,6 +130,10 @@ func Open(rawURL string, opts Options) (*Store, error) {
 	// A member that waits for replicas goes as its script: one command
 	// for WAIT to follow (replicas.go).
 	s.scriptsOnly = s.waitReplicas > 0
+	s.slotMoveWait = cfg.opts.ReadTimeout
+	if s.slotMoveWait <= 0 {
+		s.slotMoveWait = defaultReadTimeout
+	}
 	s.renew = newRenewer(s)
 	switch {
 	case cfg.mode == Sentinel:

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -61,42 +60,6 @@ func StartSentinel(t testing.TB, master *Server) *Server {
 		fmt.Sprintf("sentinel monitor mymaster 127.0.0.1 %d 1", master.Port),
 		"sentinel down-after-milliseconds mymaster 5000",
 	}, "--sentinel")
-}
-
-// StartCluster runs three redis-servers as a Redis Cluster of three
-// masters (redis-cli --cluster create), each with the extra config lines,
-// and waits until it is ready. A node its peers have not heard from for
-// cluster-node-timeout is failed, and with no replica the cluster goes
-// down: 60 s, so that a node a loaded host did not run for a few seconds
-// is not (no test fails a node on purpose).
-func StartCluster(t testing.TB, extra ...string) []*Server {
-	t.Helper()
-	var nodes []*Server
-	var addrs []string
-	for i := 0; i < 3; i++ {
-		s := Start(t, append([]string{"cluster-enabled yes", "cluster-config-file nodes.conf", "cluster-node-timeout 60000"}, extra...)...)
-		nodes = append(nodes, s)
-		addrs = append(addrs, s.Addr)
-	}
-	args := append([]string{"--cluster", "create"}, addrs...)
-	out, err := exec.Command(CLIBinary(), append(args, "--cluster-replicas", "0", "--cluster-yes")...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
-	}
-	deadline := time.Now().Add(startLimit)
-	for _, n := range nodes { // every node must see the whole cluster up
-		for {
-			out, err := exec.Command(CLIBinary(), "-p", strconv.Itoa(n.Port), "cluster", "info").Output()
-			if err == nil && strings.Contains(string(out), "cluster_state:ok") {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("node %s did not see the cluster ready within %v", n.Addr, startLimit)
-			}
-			time.Sleep(25 * time.Millisecond)
-		}
-	}
-	return nodes
 }
 
 // ServerBinary is the server the tests run: $EPHPM_REDIS_SERVER (for
