@@ -16,7 +16,8 @@
 // error and on SIGINT/SIGTERM, and its directory removed. A round prints
 // its line on stderr (FAILOVER_DEBUG=1: also what each wait for a ready
 // deployment waits for); the table goes to stdout. Figures:
-// docs/measurements.md, 2026-12-05.
+// docs/measurements.md, 2026-12-05 (taken before the harness set the
+// Sentinels' ping period: see redistest.SentinelPingPeriod).
 //
 //	go run ./bench/failover [-rounds 50] [-modes nowait,wait,lag]
 package main
@@ -98,8 +99,8 @@ func main() {
 	}
 
 	fmt.Printf("CPU: %s\nstart: %s", cpuModel(), uptime())
-	fmt.Printf("%s, down-after %v, failover-timeout %v, %d rounds per mode\n\n",
-		serverVersion(), *downAfter, *failoverTimeout, *rounds)
+	fmt.Printf("%s, down-after %v, failover-timeout %v, Sentinel ping period %v, %d rounds per mode\n\n",
+		serverVersion(), *downAfter, *failoverTimeout, redistest.SentinelPingPeriod, *rounds)
 
 	dir, err := os.MkdirTemp("", "ephpm-failover")
 	if err != nil {
