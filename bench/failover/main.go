@@ -17,7 +17,8 @@
 // its line on stderr (FAILOVER_DEBUG=1: also what each wait for a ready
 // deployment waits for); the table goes to stdout. Figures:
 // docs/measurements.md, 2026-12-05 (taken before the harness set the
-// Sentinels' ping period: see redistest.SentinelPingPeriod).
+// Sentinels' ping period and made the ready deployment's replica receive
+// a write: see redistest.SentinelPingPeriod and Deployment.Ready).
 //
 //	go run ./bench/failover [-rounds 50] [-modes nowait,wait,lag]
 package main

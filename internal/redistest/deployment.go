@@ -142,8 +142,8 @@ func (d *Deployment) MasterIndex(ctx context.Context) (int, error) {
 // Ready waits, polling until patience has passed (a hang catch), until
 // the deployment is whole: every Sentinel names the same master, sees it
 // up with no failover in progress, knows the two other Sentinels and sees
-// the replica up, and the replica is linked to the master and has all of
-// it. It returns the master's index in Data.
+// the replica up, and the replica is linked to the master and receives its
+// writes (see inSync). It returns the master's index in Data.
 func (d *Deployment) Ready(patience time.Duration) (int, error) {
 	ctx := context.Background()
 	deadline := time.Now().Add(patience)
@@ -187,12 +187,24 @@ func (d *Deployment) whole(ctx context.Context, mi int) error {
 	return inSync(ctx, d.Data[mi], replica)
 }
 
-// inSync says (nil) whether replica is linked to master and has all of it.
+// inSync says (nil) whether replica is linked to master and has all of
+// it, including a write made now. The write tells a replica that receives
+// what the master writes from one that only has what it was sent: after a
+// full sync the master streams its writes to the replica only once the
+// replica acknowledged the sync while the master counted it online, and
+// the acknowledgement the replica sends as soon as it has loaded the data
+// can come first (the master notices the end of the transfer, its child's
+// exit, on its next cron, every 100 ms); then the stream starts on the
+// replica's next acknowledgement, up to a second later, and until then
+// the offsets are equal while every write is held back.
 func inSync(ctx context.Context, master, replica *Server) error {
 	mc := redis.NewClient(&redis.Options{Addr: master.Addr, MaxRetries: -1})
 	defer mc.Close()
 	rc := redis.NewClient(&redis.Options{Addr: replica.Addr, MaxRetries: -1})
 	defer rc.Close()
+	if err := mc.Incr(ctx, "redistest:ready").Err(); err != nil {
+		return err
+	}
 	mi, err := mc.Info(ctx, "replication").Result()
 	if err != nil {
 		return err
