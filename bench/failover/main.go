@@ -10,8 +10,12 @@
 // time. Modes: nowait; wait, the harness sending WAIT 1 <timeout> to the
 // master after the grants and before the kill (rounds where WAIT answered
 // 0 are not counted); lag, without WAIT, the replica behind (SIGSTOPped, a
-// large write queued ahead of the grants, SIGCONT at the kill). Between
-// rounds the killed master is started again as a
+// large write queued ahead of the grants, SIGCONT at the kill); cut,
+// without WAIT, the replica's link cut before the grants (SIGSTOP and
+// CLIENT KILL TYPE replica, SIGCONT at the kill). -holder-params adds
+// parameters to the holder's URL in every mode (such as
+// "&wait_replicas=1&wait_timeout=1s"); grants that then fail are counted
+// as refused. Between rounds the killed master is started again as a
 // replica of the new one. Every server is stopped by PID at the end, on an
 // error and on SIGINT/SIGTERM, and its directory removed. A round prints
 // its line on stderr (FAILOVER_DEBUG=1: also what each wait for a ready
@@ -20,7 +24,7 @@
 // Sentinels' ping period and made the ready deployment's replica receive
 // a write: see redistest.SentinelPingPeriod and Deployment.Ready).
 //
-//	go run ./bench/failover [-rounds 50] [-modes nowait,wait,lag]
+//	go run ./bench/failover [-rounds 50] [-modes nowait,wait,lag,cut]
 package main
 
 import (
@@ -46,8 +50,9 @@ var (
 	downAfter       = flag.Duration("down-after", 500*time.Millisecond, "Sentinels' down-after-milliseconds")
 	failoverTimeout = flag.Duration("failover-timeout", time.Second, "Sentinels' failover-timeout")
 	waitTimeout     = flag.Duration("wait-timeout", time.Second, "WAIT's timeout in the WAIT mode")
-	modesFlag       = flag.String("modes", "nowait,wait,lag", "modes to run, in order: nowait, wait, lag")
+	modesFlag       = flag.String("modes", "nowait,wait,lag", "modes to run, in order: nowait, wait, lag, cut")
 	lagBytes        = flag.Int("lag-bytes", 32<<20, "lag mode: the value written ahead of the grants")
+	holderParams    = flag.String("holder-params", "", "parameters added to the holder's URL in every mode, such as &wait_replicas=1")
 	debug           = os.Getenv("FAILOVER_DEBUG") != ""
 )
 
@@ -87,12 +92,13 @@ func main() {
 		os.Exit(130)
 	}()
 	modes := map[string]lockfailover.Mode{
-		"nowait": {},
-		"wait":   {HarnessWait: *waitTimeout},
-		"lag":    {Ballast: *lagBytes},
+		"nowait": {HolderParams: *holderParams},
+		"wait":   {HolderParams: *holderParams, HarnessWait: *waitTimeout},
+		"lag":    {HolderParams: *holderParams, Ballast: *lagBytes},
+		"cut":    {HolderParams: *holderParams, Cut: true},
 	}
 	names := map[string]string{"nowait": "no wait", "wait": fmt.Sprintf("WAIT 1 %d", waitTimeout.Milliseconds()),
-		"lag": "no wait, replica behind"}
+		"lag": "no wait, replica behind", "cut": "no wait, replica cut off"}
 	for _, m := range strings.Split(*modesFlag, ",") {
 		if _, ok := modes[m]; !ok {
 			fail("unknown mode %q", m)
@@ -100,8 +106,12 @@ func main() {
 	}
 
 	fmt.Printf("CPU: %s\nstart: %s", cpuModel(), uptime())
-	fmt.Printf("%s, down-after %v, failover-timeout %v, Sentinel ping period %v, %d rounds per mode\n\n",
+	fmt.Printf("%s, down-after %v, failover-timeout %v, Sentinel ping period %v, %d rounds per mode\n",
 		serverVersion(), *downAfter, *failoverTimeout, redistest.SentinelPingPeriod, *rounds)
+	if *holderParams != "" {
+		fmt.Printf("holder's URL parameters: %s\n", *holderParams)
+	}
+	fmt.Println()
 
 	dir, err := os.MkdirTemp("", "ephpm-failover")
 	if err != nil {
@@ -122,7 +132,7 @@ func main() {
 		r := result{mode: m}
 		for i := 0; i < *rounds; i++ {
 			o, err := lockfailover.Round(d, fmt.Sprintf("failover:%s:%d", m, i), modes[m])
-			if err == nil {
+			if err == nil && *holderParams == "" {
 				err = errors.Join(o.LockErr, o.FencedErr) // no grant may fail
 			}
 			if err != nil {
@@ -137,9 +147,9 @@ func main() {
 
 	fmt.Println()
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "mode\trounds\tdouble holders\tfences not up\tfenced grants lost\tfailover median\tmax\tWAIT answered 0")
+	fmt.Fprintln(tw, "mode\trounds\tgrants refused\tdouble holders\tfences not up\tfenced grants lost\tfailover median\tmax\tWAIT answered 0")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%v\t%v\t%d\n", names[r.mode], r.counted, r.double, r.backwards,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%v\t%v\t%d\n", names[r.mode], r.counted, r.refused, r.double, r.backwards,
 			r.fencedLost, median(r.failover).Round(time.Millisecond), slices.Max(append(r.failover, 0)).Round(time.Millisecond), r.waitShort)
 	}
 	tw.Flush()
@@ -147,9 +157,9 @@ func main() {
 }
 
 type result struct {
-	mode                                              string
-	counted, double, backwards, fencedLost, waitShort int
-	failover                                          []time.Duration
+	mode                                                       string
+	counted, refused, double, backwards, fencedLost, waitShort int
+	failover                                                   []time.Duration
 }
 
 // add counts o, a round of a mode with the harness's WAIT if waited;
@@ -161,13 +171,16 @@ func (r *result) add(o lockfailover.Outcome, waited bool) {
 	}
 	r.counted++
 	r.failover = append(r.failover, o.Failover)
+	if o.LockErr != nil || o.FencedErr != nil {
+		r.refused++
+	}
 	if o.Double() {
 		r.double++
 	}
 	if o.Fence2 != 0 && o.Fence1 != 0 && o.Fence2 <= o.Fence1 {
 		r.backwards++
 	}
-	if o.FencedLost {
+	if o.FencedLost && o.FencedErr == nil {
 		r.fencedLost++
 	}
 }

@@ -35,6 +35,9 @@ const lockTTL = 30 * time.Second
 
 // Mode is what a round does besides the grants and the kill.
 type Mode struct {
+	// HolderParams are added to the holder's URL, such as
+	// "&wait_replicas=1&wait_timeout=1s".
+	HolderParams string
 	// HarnessWait, if not 0, is the timeout of a WAIT 1 that the round
 	// sends to the master itself after the grants and before the kill, on
 	// a connection of its own and behind a write of its own (WAIT waits
@@ -47,6 +50,10 @@ type Mode struct {
 	// the master's buffer, as behind the backlog of a replica that fell
 	// behind.
 	Ballast int
+	// Cut: the replica's link is cut before the grants (see
+	// redistest.Deployment.CutReplica), and the replica runs again at the
+	// kill.
+	Cut bool
 }
 
 // Outcome is what a round saw.
@@ -109,7 +116,7 @@ func Round(d *redistest.Deployment, name string, m Mode) (Outcome, error) {
 	ctx := context.Background()
 	lock, fenced := name+":lock", name+":fenced"
 
-	holder, err := redisstore.Open(d.URL, redisstore.Options{})
+	holder, err := redisstore.Open(d.URL+m.HolderParams, redisstore.Options{})
 	if err != nil {
 		return o, err
 	}
@@ -137,6 +144,12 @@ func Round(d *redistest.Deployment, name string, m Mode) (Outcome, error) {
 		if err := plain.Set(ctx, name+":ballast", strings.Repeat("b", m.Ballast), 10*time.Second).Err(); err != nil {
 			return o, err
 		}
+	}
+	if m.Cut {
+		if resume, err = d.CutReplica(mi); err != nil {
+			return o, err
+		}
+		defer resume()
 	}
 
 	t1, t2 := token(), token()

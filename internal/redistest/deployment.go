@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -252,4 +253,38 @@ func (d *Deployment) AwaitFailover(from int, patience time.Duration) error {
 // server (without persistence it comes back empty and syncs in full).
 func (d *Deployment) Rejoin(i int) error {
 	return d.Data[i].StartAgain("--replicaof", "127.0.0.1", strconv.Itoa(d.Data[1-i].Port))
+}
+
+// CutReplica makes the replica of Data[mi] miss, for certain, whatever
+// the master writes next: it stops the replica (SIGSTOP), so that it
+// cannot reconnect, and has the master close its link to it (CLIENT KILL
+// TYPE replica), so that nothing more is sent on it; the master goes on
+// taking writes, as a master partitioned from its replica does. resume
+// (SIGCONT) lets the replica run again: it reads what was sent before the
+// cut, finds the link closed, and tries to reconnect.
+func (d *Deployment) CutReplica(mi int) (resume func() error, err error) {
+	master, replica := d.Data[mi], d.Data[1-mi]
+	if err := replica.Signal(syscall.SIGSTOP); err != nil {
+		return nil, err
+	}
+	resume = func() error { return replica.Signal(syscall.SIGCONT) }
+	ctx := context.Background()
+	mc := redis.NewClient(&redis.Options{Addr: master.Addr, MaxRetries: -1})
+	defer mc.Close()
+	n, err := mc.Do(ctx, "client", "kill", "type", "replica").Int64()
+	if err == nil && n < 1 {
+		err = errors.New("CLIENT KILL TYPE replica: the master had no replica")
+	}
+	var info string
+	if err == nil {
+		info, err = mc.Info(ctx, "replication").Result()
+	}
+	if err == nil && InfoField(info, "connected_slaves") != "0" {
+		err = fmt.Errorf("the master still has %s replicas after CLIENT KILL", InfoField(info, "connected_slaves"))
+	}
+	if err != nil {
+		resume()
+		return nil, err
+	}
+	return resume, nil
 }
