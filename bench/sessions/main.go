@@ -238,6 +238,12 @@ func main() {
 			"extension=" + extPath, "ephpm.kv_backend=redis://127.0.0.1:" + strconv.Itoa(port),
 			"session.save_handler=ephpm",
 		}, 0},
+		// The session lock without its lease (issue 29, item 5: what the
+		// lease costs); the URL is quoted, '=' being ini syntax.
+		{"ephpm (Redis), exclusive, lock_lease=0", []string{
+			"extension=" + extPath, "ephpm.kv_backend=\"redis://127.0.0.1:" + strconv.Itoa(port) + "?lock_lease=0\"",
+			"session.save_handler=ephpm",
+		}, 0},
 		{"ephpm (Redis), optimistic", []string{
 			"extension=" + extPath, "ephpm.kv_backend=redis://127.0.0.1:" + strconv.Itoa(port),
 			"session.save_handler=ephpm", "ephpm.session_lock_mode=optimistic",
