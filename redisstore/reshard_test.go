@@ -238,7 +238,10 @@ func TestSessionsWhileTheirSlotsMoveLoseNothing(t *testing.T) {
 // replica to catch up, so no acknowledged write may be lost.
 func TestSessionsThroughAClusterFailoverLoseNothing(t *testing.T) {
 	nodes := redistest.StartClusterWithReplicas(t)
-	s := open(t, clusterURL(nodes[:3]))
+	// While a manual failover runs the master holds writes back, for up
+	// to 5 s if the replica is slow to catch up: a read timeout above
+	// that waits it out.
+	s := open(t, clusterURL(nodes[:3])+"?read_timeout=10s")
 	master := nodes[0]
 	sids := sessionsOn(4, 0, 5460)
 	var replica *redistest.Server
@@ -257,14 +260,15 @@ func TestSessionsThroughAClusterFailoverLoseNothing(t *testing.T) {
 		defer c.Close()
 		// A manual failover the replica cannot finish within 5 s (it must
 		// reach the master's offset first, which a loaded host may not
-		// give it) is abandoned by the servers: ask again until it is done.
+		// give it) is abandoned by the servers: ask again until it is done,
+		// each time after the masters may vote again.
 		slot := keySlot("{" + sids[0] + "}")
 		took := func() bool {
 			return slotOwner(t, replica.Addr, slot) == replica.Addr && slotOwner(t, master.Addr, slot) == replica.Addr
 		}
-		for deadline := time.Now().Add(hangCatch); !took(); {
+		for deadline := time.Now().Add(4 * time.Minute); !took(); {
 			require.NoError(t, c.Do(ctx, "cluster", "failover").Err())
-			for end := time.Now().Add(10 * time.Second); !took() && time.Now().Before(end); {
+			for end := time.Now().Add(2*redistest.ClusterFailoverNodeTimeout + time.Second); !took() && time.Now().Before(end); {
 				time.Sleep(10 * time.Millisecond) // the pace of the looks, nothing waits on it
 			}
 			require.True(t, time.Now().Before(deadline), "the replica did not take the slots over")

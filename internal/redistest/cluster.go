@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"fmt"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -23,11 +24,20 @@ func StartCluster(t testing.TB, extra ...string) []*Server {
 // six servers, the masters first (as redis-cli --cluster create assigns
 // them, the first three addresses), then their replicas, each synced with
 // its master when it returns (a replica whose link is down cannot take a
-// CLUSTER FAILOVER over).
+// CLUSTER FAILOVER over). Its cluster-node-timeout is ClusterFailoverNodeTimeout.
 func StartClusterWithReplicas(t testing.TB, extra ...string) []*Server {
 	t.Helper()
-	return startCluster(t, 1, append([]string{"repl-diskless-sync-delay 0"}, extra...))
+	return startCluster(t, 1, append([]string{"repl-diskless-sync-delay 0",
+		fmt.Sprintf("cluster-node-timeout %d", ClusterFailoverNodeTimeout.Milliseconds())}, extra...))
 }
+
+// ClusterFailoverNodeTimeout is the cluster-node-timeout of
+// StartClusterWithReplicas. A master votes for a replica of a given master
+// at most once in twice this time, so a CLUSTER FAILOVER whose election
+// failed (on a loaded host) can only be asked again after that; and a
+// master its peers have not heard from for this long is failed over by
+// itself, so it is not short.
+const ClusterFailoverNodeTimeout = 15 * time.Second
 
 func startCluster(t testing.TB, replicas int, extra []string) []*Server {
 	t.Helper()
