@@ -105,18 +105,34 @@ local function tell_head(ch, h)
 end
 `
 
+// setOverLua is set_over(k, ...): SET k ... over k's live entry, which a
+// full server runs too. Not a DEL and then the SET: while k's slot moves
+// between Cluster masters a key the script deleted is one it may no
+// longer write (refused half-way, the DEL done). A PERSIST first is the
+// script's first write, after which Redis 7 and Valkey run the SET on a
+// full server; Redis 8 refuses it while memory is over the limit, and
+// then k is deleted first after all (freeing what the SET takes back), as
+// it was before slots moved under scripts.
+const setOverLua = `
+local function set_over(k, ...)
+  redis.call('persist', k)
+  local r = redis.pcall('set', k, ...)
+  if type(r) == 'table' and r.err then
+    redis.call('del', k)
+    redis.call('set', k, ...)
+  end
+end
+`
+
 // handOnLua is the release of a lock that has a line: hand_on(lock, ch,
 // line, prefix) sets lock to the first live waiter's token for its lease
-// (see the lease's value above; a PERSIST, then the SET, which a full
-// server runs too, the PERSIST being the script's first write, and which
-// replaces a token by a token; not a DEL: while lock's slot moves between
-// Cluster masters, a key the script deleted is one it may no longer
-// write, refused half-way), takes the waiter out of line (its lease
+// (see the lease's value above; written over with set_over, which a full
+// server runs too), takes the waiter out of line (its lease
 // stays until it claims the lock or the lease lapses, so that its look
 // can tell the lock is its) and publishes its id on ch. With nobody live
 // in line (or no line: line nil), or a head whose lease holds no token, the
 // lock is deleted and the head, if any, named as before.
-const handOnLua = `
+const handOnLua = setOverLua + `
 local function hand_on(lock, ch, line, prefix)
   if line then
     local h = live_head(line, prefix, nil)
@@ -124,8 +140,7 @@ local function hand_on(lock, ch, line, prefix)
       local l = redis.pcall('get', prefix .. h)
       local c = type(l) == 'string' and string.find(l, ':', 1, true)
       if c and c > 1 then
-        redis.call('persist', lock)
-        redis.call('set', lock, string.sub(l, c + 1), 'PX', string.sub(l, 1, c - 1))
+        set_over(lock, string.sub(l, c + 1), 'PX', string.sub(l, 1, c - 1))
         redis.call('zrem', line, h)
         tell_head(ch, h)
         return

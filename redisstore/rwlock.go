@@ -123,7 +123,10 @@ local function add(r, tok, d)
 end
 -- store_record sets key k to r, expiring at r's latest deadline (none if
 -- a hold has none): the entry outlives each of its holds and its claim.
-local function store_record(k, r, now)
+-- over: k holds a live entry that the record replaces, written over with
+-- set_over, so that a full server runs it too (a record that shrinks or
+-- keeps its size: a release, a refresh).
+local function store_record(k, r, now, over)
   local out, at, forever = {MAGIC, u64(r.claim)}, r.claim, false
   local from, to -- the run of r.v's bytes being copied
   for i = 1, #r.dls do
@@ -143,10 +146,12 @@ local function store_record(k, r, now)
     end
   end
   if to then out[#out + 1] = string.sub(r.v, from, to) end
-  if forever then
-    redis.call('set', k, table.concat(out))
+  local px = {}
+  if not forever then px = {'PX', string.format('%.0f', at - now)} end
+  if over then
+    set_over(k, table.concat(out), unpack(px))
   else
-    redis.call('set', k, table.concat(out), 'PX', string.format('%.0f', at - now))
+    redis.call('set', k, table.concat(out), unpack(px))
   end
 end
 -- deadline is now + ms ('0': none, 0).
@@ -275,11 +280,9 @@ return math.max(first - now, 1)`)
 // line (for the claim, the claiming writer: in line, a writer claims only
 // in its turn); for a claim and nobody in line it wakes every waiter
 // instead, since a writer waiting outside a line (Wait) may stand behind
-// readers the claim refuses. The shorter record is stored after a PERSIST
-// of the old one, the script's first write, so that a full server runs
-// the release too (see "A full server", queue.go); not after a DEL, which
-// while the name's slot moves between Cluster masters would leave a key
-// the script may no longer write (see handOnLua).
+// readers the claim refuses. The shorter record is written over the old one
+// (set_over), so that a full server runs the release too (see "A full
+// server", queue.go).
 var lockReleaseScript = newScript(liveHeadLua + rwLua + `
 local v = redis.call('get', KEYS[1])
 if not v then return 0 end
@@ -295,11 +298,9 @@ local i = find(r, ARGV[1])
 if not i then return 0 end
 remove(r, i)
 if #r.dls > 0 then
-  redis.call('persist', KEYS[1])
-  store_record(KEYS[1], r, now)
+  store_record(KEYS[1], r, now, true)
 elseif r.claim ~= 0 then
-  redis.call('persist', KEYS[1])
-  store_record(KEYS[1], r, now)
+  store_record(KEYS[1], r, now, true)
   local h = KEYS[2] and live_head(KEYS[2], ARGV[3], nil)
   if h then tell_head(ARGV[2], h) else redis.call('publish', ARGV[2], '` + wakeEveryone + `') end
 else
@@ -310,9 +311,9 @@ return 1`)
 
 // lockRefreshScript is lock_refresh (contract.DecideRefresh): KEYS name; ARGV
 // token, TTL ms ('0': none). 1 if token held the name, else 0. A record
-// keeps its size (lapsed holds go), and is stored after a PERSIST of the
-// old one, as lockReleaseScript stores it: a full server refreshes too.
-var lockRefreshScript = newScript(rwLua + `
+// keeps its size (lapsed holds go), and is written over the old one, as
+// lockReleaseScript stores it: a full server refreshes too.
+var lockRefreshScript = newScript(setOverLua + rwLua + `
 local v = redis.call('get', KEYS[1])
 if not v then return 0 end
 local now = now_ms()
@@ -325,8 +326,7 @@ end
 local i = find(r, ARGV[1])
 if not i then return 0 end
 r.dls[i] = deadline(ARGV[2], now); r.at[i] = false; r.toks[i] = ARGV[1]
-redis.call('persist', KEYS[1])
-store_record(KEYS[1], r, now)
+store_record(KEYS[1], r, now, true)
 return 1`)
 
 // lockInfoScript is lock_info (contract.LockHolders): KEYS name. 0 when free,
