@@ -185,10 +185,10 @@ func (d *Deployment) whole(ctx context.Context, mi int) error {
 			return fmt.Errorf("a Sentinel does not see the replica up: %v %v", rs, err)
 		}
 	}
-	return inSync(ctx, d.Data[mi], replica)
+	return InSync(ctx, d.Data[mi], replica)
 }
 
-// inSync says (nil) whether replica is linked to master and has all of
+// InSync says (nil) whether replica is linked to master and has all of
 // it, including a write made now. The write tells a replica that receives
 // what the master writes from one that only has what it was sent: after a
 // full sync the master streams its writes to the replica only once the
@@ -198,7 +198,7 @@ func (d *Deployment) whole(ctx context.Context, mi int) error {
 // exit, on its next cron, every 100 ms); then the stream starts on the
 // replica's next acknowledgement, up to a second later, and until then
 // the offsets are equal while every write is held back.
-func inSync(ctx context.Context, master, replica *Server) error {
+func InSync(ctx context.Context, master, replica *Server) error {
 	mc := redis.NewClient(&redis.Options{Addr: master.Addr, MaxRetries: -1})
 	defer mc.Close()
 	rc := redis.NewClient(&redis.Options{Addr: replica.Addr, MaxRetries: -1})
