@@ -150,7 +150,8 @@ func (l *Locker) AcquireLock(ls LockStore, key string, token []byte, mode contra
 	deadline := clock.Now().Add(budget) // no later than acquire's own
 	ll, lined := ls.(LockLine)
 	turn := func(_ Line, id string, timeout time.Duration) (bool, error) {
-		return ll.WaitLockTurn(key, id, mode, timeout)
+		_, err := ll.WaitLockTurn(key, id, mode, timeout)
+		return false, err
 	}
 	res, err = l.acquire(key, budget, lined, turn, func(line *Line, id string, lease time.Duration) (contract.SetNXOutcome, error) {
 		var claim time.Duration
@@ -194,6 +195,20 @@ type Line interface {
 	WaitTurn(key, id string, timeout time.Duration) (bool, error)
 	// LeaveLine takes waiter id out of key's line.
 	LeaveLine(key, id string) error
+}
+
+// StepLine is a Line whose release can make the head's step for it: the
+// lock handed over with the step's outputs in the message that wakes the
+// head, so that the head makes no call of its own once woken
+// (redisstore: handover.go). AcquireStep waits with WaitStep where the
+// Line is one.
+type StepLine interface {
+	Line
+	// WaitStep is WaitTurn for waiter id of st.Lock's line, whose
+	// attempts are st: done true when the release that handed the lock
+	// to id made st for it, st then holding the outputs StepInLine's
+	// grant would have; done false when id is to attempt again.
+	WaitStep(st *contract.Step, id string, timeout time.Duration) (done bool, err error)
 }
 
 // LineStep is the longest a waiter in line waits between attempts, and
@@ -240,8 +255,9 @@ func (l *Locker) clock() Clock {
 // acquire runs Acquire's loop with attempt as each SetNX: in line as id
 // with a lease, when line is not nil (only if lined, and the store has a
 // Line for key), waiting for its turn with turn (nil: the Line's
-// WaitTurn).
-func (l *Locker) acquire(key string, budget time.Duration, lined bool, turn func(ln Line, id string, timeout time.Duration) (bool, error),
+// WaitTurn), which answers granted true when the release that woke it
+// made the attempt for it, and granted it (StepLine).
+func (l *Locker) acquire(key string, budget time.Duration, lined bool, turn func(ln Line, id string, timeout time.Duration) (granted bool, err error),
 	attempt func(line *Line, id string, lease time.Duration) (contract.SetNXOutcome, error)) (Result, error) {
 	clock, backoff := l.clock(), l.Backoff
 	if backoff == (Backoff{}) {
@@ -257,7 +273,10 @@ func (l *Locker) acquire(key string, budget time.Duration, lined bool, turn func
 		}
 		line, id = &ln, tok
 		if turn == nil {
-			turn = func(ln Line, id string, timeout time.Duration) (bool, error) { return ln.WaitTurn(key, id, timeout) }
+			turn = func(ln Line, id string, timeout time.Duration) (bool, error) {
+				_, err := ln.WaitTurn(key, id, timeout)
+				return false, err
+			}
 		}
 	}
 
@@ -306,8 +325,13 @@ func (l *Locker) acquire(key string, budget time.Duration, lined bool, turn func
 			// waiter, and WaitTurn wakes when the key expires: the wait
 			// before the next attempt (which renews the lease) can be
 			// long.
-			if _, err := turn(*line, id, min(LineStep, remaining)); err != nil {
+			granted, err := turn(*line, id, min(LineStep, remaining))
+			if err != nil {
 				return res, err
+			}
+			if granted {
+				res.Acquired = true
+				return res, nil
 			}
 		} else if canWait {
 			if _, err := waiter.Wait(key, pause); err != nil {

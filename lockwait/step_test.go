@@ -148,3 +148,42 @@ func TestEveryAcquisitionWaitsInLine(t *testing.T) {
 		})
 	}
 }
+
+// handingLine is a lineStore whose release makes the head's step for it
+// (a StepLine): the second wait is woken by a release that granted the
+// step, with a value read and a fence minted.
+type handingLine struct {
+	lineStore
+	waits int
+}
+
+func (s *handingLine) WaitStep(st *contract.Step, id string, _ time.Duration) (bool, error) {
+	if id == "" {
+		panic("not a waiter")
+	}
+	s.waits++
+	if s.waits < 2 {
+		return false, nil
+	}
+	st.Reset()
+	st.Held, st.Outcome, st.Fence = true, contract.Inserted, 7
+	st.Found, st.N = true, copy(st.Dst, "handed")
+	return true, nil
+}
+
+// A release that makes the head's step for it ends the acquisition with
+// that step's outputs and no attempt of the head's own.
+func TestAStepMadeByTheReleaseEndsTheWait(t *testing.T) {
+	clk := &fakeClock{}
+	st := &handingLine{lineStore: lineStore{scripted: scripted{clock: clk}}}
+	dst := make([]byte, 16)
+	res, read, fence, err := (&Locker{Store: st, Clock: clk}).AcquireGetFenced(st, "l", []byte("t"), time.Second, time.Minute, "d", dst)
+	require.NoError(t, err)
+	assert.Equal(t, Result{Acquired: true, Attempts: 2}, res, "two attempts in line, then the release's grant")
+	assert.Equal(t, Read{N: 6, Found: true}, read)
+	assert.Equal(t, "handed", string(dst[:read.N]))
+	assert.Equal(t, int64(7), fence)
+	assert.Equal(t, 2, st.waits)
+	assert.Len(t, st.steps, 2)
+	assert.Empty(t, st.left, "granted: no place to give up")
+}

@@ -124,23 +124,66 @@ local function set_over(k, ...)
 end
 `
 
+// leasePartsLua is lease_parts(l): what a waiter's lease value l holds,
+// or nil if it holds no token. A lease is "LEASE_MS:TOKEN", the lease's
+// length and the token a release sets for the waiter; a waiter whose whole
+// step a release may do for it (a hand-over, stepHandOver in step.go) adds
+// that step after the length, "LEASE_MS,TTL,ACQUIRE,KEEP,TOKEN_LEN,
+// FENCE_KEY_LEN:TOKEN FENCE_KEY DATA_KEY" (no spaces): its lock's PX, its
+// acquire flag (stepScript's ARGV 1), how long its fence key is kept, and
+// the keys its fence is minted in and its value is read from (empty: no
+// read). lease_parts returns the length, the token and, for such a lease,
+// the step as a table.
+const leasePartsLua = `
+local function lease_parts(l)
+  if type(l) ~= 'string' then return nil end
+  local c = string.find(l, ':', 1, true)
+  if not c or c == 1 then return nil end
+  local f = {}
+  for x in string.gmatch(string.sub(l, 1, c - 1), '[^,]+') do f[#f + 1] = x end
+  if #f == 1 then return f[1], string.sub(l, c + 1), nil end
+  local tl, fl = tonumber(f[5]), tonumber(f[6])
+  return f[1], string.sub(l, c + 1, c + tl), {ttl = f[2], acquire = f[3], keep = f[4],
+    fk = string.sub(l, c + tl + 1, c + tl + fl), dk = string.sub(l, c + tl + fl + 1)}
+end
+`
+
 // handOnLua is the release of a lock that has a line: hand_on(lock, ch,
 // line, prefix) sets lock to the first live waiter's token for its lease
-// (see the lease's value above; written over with set_over, which a full
-// server runs too), takes the waiter out of line (its lease
+// (see the lease's value, lease_parts; written over with set_over, which a
+// full server runs too), takes the waiter out of line (its lease
 // stays until it claims the lock or the lease lapses, so that its look
-// can tell the lock is its) and publishes its id on ch. With nobody live
-// in line (or no line: line nil), or a head whose lease holds no token, the
-// lock is deleted and the head, if any, named as before.
-const handOnLua = setOverLua + `
+// can tell the lock is its) and publishes its id on ch. A waiter whose
+// lease carries its step gets the whole step done here instead: the lock
+// set for the step's PX, its fence minted, its value read, and the step's
+// answer (as stepScript answers it) published on its head channel after
+// its id and a space, so that it makes no call of its own once woken. With
+// nobody live in line (or no line: line nil), or a head whose lease holds
+// no token, the lock is deleted and the head, if any, named as before.
+const handOnLua = setOverLua + mintFenceLua + leasePartsLua + `
 local function hand_on(lock, ch, line, prefix)
   if line then
     local h = live_head(line, prefix, nil)
     if h then
-      local l = redis.pcall('get', prefix .. h)
-      local c = type(l) == 'string' and string.find(l, ':', 1, true)
-      if c and c > 1 then
-        set_over(lock, string.sub(l, c + 1), 'PX', string.sub(l, 1, c - 1))
+      local lease_ms, token, st = lease_parts(redis.pcall('get', prefix .. h))
+      if st then
+        set_over(lock, token, 'PX', st.ttl)
+        redis.call('zrem', line, h)
+        local sum, fence, v = 1, 0, nil
+        if st.acquire == '2' then fence = mint_fence(st.fk, st.keep) end
+        if st.dk ~= '' then
+          v = redis.call('get', st.dk)
+          sum = sum + 2
+          if v then sum = sum + 8 end
+        end
+        local a = string.format('%s %d %.0f', h, sum, fence)
+        if v then a = a .. ' ' .. v end
+        redis.call('publish', ch .. '\0' .. h, a)
+        redis.call('publish', ch .. '\0', h)
+        return
+      end
+      if token then
+        set_over(lock, token, 'PX', lease_ms)
         redis.call('zrem', line, h)
         tell_head(ch, h)
         return
@@ -195,8 +238,10 @@ local function take_turn(turn, lock, line, lease, token, ttl, id)
     redis.call('set', lock, token, 'PX', ttl)
   end
 end
-local function wait_in_line(line, lease, token, id, lease_ms)
-  if lease_ms ~= '0' then join_line(line, lease, id, lease_ms, lease_ms .. ':' .. token) end
+local function wait_in_line(line, lease, token, id, lease_ms, step, keys)
+  if lease_ms ~= '0' then
+    join_line(line, lease, id, lease_ms, lease_ms .. (step or '') .. ':' .. token .. (keys or ''))
+  end
 end
 `
 
@@ -208,9 +253,8 @@ end
 var turnScript = newScript(liveHeadLua + `
 local held = redis.call('get', KEYS[1])
 if held then
-  local l = redis.call('get', KEYS[3])
-  local c = l and string.find(l, ':', 1, true)
-  if c and string.sub(l, c + 1) == held then return -2 end
+  local _, token = lease_parts(redis.call('get', KEYS[3]))
+  if token == held then return -2 end
   return redis.call('pttl', KEYS[1])
 end
 local h = live_head(KEYS[2], ARGV[2], ARGV[1])
@@ -226,11 +270,10 @@ return -3`)
 var leaveScript = newScript(liveHeadLua + `
 local was_head = live_head(KEYS[2], ARGV[3], nil) == ARGV[1]
 redis.call('zrem', KEYS[2], ARGV[1])
-local l = redis.call('get', KEYS[3])
+local _, token = lease_parts(redis.call('get', KEYS[3]))
 redis.call('del', KEYS[3])
 local held = redis.call('get', KEYS[1])
-local c = l and string.find(l, ':', 1, true)
-if not held or (c and string.sub(l, c + 1) == held) then
+if not held or token == held then
   hand_on(KEYS[1], ARGV[2], KEYS[2], ARGV[3])
 elseif was_head then
   publish_release(ARGV[2], KEYS[2], ARGV[3])
@@ -256,8 +299,19 @@ func (s *Store) WaitTurn(key, id string, timeout time.Duration) (bool, error) {
 // at most in ms (-1: no bound).
 func (s *Store) waitInLine(key, id string, timeout time.Duration, sc *script, argv ...any) (bool, error) {
 	rk := s.redisKey(key)
+	look := s.lineLook(rk, id, sc, argv...)
+	if s.direct != nil {
+		turn, _, err := s.waitTurnDirect(releaseChannel(rk), id, timeout, look)
+		return turn, err
+	}
+	return s.wait(key, id, timeout, look)
+}
+
+// lineLook is waiter id's look at lock rk with sc (see waitInLine): its
+// turn now, or how long to wait for a message at most (-1: no bound).
+func (s *Store) lineLook(rk, id string, sc *script, argv ...any) func() (bool, time.Duration, error) {
 	line, prefix, _ := queueKeys(rk)
-	look := func() (bool, time.Duration, error) {
+	return func() (bool, time.Duration, error) {
 		n, err := s.run(sc, []string{rk, line, prefix + id}, append([]any{id, prefix}, argv...)...)
 		if err != nil {
 			return false, 0, err
@@ -270,10 +324,6 @@ func (s *Store) waitInLine(key, id string, timeout time.Duration, sc *script, ar
 		}
 		return false, time.Duration(n) * time.Millisecond, nil
 	}
-	if s.direct != nil {
-		return s.waitTurnDirect(releaseChannel(rk), id, timeout, look)
-	}
-	return s.wait(key, id, timeout, look)
 }
 
 // LeaveLine takes waiter id out of key's line (a waiter that gives up),

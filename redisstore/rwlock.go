@@ -182,7 +182,7 @@ end
 // grant names the next head. An attempt refused with an error (-1, -2)
 // leaves the line too, its caller giving up, and names the next head as a
 // release does.
-var lockAttemptScript = newScript(liveHeadLua + mintFenceLua + rwLua + `
+var lockAttemptScript = newScript(liveHeadLua + rwLua + `
 local id = ARGV[9]
 local function refused()
   if id and ARGV[10] ~= '0' then join_line(KEYS[3], KEYS[4], id, ARGV[10], 'rw') end

@@ -53,7 +53,7 @@ import (
 // that it is still the first write a full server refuses (a waiter's ZREM
 // would let it run): only dropping waiters whose lease lapsed, which
 // turn_in_line does before, can come first.
-var stepScript = newScript(liveHeadLua + takeInLineLua + setPxLua + mintFenceLua + `
+var stepScript = newScript(liveHeadLua + takeInLineLua + setPxLua + `
 local acquire, guard, action = ARGV[1], ARGV[2], ARGV[3]
 local fence, written
 -- lockv is what the guard read of the lock (false: nothing), kept for
@@ -63,7 +63,7 @@ if acquire ~= '0' then
   if KEYS[5] then
     local turn = turn_in_line(KEYS[2], KEYS[4], ARGV[5], ARGV[13], ARGV[12])
     if not turn then
-      wait_in_line(KEYS[4], KEYS[5], ARGV[5], ARGV[13], ARGV[14])
+      wait_in_line(KEYS[4], KEYS[5], ARGV[5], ARGV[13], ARGV[14], ARGV[15], ARGV[16])
       return 0
     end
     if action == '2' then
@@ -266,6 +266,15 @@ func (s *Store) step(st *contract.Step, w *inLine) error {
 		if line, prefix, ok := queueKeys(lk); ok {
 			keys = append(keys, line, prefix+w.id)
 			argv = append(argv, prefix, w.id, ms(w.lease))
+			if s.handsOverStep(st) {
+				var dk string
+				if st.Action == contract.ActionGet {
+					dk = rk
+				}
+				argv = append(argv,
+					fmt.Sprintf(",%d,%s,%v,%d,%d", ms(lockTTL), acquireFlags[acquire], fenceArg, len(st.Token), len(fk)),
+					fk+dk)
+			}
 		}
 	}
 	r, err := s.runInto(st.Dst, stepScript, keys, argv...)

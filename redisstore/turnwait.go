@@ -107,16 +107,18 @@ func (c *wireConn) readPush() (kind, channel, payload string, begun bool, err er
 
 // waitTurnDirect is wait for waiter id of rk's line on a subscriber
 // connection: SUBSCRIBE to ch and id's head channel (confirmed), look,
-// then read messages until one names id (or nobody) or timeout passes. A connection that fails is
-// closed and the wait ends as a timeout would (the caller's next attempt
-// meets the server's state, or its failure); only a failure to subscribe
-// is returned.
-func (s *Store) waitTurnDirect(ch, id string, timeout time.Duration, look func() (bool, time.Duration, error)) (bool, error) {
+// then read messages until one names id (or nobody) or timeout passes;
+// answer is what follows id and a space in a message on id's head
+// channel, the answer of a step the release did for id (handover.go), and
+// "" for a plain message. A connection that fails is closed and the wait
+// ends as a timeout would (the caller's next attempt meets the server's
+// state, or its failure); only a failure to subscribe is returned.
+func (s *Store) waitTurnDirect(ch, id string, timeout time.Duration, look func() (bool, time.Duration, error)) (turn bool, answer string, err error) {
 	d := s.direct
 	own := headChannel(ch, id)
 	c, reused, err := d.subscriber()
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
 	if err = d.subscribe(c, ch, own); err != nil && reused {
 		// The server may have closed an idle connection: one more, new.
@@ -129,7 +131,7 @@ func (s *Store) waitTurnDirect(ch, id string, timeout time.Duration, look func()
 		if c != nil {
 			c.close()
 		}
-		return false, err
+		return false, "", err
 	}
 	keep := true
 	defer func() {
@@ -148,14 +150,14 @@ func (s *Store) waitTurnDirect(ch, id string, timeout time.Duration, look func()
 	}()
 	now, ttl, err := look()
 	if err != nil || now {
-		return now, err
+		return now, "", err
 	}
 	if ttl >= 0 && ttl+time.Millisecond < timeout {
 		timeout = ttl + time.Millisecond
 	}
 	if err := c.nc.SetReadDeadline(time.Now().Add(timeout)); err != nil {
 		keep = false
-		return false, nil
+		return false, "", nil
 	}
 	for {
 		kind, channel, payload, begun, err := c.readPush()
@@ -163,10 +165,16 @@ func (s *Store) waitTurnDirect(ch, id string, timeout time.Duration, look func()
 			// The timeout before a push began leaves the connection in
 			// step; a failure, or a timeout mid-push, does not.
 			keep = !begun && errors.Is(err, os.ErrDeadlineExceeded)
-			return false, nil
+			return false, "", nil
 		}
-		if kind == "message" && (channel == ch || channel == own) && (payload == id || payload == "" || payload == wakeEveryone) {
-			return true, nil
+		if kind != "message" || channel != ch && channel != own {
+			continue
+		}
+		if payload == id || payload == "" || payload == wakeEveryone {
+			return true, "", nil
+		}
+		if channel == own && len(payload) > len(id) && payload[len(id)] == ' ' && payload[:len(id)] == id {
+			return true, payload[len(id)+1:], nil
 		}
 	}
 }

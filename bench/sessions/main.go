@@ -4,7 +4,8 @@
 // ephpm with no ephpm.* setting (the pool's shared-memory segment), ephpm on
 // Redis (exclusive and optimistic lock modes), PHP's files handler (flock),
 // and phpredis's handler with locking on (default and tuned polling) and
-// off, all Redis handlers on one redis-server; for each amount of work per
+// off, all Redis handlers on one redis-server, and again on Valkey with
+// -valkey; for each amount of work per
 // request (-hold-us, a list) it prints how many of the 100 keys each kept,
 // the wall time against the serial limit (requests x work: what one lock
 // allows) and the parallel limit (the same over the 8 workers), the p50/p99
@@ -45,6 +46,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -65,6 +67,17 @@ func freePort() int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// cpuModel is the CPU's model name, as /proc/cpuinfo gives it.
+func cpuModel() string {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
 }
 
 func must(err error) {
@@ -195,6 +208,7 @@ func main() {
 	holds := flag.String("hold-us", "1000,5000", "microseconds each request works with the session open (a list)")
 	only := flag.String("only", "", "run only the handlers whose name contains this")
 	monitor := flag.String("monitor", "", "record Redis's MONITOR of each measured run into this file, .N appended")
+	valkey := flag.String("valkey", "", "a command that runs valkey-server (bench/chroot-server.sh valkey-server): the Redis rows again on Valkey")
 	flag.Parse()
 	extPath, err := filepath.Abs(*ext)
 	must(err)
@@ -202,10 +216,35 @@ func main() {
 	dir, err := os.MkdirTemp("", "ephpm-sessions-bench")
 	must(err)
 	defer os.RemoveAll(dir)
-	port := freePort()
-	stopRedis := start("redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--dir", dir)
-	defer stopRedis()
-	waitFor("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	// The Redis-protocol servers, each on a free port: redis-server, and
+	// Valkey with -valkey.
+	type server struct {
+		name string
+		port int
+	}
+	servers := []server{{"Redis", freePort()}}
+	if *valkey != "" {
+		servers = append(servers, server{"Valkey", freePort()})
+	}
+	for i, srv := range servers {
+		cmd := []string{"redis-server"}
+		if srv.name == "Valkey" {
+			cmd = strings.Fields(*valkey)
+		}
+		stop := start(cmd[0], append(cmd[1:], "--bind", "127.0.0.1", "--port", strconv.Itoa(srv.port), "--save", "", "--appendonly", "no", "--dir", dir)...)
+		defer stop()
+		waitFor("tcp", "127.0.0.1:"+strconv.Itoa(srv.port))
+		out, _ := exec.Command("redis-cli", "-p", strconv.Itoa(srv.port), "info", "server").Output()
+		for _, line := range strings.Split(string(out), "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+				servers[i].name += " " + v
+			}
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "valkey_version:"); ok {
+				servers[i].name = "Valkey " + v
+			}
+		}
+	}
+	fmt.Printf("cpu: %s, %d CPUs; %s\n", cpuModel(), runtime.NumCPU(), time.Now().UTC().Format(time.RFC3339))
 
 	count := filepath.Join(dir, "count.php")
 	must(os.WriteFile(count, []byte("<?php\nsession_start(['read_and_close' => true]);\necho count($_SESSION);\n"), 0o644))
@@ -227,42 +266,46 @@ func main() {
 	if !phpredis {
 		fmt.Fprintln(os.Stderr, "php-redis is not installed: its rows are left out")
 	}
-	handlers := []struct {
+	type handler struct {
 		name    string
 		ini     []string
 		workers int // php-fpm's pm.max_children; 0: 8
-	}{
-		{"floor: files, 1 worker", []string{"session.save_handler=files", "session.save_path=" + dir}, 1},
-		{"ephpm, defaults (shm segment)", []string{"extension=" + extPath, "session.save_handler=ephpm"}, 0},
-		{"ephpm (Redis), exclusive", []string{
-			"extension=" + extPath, "ephpm.kv_backend=redis://127.0.0.1:" + strconv.Itoa(port),
-			"session.save_handler=ephpm",
-		}, 0},
-		// The session lock without its lease (issue 29, item 5: what the
-		// lease costs); the URL is quoted, '=' being ini syntax.
-		{"ephpm (Redis), exclusive, lock_lease=0", []string{
-			"extension=" + extPath, "ephpm.kv_backend=\"redis://127.0.0.1:" + strconv.Itoa(port) + "?lock_lease=0\"",
-			"session.save_handler=ephpm",
-		}, 0},
-		{"ephpm (Redis), optimistic", []string{
-			"extension=" + extPath, "ephpm.kv_backend=redis://127.0.0.1:" + strconv.Itoa(port),
-			"session.save_handler=ephpm", "ephpm.session_lock_mode=optimistic",
-		}, 0},
-		{"files (flock)", []string{
-			"session.save_handler=files", "session.save_path=" + dir,
-		}, 0},
-		{"phpredis, locking on", append(slices.Clone(redisExt),
-			"session.save_handler=redis", "session.save_path=tcp://127.0.0.1:"+strconv.Itoa(port),
-			"redis.session.locking_enabled=1",
-		), 0},
-		// Polls every 100 µs instead of 20 ms, and long enough for 100 turns.
-		{"phpredis, locking on, tuned polling", append(slices.Clone(redisExt),
-			"session.save_handler=redis", "session.save_path=tcp://127.0.0.1:"+strconv.Itoa(port),
-			"redis.session.locking_enabled=1", "redis.session.lock_wait_time=100", "redis.session.lock_retries=1000000",
-		), 0},
-		{"phpredis, locking off", append(slices.Clone(redisExt),
-			"session.save_handler=redis", "session.save_path=tcp://127.0.0.1:"+strconv.Itoa(port),
-		), 0},
+		port    int // the server whose commands are counted; 0: none
+	}
+	handlers := []handler{
+		{"floor: files, 1 worker", []string{"session.save_handler=files", "session.save_path=" + dir}, 1, 0},
+		{"ephpm, defaults (shm segment)", []string{"extension=" + extPath, "session.save_handler=ephpm"}, 0, 0},
+		{"files (flock)", []string{"session.save_handler=files", "session.save_path=" + dir}, 0, 0},
+	}
+	for _, srv := range servers {
+		url := "redis://127.0.0.1:" + strconv.Itoa(srv.port)
+		save := "session.save_path=tcp://127.0.0.1:" + strconv.Itoa(srv.port)
+		handlers = append(handlers,
+			handler{"ephpm (" + srv.name + "), exclusive", []string{
+				"extension=" + extPath, "ephpm.kv_backend=" + url, "session.save_handler=ephpm",
+			}, 0, srv.port},
+			// The session lock without its lease (issue 29, item 5: what
+			// the lease costs, and the release's making of the head's
+			// step, which needs it); the URL is quoted, '=' being ini syntax.
+			handler{"ephpm (" + srv.name + "), exclusive, lock_lease=0", []string{
+				"extension=" + extPath, "ephpm.kv_backend=\"" + url + "?lock_lease=0\"", "session.save_handler=ephpm",
+			}, 0, srv.port},
+			handler{"ephpm (" + srv.name + "), optimistic", []string{
+				"extension=" + extPath, "ephpm.kv_backend=" + url,
+				"session.save_handler=ephpm", "ephpm.session_lock_mode=optimistic",
+			}, 0, srv.port},
+			handler{"phpredis (" + srv.name + "), locking on", append(slices.Clone(redisExt),
+				"session.save_handler=redis", save, "redis.session.locking_enabled=1",
+			), 0, srv.port},
+			// Polls every 100 µs instead of 20 ms, and long enough for 100 turns.
+			handler{"phpredis (" + srv.name + "), locking on, tuned polling", append(slices.Clone(redisExt),
+				"session.save_handler=redis", save, "redis.session.locking_enabled=1",
+				"redis.session.lock_wait_time=100", "redis.session.lock_retries=1000000",
+			), 0, srv.port},
+			handler{"phpredis (" + srv.name + "), locking off", append(slices.Clone(redisExt),
+				"session.save_handler=redis", save,
+			), 0, srv.port},
+		)
 	}
 	for _, field := range strings.Split(*holds, ",") {
 		hold, err := strconv.Atoi(strings.TrimSpace(field))
@@ -305,10 +348,12 @@ func main() {
 			stop := start(fpm, args...)
 			waitFor("unix", sock)
 			run(sock, add, count, 16, fmt.Sprintf("warm%d%d", h, time.Now().UnixNano()))
-			redisCommands(port) // reset
+			if handler.port != 0 {
+				redisCommands(handler.port) // reset
+			}
 			stopMonitor := func() {}
-			if *monitor != "" {
-				stopMonitor = record(port, fmt.Sprintf("%s.%d", *monitor, h))
+			if *monitor != "" && handler.port != 0 {
+				stopMonitor = record(handler.port, fmt.Sprintf("%s.%d", *monitor, h))
 			}
 			r := run(sock, add, count, *n, fmt.Sprintf("bench%d%d", h, time.Now().UnixNano()))
 			stopMonitor()
@@ -317,10 +362,11 @@ func main() {
 				os.Remove(f)
 			}
 			// The count request is one more: its commands are left in.
-			total, per := redisCommands(port)
 			cmds := "-"
-			if total > 0 {
-				cmds = fmt.Sprintf("%.2f (%s)", float64(total)/float64(*n+1), per)
+			if handler.port != 0 {
+				if total, per := redisCommands(handler.port); total > 0 {
+					cmds = fmt.Sprintf("%.2f (%s)", float64(total)/float64(*n+1), per)
+				}
 			}
 			if h == 0 {
 				floor = r.wall

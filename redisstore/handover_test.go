@@ -1,0 +1,145 @@
+package redisstore
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ephpm/ephpm/backend"
+	"github.com/ephpm/ephpm/contract"
+	"github.com/ephpm/ephpm/internal/redistest"
+	"github.com/ephpm/ephpm/sessionkeys"
+)
+
+// sessionRead is the session handler's read: its lock granted bound to
+// the process, its fence minted and its data read, in one step.
+func sessionRead(name string, token []byte) backend.Step {
+	st := boundStep(sessionkeys.LockKey(name), token, time.Minute)
+	st.Action, st.Key, st.Dst = backend.ActionGet, sessionkeys.DataKey(name), make([]byte, 64)
+	return st
+}
+
+// A release hands a waiting session read its whole step: the woken head has
+// the lock, a fence above the releasing holder's, and the data that
+// holder wrote in its release, without a call of its own; its lease is
+// renewed as a grant's is.
+func TestAReleaseMakesTheHeadsStepForIt(t *testing.T) {
+	srv := redistest.Start(t)
+	holder, head := open(t, "redis://"+srv.Addr), open(t, "redis://"+srv.Addr)
+	first := sessionRead("handover", []byte("holder"))
+	require.NoError(t, holder.Step(&first))
+	require.True(t, first.Held)
+
+	st := sessionRead("handover", []byte("head"))
+	require.True(t, head.handsOverStep(&st))
+	require.NoError(t, head.StepInLine(&st, "headid", 30*time.Second))
+	require.False(t, st.Held, "in line")
+	type waited struct {
+		done bool
+		err  error
+	}
+	woke := make(chan waited, 1)
+	go func() {
+		done, err := head.WaitStep(&st, "headid", hangCatch)
+		woke <- waited{done, err}
+	}()
+	own := headChannel(releaseChannel(testKey(st.Lock)), "headid")
+	require.Eventually(t, func() bool {
+		n, err := holder.c.PubSubNumSub(ctx, own).Result()
+		require.NoError(t, err)
+		return n[own] == 1
+	}, hangCatch, time.Millisecond, "the head subscribed")
+
+	written, err := backend.SetFencedRelease(holder, st.Key, []byte("written"), time.Minute, st.Lock, first.Fence, []byte("holder"))
+	require.NoError(t, err)
+	require.True(t, written)
+	w := <-woke
+	require.NoError(t, w.err)
+	require.True(t, w.done, "the release made the head's step")
+	assert.True(t, st.Held)
+	assert.Equal(t, contract.Inserted, st.Outcome)
+	assert.True(t, st.Found)
+	assert.Equal(t, "written", string(st.Dst[:st.N]), "the data of the release before")
+	assert.Greater(t, st.Fence, first.Fence)
+	v, _, err := get(t, holder, st.Lock)
+	require.NoError(t, err)
+	assert.Equal(t, "head", string(v))
+	assert.LessOrEqual(t, leftOf(t, holder, st.Lock), head.BoundLease(), "the lock holds for the lease")
+	head.renew.mu.Lock()
+	_, renewed := head.renew.held[leaseKey{testKey(st.Lock), "head"}]
+	head.renew.mu.Unlock()
+	assert.True(t, renewed, "the head renews its lease")
+	assert.Equal(t, 0, lineLength(t, holder, st.Lock), "the head left the line")
+
+	// A fence guard sees the head's grant: the old holder is refused, the
+	// head's own release goes through.
+	written, err = backend.SetFencedRelease(holder, st.Key, []byte("late"), time.Minute, st.Lock, first.Fence, []byte("holder"))
+	require.NoError(t, err)
+	assert.False(t, written)
+	written, err = backend.SetFencedRelease(head, st.Key, []byte("mine"), time.Minute, st.Lock, st.Fence, []byte("head"))
+	require.NoError(t, err)
+	assert.True(t, written)
+	head.renew.mu.Lock()
+	assert.Empty(t, head.renew.held, "released: no renewal")
+	head.renew.mu.Unlock()
+}
+
+// A head whose wait ended just before the release that made its step (it
+// missed the message) sees at its next look that the lock is its, and its
+// next attempt claims it, reading the data and minting a fence above the
+// one the release minted for it.
+func TestAHeadThatMissedTheHandOverClaimsIt(t *testing.T) {
+	srv := redistest.Start(t)
+	holder, head := open(t, "redis://"+srv.Addr), open(t, "redis://"+srv.Addr)
+	first := sessionRead("missed", []byte("holder"))
+	require.NoError(t, holder.Step(&first))
+	st := sessionRead("missed", []byte("head"))
+	require.NoError(t, head.StepInLine(&st, "headid", 30*time.Second))
+	require.False(t, st.Held)
+
+	written, err := backend.SetFencedRelease(holder, st.Key, []byte("written"), time.Minute, st.Lock, first.Fence, []byte("holder"))
+	require.NoError(t, err)
+	require.True(t, written)
+	fk := fenceKey(testKey(st.Lock))
+	minted, err := holder.c.Get(ctx, fk).Int64()
+	require.NoError(t, err)
+	assert.Greater(t, minted, first.Fence, "the release minted the head's fence")
+
+	turn, _, err := head.lineLook(testKey(st.Lock), "headid", turnScript)()
+	require.NoError(t, err)
+	assert.True(t, turn, "the look sees the lock is the head's")
+	require.NoError(t, head.StepInLine(&st, "headid", 30*time.Second))
+	assert.True(t, st.Held, "claimed")
+	assert.Equal(t, "written", string(st.Dst[:st.N]))
+	assert.Greater(t, st.Fence, minted)
+}
+
+// Only a step a release can make whole, by a waiter that reads its own
+// messages, under a lease and without replica waits, is handed over with
+// its answer; the rest are handed the lock, as before, and claim it.
+func TestWhichStepsAReleaseMakes(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, "redis://"+srv.Addr)
+	read := sessionRead("which", []byte("t"))
+	assert.True(t, s.handsOverStep(&read), "a session read")
+	lock := boundStep("lock", []byte("t"), time.Minute)
+	assert.True(t, s.handsOverStep(&lock), "a bound lock's grant")
+	for name, change := range map[string]func(st *backend.Step){
+		"not bound":     func(st *backend.Step) { st.Bound = false },
+		"a write":       func(st *backend.Step) { st.Action, st.Value = backend.ActionSet, []byte("v") },
+		"a removal":     func(st *backend.Step) { st.Action = backend.ActionDel },
+		"a release too": func(st *backend.Step) { st.Release = true },
+	} {
+		st := sessionRead("which", []byte("t"))
+		change(&st)
+		assert.False(t, s.handsOverStep(&st), name)
+	}
+	for _, q := range []string{"lock_lease=0", "wait_replicas=1&wait_timeout=100ms"} {
+		other := open(t, "redis://"+srv.Addr+"?"+q)
+		assert.False(t, other.handsOverStep(&read), q)
+	}
+	s.direct = nil // the hub's path, as through Sentinel
+	assert.False(t, s.handsOverStep(&read), "a waiter woken through the hub")
+}
