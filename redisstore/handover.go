@@ -23,14 +23,17 @@ import (
 // waiter has its lock, fence and value with no call of its own
 // (WaitStep).
 //
-// Only a waiter that reads its messages itself (a standalone server's
-// subscriber connection: turnwait.go) asks for it, and only for a step
-// that acquires a Bound lock under a lease (so that the lock a release
-// sets holds for no more than a lease if the waiter died, as the lock a
-// plain hand-over sets does), guards nothing, and reads at most its key:
-// a session's read, or a lock's grant. Not with wait_replicas: the
-// release's WAIT is the releaser's, and the waiter's grant must wait for
-// its own. A waiter that misses the message (its wait ended just before)
+// Not on a Cluster, where the keys the release reads and writes for the
+// head are not among its script's (a slot moving between masters would
+// refuse them half-way), and not with wait_replicas: the release's WAIT
+// is the releaser's, and the waiter's grant must wait for its own. Only
+// for a step that acquires a Bound lock under a lease (so that the lock a
+// release sets holds for no more than a lease if the waiter died, as the
+// lock a plain hand-over sets does), guards nothing, and reads at most
+// its key: a session's read, or a lock's grant. The head is woken on its
+// subscriber connection (a standalone server: turnwait.go) or through its
+// process's hub (Sentinel: wait.go), the answer in the message either
+// way. A waiter that misses the message (its wait ended just before)
 // finds at its next look that the lock holds its token, and claims it as
 // it claims a lock handed over the plain way: its lease stays until it
 // lapses, for that look to see; the claim mints a second fence, larger,
@@ -39,7 +42,7 @@ import (
 // handsOverStep reports whether a release may do st for its waiter in
 // line (see above).
 func (s *Store) handsOverStep(st *contract.Step) bool {
-	return s.direct != nil && s.waitReplicas == 0 && s.lease > 0 && st.Acquire && st.Bound &&
+	return s.mode != Cluster && s.waitReplicas == 0 && s.lease > 0 && st.Acquire && st.Bound &&
 		st.Guard == contract.GuardNone && !st.Release &&
 		(st.Action == contract.ActionNone || st.Action == contract.ActionGet)
 }
@@ -59,7 +62,13 @@ func (s *Store) WaitStep(st *contract.Step, id string, timeout time.Duration) (d
 	// A lock the release sets was set after this waiter subscribed:
 	// its lease and TTL are counted from before that.
 	from := monoNow()
-	_, answer, err := s.waitTurnDirect(releaseChannel(rk), id, timeout, s.lineLook(rk, id, turnScript))
+	look := s.lineLook(rk, id, turnScript)
+	var answer string
+	if s.direct != nil {
+		_, answer, err = s.waitTurnDirect(releaseChannel(rk), id, timeout, look)
+	} else {
+		_, answer, err = s.wait(st.Lock, id, timeout, look)
+	}
 	if err != nil || answer == "" {
 		return false, err
 	}

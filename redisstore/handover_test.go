@@ -25,14 +25,24 @@ func sessionRead(name string, token []byte) backend.Step {
 // the lock, a fence above the releasing holder's, and the data that
 // holder wrote in its release, without a call of its own; its lease is
 // renewed as a grant's is.
+// On a standalone server the head reads the message on its subscriber
+// connection; through Sentinel its process's hub reads it.
 func TestAReleaseMakesTheHeadsStepForIt(t *testing.T) {
 	srv := redistest.Start(t)
+	t.Run("subscriber connection", func(t *testing.T) { releaseMakesTheHeadsStep(t, srv, "direct", false) })
+	t.Run("hub", func(t *testing.T) { releaseMakesTheHeadsStep(t, srv, "hub", true) })
+}
+
+func releaseMakesTheHeadsStep(t *testing.T, srv *redistest.Server, name string, hub bool) {
 	holder, head := open(t, "redis://"+srv.Addr), open(t, "redis://"+srv.Addr)
-	first := sessionRead("handover", []byte("holder"))
+	if hub {
+		head.direct = nil
+	}
+	first := sessionRead(name, []byte("holder"))
 	require.NoError(t, holder.Step(&first))
 	require.True(t, first.Held)
 
-	st := sessionRead("handover", []byte("head"))
+	st := sessionRead(name, []byte("head"))
 	require.True(t, head.handsOverStep(&st))
 	require.NoError(t, head.StepInLine(&st, "headid", 30*time.Second))
 	require.False(t, st.Held, "in line")
@@ -116,9 +126,9 @@ func TestAHeadThatMissedTheHandOverClaimsIt(t *testing.T) {
 	assert.Greater(t, st.Fence, minted)
 }
 
-// Only a step a release can make whole, by a waiter that reads its own
-// messages, under a lease and without replica waits, is handed over with
-// its answer; the rest are handed the lock, as before, and claim it.
+// Only a step a release can make whole, off a Cluster, under a lease and
+// without replica waits, is handed over with its answer; the rest are
+// handed the lock, as before, and claim it.
 func TestWhichStepsAReleaseMakes(t *testing.T) {
 	srv := redistest.Start(t)
 	s := open(t, "redis://"+srv.Addr)
@@ -140,6 +150,47 @@ func TestWhichStepsAReleaseMakes(t *testing.T) {
 		other := open(t, "redis://"+srv.Addr+"?"+q)
 		assert.False(t, other.handsOverStep(&read), q)
 	}
-	s.direct = nil // the hub's path, as through Sentinel
-	assert.False(t, s.handsOverStep(&read), "a waiter woken through the hub")
+	s.mode = Cluster
+	assert.False(t, s.handsOverStep(&read), "on a Cluster")
+}
+
+// A value over 1 MiB does not travel in the message (a server cuts off a
+// subscriber whose output passes its pubsub limit): the head is handed the
+// lock and woken, and its claim reads the value.
+func TestALongValueIsReadByTheHeadsClaim(t *testing.T) {
+	srv := redistest.Start(t)
+	holder, head := open(t, "redis://"+srv.Addr), open(t, "redis://"+srv.Addr)
+	first := sessionRead("long", []byte("holder"))
+	require.NoError(t, holder.Step(&first))
+	st := sessionRead("long", []byte("head"))
+	st.Dst = make([]byte, 2<<20)
+	require.NoError(t, head.StepInLine(&st, "headid", 30*time.Second))
+	require.False(t, st.Held)
+	woke := make(chan error, 1)
+	var done bool
+	go func() {
+		var err error
+		done, err = head.WaitStep(&st, "headid", hangCatch)
+		woke <- err
+	}()
+	own := headChannel(releaseChannel(testKey(st.Lock)), "headid")
+	require.Eventually(t, func() bool {
+		n, err := holder.c.PubSubNumSub(ctx, own).Result()
+		require.NoError(t, err)
+		return n[own] == 1
+	}, hangCatch, time.Millisecond, "the head subscribed")
+
+	long := make([]byte, 1<<20+1)
+	for i := range long {
+		long[i] = byte('a' + i%26)
+	}
+	written, err := backend.SetFencedRelease(holder, st.Key, long, time.Minute, st.Lock, first.Fence, []byte("holder"))
+	require.NoError(t, err)
+	require.True(t, written)
+	require.NoError(t, <-woke)
+	assert.False(t, done, "woken to claim, not handed the step")
+	require.NoError(t, head.StepInLine(&st, "headid", 30*time.Second))
+	require.True(t, st.Held, "claimed")
+	assert.Equal(t, long, st.Dst[:st.N])
+	assert.Greater(t, st.Fence, first.Fence)
 }

@@ -157,7 +157,9 @@ end
 // lease carries its step gets the whole step done here instead: the lock
 // set for the step's PX, its fence minted, its value read, and the step's
 // answer (as stepScript answers it) published on its head channel after
-// its id and a space, so that it makes no call of its own once woken. With
+// its id and a space, so that it makes no call of its own once woken (a
+// value over 1 MiB is left for the head's claim to read, its lock handed
+// over as above). With
 // nobody live in line (or no line: line nil), or a head whose lease holds
 // no token, the lock is deleted and the head, if any, named as before.
 const handOnLua = setOverLua + mintFenceLua + leasePartsLua + `
@@ -175,6 +177,13 @@ local function hand_on(lock, ch, line, prefix)
           v = redis.call('get', st.dk)
           sum = sum + 2
           if v then sum = sum + 8 end
+          if v and #v > 1048576 then
+            -- Too long for a pub/sub message (a server cuts off a
+            -- subscriber whose output passes its pubsub limit): the head
+            -- claims its lock and reads the value itself.
+            tell_head(ch, h)
+            return
+          end
         end
         local a = string.format('%s %d %.0f', h, sum, fence)
         if v then a = a .. ' ' .. v end
@@ -304,7 +313,8 @@ func (s *Store) waitInLine(key, id string, timeout time.Duration, sc *script, ar
 		turn, _, err := s.waitTurnDirect(releaseChannel(rk), id, timeout, look)
 		return turn, err
 	}
-	return s.wait(key, id, timeout, look)
+	turn, _, err := s.wait(key, id, timeout, look)
+	return turn, err
 }
 
 // lineLook is waiter id's look at lock rk with sc (see waitInLine): its

@@ -5,6 +5,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,6 +55,10 @@ type waiter struct {
 	// already woken from one queue takes no second wake from the other,
 	// which would be lost to the waiter behind it.
 	woken *bool
+	// answer is set with woken by a message on the head channel that
+	// carries the answer of a step the release made for the waiter
+	// (handover.go): what follows its id and a space.
+	answer *string
 }
 
 func newHub(c redis.UniversalClient) *hub {
@@ -155,7 +160,9 @@ const wakeEveryone = "*"
 // plain Wait (on the named channel, and on the release channel, where an
 // earlier build names the head); a message naming nobody ("") wakes the
 // oldest waiter of any kind on the release channel, who looks and waits
-// again if it is not its turn; wakeEveryone wakes them all there.
+// again if it is not its turn; wakeEveryone wakes them all there. A
+// message that names the head and carries its step's answer wakes the
+// head alone, with the answer.
 func wake(q []*waiter, payload string) []*waiter {
 	// Waiters woken from another queue are gone from this one too.
 	q = slices.DeleteFunc(q, func(w *waiter) bool { return *w.woken })
@@ -181,6 +188,15 @@ func wake(q []*waiter, payload string) []*waiter {
 		woke(func(w *waiter) bool { return w.onRelease })
 		return q
 	}
+	if id, answer, ok := strings.Cut(payload, " "); ok {
+		// A step made for the head, on its own channel only.
+		if i := slices.IndexFunc(q, func(w *waiter) bool { return w.id == id && !w.onRelease }); i >= 0 {
+			*q[i].answer = answer
+			tell(i)
+			q = append(q[:i:i], q[i+1:]...)
+		}
+		return q
+	}
 	woke(func(w *waiter) bool { return w.id == payload })
 	woke(func(w *waiter) bool { return w.id == "" && w.onRelease })
 	woke(func(w *waiter) bool { return w.id == "" && !w.onRelease })
@@ -202,7 +218,7 @@ func (h *hub) close() {
 // free. A key that expires rather than being released is noticed when the
 // timeout ends: callers wait one backoff step at most.
 func (s *Store) Wait(key string, timeout time.Duration) (bool, error) {
-	return s.wait(key, "", timeout, func() (bool, time.Duration, error) {
+	turn, _, err := s.wait(key, "", timeout, func() (bool, time.Duration, error) {
 		held, err := s.Exists(key)
 		if err != nil || !held {
 			return !held, 0, err
@@ -213,14 +229,16 @@ func (s *Store) Wait(key string, timeout time.Duration) (bool, error) {
 		}
 		return false, ttl, nil
 	})
+	return turn, err
 }
 
 // wait registers a waiter with id on key's release channel, subscribes,
 // and then looks (a release before the subscription stood would be
 // missed): look says whether to return at once (true), else the key's TTL
 // (-1: none), by which the wait is cut short. Then it waits for a message
-// for it or the timeout.
-func (s *Store) wait(key, id string, timeout time.Duration, look func() (bool, time.Duration, error)) (bool, error) {
+// for it or the timeout; answer is a step's answer the message carried
+// (waitTurnDirect).
+func (s *Store) wait(key, id string, timeout time.Duration, look func() (bool, time.Duration, error)) (turn bool, answer string, err error) {
 	ch := releaseChannel(s.redisKey(key))
 	// The waiter listens on the key's release channel and on the one that
 	// names it (a head of the line: its own) or names anybody (Wait).
@@ -230,12 +248,13 @@ func (s *Store) wait(key, id string, timeout time.Duration, look func() (bool, t
 	}
 	h := s.hub
 	woke, woken := make(chan struct{}, 1), false
-	ws := [2]*waiter{{ch: woke, id: id, onRelease: true, woken: &woken}, {ch: woke, id: id, woken: &woken}}
+	ws := [2]*waiter{{ch: woke, id: id, onRelease: true, woken: &woken, answer: &answer},
+		{ch: woke, id: id, woken: &woken, answer: &answer}}
 
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
-		return false, redis.ErrClosed
+		return false, "", redis.ErrClosed
 	}
 	if h.ps == nil {
 		h.start()
@@ -248,20 +267,20 @@ func (s *Store) wait(key, id string, timeout time.Duration, look func() (bool, t
 	defer h.leave(chans[:], woke)
 
 	h.subMu.Lock()
-	err := ps.Subscribe(ctx, chans[:]...) // idempotent for a channel already subscribed
+	err = ps.Subscribe(ctx, chans[:]...) // idempotent for a channel already subscribed
 	h.subMu.Unlock()
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
 	start := time.Now()
 	h.stood(ps, timeout)
 	timeout -= time.Since(start)
 	now, ttl, err := look()
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
 	if now || timeout <= 0 {
-		return now, nil
+		return now, "", nil
 	}
 	// It expires sooner: wake then. PTTL counts whole milliseconds left,
 	// rounded down, so a wake at ttl can come just before the expiry: a
@@ -273,9 +292,12 @@ func (s *Store) wait(key, id string, timeout time.Duration, look func() (bool, t
 	defer t.Stop()
 	select {
 	case <-woke:
-		return true, nil
+		// answer was set before the wake, under the hub's mu.
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return true, answer, nil
 	case <-t.C:
-		return false, nil
+		return false, "", nil
 	}
 }
 
