@@ -21,6 +21,17 @@ func sessionRead(name string, token []byte) backend.Step {
 	return st
 }
 
+// headSubscribed waits until waiter id of lock listens on its head
+// channel: a release from then on reaches it.
+func headSubscribed(t *testing.T, s *Store, lock, id string) {
+	own := headChannel(releaseChannel(testKey(lock)), id)
+	require.Eventually(t, func() bool {
+		n, err := s.c.PubSubNumSub(ctx, own).Result()
+		require.NoError(t, err)
+		return n[own] == 1
+	}, hangCatch, time.Millisecond, "the head subscribed")
+}
+
 // A release hands a waiting session read its whole step: the woken head has
 // the lock, a fence above the releasing holder's, and the data that
 // holder wrote in its release, without a call of its own; its lease is
@@ -55,12 +66,7 @@ func releaseMakesTheHeadsStep(t *testing.T, srv *redistest.Server, name string, 
 		done, err := head.WaitStep(&st, "headid", hangCatch)
 		woke <- waited{done, err}
 	}()
-	own := headChannel(releaseChannel(testKey(st.Lock)), "headid")
-	require.Eventually(t, func() bool {
-		n, err := holder.c.PubSubNumSub(ctx, own).Result()
-		require.NoError(t, err)
-		return n[own] == 1
-	}, hangCatch, time.Millisecond, "the head subscribed")
+	headSubscribed(t, holder, st.Lock, "headid")
 
 	written, err := backend.SetFencedRelease(holder, st.Key, []byte("written"), time.Minute, st.Lock, first.Fence, []byte("holder"))
 	require.NoError(t, err)
@@ -173,12 +179,7 @@ func TestALongValueIsReadByTheHeadsClaim(t *testing.T) {
 		done, err = head.WaitStep(&st, "headid", hangCatch)
 		woke <- err
 	}()
-	own := headChannel(releaseChannel(testKey(st.Lock)), "headid")
-	require.Eventually(t, func() bool {
-		n, err := holder.c.PubSubNumSub(ctx, own).Result()
-		require.NoError(t, err)
-		return n[own] == 1
-	}, hangCatch, time.Millisecond, "the head subscribed")
+	headSubscribed(t, holder, st.Lock, "headid")
 
 	long := make([]byte, 1<<20+1)
 	for i := range long {

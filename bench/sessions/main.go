@@ -32,7 +32,10 @@
 //
 //	go run ./bench/sessions -ext build/modules/ephpm.so -hold-us 1000,5000
 //
-// -only keeps the handlers whose name contains it; -monitor FILE records
+// -valkey runs the Redis rows again on Valkey (bench/chroot-server.sh runs
+// the matrix chroot's); -base runs another build's Redis exclusive row
+// beside this one's, for an A/B in one run. -only keeps the handlers whose
+// name contains it; -monitor FILE records
 // Redis's MONITOR during each measured run into FILE.N (N the handler's
 // row), for the hand-off timeline (bench/sessions/timeline).
 //
@@ -208,10 +211,15 @@ func main() {
 	holds := flag.String("hold-us", "1000,5000", "microseconds each request works with the session open (a list)")
 	only := flag.String("only", "", "run only the handlers whose name contains this")
 	monitor := flag.String("monitor", "", "record Redis's MONITOR of each measured run into this file, .N appended")
+	base := flag.String("base", "", "another build's ephpm.so, whose Redis exclusive row runs beside this one's (an A/B in one run)")
 	valkey := flag.String("valkey", "", "a command that runs valkey-server (bench/chroot-server.sh valkey-server): the Redis rows again on Valkey")
 	flag.Parse()
 	extPath, err := filepath.Abs(*ext)
 	must(err)
+	if *base != "" {
+		*base, err = filepath.Abs(*base)
+		must(err)
+	}
 
 	dir, err := os.MkdirTemp("", "ephpm-sessions-bench")
 	must(err)
@@ -290,6 +298,9 @@ func main() {
 			handler{"ephpm (" + srv.name + "), exclusive, lock_lease=0", []string{
 				"extension=" + extPath, "ephpm.kv_backend=\"" + url + "?lock_lease=0\"", "session.save_handler=ephpm",
 			}, 0, srv.port},
+			handler{"ephpm (" + srv.name + "), exclusive, -base build", []string{
+				"extension=" + *base, "ephpm.kv_backend=" + url, "session.save_handler=ephpm",
+			}, 0, srv.port},
 			handler{"ephpm (" + srv.name + "), optimistic", []string{
 				"extension=" + extPath, "ephpm.kv_backend=" + url,
 				"session.save_handler=ephpm", "ephpm.session_lock_mode=optimistic",
@@ -322,7 +333,8 @@ func main() {
 		fmt.Fprintf(w, "handler\tkept\twall time\t/serial\t/floor\tslept\theld\tidle\t/parallel\tp50\tp99\tfailed\tRedis commands per request\t\n")
 		var floor time.Duration
 		for h, handler := range handlers {
-			if strings.HasPrefix(handler.name, "phpredis") && !phpredis || h > 0 && !strings.Contains(handler.name, *only) {
+			if strings.HasPrefix(handler.name, "phpredis") && !phpredis || h > 0 && !strings.Contains(handler.name, *only) ||
+				strings.HasSuffix(handler.name, "-base build") && *base == "" {
 				continue // the floor (row 0) always runs: the other rows are read against it
 			}
 			workers := handler.workers
