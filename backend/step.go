@@ -55,6 +55,14 @@ func Run(b Stepper, s *Step) error {
 // Hide is s hidden from escape analysis as Run passes it, for a caller
 // that passes a Step it keeps on its stack to another method that keeps
 // nothing of it past the call (lockwait's attempt in a line).
+//
+// Between taking s's address as a uintptr and making it a pointer again,
+// Hide makes no call: a call may grow the stack and move it, which does
+// not adjust a uintptr, and the result would point into the old stack,
+// freed and given to another goroutine. go:nocheckptr keeps checkptr
+// (on under -race, -msan and -asan) from putting its call between the two.
+//
+//go:nocheckptr
 func Hide(s *Step) *Step {
 	if never.on {
 		never.s = *s // what s points to escapes; s itself does not

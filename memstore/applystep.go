@@ -152,6 +152,11 @@ type stepView struct {
 // result is to be passed at once, never kept: it is made from a uintptr,
 // which a stack that grows and moves (makeRoom's) leaves pointing at the
 // old one.
+//
+// It makes no call between taking v's address as a uintptr and making it
+// a pointer again (see backend.Hide): go:nocheckptr keeps checkptr's out.
+//
+//go:nocheckptr
 func (v *stepView) engine() contract.StepEngine {
 	p := uintptr(unsafe.Pointer(v))
 	return *(**stepView)(unsafe.Pointer(&p))
