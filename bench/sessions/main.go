@@ -32,7 +32,8 @@
 //
 //	go run ./bench/sessions -ext build/modules/ephpm.so -hold-us 1000,5000
 //
-// -valkey runs the Redis rows again on Valkey (bench/chroot-server.sh runs
+// Each server has a replica, for the row that waits for it
+// (wait_replicas=1); -valkey runs the Redis rows again on Valkey (bench/chroot-server.sh runs
 // the matrix chroot's); -base runs another build's Redis exclusive row
 // beside this one's, for an A/B in one run. -only keeps the handlers whose
 // name contains it; -monitor FILE records
@@ -242,6 +243,21 @@ func main() {
 		stop := start(cmd[0], append(cmd[1:], "--bind", "127.0.0.1", "--port", strconv.Itoa(srv.port), "--save", "", "--appendonly", "no", "--dir", dir)...)
 		defer stop()
 		waitFor("tcp", "127.0.0.1:"+strconv.Itoa(srv.port))
+		// A replica of it, for the row that waits for one (wait_replicas=1).
+		rport := freePort()
+		stopReplica := start(cmd[0], append(cmd[1:], "--bind", "127.0.0.1", "--port", strconv.Itoa(rport), "--save", "", "--appendonly", "no",
+			"--dir", dir, "--replicaof", "127.0.0.1", strconv.Itoa(srv.port))...)
+		defer stopReplica()
+		for i := 0; ; i++ {
+			out, _ := exec.Command("redis-cli", "-p", strconv.Itoa(srv.port), "info", "replication").Output()
+			if strings.Contains(string(out), "state=online") {
+				break
+			}
+			if i == 500 {
+				must(fmt.Errorf("the replica of %s never came online", srv.name))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 		out, _ := exec.Command("redis-cli", "-p", strconv.Itoa(srv.port), "info", "server").Output()
 		for _, line := range strings.Split(string(out), "\n") {
 			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
@@ -297,6 +313,10 @@ func main() {
 			// step, which needs it); the URL is quoted, '=' being ini syntax.
 			handler{"ephpm (" + srv.name + "), exclusive, lock_lease=0", []string{
 				"extension=" + extPath, "ephpm.kv_backend=\"" + url + "?lock_lease=0\"", "session.save_handler=ephpm",
+			}, 0, srv.port},
+			// Every write waits for the replica (issue 29, item 2).
+			handler{"ephpm (" + srv.name + "), exclusive, wait_replicas=1", []string{
+				"extension=" + extPath, "ephpm.kv_backend=\"" + url + "?wait_replicas=1\"", "session.save_handler=ephpm",
 			}, 0, srv.port},
 			handler{"ephpm (" + srv.name + "), exclusive, -base build", []string{
 				"extension=" + *base, "ephpm.kv_backend=" + url, "session.save_handler=ephpm",
