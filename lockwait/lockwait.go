@@ -64,11 +64,15 @@ func (systemClock) Sleep(d time.Duration) { time.Sleep(d) }
 var SystemClock Clock = systemClock{}
 
 // Locker acquires locks in a Store. The zero Backoff and a nil Clock mean
-// DefaultBackoff and SystemClock.
+// DefaultBackoff and SystemClock. Lease is how long a waiter's place in a
+// Line lasts past its last attempt; 0 means LineStep + LeaseMargin, which
+// is what every caller but a test that must not depend on the host's
+// scheduler wants.
 type Locker struct {
 	Store   Store
 	Clock   Clock
 	Backoff Backoff
+	Lease   time.Duration
 }
 
 // Result says how an acquisition went. How long it took is the caller's
@@ -285,6 +289,9 @@ func (l *Locker) acquire(key string, budget time.Duration, lined bool, turn func
 	// A call that will not wait attempts in line with no lease: refused,
 	// it takes no place there, and has none to leave.
 	lease := LineStep + LeaseMargin
+	if l.Lease > 0 {
+		lease = l.Lease
+	}
 	if budget <= 0 {
 		lease = 0
 	}

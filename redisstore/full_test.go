@@ -79,19 +79,30 @@ func waitingInLine(t *testing.T, a *redis.Client, key string, done <-chan error)
 	return lease
 }
 
-// leaseKept watches lease for longer than a lease lasts: it is still
-// there, and the waiter still waiting, only if its attempts renewed it.
+// waiterLease is the place in line of the waiters on a full server: long
+// enough that no stall of a loaded host loses it between two attempts
+// (lockwait.LineStep apart), so that what is watched is the renewal.
+const waiterLease = 30 * time.Second
+
+// leaseKept watches lease until a renewal of it (its PTTL going up), which
+// a waiter already in line makes with each attempt, on the full server
+// too; the waiter is still waiting.
 func leaseKept(t *testing.T, a *redis.Client, lease string, done <-chan error) {
 	t.Helper()
-	for end := time.Now().Add(lockwait.LineStep + lockwait.LeaseMargin + 200*time.Millisecond); time.Now().Before(end); {
+	last := a.PTTL(ctx, lease).Val()
+	require.Greater(t, last, lockwait.LineStep+lockwait.LeaseMargin, "the waiter has the lease its Locker gave it")
+	require.Eventually(t, func() bool {
 		select {
 		case err := <-done:
 			t.Fatalf("the waiter's call ended on the full server: %v", err)
 		default:
 		}
-		require.Equal(t, int64(1), a.Exists(ctx, lease).Val(), "the lease is renewed on the full server")
-		time.Sleep(20 * time.Millisecond)
-	}
+		now := a.PTTL(ctx, lease).Val()
+		require.Greater(t, now, time.Duration(0), "the lease is there")
+		renewed := now > last
+		last = now
+		return renewed
+	}, hangCatch, 20*time.Millisecond, "the lease is renewed on the full server")
 }
 
 // refusedThenReleased checks that a write-and-release the full server
@@ -120,7 +131,7 @@ func TestAFullServerReleasesLocksAndHandsThemOn(t *testing.T) {
 	holder := []byte("holder")
 	const ttl = time.Hour
 	exclusive := func(s *Store, key string) (bool, error) {
-		res, err := (&lockwait.Locker{Store: s}).Acquire(key, []byte("next"), ttl, 5*hangCatch)
+		res, err := (&lockwait.Locker{Store: s, Lease: waiterLease}).Acquire(key, []byte("next"), ttl, 5*hangCatch)
 		return res.Acquired, err
 	}
 	for _, tc := range []struct {
@@ -232,7 +243,7 @@ func fencedHold(t *testing.T, s *Store, key string) int64 {
 // lockWaiter is a read/write lock's waiter in mode.
 func lockWaiter(mode contract.LockMode) func(s *Store, key string) (bool, error) {
 	return func(s *Store, key string) (bool, error) {
-		res, _, err := (&lockwait.Locker{Store: s}).AcquireLock(s, key, []byte(fmt.Sprintf("next-%d", mode)), mode, time.Minute, 5*hangCatch)
+		res, _, err := (&lockwait.Locker{Store: s, Lease: waiterLease}).AcquireLock(s, key, []byte(fmt.Sprintf("next-%d", mode)), mode, time.Minute, 5*hangCatch)
 		return res.Acquired, err
 	}
 }
@@ -251,7 +262,7 @@ func TestAFullServerKeepsTheLineMoving(t *testing.T) {
 	done := make(chan error, 1)
 	var acquired bool
 	go func() {
-		res, err := (&lockwait.Locker{Store: s}).Acquire(key, []byte("next"), time.Minute, 5*hangCatch)
+		res, err := (&lockwait.Locker{Store: s, Lease: waiterLease}).Acquire(key, []byte("next"), time.Minute, 5*hangCatch)
 		acquired = res.Acquired
 		done <- err
 	}()
