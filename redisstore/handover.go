@@ -62,13 +62,7 @@ func (s *Store) WaitStep(st *contract.Step, id string, timeout time.Duration) (d
 	// A lock the release sets was set after this waiter subscribed:
 	// its lease and TTL are counted from before that.
 	from := monoNow()
-	look := s.lineLook(rk, id, turnScript)
-	var answer string
-	if s.direct != nil {
-		_, answer, err = s.waitTurnDirect(releaseChannel(rk), id, timeout, look)
-	} else {
-		_, answer, err = s.wait(st.Lock, id, timeout, look)
-	}
+	_, answer, err := s.waitLine(st.Lock, rk, id, timeout, s.lineLook(rk, id, turnScript))
 	if err != nil || answer == "" {
 		return false, err
 	}

@@ -127,7 +127,7 @@ end
 // leasePartsLua is lease_parts(l): what a waiter's lease value l holds,
 // or nil if it holds no token. A lease is "LEASE_MS:TOKEN", the lease's
 // length and the token a release sets for the waiter; a waiter whose whole
-// step a release may do for it (a hand-over, stepHandOver in step.go) adds
+// step a release may do for it (handsOverStep, handover.go) adds
 // that step after the length, "LEASE_MS,TTL,ACQUIRE,KEEP,TOKEN_LEN,
 // FENCE_KEY_LEN:TOKEN FENCE_KEY DATA_KEY" (no spaces): its lock's PX, its
 // acquire flag (stepScript's ARGV 1), how long its fence key is kept, and
@@ -308,13 +308,19 @@ func (s *Store) WaitTurn(key, id string, timeout time.Duration) (bool, error) {
 // at most in ms (-1: no bound).
 func (s *Store) waitInLine(key, id string, timeout time.Duration, sc *script, argv ...any) (bool, error) {
 	rk := s.redisKey(key)
-	look := s.lineLook(rk, id, sc, argv...)
-	if s.direct != nil {
-		turn, _, err := s.waitTurnDirect(releaseChannel(rk), id, timeout, look)
-		return turn, err
-	}
-	turn, _, err := s.wait(key, id, timeout, look)
+	turn, _, err := s.waitLine(key, rk, id, timeout, s.lineLook(rk, id, sc, argv...))
 	return turn, err
+}
+
+// waitLine is the wait of waiter id of key's line (Redis key rk) after
+// look: on a subscriber connection of its own on a standalone server
+// (waitTurnDirect), else through the process's hub (wait). answer is a
+// step's answer the release's message carried (handover.go).
+func (s *Store) waitLine(key, rk, id string, timeout time.Duration, look func() (bool, time.Duration, error)) (turn bool, answer string, err error) {
+	if s.direct != nil {
+		return s.waitTurnDirect(releaseChannel(rk), id, timeout, look)
+	}
+	return s.wait(key, id, timeout, look)
 }
 
 // lineLook is waiter id's look at lock rk with sc (see waitInLine): its
