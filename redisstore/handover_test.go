@@ -21,15 +21,14 @@ func sessionRead(name string, token []byte) backend.Step {
 	return st
 }
 
-// headSubscribed waits until waiter id of lock listens on its head
-// channel: a release from then on reaches it.
-func headSubscribed(t *testing.T, s *Store, lock, id string) {
-	own := headChannel(releaseChannel(testKey(lock)), id)
-	require.Eventually(t, func() bool {
-		n, err := s.c.PubSubNumSub(ctx, own).Result()
-		require.NoError(t, err)
-		return n[own] == 1
-	}, hangCatch, time.Millisecond, "the head subscribed")
+// lookedAndWaits waits until a waiter that started after the server had
+// run pttls PTTLs has made its look (the turn script's PTTL of a lock held
+// by another) and so stands subscribed: a release from then on reaches it
+// in its wait, never in its look.
+func lookedAndWaits(t *testing.T, addr string, pttls int64) {
+	t.Helper()
+	require.Eventually(t, func() bool { return calls(t, addr)["pttl"] > pttls },
+		hangCatch, time.Millisecond, "the head looked and waits")
 }
 
 // A release hands a waiting session read its whole step: the woken head has
@@ -62,11 +61,12 @@ func releaseMakesTheHeadsStep(t *testing.T, srv *redistest.Server, name string, 
 		err  error
 	}
 	woke := make(chan waited, 1)
+	pttls := calls(t, srv.Addr)["pttl"]
 	go func() {
 		done, err := head.WaitStep(&st, "headid", hangCatch)
 		woke <- waited{done, err}
 	}()
-	headSubscribed(t, holder, st.Lock, "headid")
+	lookedAndWaits(t, srv.Addr, pttls)
 
 	written, err := backend.SetFencedRelease(holder, st.Key, []byte("written"), time.Minute, st.Lock, first.Fence, []byte("holder"))
 	require.NoError(t, err)
@@ -174,12 +174,13 @@ func TestALongValueIsReadByTheHeadsClaim(t *testing.T) {
 	require.False(t, st.Held)
 	woke := make(chan error, 1)
 	var done bool
+	pttls := calls(t, srv.Addr)["pttl"]
 	go func() {
 		var err error
 		done, err = head.WaitStep(&st, "headid", hangCatch)
 		woke <- err
 	}()
-	headSubscribed(t, holder, st.Lock, "headid")
+	lookedAndWaits(t, srv.Addr, pttls)
 
 	long := make([]byte, 1<<20+1)
 	for i := range long {
