@@ -258,9 +258,9 @@ func (l *Locker) clock() Clock {
 
 // acquire runs Acquire's loop with attempt as each SetNX: in line as id
 // with a lease, when line is not nil (only if lined, and the store has a
-// Line for key), waiting for its turn with turn (nil: the Line's
-// WaitTurn), which answers granted true when the release that woke it
-// made the attempt for it, and granted it (StepLine).
+// Line for key), waiting for its turn with turn, which answers granted
+// true when the release that woke it made the attempt for it, and granted
+// it (StepLine).
 func (l *Locker) acquire(key string, budget time.Duration, lined bool, turn func(ln Line, id string, timeout time.Duration) (granted bool, err error),
 	attempt func(line *Line, id string, lease time.Duration) (contract.SetNXOutcome, error)) (Result, error) {
 	clock, backoff := l.clock(), l.Backoff
@@ -276,12 +276,6 @@ func (l *Locker) acquire(key string, budget time.Duration, lined bool, turn func
 			return Result{}, err
 		}
 		line, id = &ln, tok
-		if turn == nil {
-			turn = func(ln Line, id string, timeout time.Duration) (bool, error) {
-				_, err := ln.WaitTurn(key, id, timeout)
-				return false, err
-			}
-		}
 	}
 
 	deadline := clock.Now().Add(budget)
