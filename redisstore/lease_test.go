@@ -137,11 +137,10 @@ func TestOnlyABoundGrantHasALease(t *testing.T) {
 }
 
 // The renewals keep a Bound lock for its TTL and no longer: every
-// expiry the server holds is within the TTL counted from the grant, on
-// the server's clock (an observation can only make an expiry look earlier
-// than it is: it was read before its answer came back, and the grant
-// happened before the step returned), and once the TTL has passed the key
-// is gone and stays gone, its renewal ended.
+// expiry the server holds (PEXPIRETIME) is within the TTL counted from the
+// grant, on the server's clock (read after the step returned: no earlier
+// than the grant), and once the TTL has passed there the key is gone and
+// stays gone, its renewal ended.
 func TestARenewalNeverOutlastsTheLocksTTL(t *testing.T) {
 	srv := redistest.Start(t)
 	s := open(t, "redis://"+srv.Addr+"?lock_lease=200ms")
@@ -149,22 +148,26 @@ func TestARenewalNeverOutlastsTheLocksTTL(t *testing.T) {
 	const ttl = 1500 * time.Millisecond
 	st := boundStep(lock, []byte("holder"), ttl)
 	require.NoError(t, s.Step(&st))
-	granted := time.Now()
 	require.True(t, st.Held)
+	// The TTL's end on the server's clock, read once the grant is made:
+	// no later than the grant's own end, and read by the clock that
+	// expires the key, so that neither this host's scheduler nor a clock
+	// read here moves it.
+	end := serverNow(t, s).Add(ttl)
 	for {
-		asked := time.Now()
-		p := leftOf(t, s, lock)
-		if p < 0 {
+		r, err := s.do(nil, "pexpiretime", testKey(lock))
+		require.NoError(t, err)
+		if r.n < 0 {
 			break
 		}
-		require.LessOrEqual(t, p, 200*time.Millisecond, "no more than a lease at a time")
-		// PTTL counts in whole milliseconds from the server's clock read
-		// rounded down, so it may say up to 1 ms more than is left.
-		require.False(t, asked.Add(p-time.Millisecond).After(granted.Add(ttl)),
-			"an expiry %v past the TTL's end", asked.Add(p-time.Millisecond).Sub(granted.Add(ttl)))
+		require.LessOrEqual(t, leftOf(t, s, lock), 200*time.Millisecond, "no more than a lease at a time")
+		expiry := time.UnixMilli(r.n)
+		require.False(t, expiry.After(end), "an expiry %v past the TTL's end", expiry.Sub(end))
 		time.Sleep(10 * time.Millisecond) // the pace of the observations, nothing waits on it
 	}
-	time.Sleep(time.Until(granted.Add(ttl + time.Millisecond)))
+	for serverNow(t, s).Before(end.Add(time.Millisecond)) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	v, found, err := get(t, s, lock)
 	require.NoError(t, err)
 	require.False(t, found, "the TTL has passed: %q", v)
@@ -406,4 +409,12 @@ func TestLeasesOnACluster(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, found, "%s outlived its TTL", lock)
 	}
+}
+
+// serverNow is the server's clock (TIME).
+func serverNow(t *testing.T, s *Store) time.Time {
+	t.Helper()
+	now, err := s.c.Time(ctx).Result()
+	require.NoError(t, err)
+	return now
 }
