@@ -77,11 +77,15 @@ func race(t *testing.T, srv server, n, rounds int, want string) {
 			}(i)
 		}
 		// Released together: once every contender waits on the barrier.
+		// The count the wait ended on is the one checked: a second read of
+		// /proc/locks may fail or be torn (flockWaiters then counts 0).
 		deadline := time.Now().Add(2 * time.Minute) // a hang catch
-		for flockWaiters(&st) < n && time.Now().Before(deadline) {
+		waiting := flockWaiters(&st)
+		for waiting < n && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
+			waiting = flockWaiters(&st)
 		}
-		require.Equal(t, n, flockWaiters(&st), "round %d: contenders at the barrier", r)
+		require.Equal(t, n, waiting, "round %d: contenders at the barrier", r)
 		require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_UN))
 		wg.Wait()
 		f.Close()
