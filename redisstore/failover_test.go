@@ -34,48 +34,58 @@ func TestSentinelFailoverLosesNoGrantWithWaitReplicas(t *testing.T) {
 	if testing.Short() {
 		rounds = 5
 	}
-	run := func(phase string, n int, m lockfailover.Mode, check func(o lockfailover.Outcome)) tally {
+	// Every round's outcome is logged at the end, after any failure's
+	// message (which names its round), so that a failure leads the output.
+	var log []string
+	defer func() {
+		for _, l := range log {
+			t.Log(l)
+		}
+	}()
+	run := func(phase string, n int, m lockfailover.Mode, check func(r string, o lockfailover.Outcome)) tally {
 		var tl tally
 		for i := 0; i < n; i++ {
+			r := fmt.Sprintf("%s round %d", phase, i)
 			o, err := lockfailover.Round(d, fmt.Sprintf("failover:%s:%d", phase, i), m)
-			require.NoError(t, err, "%s round %d: the harness", phase, i)
-			t.Logf("%s %2d: %s", phase, i, o)
+			require.NoError(t, err, "%s: the harness", r)
+			r += ": " + o.String()
+			log = append(log, r)
 			tl.add(o)
-			check(o)
+			check(r, o)
 			if o.Fence1 != 0 && o.Fence2 != 0 {
-				assert.Greater(t, o.Fence2, o.Fence1, "%s round %d: a fence minted after the failover is above the holder's", phase, i)
+				assert.Greater(t, o.Fence2, o.Fence1, "a fence minted after the failover is above the holder's; %s", r)
 			}
 		}
 		return tl
 	}
 
-	cutNoWait := run("cut-nowait", cutRounds, lockfailover.Mode{Cut: true}, func(o lockfailover.Outcome) {
-		require.NoError(t, o.LockErr, "without waiting the master grants")
-		require.NoError(t, o.FencedErr, "without waiting the master grants")
+	cutNoWait := run("cut-nowait", cutRounds, lockfailover.Mode{Cut: true}, func(r string, o lockfailover.Outcome) {
+		require.NoError(t, o.LockErr, "without waiting the master grants; %s", r)
+		require.NoError(t, o.FencedErr, "without waiting the master grants; %s", r)
 	})
 	assert.Positive(t, cutNoWait.double, "without waiting, a grant the replica missed makes a double holder")
 
-	cutWait := run("cut-wait", cutRounds, lockfailover.Mode{Cut: true, HolderParams: waitParams}, func(o lockfailover.Outcome) {
-		assert.Error(t, o.LockErr, "the replica cannot acknowledge the grant: it must fail")
-		assert.Error(t, o.FencedErr, "the replica cannot acknowledge the fenced grant: it must fail")
-		assert.False(t, o.Double(), "double holder")
-		assert.False(t, o.FencedDouble(), "double holder of the fenced lock")
+	cutWait := run("cut-wait", cutRounds, lockfailover.Mode{Cut: true, HolderParams: waitParams}, func(r string, o lockfailover.Outcome) {
+		assert.Error(t, o.LockErr, "the replica cannot acknowledge the grant: it must fail; %s", r)
+		assert.Error(t, o.FencedErr, "the replica cannot acknowledge the fenced grant: it must fail; %s", r)
+		assert.False(t, o.Double(), "double holder; %s", r)
+		assert.False(t, o.FencedDouble(), "double holder of the fenced lock; %s", r)
 	})
 
-	wait := run("wait", rounds, lockfailover.Mode{HolderParams: waitParams}, func(o lockfailover.Outcome) {
+	wait := run("wait", rounds, lockfailover.Mode{HolderParams: waitParams}, func(r string, o lockfailover.Outcome) {
 		if o.LockErr == nil {
-			assert.False(t, o.LockLost, "an acknowledged grant is on the promoted replica")
-			assert.False(t, o.Double(), "double holder")
+			assert.False(t, o.LockLost, "an acknowledged grant is on the promoted replica; %s", r)
+			assert.False(t, o.Double(), "double holder; %s", r)
 		}
 		if o.FencedErr == nil {
-			assert.False(t, o.FencedLost, "an acknowledged fenced grant is on the promoted replica")
-			assert.False(t, o.FencedDouble(), "double holder of the fenced lock")
-			assert.GreaterOrEqual(t, o.FenceAfter, o.Fence1, "the new master has the holder's fence")
+			assert.False(t, o.FencedLost, "an acknowledged fenced grant is on the promoted replica; %s", r)
+			assert.False(t, o.FencedDouble(), "double holder of the fenced lock; %s", r)
+			assert.GreaterOrEqual(t, o.FenceAfter, o.Fence1, "the new master has the holder's fence; %s", r)
 		}
 	})
 	// Grants refused in most rounds would show nothing: a replica in sync
 	// acknowledges within milliseconds.
-	assert.Greater(t, wait.rounds-wait.refused, rounds/2, "grants granted")
+	assert.Greater(t, wait.rounds-wait.refused, rounds/2, "grants granted; waiting: %s", wait)
 
 	t.Logf("cut off, no wait: %s", cutNoWait)
 	t.Logf("cut off, waiting: %s", cutWait)
