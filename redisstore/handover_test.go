@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -43,51 +44,69 @@ func TestAReleaseMakesTheHeadsStepForIt(t *testing.T) {
 	t.Run("hub", func(t *testing.T) { releaseMakesTheHeadsStep(t, srv, "hub", true) })
 }
 
-func releaseMakesTheHeadsStep(t *testing.T, srv *redistest.Server, name string, hub bool) {
-	holder, head := open(t, "redis://"+srv.Addr), open(t, "redis://"+srv.Addr)
+// waited is what a head's WaitStep answered.
+type waited struct {
+	done bool
+	err  error
+}
+
+// holdAndLineUp has holder take the lock (take) and head line up behind
+// it with st (as waiter "headid"), and returns head's WaitStep's answer
+// once head stands subscribed in its wait; head uses its process's hub
+// with hub.
+func holdAndLineUp(t *testing.T, srv *redistest.Server, hub bool, take func(holder *Store), st *backend.Step) (holder, head *Store, woke <-chan waited) {
+	holder, head = open(t, "redis://"+srv.Addr), open(t, "redis://"+srv.Addr)
 	if hub {
 		head.direct = nil
 	}
-	first := sessionRead(name, []byte("holder"))
-	require.NoError(t, holder.Step(&first))
-	require.True(t, first.Held)
-
-	st := sessionRead(name, []byte("head"))
-	require.True(t, head.handsOverStep(&st))
-	require.NoError(t, head.StepInLine(&st, "headid", 30*time.Second))
+	take(holder)
+	require.True(t, head.handsOverStep(st))
+	require.NoError(t, head.StepInLine(st, "headid", 30*time.Second))
 	require.False(t, st.Held, "in line")
-	type waited struct {
-		done bool
-		err  error
-	}
-	woke := make(chan waited, 1)
+	w := make(chan waited, 1)
 	pttls := calls(t, srv.Addr)["pttl"]
 	go func() {
-		done, err := head.WaitStep(&st, "headid", hangCatch)
-		woke <- waited{done, err}
+		done, err := head.WaitStep(st, "headid", hangCatch)
+		w <- waited{done, err}
 	}()
 	lookedAndWaits(t, srv.Addr, pttls)
+	return holder, head, w
+}
 
-	written, err := backend.SetFencedRelease(holder, st.Key, []byte("written"), time.Minute, st.Lock, first.Fence, []byte("holder"))
-	require.NoError(t, err)
-	require.True(t, written)
-	w := <-woke
+// handedTheGrant checks that head, woken with w, has the lock that the
+// release made its step for: held, its token in it, a fence above the
+// holder's, for a lease that head renews, and out of line.
+func handedTheGrant(t *testing.T, holder, head *Store, w waited, holderFence int64, st *backend.Step) {
+	t.Helper()
 	require.NoError(t, w.err)
 	require.True(t, w.done, "the release made the head's step")
 	assert.True(t, st.Held)
 	assert.Equal(t, contract.Inserted, st.Outcome)
-	assert.True(t, st.Found)
-	assert.Equal(t, "written", string(st.Dst[:st.N]), "the data of the release before")
-	assert.Greater(t, st.Fence, first.Fence)
+	assert.Greater(t, st.Fence, holderFence)
 	v, _, err := get(t, holder, st.Lock)
 	require.NoError(t, err)
-	assert.Equal(t, "head", string(v))
+	assert.Equal(t, string(st.Token), string(v))
 	assert.LessOrEqual(t, leftOf(t, holder, st.Lock), head.BoundLease(), "the lock holds for the lease")
 	head.renew.mu.Lock()
-	_, renewed := head.renew.held[leaseKey{testKey(st.Lock), "head"}]
+	_, renewed := head.renew.held[leaseKey{testKey(st.Lock), string(st.Token)}]
 	head.renew.mu.Unlock()
 	assert.True(t, renewed, "the head renews its lease")
 	assert.Equal(t, 0, lineLength(t, holder, st.Lock), "the head left the line")
+}
+
+func releaseMakesTheHeadsStep(t *testing.T, srv *redistest.Server, name string, hub bool) {
+	first, st := sessionRead(name, []byte("holder")), sessionRead(name, []byte("head"))
+	holder, head, woke := holdAndLineUp(t, srv, hub, func(holder *Store) {
+		require.NoError(t, holder.Step(&first))
+		require.True(t, first.Held)
+	}, &st)
+
+	written, err := backend.SetFencedRelease(holder, st.Key, []byte("written"), time.Minute, st.Lock, first.Fence, []byte("holder"))
+	require.NoError(t, err)
+	require.True(t, written)
+	handedTheGrant(t, holder, head, <-woke, first.Fence, &st)
+	assert.True(t, st.Found)
+	assert.Equal(t, "written", string(st.Dst[:st.N]), "the data of the release before")
 
 	// A fence guard sees the head's grant: the old holder is refused, the
 	// head's own release goes through.
@@ -100,6 +119,50 @@ func releaseMakesTheHeadsStep(t *testing.T, srv *redistest.Server, name string, 
 	head.renew.mu.Lock()
 	assert.Empty(t, head.renew.held, "released: no renewal")
 	head.renew.mu.Unlock()
+}
+
+// ephpm_kv_unlock's release (lock_release) of an exclusive lock makes the
+// grant of a bound lock's head (ephpm_kv_lock(..., bound: true)) as the
+// session's release does, whether the holder took its lock bound (a
+// step) or not (lock_acquire).
+func TestALockReleaseMakesTheHeadsGrant(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, bound := range []bool{true, false} {
+		for _, hub := range []bool{false, true} {
+			name := fmt.Sprintf("lock-bound-%v-hub-%v", bound, hub)
+			t.Run(name, func(t *testing.T) {
+				st := boundStep(name, []byte("head"), time.Minute)
+				var fence int64
+				holder, head, woke := holdAndLineUp(t, srv, hub, func(holder *Store) {
+					if bound {
+						first := boundStep(name, []byte("holder"), time.Minute)
+						require.NoError(t, holder.Step(&first))
+						require.True(t, first.Held)
+						fence = first.Fence
+						return
+					}
+					out, f, err := holder.LockAttempt(name, []byte("holder"), contract.LockExclusive, time.Minute, 0)
+					require.NoError(t, err)
+					require.Equal(t, contract.Inserted, out)
+					fence = f
+				}, &st)
+				released, err := holder.LockRelease(st.Lock, []byte("holder"))
+				require.NoError(t, err)
+				require.True(t, released)
+				handedTheGrant(t, holder, head, <-woke, fence, &st)
+
+				released, err = holder.LockRelease(st.Lock, []byte("holder"))
+				require.NoError(t, err)
+				assert.False(t, released, "the old holder holds nothing")
+				released, err = head.LockRelease(st.Lock, []byte("head"))
+				require.NoError(t, err)
+				assert.True(t, released)
+				head.renew.mu.Lock()
+				assert.Empty(t, head.renew.held, "released: no renewal")
+				head.renew.mu.Unlock()
+			})
+		}
+	}
 }
 
 // A head whose wait ended just before the release that made its step (it

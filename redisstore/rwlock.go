@@ -275,14 +275,18 @@ return math.max(first - now, 1)`)
 
 // lockReleaseScript is lock_release (contract.DecideRelease): KEYS name (and its
 // line); ARGV token, the release channel (and the line's lease prefix).
-// 1 if token held the name, else 0. A release that frees the name, or
-// leaves a writer's claim alone in it, names the first live waiter in its
-// line (for the claim, the claiming writer: in line, a writer claims only
-// in its turn); for a claim and nobody in line it wakes every waiter
-// instead, since a writer waiting outside a line (Wait) may stand behind
-// readers the claim refuses. The shorter record is written over the old one
-// (set_over), so that a full server runs the release too (see "A full
-// server", queue.go).
+// 1 if token held the name, else 0. A release that frees the name hands
+// it on as DelIfEq does (hand_on): to the first live waiter in its line
+// whose lease holds a token (an exclusive waiter of set_nx_wait or of a
+// bound lock, whose whole grant it makes when the lease carries the step),
+// else it is deleted and that waiter (a waiter of lock_acquire, whose
+// lease holds none) named. A release that leaves a writer's claim alone in
+// it names the first live waiter (the claiming writer: in line, a writer
+// claims only in its turn); for a claim and nobody in line it wakes every
+// waiter instead, since a writer waiting outside a line (Wait) may stand
+// behind readers the claim refuses. The shorter record is written over the
+// old one (set_over), so that a full server runs the release too (see "A
+// full server", queue.go).
 var lockReleaseScript = newScript(liveHeadLua + rwLua + `
 local v = redis.call('get', KEYS[1])
 if not v then return 0 end
@@ -290,8 +294,7 @@ local now = now_ms()
 local r = parse(v, now)
 if not r then
   if v ~= ARGV[1] then return 0 end
-  redis.call('del', KEYS[1])
-  publish_release(ARGV[2], KEYS[2], ARGV[3])
+  hand_on(KEYS[1], ARGV[2], KEYS[2], ARGV[3])
   return 1
 end
 local i = find(r, ARGV[1])
@@ -304,8 +307,7 @@ elseif r.claim ~= 0 then
   local h = KEYS[2] and live_head(KEYS[2], ARGV[3], nil)
   if h then tell_head(ARGV[2], h) else redis.call('publish', ARGV[2], '` + wakeEveryone + `') end
 else
-  redis.call('del', KEYS[1])
-  publish_release(ARGV[2], KEYS[2], ARGV[3])
+  hand_on(KEYS[1], ARGV[2], KEYS[2], ARGV[3])
 end
 return 1`)
 
