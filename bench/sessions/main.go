@@ -27,8 +27,13 @@
 // timers add to the work), "held" the sum of the holds (the wall time a
 // lock that passed on at no cost would give: beyond "slept", the write
 // and the release), "idle" the wall time beyond that sum per request (the
-// lock's hand-off, and the first request's start and the last's end). For the handlers that do not serialize (optimistic, no
-// locking) the holds overlap and the two say nothing.
+// lock's hand-off, and the first request's start and the last's end).
+// "hand-off" times each hand-off itself, in PHP, on hrtime's one clock:
+// from a holder's call of session_write_close() to the next holder's
+// return from session_start() (its write and release, the wake of the
+// next, its read), the median and the 90th percentile. For the handlers
+// that do not serialize (optimistic, no locking) the holds overlap and
+// these say nothing.
 //
 //	go run ./bench/sessions -ext build/modules/ephpm.so -hold-us 1000,5000
 //
@@ -116,6 +121,11 @@ type result struct {
 	failed   int
 	held     time.Duration // the sum of the requests' holds, as PHP timed them
 	slept    time.Duration // the sum of their usleep()s, as PHP timed them
+	// handOff is the median, and handOff90 the 90th percentile, of the
+	// hand-offs: from a holder's call of session_write_close() to the
+	// return of the next holder's session_start() (hrtime: one monotonic
+	// clock for every worker).
+	handOff, handOff90 time.Duration
 }
 
 func run(sock, add, count string, n int, sid string) result {
@@ -124,6 +134,8 @@ func run(sock, add, count string, n int, sid string) result {
 	var mu sync.Mutex
 	failed := 0
 	var held, slept time.Duration
+	type span struct{ start, end int64 }
+	var spans []span
 	begin := make(chan struct{})
 	for i := 0; i < n; i++ {
 		wg.Add(1)
@@ -136,16 +148,19 @@ func run(sock, add, count string, n int, sid string) result {
 				"QUERY_STRING": "i=" + strconv.Itoa(i), "HTTP_COOKIE": "PHPSESSID=" + sid,
 			}, 120*time.Second)
 			lat[i] = time.Since(t)
-			// The body is "count hold_ns sleep_ns".
-			var count, hold, sleep int64
+			// The body is "count hold_ns sleep_ns start_ns close_ns": the
+			// last two hrtime() at session_start()'s return and before
+			// session_write_close().
+			var count, hold, sleep, started, closing int64
 			if err != nil || len(resp.Body) == 0 || resp.Body[0] < '0' || resp.Body[0] > '9' {
 				mu.Lock()
 				failed++
 				mu.Unlock()
-			} else if _, err := fmt.Sscan(string(resp.Body), &count, &hold, &sleep); err == nil {
+			} else if _, err := fmt.Sscan(string(resp.Body), &count, &hold, &sleep, &started, &closing); err == nil {
 				mu.Lock()
 				held += time.Duration(hold)
 				slept += time.Duration(sleep)
+				spans = append(spans, span{started, closing})
 				mu.Unlock()
 			}
 		}(i)
@@ -160,7 +175,17 @@ func run(sock, add, count string, n int, sid string) result {
 	must(err)
 	kept, _ := strconv.Atoi(string(resp.Body))
 	slices.Sort(lat)
-	return result{kept: kept, wall: wall, p50: lat[n/2], p99: lat[n*99/100], failed: failed, held: held, slept: slept}
+	r := result{kept: kept, wall: wall, p50: lat[n/2], p99: lat[n*99/100], failed: failed, held: held, slept: slept}
+	slices.SortFunc(spans, func(a, b span) int { return int(a.start - b.start) })
+	var gaps []time.Duration
+	for i := 1; i < len(spans); i++ {
+		gaps = append(gaps, time.Duration(spans[i].start-spans[i-1].end))
+	}
+	if len(gaps) > 0 {
+		slices.Sort(gaps)
+		r.handOff, r.handOff90 = gaps[len(gaps)/2], gaps[len(gaps)*9/10]
+	}
+	return r
 }
 
 // redisCommands is what INFO commandstats says Redis ran since the last
@@ -343,14 +368,15 @@ func main() {
 		must(err)
 		add := filepath.Join(dir, fmt.Sprintf("add%d.php", hold))
 		must(os.WriteFile(add, []byte(fmt.Sprintf("<?php\nsession_start();\n$t = hrtime(true);\nusleep(%d);\n$s = hrtime(true) - $t;\n"+
-			"$_SESSION['k' . $_GET['i']] = 1;\nsession_write_close();\necho count($_SESSION), ' ', hrtime(true) - $t, ' ', $s;\n", hold)), 0o644))
+			"$_SESSION['k' . $_GET['i']] = 1;\n$c = hrtime(true);\nsession_write_close();\n"+
+			"echo count($_SESSION), ' ', hrtime(true) - $t, ' ', $s, ' ', $t, ' ', $c;\n", hold)), 0o644))
 		serial := time.Duration(*n*hold) * time.Microsecond
 		parallel := time.Duration((*n+7)/8*hold) * time.Microsecond
 		fmt.Printf("%d concurrent requests, one session, 8 php-fpm workers (the floor: 1), %d µs of work per request "+
 			"(serial limit %v, parallel limit %v); Redis commands over %d requests (the count request included; "+
 			"commandstats counts the commands scripts run too)\n", *n, hold, serial, parallel, *n+1)
 		w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(w, "handler\tkept\twall time\t/serial\t/floor\tslept\theld\tidle\t/parallel\tp50\tp99\tfailed\tRedis commands per request\t\n")
+		fmt.Fprintf(w, "handler\tkept\twall time\t/serial\t/floor\tslept\theld\tidle\thand-off p50, p90\t/parallel\tp50\tp99\tfailed\tRedis commands per request\t\n")
 		var floor time.Duration
 		for h, handler := range handlers {
 			if strings.HasPrefix(handler.name, "phpredis") && !phpredis || h > 0 && !strings.Contains(handler.name, *only) ||
@@ -403,9 +429,10 @@ func main() {
 			if h == 0 {
 				floor = r.wall
 			}
-			fmt.Fprintf(w, "%s\t%d/%d\t%v\t%.2fx\t%.2fx\t%.2fx\t%.2fx\t%v\t%.2fx\t%v\t%v\t%d\t%s\t\n", handler.name, r.kept, *n,
+			fmt.Fprintf(w, "%s\t%d/%d\t%v\t%.2fx\t%.2fx\t%.2fx\t%.2fx\t%v\t%s\t%.2fx\t%v\t%v\t%d\t%s\t\n", handler.name, r.kept, *n,
 				r.wall.Round(time.Millisecond), float64(r.wall)/float64(serial), float64(r.wall)/float64(floor),
 				float64(r.slept)/float64(serial), float64(r.held)/float64(serial), ((r.wall - r.held) / time.Duration(*n)).Round(time.Microsecond),
+				fmt.Sprintf("%v, %v", r.handOff.Round(time.Microsecond), r.handOff90.Round(time.Microsecond)),
 				float64(r.wall)/float64(parallel),
 				r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.failed, cmds)
 		}
