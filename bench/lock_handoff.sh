@@ -10,13 +10,14 @@
 #
 # Usage: bench/lock_handoff.sh [PROCS [ROUNDS [HOLD_US]]]
 #   (after scripts/setup.sh test; default 2 300 5000)
+#   EXT=other/ephpm.so bench/lock_handoff.sh: another build (an A/B).
 #   SERVER="bench/chroot-server.sh valkey-server" bench/lock_handoff.sh: on
 #   Valkey (the test matrix's chroot), or any command that runs a server.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 procs=${1:-2} rounds=${2:-300} hold=${3:-5000}
 read -r -a server <<< "${SERVER:-redis-server}"
-ext=$src/build/modules/ephpm.so
+ext=${EXT:-$src/build/modules/ephpm.so}
 [ -f "$ext" ] || { echo "build first: scripts/setup.sh test"; exit 1; }
 dir=$(mktemp -d)
 pids=()

@@ -56,8 +56,9 @@ func queueKeys(rk string) (queue, leasePrefix string, ok bool) {
 // guard stays held, and its holder's release then runs).
 
 // liveHeadLua is the first waiter in line whose lease is live (or is
-// me), dropping those whose lease lapsed; nil for an empty line. A lease
-// key is not among a script's KEYS (the head is found in the script):
+// me), dropping those whose lease lapsed, and what its lease holds (which
+// hand_on reads: one GET, not an EXISTS and then a GET); nil for an empty
+// line. A lease key is not among a script's KEYS (the head is found in the script):
 // while the line's slot moves between Cluster masters the key may be on
 // the new master already, where this server refuses to look (an error
 // that redis.call would raise half-way through the script); a waiter whose
@@ -74,8 +75,8 @@ local function live_head(line, prefix, me)
     local h = redis.call('zrange', line, 0, 0)[1]
     if not h then return nil end
     if h == me then return h end
-    local e = redis.pcall('exists', prefix .. h)
-    if type(e) ~= 'number' or e == 1 then return h end
+    local l = redis.pcall('get', prefix .. h)
+    if l then return h, l end
     redis.call('zrem', line, h)
   end
 end
@@ -165,9 +166,9 @@ end
 const handOnLua = setOverLua + mintFenceLua + leasePartsLua + `
 local function hand_on(lock, ch, line, prefix)
   if line then
-    local h = live_head(line, prefix, nil)
+    local h, l = live_head(line, prefix, nil)
     if h then
-      local lease_ms, token, st = lease_parts(redis.pcall('get', prefix .. h))
+      local lease_ms, token, st = lease_parts(l)
       if st then
         set_over(lock, token, 'PX', st.ttl)
         redis.call('zrem', line, h)

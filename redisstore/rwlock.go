@@ -290,6 +290,11 @@ return math.max(first - now, 1)`)
 var lockReleaseScript = newScript(liveHeadLua + rwLua + `
 local v = redis.call('get', KEYS[1])
 if not v then return 0 end
+-- An exclusive hold is a plain entry: its release needs no clock.
+if v == ARGV[1] and string.sub(v, 1, #MAGIC) ~= MAGIC then
+  hand_on(KEYS[1], ARGV[2], KEYS[2], ARGV[3])
+  return 1
+end
 local now = now_ms()
 local r = parse(v, now)
 if not r then
