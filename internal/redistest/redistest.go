@@ -3,6 +3,7 @@
 package redistest
 
 import (
+	"bytes"
 	"fmt"
 	"net"
 	"os"
@@ -123,9 +124,22 @@ func (s *Server) start(deadline time.Time) error {
 		default:
 		}
 		if c, err := net.DialTimeout("tcp", s.Addr, 100*time.Millisecond); err == nil {
+			pid, known := answeredBy(c)
 			c.Close()
+			switch {
+			case known && pid == s.cmd.Process.Pid:
+				return nil
+			case known:
+				// Another process's server took the port after it was
+				// found free; this one cannot bind it, and may take a
+				// while to exit on a loaded host.
+				s.Stop()
+				return fmt.Errorf("redis-server on %s: another process (pid %d) answers there", s.Addr, pid)
+			}
+			// A server that says nothing before a password: this one,
+			// unless it exits at once for want of the port.
 			select {
-			case <-exited: // another process's server on the port this one could not bind
+			case <-exited:
 				s.cmd = nil
 				return fmt.Errorf("redis-server on %s exited; another process answers there", s.Addr)
 			case <-time.After(10 * time.Millisecond):
@@ -136,6 +150,34 @@ func (s *Server) start(deadline time.Time) error {
 	}
 	s.Stop()
 	return fmt.Errorf("redis-server on %s did not answer within %v", s.Addr, startLimit)
+}
+
+// answeredBy is the process id that the server on c gives in its INFO
+// (known false if it gives none: a server that wants a password first, or
+// that does not answer within a second).
+func answeredBy(c net.Conn) (pid int, known bool) {
+	if c.SetDeadline(time.Now().Add(time.Second)) != nil {
+		return 0, false
+	}
+	if _, err := c.Write([]byte("*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")); err != nil {
+		return 0, false
+	}
+	const field = "process_id:"
+	var b []byte
+	buf := make([]byte, 4096)
+	for {
+		n, err := c.Read(buf)
+		b = append(b, buf[:n]...)
+		if i := bytes.Index(b, []byte(field)); i >= 0 {
+			if j := bytes.IndexByte(b[i:], '\r'); j >= 0 {
+				pid, err := strconv.Atoi(string(b[i+len(field) : i+j]))
+				return pid, err == nil
+			}
+		}
+		if err != nil || (len(b) > 0 && b[0] == '-' && bytes.HasSuffix(b, []byte("\r\n"))) {
+			return 0, false
+		}
+	}
 }
 
 // Stop kills the server and waits for it.
