@@ -32,20 +32,35 @@ func TestHubReaderDoesNotHoldAP(t *testing.T) {
 	for i := 0; i < 15; i++ {
 		require.NoError(t, s.Set("w", []byte("held"), 0))
 		done := make(chan struct{})
+		var woken bool
+		var waitErr error
 		go func() {
 			defer close(done)
-			s.Wait("w", 5*hangCatch)
+			woken, waitErr = s.Wait("w", 5*hangCatch)
 		}()
-		require.Eventually(t, func() bool {
+		// The wait's SUBSCRIBE stands (or the wait ended: it failed).
+		for by := time.Now().Add(hangCatch); ; time.Sleep(time.Millisecond) {
+			select {
+			case <-done:
+				require.FailNow(t, "the wait ended before the release", "round %d: woken %v, %v", i, woken, waitErr)
+			default:
+			}
 			n, err := s.c.PubSubNumSub(ctx, releaseChannel("w")).Result()
-			return err == nil && n[releaseChannel("w")] == 1
-		}, hangCatch, time.Millisecond)
+			if err == nil && n[releaseChannel("w")] == 1 {
+				break
+			}
+			if time.Now().After(by) {
+				require.FailNow(t, "the wait never stood subscribed", "round %d: NUMSUB %v, %v", i, n, err)
+			}
+		}
 		_, err := s.Del("w") // publishes: the reader delivers it, then waits again
 		require.NoError(t, err)
 		start := time.Now()
 		time.Sleep(time.Millisecond)
 		sleeps = append(sleeps, time.Since(start))
 		<-done
+		require.NoError(t, waitErr, "round %d", i)
+		require.True(t, woken, "round %d: the release woke the wait", i)
 	}
 	slices.Sort(sleeps)
 	assert.Less(t, sleeps[len(sleeps)/2], hangCatch/2, "sorted: %v", sleeps)
