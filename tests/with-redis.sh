@@ -25,7 +25,10 @@ trap cleanup EXIT
 . "$(dirname "$0")/listen.sh"
 
 # redis_start PORT starts a server with $extra_config (lines, @PORT@ being
-# the port); redis_ready PORT pings it.
+# the port); redis_ready PORT succeeds once the server answering on PORT is
+# that one (its INFO's process id): another process's server may hold a
+# port found free, and the one started here, unable to bind it, may take
+# a while to exit on a loaded host.
 extra_config=()
 redis_start() {
   local conf="$dir/$1.conf"
@@ -34,7 +37,9 @@ redis_start() {
   "$server" "$conf" > "$dir/$1.log" 2>&1 &
   listen_pid=$!
 }
-redis_ready() { "$cli" -p "$1" ping > /dev/null 2>&1; }
+redis_ready() {
+  [ "$("$cli" -p "$1" INFO server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id://p')" = "$listen_pid" ]
+}
 
 # start_redis [EXTRA CONFIG...] starts a server and sets $port to its port.
 start_redis() {
