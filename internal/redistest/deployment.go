@@ -58,9 +58,12 @@ func StartDeployment(t testing.TB, downAfter, failoverTimeout time.Duration) *De
 	if _, err := exec.LookPath(ServerBinary()); err != nil {
 		t.Skip(ServerBinary() + " not installed")
 	}
+	// The directory first: its removal, a cleanup, then runs after Stop
+	// (cleanups run last first), never while a server writes in it.
+	parent := t.TempDir()
 	d := &Deployment{}
 	t.Cleanup(d.Stop)
-	if err := d.Run(t.TempDir(), downAfter, failoverTimeout); err != nil {
+	if err := d.Run(parent, downAfter, failoverTimeout); err != nil {
 		t.Fatal(err)
 	}
 	return d
