@@ -290,13 +290,13 @@ return math.max(first - now, 1)`)
 var lockReleaseScript = newScript(liveHeadLua + rwLua + `
 local v = redis.call('get', KEYS[1])
 if not v then return 0 end
--- An exclusive hold is a plain entry: its release needs no clock.
-if v == ARGV[1] and string.sub(v, 1, #MAGIC) ~= MAGIC then
-  hand_on(KEYS[1], ARGV[2], KEYS[2], ARGV[3])
-  return 1
+-- Only a record needs the clock (its holds' deadlines): an entry that
+-- does not begin as one is an exclusive hold, which parse would refuse.
+local now, r
+if string.sub(v, 1, #MAGIC) == MAGIC then
+  now = now_ms()
+  r = parse(v, now)
 end
-local now = now_ms()
-local r = parse(v, now)
 if not r then
   if v ~= ARGV[1] then return 0 end
   hand_on(KEYS[1], ARGV[2], KEYS[2], ARGV[3])
